@@ -1,0 +1,50 @@
+#!/bin/sh
+# Installs the Debian packages infertop needs to build and test, and only
+# those that are missing. Idempotent: a second run installs nothing.
+# Uses sudo when not run as root. Prints what it did.
+set -eu
+
+# Why each package is here (README "Dependencies" says the same):
+#   build-essential pkg-config  compiler, make, library flags
+#   libopenblas-dev             sgemm/sgemv for the forward pass
+#   libzmq3-dev                 telemetry and control sockets
+#   libjansson-dev              JSON payloads of the wire protocol
+#   libssl-dev                  sha256 model fingerprints (libcrypto)
+#   libinih-dev                 cluster file (INI)
+#   libncurses-dev              the console
+#   libssh-dev                  driving nodes over SSH
+#   libsqlite3-dev sqlite3      run history store; the sqlite3 shell for operators
+#   libcriterion-dev            C unit tests
+#   tmux                        end-to-end tests drive the console in tmux
+#   openssh-server              end-to-end tests start real sshd on loopback
+#   procps                      ps/pgrep/pkill used by the scripts
+PKGS="build-essential pkg-config libopenblas-dev libzmq3-dev libjansson-dev
+libssl-dev libinih-dev libncurses-dev libssh-dev libsqlite3-dev sqlite3
+libcriterion-dev tmux openssh-server procps"
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    echo "install-deps: all $(echo $PKGS | wc -w) packages present, nothing to do"
+    exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+else
+    echo "install-deps: missing:$missing; not root and no sudo, install them by hand" >&2
+    exit 1
+fi
+
+echo "install-deps: installing:$missing"
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+echo "install-deps: installed:$missing"
