@@ -59,7 +59,7 @@ endif
 # Unit tests: one Criterion binary per tested directory.
 UNIT_DIRS  := $(notdir $(wildcard tests/engine tests/store tests/tui))
 UNIT_BINS  := $(UNIT_DIRS:%=$(B)/tests/unit_%)
-BENCH_SRC  := $(wildcard tests/bench/*.c)
+BENCH_SRC  := $(wildcard tests/bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRC:tests/bench/%.c=$(B)/tests/%)
 HELPER_SRC := $(wildcard tests/lib/*.c)
 HELPER_BINS := $(HELPER_SRC:tests/lib/%.c=$(B)/tests/%)
@@ -96,6 +96,23 @@ bench: deps
 asan: deps
 	@$(MAKE) --no-print-directory B=build/asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test-only
+
+# libFuzzer: each target is built with clang and the sanitizers and runs for
+# FUZZ_TIME seconds over its seed corpus; inputs it finds go to
+# $(B)/fuzz/corpus/<name>, the seeds in tests/fuzz/corpus/<name> stay as they are.
+FUZZ_TIME  ?= 60
+FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -Iengine -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=all
+
+fuzz: $(B)/fuzz/fuzz_request
+	@mkdir -p $(B)/fuzz/corpus/request
+	$(B)/fuzz/fuzz_request -max_total_time=$(FUZZ_TIME) -max_len=70000 -dict=tests/fuzz/request.dict \
+	  $(B)/fuzz/corpus/request tests/fuzz/corpus/request
+
+$(B)/fuzz/fuzz_request: tests/fuzz/fuzz_request.c engine/protocol.c engine/proto_reply.c \
+                        engine/jsonr.c engine/jsonw.c $(wildcard engine/*.h)
+	@mkdir -p $(@D)
+	clang $(FUZZ_FLAGS) -o $@ $(filter %.c,$^) $(call pc_libs,jansson)
 
 $(B)/engine/embedded.o: engine/embedded.S engine/models/stories260K.bin engine/models/tok512.bin
 	@mkdir -p $(@D)
@@ -138,9 +155,9 @@ $(B)/tests/unit_%: $$(wildcard tests/%/*.c tests/%/*.h) $(if $(TUI_SRC),$(B)/lib
 	$(CC) $(CPPFLAGS) -Itests/$* $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(TEST_CFLAGS) $(CFLAGS) \
 	  -o $@ $(filter %.c,$^) $(filter %.a,$^) $(LINK_ALL)
 
-$(B)/tests/%: tests/bench/%.c $(if $(TUI_SRC),$(B)/libtui.a) $(B)/libstore.a $(B)/libinferd.a
+$(B)/tests/bench_%: tests/bench/bench_%.c tests/bench/benchlib.c tests/bench/benchlib.h $(if $(TUI_SRC),$(B)/libtui.a) $(B)/libstore.a $(B)/libinferd.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) $(filter %.a,$^) $(LINK_ALL)
+	$(CC) $(CPPFLAGS) -Itests/bench $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) $(filter %.a,$^) $(LINK_ALL)
 
 $(B)/tests/%: tests/lib/%.c $(if $(TUI_SRC),$(B)/libtui.a) $(B)/libstore.a $(B)/libinferd.a
 	@mkdir -p $(@D)

@@ -11,6 +11,9 @@
  *            fp16 scale and fp16 bias per group: x ~= q * scale + bias
  *   bits 4   the same with 4-bit codes, two per byte (low nibble first)
  *
+ * Keys are stored transposed within a block ([head_dim][block]) so that
+ * attention scores a block with vector loads along positions.
+ *
  * Byte accounting is exact: kv_bytes() is the sum of the block payloads
  * held, and equals kv_bytes_for() of the same shape, bits and length.
  */
@@ -24,8 +27,8 @@ typedef struct kv_cache kv_cache;
 typedef struct kv_shape {
     int n_layers;   /* layers held by this stage */
     int n_kv_heads;
-    int head_dim;
-    int block;      /* positions per block (KV_BLOCK_DEFAULT unless testing) */
+    int head_dim;   /* a multiple of 8 */
+    int block;      /* positions per block, a multiple of 8 (KV_BLOCK_DEFAULT unless testing) */
 } kv_shape;
 
 #define KV_BLOCK_DEFAULT 64
@@ -68,15 +71,18 @@ void kv_write(kv_cache *kv, int layer, int pos, int n, const float *k, const flo
 void kv_set_len(kv_cache *kv, int len);
 
 /* Converts every stored position to new bits, block by block, in place:
- * peak extra memory is one block. Returns -1 with a message (and the cache
+ * peak extra memory is one block beyond the larger of the cache before
+ * and after. Returns -1 with a message (and the cache
  * unchanged) on bad bits or allocation failure. */
 int kv_convert(kv_cache *kv, int bits, char *err, size_t errlen);
 
 /* Dequantizes positions [b * block, min(len, (b + 1) * block)) of one
- * layer and KV head into k_out and v_out, each [block][head_dim] floats.
- * `len` is the number of valid positions for this read (during a step a
- * layer reads positions it has just written, past kv_len()). Returns the
- * number of positions written. */
+ * layer and KV head: keys transposed into k_out [head_dim][block] (all
+ * block columns are written; those past the valid positions hold zeros or
+ * stale keys), values into v_out [block][head_dim] (valid rows only).
+ * Both hold block * head_dim floats. `len` is the number of valid
+ * positions for this read (during a step a layer reads positions it has
+ * just written, past kv_len()). Returns the number of valid positions. */
 int kv_read_block(const kv_cache *kv, int layer, int head, int b, int len, float *k_out,
                   float *v_out);
 

@@ -9,7 +9,9 @@
  *   anything else        a llama2.c checkpoint file (version 0 header)
  *
  * Synthetic weights are deterministic from (shape, seed) and scaled so
- * activations stay finite at any context length.
+ * activations stay finite at any context length; their classifier is shared
+ * with the token embedding, as in llama2.c's models. seq_len defaults to 2048
+ * and seed to 0.
  */
 #ifndef MODEL_H
 #define MODEL_H
@@ -42,9 +44,15 @@ const char *model_name(const model *m);
  * 64 lowercase hex characters. Equal fingerprints mean equal weights. */
 const char *model_fingerprint(const model *m);
 
+/* The shape `spec` names, without loading weights: a checkpoint's header
+ * is read and checked against the file's size, a synthetic spec is parsed.
+ * Lets a planner size a model that would not fit in this process. */
+int model_probe(const char *spec, model_config *out, char *err, size_t errlen);
+
 /* Bytes of weights a stage holding layers [first, last) uses: its layers,
  * plus the embedding table on the first stage and the final norm and
- * classifier on the last. */
+ * classifier on the last (the embedding table again when the classifier is
+ * shared, unless the stage is also the first). 0 for an invalid range. */
 size_t model_stage_bytes(const model *m, int first, int last);
 
 #endif

@@ -1,0 +1,349 @@
+/* attention.c: tiled online-softmax attention over the block KV cache.
+ *
+ * A task is one KV head and a range of query rows, a row being one (query
+ * position, query head of the GQA group) pair. The task walks the cache a
+ * block at a time: it dequantizes the block once, then for every tile of
+ * up to 4 rows computes scores S = Q K^T, folds them into the rows'
+ * running max and sum, and adds P V to the rows' outputs, which accumulate
+ * unnormalized in `out` until the last block. Rows whose position lies
+ * before a block skip it (causal mask); within a block, scores past a
+ * row's position get probability 0.
+ *
+ * Both products go through one register-tiled kernel, c += a * b, with a
+ * tile of rows x 32 columns kept in vector registers.
+ */
+#include "attention.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vec8.h"
+
+#define TILE_ROWS 4
+
+struct attn_scratch {
+    kv_shape shape;
+    int max_n;
+    int n_heads;
+    int gqa;        /* query heads per KV head */
+    pool *pool;
+    int workers;    /* tasks run at once, each with its own scratch */
+    size_t worker_floats;
+    float *mem;     /* [workers][worker_floats] */
+};
+
+/* One worker's scratch: the dequantized block, a tile of scores, and the
+ * running max and sum of every row of a task. */
+typedef struct worker_mem {
+    float *kt; /* [head_dim][block] */
+    float *v;  /* [block][head_dim] */
+    float *s;  /* [TILE_ROWS][block] */
+    float *m;  /* [max_n * gqa] */
+    float *l;  /* [max_n * gqa] */
+} worker_mem;
+
+static size_t worker_floats(kv_shape shape, int max_rows)
+{
+    size_t blk = (size_t)shape.block * shape.head_dim;
+    return 2 * blk + (size_t)TILE_ROWS * shape.block + 2 * (size_t)max_rows;
+}
+
+static worker_mem worker_at(const attn_scratch *s, int w)
+{
+    float *p = s->mem + (size_t)w * s->worker_floats;
+    size_t blk = (size_t)s->shape.block * s->shape.head_dim;
+    worker_mem wm;
+    wm.kt = p;
+    wm.v = wm.kt + blk;
+    wm.s = wm.v + blk;
+    wm.m = wm.s + (size_t)TILE_ROWS * s->shape.block;
+    wm.l = wm.m + (size_t)s->max_n * s->gqa;
+    return wm;
+}
+
+int attn_scratch_create(attn_scratch **out, int max_n, int n_heads, kv_shape shape, pool *pool,
+                        char *err, size_t errlen)
+{
+    *out = NULL;
+    if (max_n < 1 || shape.n_kv_heads < 1 || n_heads < shape.n_kv_heads ||
+        n_heads % shape.n_kv_heads != 0) {
+        snprintf(err, errlen,
+                 "attention: max_n %d must be >= 1 and n_heads %d a multiple of n_kv_heads %d",
+                 max_n, n_heads, shape.n_kv_heads);
+        return -1;
+    }
+    if (shape.head_dim < 8 || shape.head_dim % 8 != 0 || shape.block < 8 || shape.block % 8 != 0) {
+        snprintf(err, errlen, "attention: head_dim %d and block %d must be multiples of 8",
+                 shape.head_dim, shape.block);
+        return -1;
+    }
+    attn_scratch *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "attention: out of memory");
+        return -1;
+    }
+    s->shape = shape;
+    s->max_n = max_n;
+    s->n_heads = n_heads;
+    s->gqa = n_heads / shape.n_kv_heads;
+    s->pool = pool;
+    s->workers = pool ? pool_threads(pool) : 1;
+    s->worker_floats = worker_floats(shape, max_n * s->gqa);
+    /* Zeroed so that score columns past a block's valid keys are computed
+     * from defined memory even on the first read. */
+    s->mem = calloc((size_t)s->workers * s->worker_floats, sizeof(float));
+    if (!s->mem) {
+        snprintf(err, errlen, "attention: out of memory for %zu bytes of scratch",
+                 (size_t)s->workers * s->worker_floats * sizeof(float));
+        free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+void attn_scratch_free(attn_scratch *s)
+{
+    if (!s)
+        return;
+    free(s->mem);
+    free(s);
+}
+
+size_t attn_scratch_bytes(const attn_scratch *s)
+{
+    return (size_t)s->workers * s->worker_floats * sizeof(float);
+}
+
+/* c[r][col, col + 8C) = (accumulate ? c : 0) + sum_t a[r][t] b[t][col, col + 8C)
+ * for r < R. Inlined with constant R and C, the R x C accumulators stay in
+ * registers and every loaded row of b feeds R FMAs. */
+static inline __attribute__((always_inline)) void tile(int R, int C, const float *const *a, int k,
+                                                       const float *restrict b, int ldb, int col,
+                                                       float *const *c, int accumulate)
+{
+    f32x8 acc[TILE_ROWS][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < C; j++)
+            acc[r][j] = accumulate ? vec8_load(c[r] + col + 8 * j) : vec8_splat(0.0f);
+    for (int t = 0; t < k; t++) {
+        const float *bt = b + (size_t)t * ldb + col;
+        f32x8 bv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < C; j++)
+            bv[j] = vec8_load(bt + 8 * j);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            f32x8 av = vec8_splat(a[r][t]);
+#pragma GCC unroll 4
+            for (int j = 0; j < C; j++)
+                acc[r][j] = vec8_fma(av, bv[j], acc[r][j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < C; j++)
+            vec8_store(c[r] + col + 8 * j, acc[r][j]);
+}
+
+/* The same product over columns [0, ncols) (a multiple of 8) for R <=
+ * TILE_ROWS rows: full tiles of 4 rows, else row by row. */
+static void gemm(int R, const float *const *a, int k, const float *b, int ldb, int ncols,
+                 float *const *c, int accumulate)
+{
+    for (int col = 0; col < ncols;) {
+        int C = ncols - col >= 32 ? 4 : ncols - col >= 16 ? 2 : 1;
+        for (int r = 0; r < R; r += R == TILE_ROWS ? TILE_ROWS : 1) {
+            if (R == TILE_ROWS && C == 4)
+                tile(TILE_ROWS, 4, a, k, b, ldb, col, c, accumulate);
+            else if (R == TILE_ROWS && C == 2)
+                tile(TILE_ROWS, 2, a, k, b, ldb, col, c, accumulate);
+            else if (R == TILE_ROWS)
+                tile(TILE_ROWS, 1, a, k, b, ldb, col, c, accumulate);
+            else if (C == 4)
+                tile(1, 4, a + r, k, b, ldb, col, c + r, accumulate);
+            else if (C == 2)
+                tile(1, 2, a + r, k, b, ldb, col, c + r, accumulate);
+            else
+                tile(1, 1, a + r, k, b, ldb, col, c + r, accumulate);
+        }
+        col += 8 * C;
+    }
+}
+
+/* e^x for x <= 0 (larger x and NaN are clamped into [-87, 0]), relative
+ * error about 2e-7: Cephes' expf polynomial, vectorized. */
+static inline f32x8 exp8(f32x8 x)
+{
+    f32x8 lo = vec8_splat(-87.0f), zero = vec8_splat(0.0f);
+    x = vec8_min(vec8_max(x, lo), zero);
+    /* n = round(x / ln 2): adding 1.5 * 2^23 rounds to an integer. */
+    f32x8 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    f32x8 r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    f32x8 p = vec8_splat(1.9875691500e-4f);
+    p = vec8_fma(p, r, vec8_splat(1.3981999507e-3f));
+    p = vec8_fma(p, r, vec8_splat(8.3334519073e-3f));
+    p = vec8_fma(p, r, vec8_splat(4.1665795894e-2f));
+    p = vec8_fma(p, r, vec8_splat(1.6666665459e-1f));
+    p = vec8_fma(p, r, vec8_splat(5.0000001201e-1f));
+    p = vec8_fma(p, r * r, r + 1.0f);
+    i32x8 e = (__builtin_convertvector(n, i32x8) + 127) << 23;
+    return p * (f32x8)e;
+}
+
+/* Folds one row of raw scores s[0, block), valid in [0, vc), into the
+ * row's running max m and sum l (both in units of scaled scores). Leaves
+ * the probabilities in s (0 past vc) and returns the factor by which the
+ * row's output so far must be rescaled. */
+static float softmax_fold(float *s, int block, int vc, float scale, float *m, float *l)
+{
+    const i32x8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    f32x8 neg_inf = vec8_splat(-INFINITY);
+    f32x8 mx = neg_inf;
+    for (int j = 0; j < block; j += 8) {
+        f32x8 x = vec8_select(lane + j < vc, vec8_load(s + j), neg_inf);
+        mx = vec8_max(x, mx);
+    }
+    float row_max = mx[0];
+    for (int t = 1; t < 8; t++)
+        row_max = mx[t] > row_max ? mx[t] : row_max;
+
+    float m_new = row_max * scale > *m ? row_max * scale : *m;
+    f32x8 sum = vec8_splat(0.0f), zero = sum, vs = vec8_splat(scale), vm = vec8_splat(m_new);
+    for (int j = 0; j < block; j += 8) {
+        f32x8 p = exp8(vec8_load(s + j) * vs - vm);
+        p = vec8_select(lane + j < vc, p, zero);
+        vec8_store(s + j, p);
+        sum += p;
+    }
+    float total = 0.0f;
+    for (int t = 0; t < 8; t++)
+        total += sum[t];
+
+    float c = expf(*m - m_new);
+    *l = *l * c + total;
+    *m = m_new;
+    return c;
+}
+
+static void scale_row(float *x, int n, float c)
+{
+    f32x8 vc = vec8_splat(c);
+    for (int i = 0; i < n; i += 8)
+        vec8_store(x + i, vec8_load(x + i) * vc);
+}
+
+typedef struct job {
+    attn_scratch *s;
+    const kv_cache *kv;
+    int layer;
+    const float *q;
+    int n, pos;
+    float *out;
+    int splits;   /* row ranges per KV head */
+    int tasks;    /* n_kv_heads * splits */
+    int runners;  /* pool indices, one scratch each */
+    atomic_int next_task; /* claimed dynamically: a preempted thread
+                             does not hold the others back */
+} job;
+
+/* Offset of row r's query (and output) vector for KV head h. */
+static size_t row_offset(const job *jb, int h, int r)
+{
+    const attn_scratch *s = jb->s;
+    int i = r / s->gqa, qh = h * s->gqa + r % s->gqa;
+    return ((size_t)i * s->n_heads + qh) * s->shape.head_dim;
+}
+
+/* Rows [rt, rt + R) against block b (keys kt, values v) of KV head h. */
+static void fold_tile(const job *jb, const worker_mem *wm, int h, int r0, int rt, int R, int b)
+{
+    const attn_scratch *s = jb->s;
+    int hd = s->shape.head_dim, B = s->shape.block;
+    const float *qrow[TILE_ROWS];
+    float *orow[TILE_ROWS], *srow[TILE_ROWS];
+    for (int t = 0; t < R; t++) {
+        size_t off = row_offset(jb, h, rt + t);
+        qrow[t] = jb->q + off;
+        orow[t] = jb->out + off;
+        srow[t] = wm->s + (size_t)t * B;
+    }
+    gemm(R, qrow, hd, wm->kt, B, B, srow, 0);
+
+    float scale = 1.0f / sqrtf((float)hd);
+    int vc_max = 0;
+    for (int t = 0; t < R; t++) {
+        int i = (rt + t) / s->gqa;
+        int vc = jb->pos + i - b * B + 1;
+        vc = vc > B ? B : vc;
+        vc_max = vc > vc_max ? vc : vc_max;
+        int lr = rt + t - r0;
+        float c = softmax_fold(srow[t], B, vc, scale, &wm->m[lr], &wm->l[lr]);
+        if (c != 1.0f)
+            scale_row(orow[t], hd, c);
+    }
+    gemm(R, (const float *const *)srow, vc_max, wm->v, hd, hd, orow, 1);
+}
+
+/* Attention of rows [r0, r1) for KV head h. */
+static void run_task(const job *jb, const worker_mem *wm, int h, int r0, int r1)
+{
+    const attn_scratch *s = jb->s;
+    int hd = s->shape.head_dim, B = s->shape.block;
+    for (int r = r0; r < r1; r++) {
+        wm->m[r - r0] = -INFINITY;
+        wm->l[r - r0] = 0.0f;
+        memset(jb->out + row_offset(jb, h, r), 0, (size_t)hd * sizeof(float));
+    }
+    int last_pos = jb->pos + (r1 - 1) / s->gqa;
+    for (int b = 0; b <= last_pos / B; b++) {
+        kv_read_block(jb->kv, jb->layer, h, b, jb->pos + jb->n, wm->kt, wm->v);
+        /* Rows before the block's first position see none of it. */
+        int first = (b * B - jb->pos) * s->gqa;
+        for (int rt = first > r0 ? first : r0; rt < r1; rt += TILE_ROWS) {
+            int R = r1 - rt < TILE_ROWS ? r1 - rt : TILE_ROWS;
+            fold_tile(jb, wm, h, r0, rt, R, b);
+        }
+    }
+    for (int r = r0; r < r1; r++)
+        scale_row(jb->out + row_offset(jb, h, r), hd, 1.0f / wm->l[r - r0]);
+}
+
+static void run_tasks(void *arg, int w)
+{
+    job *jb = arg;
+    worker_mem wm = worker_at(jb->s, w);
+    int rows = jb->n * jb->s->gqa;
+    for (int task; (task = atomic_fetch_add(&jb->next_task, 1)) < jb->tasks;) {
+        int h = task / jb->splits, part = task % jb->splits;
+        int r0 = (int)((long)rows * part / jb->splits);
+        int r1 = (int)((long)rows * (part + 1) / jb->splits);
+        if (r0 < r1)
+            run_task(jb, &wm, h, r0, r1);
+    }
+}
+
+void attn_forward(attn_scratch *s, const kv_cache *kv, int layer, const float *q, int n, int pos,
+                  float *out)
+{
+    assert(n >= 1 && n <= s->max_n);
+    job jb = {.s = s, .kv = kv, .layer = layer, .q = q, .n = n, .pos = pos, .out = out};
+    int heads = s->shape.n_kv_heads;
+    /* With fewer KV heads than threads, split each head's rows too. */
+    jb.splits = heads >= s->workers ? 1 : (s->workers + heads - 1) / heads;
+    jb.tasks = heads * jb.splits;
+    jb.runners = jb.tasks < s->workers ? jb.tasks : s->workers;
+    atomic_init(&jb.next_task, 0);
+    if (s->pool)
+        pool_run(s->pool, jb.runners, run_tasks, &jb);
+    else
+        run_tasks(&jb, 0);
+}

@@ -1,0 +1,367 @@
+/* cmd_generate.c: `inferd generate`, one prompt run locally, the way
+ * llama2.c's run.c does it: the prompt and its continuation stream to
+ * stdout, one line of statistics goes to stderr. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "commands.h"
+#include "forward.h"
+#include "kvcache.h"
+#include "memstat.h"
+#include "model.h"
+#include "pool.h"
+#include "sampler.h"
+#include "tokenizer.h"
+
+typedef struct gen_options {
+    const char *model;     /* NULL: embedded */
+    const char *tokenizer; /* NULL: embedded */
+    const char *prompt;
+    long steps;
+    double temperature;
+    double top_p;
+    unsigned long long seed;
+    long kv_bits;
+    long prefill_step;
+    long threads;
+} gen_options;
+
+/* Everything one generation holds; released by gen_close(). */
+typedef struct gen_run {
+    model *m;
+    tokenizer *tok;
+    pool *pool;
+    fwd_stage *fwd;
+    kv_cache *kv;
+    sampler *smp;
+    int *ids;
+    float *logits;
+} gen_run;
+
+enum {
+    OPT_MODEL = 256,
+    OPT_TOKENIZER,
+    OPT_PROMPT,
+    OPT_STEPS,
+    OPT_TEMPERATURE,
+    OPT_TOP_P,
+    OPT_SEED,
+    OPT_KV_BITS,
+    OPT_PREFILL_STEP,
+    OPT_THREADS,
+    OPT_HELP,
+};
+
+static const struct option long_options[] = {
+    {"model", required_argument, NULL, OPT_MODEL},
+    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+    {"prompt", required_argument, NULL, OPT_PROMPT},
+    {"steps", required_argument, NULL, OPT_STEPS},
+    {"temperature", required_argument, NULL, OPT_TEMPERATURE},
+    {"top-p", required_argument, NULL, OPT_TOP_P},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"kv-bits", required_argument, NULL, OPT_KV_BITS},
+    {"prefill-step", required_argument, NULL, OPT_PREFILL_STEP},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: inferd generate --prompt TEXT [OPTIONS]\n"
+                 "\n"
+                 "Runs a prompt through the model and prints it with its continuation,\n"
+                 "then one line of statistics on stderr.\n"
+                 "\n"
+                 "  --prompt TEXT        the text to continue (required)\n"
+                 "  --model SPEC         a llama2.c checkpoint file, \"embedded\" (stories260K,\n"
+                 "                       the default), synth:110m, synth:1b or\n"
+                 "                       synth:dim=D,hidden=H,layers=L,heads=N,kv_heads=K,vocab=V\n"
+                 "  --tokenizer PATH     a llama2.c tokenizer file (default: the embedded one)\n"
+                 "  --steps N            tokens to generate, 1..1000000 (default 256)\n"
+                 "  --temperature T      0 is greedy (default 0)\n"
+                 "  --top-p P            nucleus sampling threshold in [0, 1] (default 0.9)\n"
+                 "  --seed S             random seed for sampling (default: from the clock)\n"
+                 "  --kv-bits B          KV cache precision: 32, 16, 8 or 4 (default 16)\n"
+                 "  --prefill-step N     prompt positions per prefill chunk (default 512)\n"
+                 "  --threads N          compute threads (default: online CPUs)\n"
+                 "  --help               this text\n");
+}
+
+static const char *flag_name(int opt)
+{
+    for (const struct option *o = long_options; o->name; o++)
+        if (o->val == opt)
+            return o->name;
+    return "?";
+}
+
+static int bad_value(int opt, const char *text, const char *expected)
+{
+    fprintf(stderr, "inferd generate: --%s: '%s' is not valid, expected %s\n", flag_name(opt), text,
+            expected);
+    return -1;
+}
+
+static int parse_long(int opt, const char *text, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+        char expected[64];
+        snprintf(expected, sizeof expected, "an integer in %ld..%ld", min, max);
+        return bad_value(opt, text, expected);
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_double(int opt, const char *text, double min, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno != 0 || end == text || *end != '\0' || !(v >= min && v <= max)) {
+        char expected[64];
+        snprintf(expected, sizeof expected, "a number in %g..%g", min, max);
+        return bad_value(opt, text, expected);
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_seed(const char *text, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || text[0] == '-')
+        return bad_value(OPT_SEED, text, "a non-negative integer");
+    *out = v;
+    return 0;
+}
+
+static int parse_option(gen_options *o, int opt, const char *arg)
+{
+    switch (opt) {
+    case OPT_MODEL:
+        o->model = arg;
+        return 0;
+    case OPT_TOKENIZER:
+        o->tokenizer = arg;
+        return 0;
+    case OPT_PROMPT:
+        o->prompt = arg;
+        return 0;
+    case OPT_STEPS:
+        return parse_long(opt, arg, 1, 1000000, &o->steps);
+    case OPT_TEMPERATURE:
+        return parse_double(opt, arg, 0.0, 100.0, &o->temperature);
+    case OPT_TOP_P:
+        return parse_double(opt, arg, 0.0, 1.0, &o->top_p);
+    case OPT_SEED:
+        return parse_seed(arg, &o->seed);
+    case OPT_KV_BITS:
+        if (parse_long(opt, arg, 4, 32, &o->kv_bits) != 0)
+            return -1;
+        return kv_bits_valid((int)o->kv_bits) ? 0 : bad_value(opt, arg, "32, 16, 8 or 4");
+    case OPT_PREFILL_STEP:
+        return parse_long(opt, arg, 1, 1 << 20, &o->prefill_step);
+    case OPT_THREADS:
+        return parse_long(opt, arg, 1, 1024, &o->threads);
+    }
+    return -1;
+}
+
+/* Returns 0 to run, 1 when --help was printed, -1 on bad usage. */
+static int parse_options(int argc, char **argv, gen_options *o)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    *o = (gen_options){
+        .steps = 256,
+        .temperature = 0.0,
+        .top_p = 0.9,
+        .seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 32),
+        .kv_bits = 16,
+        .prefill_step = 512,
+        .threads = cpus > 0 ? cpus : 1,
+    };
+    optind = 0; /* glibc: restart scanning from scratch */
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        if (opt == OPT_HELP || opt == 'h') {
+            usage(stdout);
+            return 1;
+        }
+        if (opt == ':') {
+            fprintf(stderr, "inferd generate: --%s needs a value\n", flag_name(optopt));
+            return -1;
+        }
+        if (opt == '?') {
+            fprintf(stderr, "inferd generate: unknown option '%s' (see --help)\n",
+                    argv[optind - 1]);
+            return -1;
+        }
+        if (parse_option(o, opt, optarg) != 0)
+            return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "inferd generate: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (!o->prompt) {
+        fprintf(stderr, "inferd generate: missing --prompt TEXT (see --help)\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void gen_close(gen_run *r)
+{
+    free(r->logits);
+    free(r->ids);
+    sampler_free(r->smp);
+    kv_free(r->kv);
+    fwd_free(r->fwd);
+    pool_free(r->pool);
+    tok_free(r->tok);
+    model_free(r->m);
+}
+
+static int gen_open(gen_run *r, const gen_options *o, char *err, size_t errlen)
+{
+    if (model_load(&r->m, o->model, err, errlen) != 0 ||
+        tok_load(&r->tok, o->tokenizer, err, errlen) != 0)
+        return -1;
+    const model_config *c = model_config_of(r->m);
+    if (tok_vocab_size(r->tok) > c->vocab_size) {
+        snprintf(err, errlen, "tokenizer has %d tokens, more than the model's vocab_size=%d",
+                 tok_vocab_size(r->tok), c->vocab_size);
+        return -1;
+    }
+    if (pool_create(&r->pool, (int)o->threads, err, errlen) != 0 ||
+        fwd_create(&r->fwd, r->m, 0, c->n_layers, r->pool, err, errlen) != 0 ||
+        kv_create(&r->kv, fwd_kv_shape(r->fwd), (int)o->kv_bits, err, errlen) != 0 ||
+        sampler_create(&r->smp, c->vocab_size, (float)o->temperature, (float)o->top_p, o->seed, err,
+                       errlen) != 0)
+        return -1;
+    r->ids = malloc(tok_max_tokens(strlen(o->prompt)) * sizeof *r->ids);
+    r->logits = malloc((size_t)c->vocab_size * sizeof *r->logits);
+    if (!r->ids || !r->logits) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Prints a piece unless it is a lone control byte (byte tokens can be
+ * any byte). Unlike llama2.c's safe_printf, bytes >= 0x80 pass: they are
+ * the parts of UTF-8 characters the vocabulary lacks. */
+static void emit(const tokenizer *tok, int prev, int token)
+{
+    char buf[TOK_DECODE_BUF];
+    const char *piece = tok_decode(tok, prev, token, buf);
+    unsigned char first = (unsigned char)piece[0];
+    if (first == '\0')
+        return;
+    if (piece[1] == '\0' && first < 0x80 && !isprint(first) && !isspace(first))
+        return;
+    fputs(piece, stdout);
+    fflush(stdout);
+}
+
+/* The prompt in chunks of prefill_step positions, one step each; leaves
+ * the logits of its last position. */
+static int prefill(gen_run *r, int n, long chunk, char *err, size_t errlen)
+{
+    for (int start = 0; start < n; start += (int)chunk) {
+        int len = n - start < chunk ? n - start : (int)chunk;
+        if (fwd_step(r->fwd, r->kv, r->ids + start, NULL, len, NULL, r->logits, NULL, err,
+                     errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Samples, prints and feeds back one token at a time, until `steps`
+ * tokens or BOS (the model's end of text). Returns tokens generated. */
+static int decode(gen_run *r, int last_prompt_id, long steps, char *err, size_t errlen)
+{
+    int prev = last_prompt_id, generated = 0;
+    while (generated < steps) {
+        int next = sampler_sample(r->smp, r->logits);
+        if (next == TOK_BOS)
+            break;
+        emit(r->tok, prev, next);
+        generated++;
+        prev = next;
+        if (generated < steps &&
+            fwd_step(r->fwd, r->kv, &next, NULL, 1, NULL, r->logits, NULL, err, errlen) != 0)
+            return -1;
+    }
+    return generated;
+}
+
+static double per_second(double count, double ms)
+{
+    return ms > 0.0 ? count * 1000.0 / ms : 0.0;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    gen_options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc != 0)
+        return rc > 0 ? 0 : 2;
+
+    char err[512];
+    gen_run r = {0};
+    if (gen_open(&r, &o, err, sizeof err) != 0) {
+        fprintf(stderr, "inferd generate: %s\n", err);
+        gen_close(&r);
+        return 1;
+    }
+    int n = tok_encode(r.tok, o.prompt, 1, r.ids);
+    if (n < 0) {
+        fprintf(stderr, "inferd generate: out of memory encoding the prompt\n");
+        gen_close(&r);
+        return 1;
+    }
+    for (int i = 1; i < n; i++)
+        emit(r.tok, r.ids[i - 1], r.ids[i]);
+
+    double t0 = clock_ms();
+    if (prefill(&r, n, o.prefill_step, err, sizeof err) != 0) {
+        fprintf(stderr, "inferd generate: %s\n", err);
+        gen_close(&r);
+        return 1;
+    }
+    double t1 = clock_ms();
+    int generated = decode(&r, r.ids[n - 1], o.steps, err, sizeof err);
+    double t2 = clock_ms();
+    printf("\n");
+    if (generated < 0) {
+        fprintf(stderr, "inferd generate: %s\n", err);
+    } else {
+        /* Every generated token but the last is fed back: one decode step each. */
+        int forwards = generated > 1 ? generated - 1 : 0;
+        fprintf(stderr,
+                "stats prompt_tokens=%d generated_tokens=%d prefill_tok_s=%.1f "
+                "decode_tok_s=%.1f peak_rss_mib=%.1f\n",
+                n, generated, per_second(n, t1 - t0), per_second(forwards, t2 - t1),
+                (double)mem_peak_rss() / (1024.0 * 1024.0));
+    }
+    gen_close(&r);
+    return generated < 0 ? 1 : 0;
+}

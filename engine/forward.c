@@ -1,0 +1,402 @@
+/* forward.c: the Llama forward pass of one pipeline stage (see forward.h).
+ *
+ * Reads like llama2.c's run.c, for a chunk of n positions at once: every
+ * activation buffer is [n][width], row i being position pos + i. A prefill
+ * chunk multiplies all its rows by a weight matrix in one sgemm; a decode
+ * step (n = 1) is a matrix-vector product, bound by memory bandwidth.
+ */
+#include "forward.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "blas.h"
+#include "clock.h"
+#include "weights.h"
+
+#define RMS_EPS 1e-5f
+#define ROPE_THETA 10000.0f
+
+struct fwd_stage {
+    const model *m;
+    model_config c;
+    int first, last;
+    int kv_dim;
+    pool *pool;
+    float *inv_freq; /* [head_dim / 2] RoPE frequency of each pair */
+    float *rope_cos; /* [head_dim / 2] rotation of the current position */
+    float *rope_sin;
+
+    /* Activations for up to `cap` positions, grown to the largest chunk. */
+    int cap;
+    float *acts; /* the one allocation below pointers carve up */
+    float *x;    /* [cap][dim] residual stream */
+    float *xb;   /* [cap][dim] normed block input, then attention output */
+    float *q;    /* [cap][dim] */
+    float *k;    /* [cap][kv_dim] */
+    float *v;    /* [cap][kv_dim] */
+    float *proj; /* [cap][dim] a block's output before the residual add */
+    float *hb;   /* [cap][hidden_dim] */
+    float *hb2;  /* [cap][hidden_dim] */
+
+    attn_scratch *attn; /* sized for attn_n positions and attn_shape */
+    int attn_n;
+    kv_shape attn_shape;
+};
+
+int fwd_create(fwd_stage **out, const model *m, int first, int last, pool *pool, char *err,
+               size_t errlen)
+{
+    *out = NULL;
+    const model_config *c = model_config_of(m);
+    if (first < 0 || last > c->n_layers || first >= last) {
+        snprintf(err, errlen, "layers %d:%d: expected 0 <= first < last <= %d", first, last,
+                 c->n_layers);
+        return -1;
+    }
+    fwd_stage *s = calloc(1, sizeof *s);
+    int pairs = c->head_dim / 2;
+    if (s) {
+        s->inv_freq = malloc(pairs * sizeof(float));
+        s->rope_cos = malloc(pairs * sizeof(float));
+        s->rope_sin = malloc(pairs * sizeof(float));
+    }
+    if (!s || !s->inv_freq || !s->rope_cos || !s->rope_sin) {
+        fwd_free(s);
+        snprintf(err, errlen, "out of memory creating the forward stage");
+        return -1;
+    }
+    s->m = m;
+    s->c = *c;
+    s->first = first;
+    s->last = last;
+    s->kv_dim = c->n_kv_heads * c->head_dim;
+    s->pool = pool;
+    /* llama2.c's convention: pair (i, i+1) of a head turns at
+     * 1 / theta^(i / head_dim). */
+    for (int p = 0; p < pairs; p++)
+        s->inv_freq[p] = 1.0f / powf(ROPE_THETA, (float)(2 * p) / (float)c->head_dim);
+    /* BLAS and the pool take turns on the same cores. */
+    blas_set_threads(pool ? pool_threads(pool) : 1);
+    *out = s;
+    return 0;
+}
+
+void fwd_free(fwd_stage *s)
+{
+    if (!s)
+        return;
+    attn_scratch_free(s->attn);
+    free(s->acts);
+    free(s->inv_freq);
+    free(s->rope_cos);
+    free(s->rope_sin);
+    free(s);
+}
+
+int fwd_first(const fwd_stage *s)
+{
+    return s->first;
+}
+
+int fwd_last(const fwd_stage *s)
+{
+    return s->last;
+}
+
+int fwd_is_head(const fwd_stage *s)
+{
+    return s->first == 0;
+}
+
+int fwd_is_tail(const fwd_stage *s)
+{
+    return s->last == s->c.n_layers;
+}
+
+kv_shape fwd_kv_shape(const fwd_stage *s)
+{
+    kv_shape shape = {
+        .n_layers = s->last - s->first,
+        .n_kv_heads = s->c.n_kv_heads,
+        .head_dim = s->c.head_dim,
+        .block = KV_BLOCK_DEFAULT,
+    };
+    return shape;
+}
+
+static size_t acts_floats_per_position(const fwd_stage *s)
+{
+    return 5 * (size_t)s->c.dim + 2 * (size_t)s->kv_dim + 2 * (size_t)s->c.hidden_dim;
+}
+
+size_t fwd_scratch_bytes(const fwd_stage *s)
+{
+    size_t bytes = (size_t)s->cap * acts_floats_per_position(s) * sizeof(float);
+    bytes += 3 * (size_t)(s->c.head_dim / 2) * sizeof(float);
+    return bytes + (s->attn ? attn_scratch_bytes(s->attn) : 0);
+}
+
+/* The next `count` floats of an allocation being carved up. */
+static float *carve(float **p, size_t count)
+{
+    float *out = *p;
+    *p += count;
+    return out;
+}
+
+/* Grows the activation buffers to n positions. Their contents do not
+ * outlive a step, so nothing is copied; on failure the old ones stay. */
+static int grow_activations(fwd_stage *s, int n, char *err, size_t errlen)
+{
+    if (n <= s->cap)
+        return 0;
+    size_t floats = (size_t)n * acts_floats_per_position(s);
+    float *acts = malloc(floats * sizeof(float));
+    if (!acts) {
+        snprintf(err, errlen, "out of memory for activations of %d positions (%zu bytes)", n,
+                 floats * sizeof(float));
+        return -1;
+    }
+    free(s->acts);
+    s->acts = acts;
+    s->cap = n;
+    size_t dim = s->c.dim, kv_dim = s->kv_dim, hidden = s->c.hidden_dim;
+    float *p = acts;
+    s->x = carve(&p, n * dim);
+    s->xb = carve(&p, n * dim);
+    s->q = carve(&p, n * dim);
+    s->k = carve(&p, n * kv_dim);
+    s->v = carve(&p, n * kv_dim);
+    s->proj = carve(&p, n * dim);
+    s->hb = carve(&p, n * hidden);
+    s->hb2 = carve(&p, n * hidden);
+    return 0;
+}
+
+static int same_shape(kv_shape a, kv_shape b)
+{
+    return a.n_layers == b.n_layers && a.n_kv_heads == b.n_kv_heads && a.head_dim == b.head_dim &&
+           a.block == b.block;
+}
+
+/* Attention scratch for n positions over this cache's block size. */
+static int grow_attention(fwd_stage *s, kv_shape shape, int n, char *err, size_t errlen)
+{
+    if (s->attn && n <= s->attn_n && same_shape(shape, s->attn_shape))
+        return 0;
+    int max_n = n > s->attn_n ? n : s->attn_n;
+    attn_scratch *a;
+    if (attn_scratch_create(&a, max_n, s->c.n_heads, shape, s->pool, err, errlen) != 0)
+        return -1;
+    attn_scratch_free(s->attn);
+    s->attn = a;
+    s->attn_n = max_n;
+    s->attn_shape = shape;
+    return 0;
+}
+
+static int check_step(const fwd_stage *s, const kv_cache *kv, const int *tokens, const float *x_in,
+                      int n, const float *x_out, char *err, size_t errlen)
+{
+    if (n < 1) {
+        snprintf(err, errlen, "step of %d positions, expected at least 1", n);
+        return -1;
+    }
+    if (fwd_is_head(s) ? !tokens : !x_in) {
+        snprintf(err, errlen, "%s",
+                 fwd_is_head(s) ? "the head stage needs token ids"
+                                : "a stage after the head needs x_in");
+        return -1;
+    }
+    if (!fwd_is_tail(s) && !x_out) {
+        snprintf(err, errlen, "non-tail stage needs an x_out buffer");
+        return -1;
+    }
+    for (int i = 0; fwd_is_head(s) && i < n; i++) {
+        if (tokens[i] < 0 || tokens[i] >= s->c.vocab_size) {
+            snprintf(err, errlen, "token %d at position %d is out of range, expected 0..%d",
+                     tokens[i], i, s->c.vocab_size - 1);
+            return -1;
+        }
+    }
+    kv_shape want = fwd_kv_shape(s), have = kv_shape_of(kv);
+    if (have.n_layers != want.n_layers || have.n_kv_heads != want.n_kv_heads ||
+        have.head_dim != want.head_dim) {
+        snprintf(err, errlen,
+                 "kv cache holds %d layers x %d kv heads x %d dims, stage needs %d x %d x %d",
+                 have.n_layers, have.n_kv_heads, have.head_dim, want.n_layers, want.n_kv_heads,
+                 want.head_dim);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the building blocks, as in llama2.c ---- */
+
+static void embed(fwd_stage *s, const int *tokens, int n)
+{
+    const float *table = model_token_embedding(s->m);
+    size_t dim = s->c.dim;
+    for (int i = 0; i < n; i++)
+        memcpy(s->x + i * dim, table + (size_t)tokens[i] * dim, dim * sizeof(float));
+}
+
+/* Every row of x normalized to unit rms, then scaled by weight. */
+static void rmsnorm(float *out, const float *x, const float *weight, int n, int dim)
+{
+    for (int i = 0; i < n; i++) {
+        const float *xi = x + (size_t)i * dim;
+        float *oi = out + (size_t)i * dim;
+        float ss = 0.0f;
+        for (int j = 0; j < dim; j++)
+            ss += xi[j] * xi[j];
+        ss = 1.0f / sqrtf(ss / dim + RMS_EPS);
+        for (int j = 0; j < dim; j++)
+            oi[j] = weight[j] * (ss * xi[j]);
+    }
+}
+
+/* out[n][rows] = x[n][cols] W^T, W being [rows][cols]. */
+static void matmul(float *out, const float *x, const float *w, int n, int cols, int rows)
+{
+    if (n == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, w, cols, x, 1, 0.0f, out, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rows, cols, 1.0f, x, cols, w, cols,
+                    0.0f, out, rows);
+}
+
+static void rotate(float *vec, int n_heads, int head_dim, const float *cs, const float *sn)
+{
+    for (int h = 0; h < n_heads; h++) {
+        float *v = vec + (size_t)h * head_dim;
+        for (int p = 0; p < head_dim / 2; p++) {
+            float v0 = v[2 * p], v1 = v[2 * p + 1];
+            v[2 * p] = v0 * cs[p] - v1 * sn[p];
+            v[2 * p + 1] = v0 * sn[p] + v1 * cs[p];
+        }
+    }
+}
+
+/* RoPE on the queries and keys of positions [pos, pos + n). The angles
+ * are computed per position, so nothing grows with the context. */
+static void rope(fwd_stage *s, int pos, int n)
+{
+    int hd = s->c.head_dim;
+    for (int i = 0; i < n; i++) {
+        float p = (float)(pos + i);
+        for (int j = 0; j < hd / 2; j++) {
+            s->rope_cos[j] = cosf(p * s->inv_freq[j]);
+            s->rope_sin[j] = sinf(p * s->inv_freq[j]);
+        }
+        rotate(s->q + (size_t)i * s->c.dim, s->c.n_heads, hd, s->rope_cos, s->rope_sin);
+        rotate(s->k + (size_t)i * s->kv_dim, s->c.n_kv_heads, hd, s->rope_cos, s->rope_sin);
+    }
+}
+
+static void residual_add(float *x, const float *delta, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        x[i] += delta[i];
+}
+
+/* hb = silu(hb) * hb2 */
+static void swiglu(float *hb, const float *hb2, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        float val = hb[i];
+        val *= 1.0f / (1.0f + expf(-val));
+        hb[i] = val * hb2[i];
+    }
+}
+
+/* ---- one layer ---- */
+
+static void attention_block(fwd_stage *s, kv_cache *kv, int layer, int pos, int n)
+{
+    const layer_weights *w = model_layer(s->m, layer);
+    int dim = s->c.dim, kv_dim = s->kv_dim, local = layer - s->first;
+    rmsnorm(s->xb, s->x, w->rms_att, n, dim);
+    matmul(s->q, s->xb, w->wq, n, dim, dim);
+    matmul(s->k, s->xb, w->wk, n, dim, kv_dim);
+    matmul(s->v, s->xb, w->wv, n, dim, kv_dim);
+    rope(s, pos, n);
+    kv_write(kv, local, pos, n, s->k, s->v);
+    attn_forward(s->attn, kv, local, s->q, n, pos, s->xb);
+    matmul(s->proj, s->xb, w->wo, n, dim, dim);
+    residual_add(s->x, s->proj, (size_t)n * dim);
+}
+
+static void ffn_block(fwd_stage *s, int layer, int n)
+{
+    const layer_weights *w = model_layer(s->m, layer);
+    int dim = s->c.dim, hidden = s->c.hidden_dim;
+    rmsnorm(s->xb, s->x, w->rms_ffn, n, dim);
+    matmul(s->hb, s->xb, w->w1, n, dim, hidden);
+    matmul(s->hb2, s->xb, w->w3, n, dim, hidden);
+    swiglu(s->hb, s->hb2, (size_t)n * hidden);
+    matmul(s->proj, s->hb, w->w2, n, hidden, dim);
+    residual_add(s->x, s->proj, (size_t)n * dim);
+}
+
+/* Logits of the last position only: the others are never sampled. */
+static void classify(fwd_stage *s, int n, float *logits)
+{
+    int dim = s->c.dim;
+    rmsnorm(s->xb, s->x + (size_t)(n - 1) * dim, model_rms_final(s->m), 1, dim);
+    matmul(logits, s->xb, model_classifier(s->m), 1, dim, s->c.vocab_size);
+}
+
+static void hidden_stats(const float *x, size_t count, fwd_stats *st)
+{
+    float max = 0.0f;
+    int nonfinite = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!isfinite(x[i]))
+            nonfinite++;
+        else if (fabsf(x[i]) > max)
+            max = fabsf(x[i]);
+    }
+    st->act_max = max;
+    st->nonfinite = nonfinite;
+}
+
+int fwd_step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n, float *x_out,
+             float *logits, fwd_stats *st, char *err, size_t errlen)
+{
+    double t0 = clock_ms();
+    if (check_step(s, kv, tokens, x_in, n, x_out, err, errlen) != 0)
+        return -1;
+    if (grow_activations(s, n, err, errlen) != 0 ||
+        grow_attention(s, kv_shape_of(kv), n, err, errlen) != 0)
+        return -1;
+    int pos = kv_len(kv);
+    if (kv_reserve(kv, pos + n, err, errlen) != 0)
+        return -1;
+
+    size_t count = (size_t)n * s->c.dim;
+    if (fwd_is_head(s))
+        embed(s, tokens, n);
+    else
+        memcpy(s->x, x_in, count * sizeof(float));
+    for (int layer = s->first; layer < s->last; layer++) {
+        attention_block(s, kv, layer, pos, n);
+        ffn_block(s, layer, n);
+    }
+    if (x_out)
+        memcpy(x_out, s->x, count * sizeof(float));
+    if (fwd_is_tail(s) && logits)
+        classify(s, n, logits);
+
+    kv_set_len(kv, pos + n);
+    if (st) {
+        hidden_stats(s->x, count, st);
+        st->model_ms = clock_ms() - t0;
+    }
+    return 0;
+}

@@ -1,0 +1,56 @@
+/* guard.h: the memory budget of a node and the rules that admit KV growth.
+ *
+ * budget    = min(--mem-limit, the cgroup limit, RSS + MemAvailable)
+ * available = budget - RSS (0 when RSS is already past the budget)
+ * reserve   = max(GUARD_RESERVE_MIN, budget / GUARD_RESERVE_DIV): what a
+ *             request must leave free for what the KV formula does not
+ *             count (activation scratch that grows with the chunk,
+ *             allocator slack, message buffers)
+ *
+ * A request that would grow the KV cache by `needed` bytes is admitted
+ * when needed + reserve <= available. When that fails but would hold after
+ * freeing idle sessions, the node evicts them (least recently used first)
+ * and admits; otherwise it refuses with kv_oom before allocating anything.
+ */
+#ifndef GUARD_H
+#define GUARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GUARD_RESERVE_MIN ((size_t)32 << 20)
+#define GUARD_RESERVE_DIV 16
+
+typedef struct guard_mem {
+    size_t budget;
+    size_t rss;
+    size_t reserve;
+} guard_mem;
+
+/* Reads the process and the system now. mem_limit 0: no explicit limit. */
+void guard_measure(size_t mem_limit, guard_mem *out);
+
+/* The same from given numbers (cgroup 0: none), for tests and callers
+ * that already measured. */
+void guard_from(size_t mem_limit, size_t cgroup_limit, size_t rss, size_t mem_available,
+                guard_mem *out);
+
+size_t guard_available(const guard_mem *g);
+int64_t guard_headroom(const guard_mem *g); /* budget - RSS, negative when over */
+
+typedef enum guard_verdict {
+    GUARD_FITS,  /* admit */
+    GUARD_EVICT, /* admit after freeing *evict bytes of idle sessions */
+    GUARD_REFUSE /* kv_oom: err says needed, available and budget bytes */
+} guard_verdict;
+
+/* needed: bytes the KV caches will grow by; idle: bytes the idle sessions
+ * that may be evicted hold. */
+guard_verdict guard_admit(const guard_mem *g, size_t needed, size_t idle, size_t *evict, char *err,
+                          size_t errlen);
+
+/* 0 when a context of ctx positions is within max_ctx (0: no cap), else
+ * -1 with a message for ctx_limit. */
+int guard_ctx(int max_ctx, int ctx, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,904 @@
+/* head.c: generate requests on the head stage, and the ring operations the
+ * head starts (see node.h, PROTOCOL.md "Stage-to-stage frames").
+ *
+ * A request goes through:
+ *   queued   -> waits for the one in flight (requests run one at a time)
+ *   prepare  -> the admission round: every stage adds who it is (name,
+ *               model fingerprint, layers) and whether the request fits its
+ *               memory; the head checks that the ring is whole and holds one
+ *               model, then sends START
+ *   step     -> runs the head's layers for one prefill chunk or one decode
+ *               token; a single node samples right away, a ring sends the
+ *               hidden states on
+ *   wait     -> until the tail's token comes back, or the step deadline
+ *               (--step-timeout) names the stage that fell silent
+ * and ends with one final reply, an END frame around the ring, and a
+ * request-end telemetry message.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "node.h"
+
+static job *head_job(const node *nd)
+{
+    return nd->n_queue > 0 && nd->queue[0]->state != JOB_QUEUED ? nd->queue[0] : NULL;
+}
+
+int head_active(const node *nd)
+{
+    return head_job(nd) != NULL;
+}
+
+int head_busy(const node *nd)
+{
+    if (nd->n_queue == 0)
+        return 0;
+    job_state s = nd->queue[0]->state;
+    return s == JOB_QUEUED || s == JOB_STEP;
+}
+
+double head_deadline(const node *nd)
+{
+    double d = 1e300;
+    const job *j = head_job(nd);
+    if (j && j->wait.live)
+        d = j->wait.deadline;
+    if (nd->set.live && nd->set.wait.deadline < d)
+        d = nd->set.wait.deadline;
+    return d;
+}
+
+static void head_send(node *nd, ring_kind kind, uint64_t op, json_t *obj)
+{
+    ring_hdr h = {.kind = kind, .op = op, .step = -1, .token = -1};
+    char err[256];
+    if (ring_send(nd->ring, &h, obj, err, sizeof err) != 0)
+        steplog_line(nd->log, "RING", "sending %s: %s", ring_kind_name(kind), err);
+}
+
+/* Frames from the head carry its endpoint once the ring has told it (the
+ * tail's --next), so that the stages can report to it. */
+static json_t *head_frame_json(const node *nd)
+{
+    json_t *o = json_object();
+    if (nd->head_ep[0])
+        json_object_set_new(o, "head", json_string(nd->head_ep));
+    return o;
+}
+
+static void pending_arm(const node *nd, pending *w, ring_kind kind, uint64_t op, int64_t step)
+{
+    w->live = 1;
+    w->kind = kind;
+    w->op = op;
+    w->step = step;
+    w->deadline = clock_ms() + nd->o.step_timeout_ms;
+    w->reported = 0;
+}
+
+/* The first stage after the head that did not report the operation: the
+ * one that went silent (or, when all reported, the tail's link back). */
+static void silent_stage(const node *nd, const pending *w, char *out, size_t len)
+{
+    if (nd->n_members < 2) {
+        snprintf(out, len, "the stage at %s (--next) or one after it", nd->o.next);
+        return;
+    }
+    int i = 1;
+    while (i < nd->n_members - 1 && (w->reported & (1u << i)))
+        i++;
+    const member *m = &nd->members[i];
+    snprintf(out, len, "stage '%s' (layers %d:%d)", m->name, m->first, m->last);
+}
+
+/* ---- finishing -------------------------------------------------------- */
+
+static proto_event_kind event_of(proto_code code)
+{
+    switch (code) {
+    case PROTO_E_KV_OOM:
+    case PROTO_E_CTX_LIMIT:
+    case PROTO_E_BAD_TOKEN:
+    case PROTO_E_BAD_VALUE:
+    case PROTO_E_BUSY:
+    case PROTO_E_NOT_FOUND:
+        return PROTO_EV_REFUSED;
+    case PROTO_E_STAGE_TIMEOUT:
+        return PROTO_EV_STAGE_TIMEOUT;
+    case PROTO_E_MODEL_MISMATCH:
+        return PROTO_EV_MODEL_MISMATCH;
+    case PROTO_E_SHUTDOWN:
+        return PROTO_EV_SHUTDOWN;
+    default:
+        return PROTO_EV_ERROR;
+    }
+}
+
+/* A rate, or NaN (null on the wire) when there was nothing to time. */
+static double per_second(double count, double ms)
+{
+    return count > 0 && ms > 0.0 ? count * 1000.0 / ms : NAN;
+}
+
+static void job_stats(const node *nd, const job *j, proto_stats *s)
+{
+    double now = clock_ms();
+    memset(s, 0, sizeof *s);
+    s->prompt_tokens = j->fed;
+    s->gen_tokens = j->generated;
+    s->ttft_ms = j->t_first > 0 ? j->t_first - j->t_recv : NAN;
+    s->prefill_ms = j->t_prefill_end > 0 ? j->t_prefill_end - j->t_begin : NAN;
+    s->prefill_tps = per_second(j->fed, s->prefill_ms);
+    s->decode_tps = per_second(j->generated - 1, now - j->t_first);
+    s->e2e_ms = now - j->t_recv;
+    s->ctx = nd->cur.live ? kv_len(nd->cur.kv) : 0;
+}
+
+static void job_free(job *j)
+{
+    proto_request_free(&j->req);
+    free(j->ids);
+    free(j->chunk);
+    free(j);
+}
+
+static void queue_remove(node *nd, int i)
+{
+    memmove(&nd->queue[i], &nd->queue[i + 1], (size_t)(nd->n_queue - i - 1) * sizeof *nd->queue);
+    nd->n_queue--;
+}
+
+/* Ends queue[i] with its final reply: ok when e is NULL. */
+static void job_finish(node *nd, int i, const proto_error *e)
+{
+    job *j = nd->queue[i];
+    proto_stats stats;
+    job_stats(nd, j, &stats);
+    if (!e) {
+        json_t *res = json_pack("{so}", "stats", proto_stats_json(&stats));
+        node_reply(nd, &j->from, proto_reply_ok(j->req.id, res));
+        json_decref(res);
+    } else {
+        node_reply(nd, &j->from, proto_reply_error(j->req.id, e));
+        if (e->code != PROTO_E_CANCELLED)
+            node_event(nd, event_of(e->code), j->req.id, proto_code_name(e->code), NULL, "%s",
+                       e->message);
+    }
+    int begun = nd->cur.live && nd->cur.op == j->op;
+    if (begun && nd->ring) {
+        json_t *o = json_pack("{ss sb}", "req", j->req.id, "ok", e == NULL);
+        head_send(nd, RING_END, j->op, o);
+        json_decref(o);
+    }
+    if (begun) {
+        /* The last sampled token was not fed (unless the request ended on
+         * BOS): the session's next request starts with it. */
+        int pending = e ? j->pending0 : (j->generated > 0 ? j->last_token : -1);
+        stage_end(nd, e == NULL, pending);
+    }
+    if (j->begun) {
+        proto_req_msg m;
+        memset(&m, 0, sizeof m);
+        snprintf(m.req, sizeof m.req, "%s", j->req.id);
+        snprintf(m.session, sizeof m.session, "%s", j->req.generate.session);
+        m.end = 1;
+        m.ok = e == NULL;
+        m.stats = stats;
+        if (e) {
+            snprintf(m.code, sizeof m.code, "%s", proto_code_name(e->code));
+            snprintf(m.message, sizeof m.message, "%s", e->message);
+        }
+        tel_req(nd->tel, &m);
+    }
+    steplog_line(nd->log, "REQ",
+                 "%s end %s%s%s prompt=%d generated=%d ttft=%.1fms prefill_tok_s=%.1f "
+                 "decode_tok_s=%.1f e2e=%.1fms",
+                 j->req.id, e ? proto_code_name(e->code) : "ok", e ? ": " : "", e ? e->message : "",
+                 stats.prompt_tokens, stats.gen_tokens, stats.ttft_ms, stats.prefill_tps,
+                 stats.decode_tps, stats.e2e_ms);
+    queue_remove(nd, i);
+    job_free(j);
+}
+
+static void job_fail(node *nd, int i, proto_code code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void job_fail(node *nd, int i, proto_code code, const char *fmt, ...)
+{
+    proto_error e = {.code = code};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    job_finish(nd, i, &e);
+}
+
+/* ---- accepting -------------------------------------------------------- */
+
+void head_generate(node *nd, const peer *from, proto_request *req)
+{
+    if (!nd->head) {
+        node_reply_error(nd, from, req->id, PROTO_E_BUSY,
+                         "this node holds layers %d:%d, not the head of the ring: send generate "
+                         "to the stage whose layers start at 0",
+                         fwd_first(nd->fwd), fwd_last(nd->fwd));
+        proto_request_free(req);
+        return;
+    }
+    if (nd->n_queue == NODE_QUEUE_MAX) {
+        node_reply_error(nd, from, req->id, PROTO_E_BUSY,
+                         "%d requests already queued on this node; retry later", NODE_QUEUE_MAX);
+        proto_request_free(req);
+        return;
+    }
+    const proto_generate_args *g = &req->generate;
+    if (g->source == PROTO_SOURCE_TOKENS) {
+        for (int i = 0; i < g->n_tokens; i++) {
+            if (g->tokens[i] >= nd->cfg->vocab_size) {
+                node_reply_error(nd, from, req->id, PROTO_E_BAD_TOKEN,
+                                 "tokens[%d] = %d is outside the model's vocabulary (0..%d)", i,
+                                 g->tokens[i], nd->cfg->vocab_size - 1);
+                proto_request_free(req);
+                return;
+            }
+        }
+    }
+    job *j = calloc(1, sizeof *j);
+    if (!j) {
+        node_reply_error(nd, from, req->id, PROTO_E_INTERNAL, "out of memory queueing request");
+        proto_request_free(req);
+        return;
+    }
+    j->from = *from;
+    j->req = *req;
+    j->state = JOB_QUEUED;
+    j->t_recv = clock_ms();
+    j->pending0 = -1;
+    nd->queue[nd->n_queue++] = j;
+}
+
+/* Synthetic prompt ids: a splitmix64 hash of the context position, so a
+ * session that grows by synthetic prompts gets a different id at every
+ * position, the same on every run. Ids 0..2 (unk, BOS, EOS) are avoided,
+ * and ids stay inside the tokenizer's vocabulary so they decode to text. */
+static int synthetic_id(int pos, int vocab)
+{
+    uint64_t z = (uint64_t)pos + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return 3 + (int)(z % (uint64_t)(vocab - 3));
+}
+
+/* Counts the ids the request feeds: the session's pending token, then the
+ * prompt. Only a text prompt is held as ids (it is encoded here, and is
+ * small: it came in one frame); token ids stay in the request and
+ * synthetic ones are made as they are fed (job_id), so that a long prompt
+ * costs no memory before it is admitted. */
+static int job_prompt(node *nd, job *j, proto_error *e)
+{
+    const proto_generate_args *g = &j->req.generate;
+    int pending = j->pending0 >= 0;
+    int n = 0;
+    switch (g->source) {
+    case PROTO_SOURCE_PROMPT:
+        j->ids = malloc((tok_max_tokens(g->prompt_len) + 1) * sizeof *j->ids);
+        if (!j->ids)
+            return proto_fail(e, PROTO_E_INTERNAL, "prompt", "out of memory encoding the prompt");
+        /* BOS only at the very start of a context, as `inferd generate`. */
+        n = tok_encode(nd->tok, g->prompt, j->pos0 == 0 && !pending, j->ids);
+        if (n < 0)
+            return proto_fail(e, PROTO_E_INTERNAL, "prompt", "out of memory encoding the prompt");
+        /* A tokenizer larger than the model (--tokenizer) could name rows
+         * the embedding table does not have. */
+        for (int i = 0; i < n; i++)
+            if (j->ids[i] >= nd->cfg->vocab_size)
+                return proto_fail(e, PROTO_E_BAD_TOKEN, "prompt",
+                                  "the prompt encodes to id %d, outside the model's vocabulary "
+                                  "(0..%d): use a tokenizer made for this model",
+                                  j->ids[i], nd->cfg->vocab_size - 1);
+        break;
+    case PROTO_SOURCE_TOKENS:
+        n = g->n_tokens;
+        break;
+    case PROTO_SOURCE_SYNTHETIC:
+        n = g->synthetic_tokens;
+        break;
+    }
+    if (n + pending == 0)
+        return proto_fail(e, PROTO_E_BAD_VALUE, "prompt",
+                          "the prompt encodes to no tokens and the session has none pending: "
+                          "nothing to continue from");
+    j->n_ids = n + pending;
+    return 0;
+}
+
+/* The i-th id the request feeds. */
+static int job_id(const node *nd, const job *j, int i)
+{
+    const proto_generate_args *g = &j->req.generate;
+    if (j->pending0 >= 0) {
+        if (i == 0)
+            return j->pending0;
+        i--;
+    }
+    switch (g->source) {
+    case PROTO_SOURCE_PROMPT:
+        return j->ids[i];
+    case PROTO_SOURCE_TOKENS:
+        return g->tokens[i];
+    case PROTO_SOURCE_SYNTHETIC:
+        break;
+    }
+    int vocab = tok_vocab_size(nd->tok) < nd->cfg->vocab_size ? tok_vocab_size(nd->tok)
+                                                              : nd->cfg->vocab_size;
+    return synthetic_id(j->pos0 + (j->pending0 >= 0) + i, vocab);
+}
+
+static json_t *head_members_json(const node *nd)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < nd->n_members; i++) {
+        const member *m = &nd->members[i];
+        json_array_append_new(a, json_pack("{ss ss si si ss}", "name", m->name, "fingerprint",
+                                           m->fingerprint, "first", m->first, "last", m->last,
+                                           "next", m->next));
+    }
+    return a;
+}
+
+/* The context the request may reach: what the admission rounds check. */
+static int job_ctx(const job *j)
+{
+    return j->pos0 + j->n_ids + j->req.generate.max_tokens;
+}
+
+/* Admission done everywhere: set up this stage and tell the others. */
+static void job_begin(node *nd, job *j)
+{
+    const proto_generate_args *g = &j->req.generate;
+    int pos0 = j->pos0;
+    proto_error e;
+    if (stage_begin(nd, j->op, j->req.id, g->session, pos0, job_ctx(j), g, j->seed, &e) != 0) {
+        job_finish(nd, 0, &e);
+        return;
+    }
+    if (nd->ring) {
+        json_t *o = head_frame_json(nd);
+        json_object_set_new(o, "req", json_string(j->req.id));
+        json_object_set_new(o, "session", json_string(g->session));
+        json_object_set_new(o, "pos", json_integer(pos0));
+        json_object_set_new(o, "ctx", json_integer(job_ctx(j)));
+        json_object_set_new(o, "temperature", json_real(g->temperature));
+        json_object_set_new(o, "top_p", json_real(g->top_p));
+        /* The bits of the 64-bit seed, as JSON integers are signed. */
+        json_object_set_new(o, "seed", json_integer((json_int_t)j->seed));
+        json_object_set_new(o, "stages", head_members_json(nd));
+        head_send(nd, RING_START, j->op, o);
+        json_decref(o);
+    }
+    proto_req_msg m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.req, sizeof m.req, "%s", j->req.id);
+    snprintf(m.session, sizeof m.session, "%s", g->session);
+    m.source = g->source;
+    m.prompt_tokens = j->n_ids;
+    m.max_tokens = g->max_tokens;
+    tel_req(nd->tel, &m);
+    steplog_line(nd->log, "REQ", "%s start session='%s' pos=%d prompt=%d max_tokens=%d", j->req.id,
+                 g->session, pos0, j->n_ids, g->max_tokens);
+    j->begun = 1;
+    j->t_begin = clock_ms();
+    j->state = JOB_STEP;
+}
+
+/* Starts queue[0]: its prompt, the head's own admission, then the ring's. */
+static void job_start(node *nd)
+{
+    job *j = nd->queue[0];
+    const proto_generate_args *g = &j->req.generate;
+    j->op = ++nd->next_op;
+    /* The seed travels to the tail; one the client did not give is
+     * drawn here, so that the tail is told a definite value. */
+    j->seed = g->has_seed ? g->seed : ((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ j->op);
+    int pos0 = 0;
+    if (g->session[0]) {
+        int len = sess_len(nd->sessions, g->session);
+        pos0 = len > 0 ? len : 0;
+        j->pending0 = sess_pending(nd->sessions, g->session);
+    }
+    j->pos0 = pos0;
+    j->state = JOB_PREPARE;
+    proto_error e;
+    if (job_prompt(nd, j, &e) != 0) {
+        job_finish(nd, 0, &e);
+        return;
+    }
+    json_t *evicted = json_array();
+    stage_admission a;
+    stage_admit(nd, g->session, pos0, job_ctx(j), evicted, &a);
+    if (a.code != PROTO_OK) {
+        json_decref(evicted);
+        job_fail(nd, 0, a.code, "%s", a.message);
+        return;
+    }
+    if (!nd->ring) {
+        json_decref(evicted);
+        job_begin(nd, j);
+        return;
+    }
+    json_t *o = head_frame_json(nd);
+    json_t *me = node_identity(nd);
+    json_object_set_new(me, "ok", json_true());
+    json_object_set_new(o, "req", json_string(j->req.id));
+    json_object_set_new(o, "session", json_string(g->session));
+    json_object_set_new(o, "pos", json_integer(pos0));
+    json_object_set_new(o, "ctx", json_integer(job_ctx(j)));
+    json_object_set_new(o, "drop", evicted);
+    json_object_set_new(o, "stages", json_pack("[o]", me));
+    head_send(nd, RING_PREPARE, j->op, o);
+    json_decref(o);
+    pending_arm(nd, &j->wait, RING_PREPARE, j->op, -1);
+}
+
+/* ---- the admission round coming back ---------------------------------- */
+
+static int member_from_json(const json_t *s, member *m)
+{
+    const char *name = json_string_value(json_object_get(s, "name"));
+    const char *fp = json_string_value(json_object_get(s, "fingerprint"));
+    const char *next = json_string_value(json_object_get(s, "next"));
+    const json_t *first = json_object_get(s, "first"), *last = json_object_get(s, "last");
+    if (!name || !fp || !json_is_integer(first) || !json_is_integer(last))
+        return -1;
+    snprintf(m->name, sizeof m->name, "%s", name);
+    snprintf(m->fingerprint, sizeof m->fingerprint, "%s", fp);
+    snprintf(m->next, sizeof m->next, "%s", next ? next : "");
+    m->first = (int)json_integer_value(first);
+    m->last = (int)json_integer_value(last);
+    return 0;
+}
+
+/* model_mismatch when a stage holds other weights or the layer ranges do
+ * not chain from 0 to the last layer; names the stages at fault. */
+static int ring_check(const node *nd, const member *ms, int n, const json_t *stages, char *msg,
+                      size_t len)
+{
+    const char *mine = model_fingerprint(nd->m);
+    size_t used = 0;
+    for (int i = 1; i < n; i++) {
+        if (strcmp(ms[i].fingerprint, mine) == 0)
+            continue;
+        const char *model =
+            json_string_value(json_object_get(json_array_get(stages, (size_t)i), "model"));
+        used += (size_t)snprintf(msg + used, used < len ? len - used : 0,
+                                 "%sstage '%s' (layers %d:%d) holds model %s fingerprint %.12s",
+                                 used ? "; " : "", ms[i].name, ms[i].first, ms[i].last,
+                                 model ? model : "?", ms[i].fingerprint);
+    }
+    if (used) {
+        snprintf(msg + (used < len ? used : len - 1), used < len ? len - used : 1,
+                 ", but the head '%s' holds %s fingerprint %.12s", nd->o.name, model_name(nd->m),
+                 mine);
+        return -1;
+    }
+    for (int i = 1; i < n; i++) {
+        if (ms[i].first != ms[i - 1].last || ms[i].last <= ms[i].first) {
+            snprintf(msg, len,
+                     "incompatible layer ranges: stage '%s' (layers %d:%d) follows stage '%s' "
+                     "(layers %d:%d); each stage must start where the one before it ends",
+                     ms[i].name, ms[i].first, ms[i].last, ms[i - 1].name, ms[i - 1].first,
+                     ms[i - 1].last);
+            return -1;
+        }
+    }
+    if (ms[n - 1].last != nd->cfg->n_layers) {
+        snprintf(msg, len,
+                 "incompatible layer ranges: the ring ends at layer %d (stage '%s'), the model "
+                 "has %d layers",
+                 ms[n - 1].last, ms[n - 1].name, nd->cfg->n_layers);
+        return -1;
+    }
+    return 0;
+}
+
+static void prepare_done(node *nd, job *j, const json_t *o)
+{
+    j->wait.live = 0;
+    const json_t *stages = json_object_get(o, "stages");
+    member ms[PROTO_RING_MAX];
+    int n = 0;
+    size_t i;
+    const json_t *s;
+    json_array_foreach(stages, i, s)
+    {
+        if (n == PROTO_RING_MAX || member_from_json(s, &ms[n]) != 0) {
+            job_fail(nd, 0, PROTO_E_INTERNAL, "the ring returned a malformed stage list");
+            return;
+        }
+        n++;
+    }
+    if (n < 2) {
+        job_fail(nd, 0, PROTO_E_INTERNAL, "the ring returned %d stages", n);
+        return;
+    }
+    /* Sessions some stage evicted must go everywhere, or the stages
+     * would disagree about them later. */
+    const json_t *drop = json_object_get(o, "drop");
+    if (json_array_size(drop) > 0) {
+        stage_drop_sessions(nd, drop);
+        json_t *d = json_pack("{sO}", "sessions", drop);
+        head_send(nd, RING_DROP, j->op, d);
+        json_decref(d);
+    }
+    char msg[PROTO_MESSAGE_MAX];
+    if (ring_check(nd, ms, n, stages, msg, sizeof msg) != 0) {
+        job_fail(nd, 0, PROTO_E_MODEL_MISMATCH, "%s", msg);
+        return;
+    }
+    memcpy(nd->members, ms, (size_t)n * sizeof *ms);
+    nd->n_members = n;
+    snprintf(nd->head_ep, sizeof nd->head_ep, "%s", ms[n - 1].next);
+
+    json_array_foreach(stages, i, s)
+    {
+        if (json_is_true(json_object_get(s, "ok")))
+            continue;
+        const char *code = json_string_value(json_object_get(s, "code"));
+        const char *message = json_string_value(json_object_get(s, "message"));
+        proto_code c = code ? proto_code_parse(code) : PROTO_E_INTERNAL;
+        if (c == PROTO_CODE_COUNT)
+            c = PROTO_E_INTERNAL;
+        /* A stage that lost the session (it restarted) can never catch up:
+         * the session goes everywhere, and the client starts it again. */
+        const char *session = j->req.generate.session;
+        int lost = c == PROTO_E_NOT_FOUND && session[0];
+        if (lost) {
+            sess_drop(nd->sessions, session);
+            json_t *d = json_pack("{s[s]}", "sessions", session);
+            head_send(nd, RING_DROP, j->op, d);
+            json_decref(d);
+        }
+        job_fail(nd, 0, c, "%s%s", message ? message : "a stage refused the request",
+                 lost ? "; the session was dropped on every stage" : "");
+        return;
+    }
+    job_begin(nd, j);
+}
+
+/* ---- steps ------------------------------------------------------------ */
+
+/* The chunk in effect for a prefill step at depth pos. */
+static int head_chunk(const node *nd, int pos)
+{
+    if (nd->prefill_step != PROTO_PREFILL_AUTO)
+        return nd->prefill_step;
+    return pf_choose(&nd->pf, pos, nd->o.step_target_ms, PF_AUTO_MAX);
+}
+
+static void emit_token(node *nd, job *j, int token)
+{
+    int prev = j->generated > 0 ? j->last_token : job_id(nd, j, j->n_ids - 1);
+    char buf[TOK_DECODE_BUF];
+    const char *text = tok_decode(nd->tok, prev, token, buf);
+    node_reply(nd, &j->from, proto_reply_token(j->req.id, token, text));
+}
+
+/* A step's result is in (token -1: none was sampled). */
+static void step_done(node *nd, job *j, int token, double down_ms)
+{
+    double now = clock_ms();
+    double step_ms = now - j->step_t0;
+    j->wait.live = 0;
+    stage_publish(nd, j->step, j->step_decode, j->step_n, j->step_pos, j->step_chunk, step_ms,
+                  &j->step_st, down_ms);
+    j->step++;
+    if (!j->step_decode) {
+        pf_observe(&nd->pf, j->step_n, j->step_pos, step_ms);
+        j->fed += j->step_n;
+        if (j->fed == j->n_ids)
+            j->t_prefill_end = now;
+    }
+    j->state = JOB_STEP;
+    const proto_generate_args *g = &j->req.generate;
+    if (token >= 0) {
+        if (j->generated == 0)
+            j->t_first = now;
+        /* BOS is the model's end of text, as in `inferd generate`. The
+         * token before it was fed by this very step: nothing is pending. */
+        if (token == TOK_BOS) {
+            j->last_token = -1;
+            job_finish(nd, 0, NULL);
+            return;
+        }
+        emit_token(nd, j, token);
+        j->generated++;
+        j->last_token = token;
+        if (j->generated == g->max_tokens)
+            job_finish(nd, 0, NULL);
+    } else if (j->fed == j->n_ids && g->max_tokens == 0) {
+        job_finish(nd, 0, NULL);
+    }
+}
+
+static void job_step(node *nd, job *j)
+{
+    int remaining = j->n_ids - j->fed;
+    int decode = remaining == 0;
+    int pos = kv_len(nd->cur.kv);
+    int chunk = head_chunk(nd, pos);
+    int n = decode ? 1 : (remaining < chunk ? remaining : chunk);
+    const int *tokens = &j->last_token;
+    if (!decode) {
+        if (n > j->chunk_cap) {
+            int *grown = realloc(j->chunk, (size_t)n * sizeof *grown);
+            if (!grown) {
+                job_fail(nd, 0, PROTO_E_INTERNAL, "out of memory for a chunk of %d ids", n);
+                return;
+            }
+            j->chunk = grown;
+            j->chunk_cap = n;
+        }
+        for (int i = 0; i < n; i++)
+            j->chunk[i] = job_id(nd, j, j->fed + i);
+        tokens = j->chunk;
+    }
+    int sample = decode || (n == remaining && j->req.generate.max_tokens > 0);
+    j->step_n = n;
+    j->step_pos = pos;
+    j->step_chunk = chunk;
+    j->step_decode = decode;
+    j->step_t0 = clock_ms();
+    proto_error e;
+    if (!nd->ring) {
+        if (stage_forward(nd, tokens, NULL, n, NULL, sample ? nd->logits : NULL, &j->step_st, &e) !=
+            0) {
+            job_finish(nd, 0, &e);
+            return;
+        }
+        step_done(nd, j, sample ? sampler_sample(nd->cur.smp, nd->logits) : -1, 0.0);
+        return;
+    }
+    ring_hdr h = {.kind = RING_HIDDEN,
+                  .op = j->op,
+                  .step = j->step,
+                  .pos = pos,
+                  .n = n,
+                  .dim = nd->cfg->dim,
+                  .token = -1,
+                  .chunk = chunk,
+                  .flags = (sample ? RING_F_SAMPLE : 0u) | (decode ? RING_F_DECODE : 0u)};
+    zmq_msg_t msg;
+    float *x_out = ring_hidden_init(&msg, &h);
+    if (!x_out) {
+        job_fail(nd, 0, PROTO_E_INTERNAL, "out of memory for step %lld's hidden states",
+                 (long long)j->step);
+        return;
+    }
+    if (stage_forward(nd, tokens, NULL, n, x_out, NULL, &j->step_st, &e) != 0) {
+        zmq_msg_close(&msg);
+        job_finish(nd, 0, &e);
+        return;
+    }
+    char err[256];
+    if (ring_send_msg(nd->ring, &msg, err, sizeof err) != 0) {
+        job_fail(nd, 0, PROTO_E_STAGE_TIMEOUT, "step %lld: the next stage does not take frames: %s",
+                 (long long)j->step, err);
+        return;
+    }
+    j->state = JOB_WAIT;
+    pending_arm(nd, &j->wait, RING_HIDDEN, j->op, j->step);
+}
+
+/* ---- frames back at the head ------------------------------------------ */
+
+static int member_index(const node *nd, int first)
+{
+    for (int i = 0; i < nd->n_members; i++)
+        if (nd->members[i].first == first)
+            return i;
+    return -1;
+}
+
+static void on_report(node *nd, const ring_frame *f)
+{
+    const json_t *o = f->json;
+    int idx = member_index(nd, (int)json_integer_value(json_object_get(o, "first")));
+    const char *of = json_string_value(json_object_get(o, "of"));
+    pending *w = NULL;
+    job *j = head_job(nd);
+    if (j && j->wait.live && j->wait.op == f->h.op)
+        w = &j->wait;
+    else if (nd->set.live && nd->set.wait.op == f->h.op)
+        w = &nd->set.wait;
+    if (!w || !of || strcmp(of, ring_kind_name(w->kind)) != 0 || f->h.step != w->step)
+        return;
+    if (idx > 0)
+        w->reported |= 1u << idx;
+    /* A stage that fails a set still passes it on with its verdict: only
+     * a failed request step ends something here. */
+    if (json_is_true(json_object_get(o, "ok")) || w == &nd->set.wait)
+        return;
+    const char *code = json_string_value(json_object_get(o, "code"));
+    const char *message = json_string_value(json_object_get(o, "message"));
+    proto_code c = code ? proto_code_parse(code) : PROTO_E_INTERNAL;
+    job_fail(nd, 0, c == PROTO_CODE_COUNT ? PROTO_E_INTERNAL : c, "%s",
+             message ? message : "a stage failed the step");
+}
+
+static void set_done(node *nd, const json_t *o)
+{
+    set_op *s = &nd->set;
+    s->live = 0;
+    s->wait.live = 0;
+    const json_t *stages = json_object_get(o, "stages");
+    size_t i;
+    const json_t *st;
+    json_array_foreach(stages, i, st)
+    {
+        if (json_is_true(json_object_get(st, "ok")))
+            continue;
+        const char *code = json_string_value(json_object_get(st, "code"));
+        proto_code c = code ? proto_code_parse(code) : PROTO_E_INTERNAL;
+        node_reply_error(nd, &s->from, s->id, c == PROTO_CODE_COUNT ? PROTO_E_INTERNAL : c,
+                         "%s (the stages before it applied the set)",
+                         json_string_value(json_object_get(st, "message")));
+        return;
+    }
+    json_t *res = json_pack("{sO}", "stages", stages);
+    node_reply(nd, &s->from, proto_reply_ok(s->id, res));
+    json_decref(res);
+}
+
+void head_on_frame(node *nd, ring_frame *f)
+{
+    job *j = head_job(nd);
+    switch (f->h.kind) {
+    case RING_PREPARE:
+        if (j && j->state == JOB_PREPARE && j->op == f->h.op)
+            prepare_done(nd, j, f->json);
+        return;
+    case RING_TOKEN:
+        if (j && j->state == JOB_WAIT && j->op == f->h.op && j->step == f->h.step)
+            step_done(nd, j, f->h.token, f->h.down_ms);
+        return;
+    case RING_SET:
+        if (nd->set.live && nd->set.wait.op == f->h.op)
+            set_done(nd, f->json);
+        return;
+    case RING_REPORT:
+        on_report(nd, f);
+        return;
+    default:
+        /* Frames of operations that already ended (a late token after a
+         * timeout or cancel) are expected here and mean nothing now. */
+        return;
+    }
+}
+
+/* ---- deadlines, cancel, set, drop --------------------------------------- */
+
+static void check_deadlines(node *nd)
+{
+    double now = clock_ms();
+    char who[PROTO_TEXT_MAX + 64];
+    job *j = head_job(nd);
+    if (j && j->wait.live && now >= j->wait.deadline) {
+        silent_stage(nd, &j->wait, who, sizeof who);
+        char what[64];
+        if (j->wait.kind == RING_PREPARE)
+            snprintf(what, sizeof what, "the ring check");
+        else
+            snprintf(what, sizeof what, "step %lld", (long long)j->wait.step);
+        job_fail(nd, 0, PROTO_E_STAGE_TIMEOUT, "%s did not answer %s within %.1f s", who, what,
+                 nd->o.step_timeout_ms / 1000.0);
+    }
+    if (nd->set.live && now >= nd->set.wait.deadline) {
+        silent_stage(nd, &nd->set.wait, who, sizeof who);
+        nd->set.live = 0;
+        node_event(nd, PROTO_EV_STAGE_TIMEOUT, "", "stage_timeout", NULL,
+                   "%s did not answer a set within %.1f s", who, nd->o.step_timeout_ms / 1000.0);
+        node_reply_error(nd, &nd->set.from, nd->set.id, PROTO_E_STAGE_TIMEOUT,
+                         "%s did not answer within %.1f s (the stages before it applied the set)",
+                         who, nd->o.step_timeout_ms / 1000.0);
+    }
+}
+
+void head_tick(node *nd)
+{
+    check_deadlines(nd);
+    if (nd->n_queue == 0)
+        return;
+    job *j = nd->queue[0];
+    if (j->state == JOB_QUEUED)
+        job_start(nd);
+    else if (j->state == JOB_STEP)
+        job_step(nd, j);
+}
+
+void head_cancel(node *nd, const peer *from, const proto_request *req)
+{
+    for (int i = 0; i < nd->n_queue; i++) {
+        if (strcmp(nd->queue[i]->req.id, req->target) != 0)
+            continue;
+        job_fail(nd, i, PROTO_E_CANCELLED, "cancelled by request '%s'", req->id);
+        node_reply(nd, from, proto_reply_ok(req->id, NULL));
+        return;
+    }
+    node_reply_error(nd, from, req->id, PROTO_E_NOT_FOUND,
+                     "no request '%s' is running or queued on this node", req->target);
+}
+
+void head_set(node *nd, const peer *from, const proto_request *req)
+{
+    int ring = nd->ring && nd->head;
+    if (ring && nd->set.live) {
+        node_reply_error(nd, from, req->id, PROTO_E_BUSY, "set '%s' is still going around the ring",
+                         nd->set.id);
+        return;
+    }
+    json_t *entry = json_object();
+    proto_error e;
+    if (stage_apply_set(nd, &req->set, entry, &e) != 0) {
+        json_decref(entry);
+        node_reply(nd, from, proto_reply_error(req->id, &e));
+        return;
+    }
+    if (!ring) {
+        json_t *res = json_pack("{s[o]}", "stages", entry);
+        node_reply(nd, from, proto_reply_ok(req->id, res));
+        json_decref(res);
+        return;
+    }
+    set_op *s = &nd->set;
+    s->live = 1;
+    s->from = *from;
+    snprintf(s->id, sizeof s->id, "%s", req->id);
+    uint64_t op = ++nd->next_op;
+    json_t *o = head_frame_json(nd);
+    json_t *fields = stage_set_to_json(&req->set);
+    json_object_update(o, fields);
+    json_decref(fields);
+    json_object_set_new(o, "stages", json_pack("[o]", entry));
+    head_send(nd, RING_SET, op, o);
+    json_decref(o);
+    pending_arm(nd, &s->wait, RING_SET, op, -1);
+}
+
+void head_drop(node *nd, const peer *from, const proto_request *req)
+{
+    if (nd->cur.live && strcmp(nd->cur.session, req->session) == 0) {
+        node_reply_error(nd, from, req->id, PROTO_E_BUSY, "session '%s' is in use by request '%s'",
+                         req->session, nd->cur.req);
+        return;
+    }
+    if (!sess_drop(nd->sessions, req->session)) {
+        node_reply_error(nd, from, req->id, PROTO_E_NOT_FOUND, "no session '%s' on this node",
+                         req->session);
+        return;
+    }
+    steplog_line(nd->log, "SESSION", "dropped '%s' by request '%s'", req->session, req->id);
+    if (nd->ring && nd->head) {
+        json_t *o = json_pack("{s[s]}", "sessions", req->session);
+        head_send(nd, RING_DROP, ++nd->next_op, o);
+        json_decref(o);
+    }
+    node_reply(nd, from, proto_reply_ok(req->id, NULL));
+}
+
+void head_shutdown(node *nd)
+{
+    while (nd->n_queue > 0)
+        job_fail(nd, nd->n_queue - 1, PROTO_E_SHUTDOWN, "the node is shutting down");
+    if (nd->set.live) {
+        nd->set.live = 0;
+        node_reply_error(nd, &nd->set.from, nd->set.id, PROTO_E_SHUTDOWN,
+                         "the node is shutting down");
+    }
+}

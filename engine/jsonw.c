@@ -1,0 +1,234 @@
+/* jsonw.c: a flat JSON object writer over a fixed buffer (see jsonw.h).
+ *
+ * Numbers are formatted by hand: snprintf with a double conversion costs
+ * a few hundred nanoseconds each, and a step message carries a dozen
+ * numbers, against a budget of a few microseconds for the whole message.
+ */
+#include "jsonw.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void jw_init(jw *w, char *buf, size_t cap)
+{
+    w->buf = buf;
+    w->cap = cap;
+    w->len = 0;
+    w->overflow = cap == 0;
+    w->first = 1;
+}
+
+/* Keeps one byte for the NUL that jw_end writes. */
+static int jw_room(jw *w, size_t n)
+{
+    if (w->overflow || w->len + n >= w->cap) {
+        w->overflow = 1;
+        return 0;
+    }
+    return 1;
+}
+
+void jw_raw(jw *w, const char *s, size_t n)
+{
+    if (!jw_room(w, n))
+        return;
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+}
+
+static void jw_char(jw *w, char c)
+{
+    if (!jw_room(w, 1))
+        return;
+    w->buf[w->len++] = c;
+}
+
+void jw_open(jw *w)
+{
+    jw_char(w, '{');
+    w->first = 1;
+}
+
+void jw_close(jw *w)
+{
+    jw_char(w, '}');
+}
+
+void jw_key(jw *w, const char *key)
+{
+    if (!w->first)
+        jw_char(w, ',');
+    w->first = 0;
+    jw_char(w, '"');
+    jw_raw(w, key, strlen(key));
+    jw_raw(w, "\":", 2);
+}
+
+size_t jw_utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong */
+        if (c == 0xED)
+            hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90; /* overlong */
+        if (c == 0xF4)
+            hi = 0x8F; /* above U+10FFFF */
+    } else {
+        return 0;
+    }
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+void jw_str(jw *w, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+
+    jw_char(w, '"');
+    for (size_t i = 0; i < n && !w->overflow;) {
+        unsigned char c = p[i];
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            jw_raw(w, e, 2);
+            i++;
+        } else if (c < 0x20) {
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            jw_raw(w, e, 6);
+            i++;
+        } else {
+            size_t k = jw_utf8_seq(p + i, n - i);
+            if (k == 0) {
+                jw_raw(w, "\\ufffd", 6);
+                i++;
+            } else {
+                jw_raw(w, s + i, k);
+                i += k;
+            }
+        }
+    }
+    jw_char(w, '"');
+}
+
+/* Digits of v, most significant first, into w. */
+void jw_u64(jw *w, uint64_t v)
+{
+    char tmp[20];
+    int n = 0;
+    do {
+        tmp[sizeof tmp - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    jw_raw(w, tmp + sizeof tmp - n, (size_t)n);
+}
+
+void jw_i64(jw *w, int64_t v)
+{
+    if (v < 0) {
+        jw_char(w, '-');
+        jw_u64(w, (uint64_t)0 - (uint64_t)v);
+    } else {
+        jw_u64(w, (uint64_t)v);
+    }
+}
+
+void jw_g(jw *w, double v)
+{
+    char tmp[32];
+    if (!isfinite(v)) {
+        jw_raw(w, "null", 4);
+        return;
+    }
+    int n = snprintf(tmp, sizeof tmp, "%.6g", v);
+    jw_raw(w, tmp, (size_t)n);
+}
+
+void jw_fixed(jw *w, double v, int decimals)
+{
+    static const int64_t scale[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+    /* Beyond 1e12 the integer path would overflow; no timing or
+     * activation gets there, but the output must stay valid JSON whatever
+     * the caller passes. */
+    double a = fabs(v);
+    if (!isfinite(v) || a >= 1e12 || decimals < 1 || decimals > 6) {
+        jw_g(w, v);
+        return;
+    }
+    int64_t m = llround(a * (double)scale[decimals]);
+    char tmp[8];
+    if (v < 0)
+        jw_char(w, '-');
+    jw_u64(w, (uint64_t)(m / scale[decimals]));
+    int64_t frac = m % scale[decimals];
+    tmp[0] = '.';
+    for (int i = decimals; i >= 1; i--) {
+        tmp[i] = (char)('0' + frac % 10);
+        frac /= 10;
+    }
+    jw_raw(w, tmp, (size_t)decimals + 1);
+}
+
+int jw_end(jw *w)
+{
+    if (w->overflow) {
+        if (w->cap)
+            w->buf[0] = '\0';
+        return -1;
+    }
+    w->buf[w->len] = '\0';
+    return (int)w->len;
+}
+
+size_t jw_utf8_clean(char *dst, size_t cap, const char *src, size_t n)
+{
+    static const char fffd[] = "\xEF\xBF\xBD";
+    const unsigned char *p = (const unsigned char *)src;
+    size_t o = 0;
+
+    if (cap == 0)
+        return 0;
+    for (size_t i = 0; i < n;) {
+        /* A NUL would end the string early for whoever reads dst. */
+        size_t k = p[i] ? jw_utf8_seq(p + i, n - i) : 0;
+        const char *from = k ? src + i : fffd;
+        size_t len = k ? k : 3;
+        if (o + len >= cap)
+            break;
+        memcpy(dst + o, from, len);
+        o += len;
+        i += k ? k : 1;
+    }
+    dst[o] = '\0';
+    return o;
+}
+
+json_t *jw_string(const char *s)
+{
+    size_t n = strlen(s);
+    char *clean = malloc(3 * n + 1); /* every byte may become U+FFFD */
+    if (!clean)
+        return NULL;
+    size_t len = jw_utf8_clean(clean, 3 * n + 1, s, n);
+    json_t *j = json_stringn_nocheck(clean, len);
+    free(clean);
+    return j;
+}

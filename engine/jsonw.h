@@ -1,0 +1,54 @@
+/* jsonw.h: writes one flat JSON object into a caller's buffer, without
+ * allocating. The hot telemetry encoders use it (a step message is written
+ * every step of every request); everything else builds jansson objects.
+ *
+ * Strings are escaped for JSON and sanitized: a byte that is not part of a
+ * valid UTF-8 sequence becomes U+FFFD, so the output always parses.
+ */
+#ifndef JSONW_H
+#define JSONW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+typedef struct jw {
+    char *buf;
+    size_t cap;
+    size_t len;
+    int overflow;   /* set once anything did not fit; the rest is dropped */
+    int first;      /* no key written yet in the open object */
+} jw;
+
+void jw_init(jw *w, char *buf, size_t cap);
+void jw_open(jw *w);                         /* { */
+void jw_close(jw *w);                        /* } */
+void jw_key(jw *w, const char *key);         /* [,]"key": (key needs no escaping) */
+void jw_raw(jw *w, const char *s, size_t n);
+void jw_str(jw *w, const char *s, size_t n); /* "escaped" */
+void jw_i64(jw *w, int64_t v);
+void jw_u64(jw *w, uint64_t v);
+/* Rounded to a fixed number of decimals (1..6), written without printf;
+ * null if not finite. */
+void jw_fixed(jw *w, double v, int decimals);
+void jw_g(jw *w, double v);                  /* %.6g; null if not finite */
+
+/* NUL-terminates. Returns the length, or -1 if the buffer was too small. */
+int jw_end(jw *w);
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if the
+ * byte at s does not start one. */
+size_t jw_utf8_seq(const unsigned char *s, size_t n);
+
+/* Copies src[0..n) into dst (cap bytes, NUL-terminated), replacing bytes
+ * that are not valid UTF-8 by U+FFFD and cutting at a character boundary
+ * when it does not fit. Returns the bytes written, without the NUL. */
+size_t jw_utf8_clean(char *dst, size_t cap, const char *src, size_t n);
+
+/* A jansson string of s, sanitized the same way (json_string refuses
+ * invalid UTF-8, and a byte-fallback token or a cut message can be). NULL
+ * only when out of memory. */
+json_t *jw_string(const char *s);
+
+#endif

@@ -1,0 +1,347 @@
+/* proto_reply.c: reply frames (node -> client), request statistics and the
+ * status object shared by the status reply and the node heartbeat. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonr.h"
+#include "jsonw.h"
+#include "protocol.h"
+
+/* Byte counts are unsigned; JSON integers here are signed 64-bit. */
+static json_int_t clamp_u64(uint64_t v)
+{
+    return v > INT64_MAX ? INT64_MAX : (json_int_t)v;
+}
+
+/* json_real refuses NaN and infinities; they travel as null. */
+static json_t *real_or_null(double v)
+{
+    json_t *j = json_real(v);
+    return j ? j : json_null();
+}
+
+static json_t *reply_head(const char *id, int done)
+{
+    return json_pack("{s:i,s:o,s:b}", "v", PROTO_VERSION, "id", jw_string(id), "done", done);
+}
+
+static char *dump_and_free(json_t *o)
+{
+    if (!o)
+        return NULL;
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return text;
+}
+
+char *proto_reply_token(const char *id, int token, const char *text)
+{
+    /* A token frame goes out for every generated token, so it is written
+     * directly rather than through a jansson tree. */
+    size_t cap = 64 + 6 * (strlen(id) + strlen(text));
+    char *buf = malloc(cap);
+    jw w;
+
+    if (!buf)
+        return NULL;
+    jw_init(&w, buf, cap);
+    jw_open(&w);
+    jw_key(&w, "v");
+    jw_i64(&w, PROTO_VERSION);
+    jw_key(&w, "id");
+    jw_str(&w, id, strlen(id));
+    jw_key(&w, "done");
+    jw_raw(&w, "false", 5);
+    jw_key(&w, "token");
+    jw_i64(&w, token);
+    jw_key(&w, "text");
+    jw_str(&w, text, strlen(text));
+    jw_close(&w);
+    if (jw_end(&w) < 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+char *proto_reply_ok(const char *id, const json_t *results)
+{
+    json_t *o = reply_head(id, 1);
+    /* jansson's update takes a non-const source but only reads it (and
+     * takes references to its values). */
+    if (!o || json_object_set_new(o, "ok", json_true()) ||
+        (results && json_object_update_missing(o, (json_t *)results))) {
+        json_decref(o);
+        return NULL;
+    }
+    return dump_and_free(o);
+}
+
+char *proto_reply_error(const char *id, const proto_error *err)
+{
+    json_t *e = json_pack("{s:s,s:o}", "code", proto_code_name(err->code), "message",
+                          jw_string(err->message));
+    if (e && err->field[0] && json_object_set_new(e, "field", jw_string(err->field))) {
+        json_decref(e);
+        return NULL;
+    }
+    json_t *o = reply_head(id, 1);
+    if (!o || !e || json_object_set_new(o, "ok", json_false()) ||
+        json_object_set_new(o, "error", e)) {
+        json_decref(o);
+        return NULL;
+    }
+    return dump_and_free(o);
+}
+
+json_t *proto_stats_json(const proto_stats *s)
+{
+    return json_pack("{s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:i}", "prompt_tokens", s->prompt_tokens,
+                     "gen_tokens", s->gen_tokens, "ttft_ms", real_or_null(s->ttft_ms),
+                     "prefill_ms", real_or_null(s->prefill_ms), "prefill_tps",
+                     real_or_null(s->prefill_tps), "decode_tps", real_or_null(s->decode_tps),
+                     "e2e_ms", real_or_null(s->e2e_ms), "ctx", s->ctx);
+}
+
+int proto_stats_from_json(const json_t *obj, proto_stats *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(obj)) {
+        snprintf(err, errlen, "stats: expected an object, got %s", obj ? jr_type(obj) : "nothing");
+        return -1;
+    }
+    if (jr_int(obj, "prompt_tokens", &out->prompt_tokens, err, errlen) ||
+        jr_int(obj, "gen_tokens", &out->gen_tokens, err, errlen) ||
+        jr_num(obj, "ttft_ms", &out->ttft_ms, err, errlen) ||
+        jr_num(obj, "prefill_ms", &out->prefill_ms, err, errlen) ||
+        jr_num(obj, "prefill_tps", &out->prefill_tps, err, errlen) ||
+        jr_num(obj, "decode_tps", &out->decode_tps, err, errlen) ||
+        jr_num(obj, "e2e_ms", &out->e2e_ms, err, errlen) ||
+        jr_int(obj, "ctx", &out->ctx, err, errlen))
+        return -1;
+    return 0;
+}
+
+int proto_reply_decode(const void *buf, size_t len, proto_reply *out, char *err, size_t errlen)
+{
+    json_error_t jerr;
+    int v = 0;
+
+    memset(out, 0, sizeof *out);
+    json_t *root = json_loadb(buf, len, JSON_DECODE_ANY, &jerr);
+    if (!root) {
+        snprintf(err, errlen, "reply is not valid JSON at byte %d: %s", jerr.position, jerr.text);
+        return -1;
+    }
+    out->json = root;
+    if (!json_is_object(root)) {
+        snprintf(err, errlen, "reply: expected a JSON object, got %s", jr_type(root));
+        goto fail;
+    }
+    if (jr_int(root, "v", &v, err, errlen))
+        goto fail;
+    if (v != PROTO_VERSION) {
+        snprintf(err, errlen, "reply: field 'v' is %d, expected %d", v, PROTO_VERSION);
+        goto fail;
+    }
+    const json_t *token = json_object_get(root, "token");
+    if (jr_str(root, "id", out->id, sizeof out->id, err, errlen) ||
+        jr_bool(root, "done", &out->done, err, errlen) ||
+        jr_int(root, "token", &out->token, err, errlen))
+        goto fail;
+    out->has_token = token != NULL;
+    const json_t *text = json_object_get(root, "text");
+    out->text = json_is_string(text) ? json_string_value(text) : "";
+    if (!out->done)
+        return 0;
+    if (!json_is_boolean(json_object_get(root, "ok"))) {
+        snprintf(err, errlen, "reply: a final frame needs a boolean 'ok'");
+        goto fail;
+    }
+    out->ok = json_is_true(json_object_get(root, "ok"));
+    if (out->ok)
+        return 0;
+    const json_t *e = json_object_get(root, "error");
+    if (!json_is_object(e) || !json_is_string(json_object_get(e, "code"))) {
+        snprintf(err, errlen, "reply: an error frame needs an 'error' object with a 'code'");
+        goto fail;
+    }
+    if (jr_str(e, "code", out->code, sizeof out->code, err, errlen) ||
+        jr_str(e, "message", out->message, sizeof out->message, err, errlen) ||
+        jr_str(e, "field", out->field, sizeof out->field, err, errlen))
+        goto fail;
+    return 0;
+fail:
+    proto_reply_free(out);
+    return -1;
+}
+
+void proto_reply_free(proto_reply *r)
+{
+    json_decref(r->json);
+    r->json = NULL;
+    r->text = NULL;
+}
+
+json_t *proto_status_json(const char *node, const proto_status *s)
+{
+    json_t *ring = json_array();
+    for (int i = 0; ring && i < s->n_ring && i < PROTO_RING_MAX; i++) {
+        if (json_array_append_new(ring, jw_string(s->ring[i]))) {
+            json_decref(ring);
+            ring = NULL;
+        }
+    }
+    json_t *prefill = s->config.prefill_step == PROTO_PREFILL_AUTO
+                          ? json_string("auto")
+                          : json_integer(s->config.prefill_step);
+    json_t *o = json_pack(
+        "{s:o,s:o,"
+        "s:{s:o,s:o,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:[i,i]},"
+        "s:{s:o,s:i,s:i,s:i},"
+        "s:{s:I,s:I,s:I,s:I,s:I,s:I},"
+        "s:i,s:i,s:o,s:i,s:i,s:o,s:{s:b}}",
+        "node", jw_string(node), "version", jw_string(s->version),
+        "model", "name", jw_string(s->model.name), "fingerprint", jw_string(s->model.fingerprint),
+        "dim", s->model.dim, "hidden_dim", s->model.hidden_dim, "n_layers", s->model.n_layers,
+        "n_heads", s->model.n_heads, "n_kv_heads", s->model.n_kv_heads, "vocab_size",
+        s->model.vocab_size, "seq_len", s->model.seq_len, "layers", s->model.layer_first,
+        s->model.layer_last,
+        "config", "prefill_step", prefill, "kv_bits", s->config.kv_bits, "threads",
+        s->config.threads, "max_ctx", s->config.max_ctx,
+        "memory", "budget", clamp_u64(s->memory.budget), "used", clamp_u64(s->memory.used),
+        "headroom", (json_int_t)s->memory.headroom, "weights_bytes",
+        clamp_u64(s->memory.weights_bytes), "kv_bytes", clamp_u64(s->memory.kv_bytes), "rss",
+        clamp_u64(s->memory.rss),
+        "sessions", s->sessions, "active", s->active, "uptime_s", real_or_null(s->uptime_s),
+        "stage", s->stage,
+        "n_stages", s->n_stages, "ring", ring, "security", "curve", s->curve);
+    if (o && s->warning[0] &&
+        json_object_set_new(json_object_get(o, "security"), "warning", jw_string(s->warning))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int status_config(const json_t *c, proto_status *out, char *err, size_t errlen)
+{
+    const json_t *ps = json_object_get(c, "prefill_step");
+    if (json_is_string(ps) && !strcmp(json_string_value(ps), "auto"))
+        out->config.prefill_step = PROTO_PREFILL_AUTO;
+    else if (jr_int(c, "prefill_step", &out->config.prefill_step, err, errlen))
+        return -1;
+    return jr_int(c, "kv_bits", &out->config.kv_bits, err, errlen) ||
+                   jr_int(c, "threads", &out->config.threads, err, errlen) ||
+                   jr_int(c, "max_ctx", &out->config.max_ctx, err, errlen)
+               ? -1
+               : 0;
+}
+
+static int status_model(const json_t *m, proto_status *out, char *err, size_t errlen)
+{
+    const json_t *layers = json_object_get(m, "layers");
+    if (layers) {
+        if (!json_is_array(layers) || json_array_size(layers) != 2 ||
+            !json_is_integer(json_array_get(layers, 0)) ||
+            !json_is_integer(json_array_get(layers, 1))) {
+            snprintf(err, errlen, "status: field 'model.layers': expected [first, last]");
+            return -1;
+        }
+        out->model.layer_first = (int)json_integer_value(json_array_get(layers, 0));
+        out->model.layer_last = (int)json_integer_value(json_array_get(layers, 1));
+    }
+    return jr_str(m, "name", out->model.name, sizeof out->model.name, err, errlen) ||
+                   jr_str(m, "fingerprint", out->model.fingerprint,
+                          sizeof out->model.fingerprint, err, errlen) ||
+                   jr_int(m, "dim", &out->model.dim, err, errlen) ||
+                   jr_int(m, "hidden_dim", &out->model.hidden_dim, err, errlen) ||
+                   jr_int(m, "n_layers", &out->model.n_layers, err, errlen) ||
+                   jr_int(m, "n_heads", &out->model.n_heads, err, errlen) ||
+                   jr_int(m, "n_kv_heads", &out->model.n_kv_heads, err, errlen) ||
+                   jr_int(m, "vocab_size", &out->model.vocab_size, err, errlen) ||
+                   jr_int(m, "seq_len", &out->model.seq_len, err, errlen)
+               ? -1
+               : 0;
+}
+
+static int status_memory(const json_t *m, proto_status *out, char *err, size_t errlen)
+{
+    return jr_u64(m, "budget", &out->memory.budget, err, errlen) ||
+                   jr_u64(m, "used", &out->memory.used, err, errlen) ||
+                   jr_i64(m, "headroom", &out->memory.headroom, err, errlen) ||
+                   jr_u64(m, "weights_bytes", &out->memory.weights_bytes, err, errlen) ||
+                   jr_u64(m, "kv_bytes", &out->memory.kv_bytes, err, errlen) ||
+                   jr_u64(m, "rss", &out->memory.rss, err, errlen)
+               ? -1
+               : 0;
+}
+
+static int status_ring(const json_t *ring, proto_status *out, char *err, size_t errlen)
+{
+    if (!json_is_array(ring)) {
+        snprintf(err, errlen, "status: field 'ring': expected an array, got %s", jr_type(ring));
+        return -1;
+    }
+    size_t i;
+    const json_t *v;
+    json_array_foreach(ring, i, v) {
+        if (i >= PROTO_RING_MAX)
+            break;
+        if (!json_is_string(v)) {
+            snprintf(err, errlen, "status: field 'ring': element %zu is %s, expected a string",
+                     i, jr_type(v));
+            return -1;
+        }
+        jw_utf8_clean(out->ring[i], sizeof out->ring[i], json_string_value(v),
+                      json_string_length(v));
+        out->n_ring = (int)i + 1;
+    }
+    return 0;
+}
+
+/* A sub-object of a status: absent is fine, another type is not. */
+static int status_part(const json_t *obj, const char *key, const json_t **out, char *err,
+                       size_t errlen)
+{
+    *out = json_object_get(obj, key);
+    if (*out && !json_is_object(*out)) {
+        snprintf(err, errlen, "status: field '%s': expected an object, got %s", key,
+                 jr_type(*out));
+        return -1;
+    }
+    return 0;
+}
+
+int proto_status_from_json(const json_t *obj, proto_status *out, char *err, size_t errlen)
+{
+    const json_t *model, *config, *memory, *security;
+
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(obj)) {
+        snprintf(err, errlen, "status: expected an object, got %s", obj ? jr_type(obj) : "nothing");
+        return -1;
+    }
+    if (status_part(obj, "model", &model, err, errlen) ||
+        status_part(obj, "config", &config, err, errlen) ||
+        status_part(obj, "memory", &memory, err, errlen) ||
+        status_part(obj, "security", &security, err, errlen))
+        return -1;
+    if ((model && status_model(model, out, err, errlen)) ||
+        (config && status_config(config, out, err, errlen)) ||
+        (memory && status_memory(memory, out, err, errlen)) ||
+        (json_object_get(obj, "ring") && status_ring(json_object_get(obj, "ring"), out, err, errlen)))
+        return -1;
+    if (security && (jr_bool(security, "curve", &out->curve, err, errlen) ||
+                     jr_str(security, "warning", out->warning, sizeof out->warning, err, errlen)))
+        return -1;
+    return jr_str(obj, "version", out->version, sizeof out->version, err, errlen) ||
+                   jr_int(obj, "sessions", &out->sessions, err, errlen) ||
+                   jr_int(obj, "active", &out->active, err, errlen) ||
+                   jr_num(obj, "uptime_s", &out->uptime_s, err, errlen) ||
+                   jr_int(obj, "stage", &out->stage, err, errlen) ||
+                   jr_int(obj, "n_stages", &out->n_stages, err, errlen)
+               ? -1
+               : 0;
+}

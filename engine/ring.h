@@ -1,0 +1,106 @@
+/* ring.h: the stage-to-stage transport of a pipeline ring.
+ *
+ * Every stage PULLs on its --listen endpoint and PUSHes to its --next one;
+ * the tail's --next is the head's --listen, which closes the ring. A frame
+ * is one ZeroMQ message: a fixed little-endian header (RING_HDR_BYTES), then
+ * a payload that depends on the kind: raw float32 hidden states, nothing,
+ * or a JSON object. engine/PROTOCOL.md, "Stage-to-stage frames", is the
+ * reference.
+ *
+ * Besides the ring, a stage that knows the head's endpoint sends REPORT
+ * frames straight to it after each frame it handled: the head uses them to
+ * name the stage that fell silent when a step misses its deadline.
+ */
+#ifndef RING_H
+#define RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <zmq.h>
+
+#define RING_VERSION 1
+#define RING_HDR_BYTES 56
+
+typedef enum ring_kind {
+    RING_PREPARE = 1, /* JSON, round trip: ring check and admission of a request */
+    RING_START,       /* JSON, head to tail: a request's parameters */
+    RING_HIDDEN,      /* float32 [n][dim]: one step's hidden states */
+    RING_TOKEN,       /* empty, tail to head: a step is done (and its token) */
+    RING_END,         /* JSON, head to tail: the request is over */
+    RING_SET,         /* JSON, round trip: live config for every stage */
+    RING_DROP,        /* JSON, head to tail: drop sessions */
+    RING_REPORT,      /* JSON, a stage straight to the head: handled a frame */
+    RING_KIND_COUNT
+} ring_kind;
+
+/* RING_HIDDEN flags. */
+#define RING_F_SAMPLE 1u /* the tail computes logits and samples after this step */
+#define RING_F_DECODE 2u /* a decode step (else a prefill chunk) */
+
+typedef struct ring_hdr {
+    ring_kind kind;
+    uint64_t op;  /* the ring operation (a request, a set) the frame belongs to */
+    int64_t step; /* the step within the request; -1 for frames outside steps */
+    int pos;      /* HIDDEN, TOKEN: context position of the step's first token */
+    int n;        /* HIDDEN, TOKEN: positions in the step */
+    int dim;      /* HIDDEN: floats per position */
+    int token;    /* TOKEN: the sampled id, -1 when the step sampled none */
+    unsigned flags;
+    int chunk;      /* HIDDEN: the prefill chunk size in effect on the head */
+    double down_ms; /* TOKEN: sum of step_ms of the stages after the head */
+} ring_hdr;
+
+const char *ring_kind_name(ring_kind kind);
+
+/* A frame received: the header, the payload and what it decodes to. */
+typedef struct ring_frame {
+    ring_hdr h;
+    zmq_msg_t msg;
+    const float *x; /* HIDDEN: [n][dim] inside msg */
+    json_t *json;   /* JSON kinds: the payload object */
+} ring_frame;
+
+void ring_frame_free(ring_frame *f);
+
+typedef struct ring ring;
+
+/* Binds a PULL socket on `listen` and connects a PUSH socket to `next`.
+ * Either may be NULL (a single node has neither). A peer that sends a
+ * message larger than max_frame bytes is disconnected by ZeroMQ. */
+int ring_open(ring **out, void *zctx, const char *listen, const char *next, size_t max_frame,
+              char *err, size_t errlen);
+void ring_close(ring *r);
+
+/* The PULL socket, for zmq_poll; NULL without --listen. */
+void *ring_socket(ring *r);
+
+/* A HIDDEN frame under construction: the caller writes n * dim floats at
+ * the returned pointer (fwd_step writes its output there, no copy), then
+ * ring_send_msg() sends it. NULL when out of memory. */
+float *ring_hidden_init(zmq_msg_t *msg, const ring_hdr *h);
+
+/* Sends a frame built by ring_hidden_init (the message is consumed, sent
+ * or not). Never blocks: fails when the next stage's queue is full. */
+int ring_send_msg(ring *r, zmq_msg_t *msg, char *err, size_t errlen);
+
+/* Sends a header with a JSON payload (obj may be NULL for none). */
+int ring_send(ring *r, const ring_hdr *h, const json_t *obj, char *err, size_t errlen);
+
+/* Sends a REPORT frame straight to the head at head_ep (connecting to it
+ * the first time, or again when it changed). */
+int ring_report(ring *r, const char *head_ep, const ring_hdr *h, const json_t *obj, char *err,
+                size_t errlen);
+
+/* Takes one frame without waiting. Returns 1 with *f filled
+ * (ring_frame_free it), 0 when none is queued, -1 with a message for a
+ * malformed frame (which is dropped). */
+int ring_recv(ring *r, ring_frame *f, char *err, size_t errlen);
+
+/* Header codec, exposed for the tests: encode writes RING_HDR_BYTES bytes;
+ * decode checks magic, version and kind and returns -1 with a message. */
+void ring_hdr_encode(const ring_hdr *h, unsigned char *buf);
+int ring_hdr_decode(const unsigned char *buf, size_t len, ring_hdr *h, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,163 @@
+/* sampler.c: greedy, temperature and top-p sampling (see sampler.h). */
+#include "sampler.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct prob_index {
+    float prob;
+    int index;
+} prob_index;
+
+struct sampler {
+    int vocab_size;
+    float temperature;
+    float top_p;
+    uint64_t rng_state;
+    prob_index *candidates; /* top-p scratch, [vocab_size] */
+};
+
+int sampler_create(sampler **out, int vocab_size, float temperature, float top_p, uint64_t seed,
+                   char *err, size_t errlen)
+{
+    *out = NULL;
+    if (vocab_size < 1) {
+        snprintf(err, errlen, "sampler: vocab_size=%d, expected >= 1", vocab_size);
+        return -1;
+    }
+    if (!isfinite(temperature) || temperature < 0.0f) {
+        snprintf(err, errlen, "temperature=%g, expected a finite value >= 0", temperature);
+        return -1;
+    }
+    if (!(top_p >= 0.0f && top_p <= 1.0f)) {
+        snprintf(err, errlen, "top_p=%g, expected 0..1", top_p);
+        return -1;
+    }
+    sampler *s = calloc(1, sizeof *s);
+    if (s)
+        s->candidates = malloc(vocab_size * sizeof *s->candidates);
+    if (!s || !s->candidates) {
+        free(s);
+        snprintf(err, errlen, "out of memory for a sampler over %d tokens", vocab_size);
+        return -1;
+    }
+    s->vocab_size = vocab_size;
+    s->temperature = temperature;
+    s->top_p = top_p;
+    /* xorshift never leaves the all-zero state: seed 0 must not map to it. */
+    s->rng_state = seed ^ 0x9e3779b97f4a7c15ull;
+    if (s->rng_state == 0)
+        s->rng_state = 1;
+    *out = s;
+    return 0;
+}
+
+void sampler_free(sampler *s)
+{
+    if (!s)
+        return;
+    free(s->candidates);
+    free(s);
+}
+
+static uint32_t random_u32(uint64_t *state)
+{
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return (uint32_t)((*state * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+static float random_f32(uint64_t *state) /* [0, 1) */
+{
+    return (float)(random_u32(state) >> 8) / 16777216.0f;
+}
+
+static int sample_argmax(const float *p, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (p[i] > p[best])
+            best = i;
+    return best;
+}
+
+static void softmax(float *x, int n)
+{
+    float max = x[0];
+    for (int i = 1; i < n; i++)
+        if (x[i] > max)
+            max = x[i];
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += x[i];
+    }
+    for (int i = 0; i < n; i++)
+        x[i] /= sum;
+}
+
+/* Draws from the whole distribution; coin in [0, 1). */
+static int sample_mult(const float *p, int n, float coin)
+{
+    float cdf = 0.0f;
+    for (int i = 0; i < n; i++) {
+        cdf += p[i];
+        if (coin < cdf)
+            return i;
+    }
+    return n - 1; /* rounding left the cdf short of the coin */
+}
+
+static int compare_desc(const void *a, const void *b)
+{
+    float pa = ((const prob_index *)a)->prob, pb = ((const prob_index *)b)->prob;
+    return (pa < pb) - (pa > pb);
+}
+
+/* Draws from the smallest set of most probable tokens whose probability
+ * exceeds top_p. Tokens below (1 - top_p) / (n - 1) cannot be in it, so
+ * they are dropped before sorting. */
+static int sample_topp(const float *p, int n, float top_p, prob_index *cand, float coin)
+{
+    int n0 = 0;
+    const float cutoff = (1.0f - top_p) / (float)(n > 1 ? n - 1 : 1);
+    for (int i = 0; i < n; i++)
+        if (p[i] >= cutoff)
+            cand[n0++] = (prob_index){.prob = p[i], .index = i};
+    if (n0 == 0) /* a tiny top_p over a flat distribution: the best token */
+        return sample_argmax(p, n);
+    qsort(cand, n0, sizeof *cand, compare_desc);
+    float cumulative = 0.0f;
+    int last = n0 - 1;
+    for (int i = 0; i < n0; i++) {
+        cumulative += cand[i].prob;
+        if (cumulative > top_p) {
+            last = i;
+            break;
+        }
+    }
+    float r = coin * cumulative;
+    float cdf = 0.0f;
+    for (int i = 0; i <= last; i++) {
+        cdf += cand[i].prob;
+        if (r < cdf)
+            return cand[i].index;
+    }
+    return cand[last].index;
+}
+
+int sampler_sample(sampler *s, float *logits)
+{
+    int n = s->vocab_size;
+    if (s->temperature == 0.0f)
+        return sample_argmax(logits, n);
+    for (int i = 0; i < n; i++)
+        logits[i] /= s->temperature;
+    softmax(logits, n);
+    float coin = random_f32(&s->rng_state);
+    if (s->top_p <= 0.0f || s->top_p >= 1.0f)
+        return sample_mult(logits, n, coin);
+    return sample_topp(logits, n, s->top_p, s->candidates, coin);
+}

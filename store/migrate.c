@@ -1,0 +1,169 @@
+/* migrate.c: the schema as a list of numbered migrations. The database's
+ * PRAGMA user_version is the number of the last one applied; a migration is
+ * never edited once shipped, a change is a new entry at the end. */
+#include <stdio.h>
+
+#include "store_int.h"
+
+/* v1: the base schema. Steps are a WITHOUT ROWID table keyed by (run, seq)
+ * so that one run's steps are contiguous on disk: the run summary reads
+ * them in one range scan and inserts append at the end of the range. */
+static const char migration_1[] =
+    "CREATE TABLE runs ("
+    " id INTEGER PRIMARY KEY,"
+    " name TEXT NOT NULL DEFAULT '',"
+    " notes TEXT NOT NULL DEFAULT '',"
+    " mode TEXT NOT NULL CHECK (mode IN ('growth','fixed','soak','sweep')),"
+    " status TEXT NOT NULL CHECK (status IN ('running','completed','failed','aborted')),"
+    " started REAL NOT NULL,"
+    " ended REAL,"
+    " params TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(params)),"
+    " cluster TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(cluster)),"
+    " failure TEXT,"
+    " max_context INTEGER);"
+    "CREATE INDEX runs_started ON runs(started);"
+    "CREATE TABLE legs ("
+    " run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " idx INTEGER NOT NULL,"
+    " kv_bits INTEGER NOT NULL,"
+    " prefill_step INTEGER NOT NULL,"
+    " status TEXT NOT NULL CHECK (status IN ('running','completed','failed','aborted')),"
+    " started REAL NOT NULL,"
+    " ended REAL,"
+    " max_context INTEGER,"
+    " PRIMARY KEY (run, idx)) WITHOUT ROWID;"
+    "CREATE TABLE requests ("
+    " run INTEGER NOT NULL,"
+    " leg INTEGER NOT NULL,"
+    " idx INTEGER NOT NULL,"
+    " session TEXT,"
+    " ctx_before INTEGER NOT NULL,"
+    " ctx_after INTEGER NOT NULL,"
+    " prompt_tokens INTEGER NOT NULL,"
+    " gen_tokens INTEGER NOT NULL,"
+    " ttft_ms REAL, prefill_ms REAL, prefill_tps REAL, decode_tps REAL, tpot_ms REAL,"
+    " e2e_ms REAL,"
+    " status TEXT NOT NULL CHECK (status IN ('ok','failed')),"
+    " error_code TEXT,"
+    " error_message TEXT,"
+    " t REAL NOT NULL,"
+    " PRIMARY KEY (run, idx),"
+    " FOREIGN KEY (run, leg) REFERENCES legs(run, idx) ON DELETE CASCADE) WITHOUT ROWID;"
+    "CREATE TABLE steps ("
+    " run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " seq INTEGER NOT NULL,"
+    " leg INTEGER NOT NULL,"
+    " node TEXT NOT NULL,"
+    " phase TEXT NOT NULL,"
+    " step_ms REAL, model_ms REAL, eval_ms REAL,"
+    " req INTEGER,"
+    " step INTEGER,"
+    " tokens INTEGER,"
+    " pos INTEGER,"
+    " wait_ms REAL, comm_ms REAL,"
+    " kv_bytes INTEGER, kv_bits INTEGER, prefill_step INTEGER,"
+    " rss INTEGER, headroom INTEGER,"
+    " t REAL NOT NULL,"
+    " PRIMARY KEY (run, seq)) WITHOUT ROWID;"
+    "CREATE TABLE events ("
+    " id INTEGER PRIMARY KEY,"
+    " run INTEGER REFERENCES runs(id) ON DELETE CASCADE,"
+    " t REAL NOT NULL,"
+    " node TEXT,"
+    " kind TEXT NOT NULL,"
+    " detail TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(detail)));"
+    "CREATE INDEX events_run ON events(run, t);";
+
+/* v2: loss and crash accounting, and stored step aggregates.
+ * dropped_rows makes a full writer queue visible; last_context says how
+ * far an aborted run got; owner_pid and owner_start (the process start
+ * time, which pid reuse cannot fake) let a later open tell a live run from
+ * one whose process died; runs_status serves that check and the status
+ * filter. step_stats holds a run's step percentiles so that a summary does
+ * not read millions of steps each time; stats_seq is the last step seq
+ * they cover (see stepstats.c). */
+static const char migration_2[] =
+    "ALTER TABLE runs ADD COLUMN dropped_rows INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE runs ADD COLUMN last_context INTEGER;"
+    "ALTER TABLE runs ADD COLUMN owner_pid INTEGER;"
+    "ALTER TABLE runs ADD COLUMN owner_start INTEGER;"
+    "ALTER TABLE runs ADD COLUMN stats_seq INTEGER;"
+    "CREATE INDEX runs_status ON runs(status);"
+    "CREATE TABLE step_stats ("
+    " run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " leg INTEGER NOT NULL,"
+    " node TEXT NOT NULL,"
+    " phase TEXT NOT NULL,"
+    " metric TEXT NOT NULL,"
+    " count INTEGER NOT NULL,"
+    " p50 REAL, p90 REAL, p99 REAL, max REAL,"
+    " PRIMARY KEY (run, leg, node, phase, metric)) WITHOUT ROWID;";
+
+static const char *const migrations[STORE_SCHEMA_VERSION] = {migration_1, migration_2};
+
+int store_schema_version(sqlite3 *db, int *version, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK) {
+        store_errf(err, errlen, "%s", sqlite3_errmsg(db));
+        return -1;
+    }
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        store_errf(err, errlen, "%s", sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return -1;
+    }
+    *version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return 0;
+}
+
+/* One migration in one transaction. The version is read again inside the
+ * write lock: another process may have migrated while we waited for it. */
+static int apply(sqlite3 *db, int to, char *err, size_t errlen)
+{
+    char why[256];
+    if (store_exec(db, "BEGIN IMMEDIATE", why, sizeof why) != 0) {
+        store_errf(err, errlen, "migrating to schema version %d: %s", to, why);
+        return -1;
+    }
+    int now;
+    if (store_schema_version(db, &now, why, sizeof why) != 0)
+        goto fail;
+    if (now >= to) {
+        store_exec(db, "COMMIT", NULL, 0);
+        return 0;
+    }
+    char set[64];
+    snprintf(set, sizeof set, "PRAGMA user_version=%d", to);
+    if (store_exec(db, migrations[to - 1], why, sizeof why) != 0 ||
+        store_exec(db, set, why, sizeof why) != 0 || store_exec(db, "COMMIT", why, sizeof why) != 0)
+        goto fail;
+    return 0;
+fail:
+    store_exec(db, "ROLLBACK", NULL, 0);
+    store_errf(err, errlen, "migrating to schema version %d: %s", to, why);
+    return -1;
+}
+
+int store_migrate(sqlite3 *db, int target, char *err, size_t errlen)
+{
+    int version;
+    if (target < 0 || target > STORE_SCHEMA_VERSION) {
+        store_errf(err, errlen, "no schema version %d (known: 1..%d)", target,
+                   STORE_SCHEMA_VERSION);
+        return -1;
+    }
+    if (store_schema_version(db, &version, err, errlen) != 0)
+        return -1;
+    if (version > STORE_SCHEMA_VERSION) {
+        store_errf(err, errlen, "schema version %d is newer than this infertop supports (%d)",
+                   version, STORE_SCHEMA_VERSION);
+        return -1;
+    }
+    for (int v = version + 1; v <= target; v++)
+        if (apply(db, v, err, errlen) != 0)
+            return -1;
+    return 0;
+}

@@ -1,0 +1,310 @@
+/* store.h: the run history of infertop, in SQLite.
+ *
+ * One `store` handle owns two connections to one database file: a query
+ * connection used by the calling threads (queries, store_run_begin) and a
+ * writer connection owned by a background thread that drains a bounded
+ * queue of rows (steps, events, requests, legs, run ends) in batched
+ * transactions. Recording functions other than store_run_begin never touch
+ * the disk: they copy the row into the queue, or count it as dropped when
+ * the queue is full (the count lands in runs.dropped_rows).
+ *
+ * Conventions: functions return 0 on success and -1 on error with a message
+ * in err; functions about one run return 1 when no run has that id. Times
+ * are Unix seconds (UTC, fractional). store/SCHEMA.md documents the tables.
+ */
+#ifndef STORE_H
+#define STORE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct store store;
+
+#define STORE_NODE_MAX 64 /* node names are shorter than this */
+
+typedef struct store_options {
+    size_t queue_capacity; /* rows the writer queue holds; 0: 65536 */
+    int busy_timeout_ms;   /* wait for other writers this long; 0: 5000 */
+} store_options;
+
+/* $XDG_DATA_HOME/infertop/history.db, else ~/.local/share/infertop/history.db. */
+int store_default_path(char *buf, size_t len, char *err, size_t errlen);
+
+/* Opens or creates the database at path (NULL: the default path, whose
+ * directory is created). Upgrades an older schema, refuses a newer one
+ * without modifying it, and marks runs whose process died as aborted.
+ * opt may be NULL. NULL on error. */
+store *store_open(const char *path, const store_options *opt, char *err, size_t errlen);
+
+/* Waits until every row queued before the call is committed (or dropped).
+ * -1 when a write failed since the previous flush, with the first error. */
+int store_flush(store *s, char *err, size_t errlen);
+
+/* Drains the queue, stops the writer and closes both connections. */
+void store_close(store *s);
+
+typedef struct store_stats {
+    uint64_t queued;  /* rows accepted into the queue */
+    uint64_t written; /* rows committed */
+    uint64_t dropped; /* rows refused (queue full) or lost (write error) */
+    size_t pending;   /* rows in the queue now */
+    size_t capacity;
+} store_stats;
+
+void store_stats_get(store *s, store_stats *st);
+
+/* ---- recording (used by the stress runner) ---- */
+
+typedef enum store_mode {
+    STORE_MODE_GROWTH,
+    STORE_MODE_FIXED,
+    STORE_MODE_SOAK,
+    STORE_MODE_SWEEP
+} store_mode;
+
+typedef enum store_status {
+    STORE_RUNNING,
+    STORE_COMPLETED,
+    STORE_FAILED,
+    STORE_ABORTED
+} store_status;
+
+typedef enum store_phase { STORE_PHASE_PREFILL, STORE_PHASE_DECODE } store_phase;
+
+const char *store_mode_name(store_mode m);
+const char *store_status_name(store_status st);
+const char *store_phase_name(store_phase p);
+
+typedef struct store_run_info {
+    const char *name;  /* may be NULL */
+    const char *notes; /* may be NULL */
+    store_mode mode;
+    const char *params;  /* JSON object of the run's parameters, or NULL */
+    const char *cluster; /* JSON object: name, model, engine, nodes[], or NULL */
+} store_run_info;
+
+/* The one recording call that writes synchronously: it inserts the runs
+ * row and returns its id. Call it before the run starts. */
+int store_run_begin(store *s, const store_run_info *info, int64_t *run_id, char *err,
+                    size_t errlen);
+
+/* The calls below queue a row and return 0, or -1 when the row was not
+ * queued (queue full, unknown run, name too long, bad JSON): it is counted
+ * as dropped and, for a known run, in runs.dropped_rows. */
+int store_leg_begin(store *s, int64_t run, int leg, int kv_bits, int prefill_step);
+int store_leg_end(store *s, int64_t run, int leg, store_status status);
+
+typedef struct store_request {
+    int64_t run;
+    int leg;
+    int64_t idx;         /* request number within the run, from 0 */
+    const char *session; /* may be NULL */
+    int64_t ctx_before, ctx_after;
+    int64_t prompt_tokens, gen_tokens;
+    double ttft_ms, prefill_ms, prefill_tps, decode_tps, tpot_ms, e2e_ms; /* < 0: unknown */
+    int ok;                                                               /* 1 ok, 0 failed */
+    const char *error_code; /* failed requests: "timeout", "refused", "node_down", ... */
+    const char *error_message;
+    double t; /* when it ended; 0: now */
+} store_request;
+
+int store_request_add(store *s, const store_request *r);
+
+typedef struct store_step {
+    int64_t run;
+    int leg;
+    int64_t req; /* request number within the run; < 0: none */
+    const char *node;
+    int64_t step;
+    store_phase phase;
+    int64_t tokens, pos;
+    double step_ms, model_ms, eval_ms, wait_ms, comm_ms;
+    int64_t kv_bytes;
+    int kv_bits, prefill_step;
+    int64_t rss, headroom;
+    double t; /* 0: now */
+} store_step;
+
+int store_step_add(store *s, const store_step *st);
+
+typedef struct store_event {
+    int64_t run;        /* 0: not part of a run */
+    const char *node;   /* may be NULL */
+    const char *kind;   /* "config", "refusal", "timeout", "node_down", "node_up", "note" */
+    const char *detail; /* JSON object, or NULL for {} */
+    double t;           /* 0: now */
+} store_event;
+
+int store_event_add(store *s, const store_event *e);
+
+/* failure: why the run failed or was aborted, or NULL. */
+int store_run_end(store *s, int64_t run, store_status status, const char *failure);
+
+/* ---- queries ---- */
+
+typedef struct store_run {
+    int64_t id;
+    char *name, *notes, *mode, *status, *model, *params, *cluster,
+        *failure;          /* failure may be NULL */
+    double started, ended; /* ended 0 while running */
+    int64_t max_context;   /* largest ctx_after of an ok request; -1 none */
+    int64_t last_context;  /* furthest position a step reached; -1 none */
+    int64_t dropped_rows;
+    int64_t n_legs, n_requests, n_failed;
+} store_run;
+
+typedef struct store_run_list {
+    store_run *runs;
+    size_t n;
+} store_run_list;
+
+typedef struct store_run_filter {
+    const char *mode, *status; /* NULL: any */
+    const char *model;         /* exact cluster model name; NULL: any */
+    const char *text;          /* substring of name or notes; NULL: any */
+    double since, until;       /* started in [since, until); 0: unbounded */
+    int limit;                 /* 0: 50 */
+    int offset;
+} store_run_filter;
+
+/* Newest first. */
+int store_runs_list(store *s, const store_run_filter *f, store_run_list *out, char *err,
+                    size_t errlen);
+void store_run_list_free(store_run_list *l);
+
+int store_run_get(store *s, int64_t id, store_run *out, char *err, size_t errlen);
+void store_run_free(store_run *r);
+
+/* Percentiles are nearest-rank: pN is the smallest value with at least N%
+ * of the values at or below it (the ceil(N/100 * count)-th smallest).
+ * All zero when count is 0. */
+typedef struct store_dist {
+    int64_t count;
+    double p50, p90, p99, max;
+} store_dist;
+
+typedef struct store_step_group {
+    int leg;
+    char node[STORE_NODE_MAX];
+    char phase[8];
+    store_dist step_ms, model_ms, eval_ms;
+} store_step_group;
+
+typedef struct store_leg_summary {
+    int idx, kv_bits, prefill_step;
+    char status[12];
+    int64_t max_context; /* -1: no ok request */
+    int64_t requests, failed;
+    store_dist ttft_ms, tpot_ms, decode_tps, prefill_tps, e2e_ms; /* over ok requests */
+} store_leg_summary;
+
+typedef struct store_failure {
+    int found; /* 0: no request failed */
+    int leg;
+    int64_t request, ctx_before;
+    char *code, *message;
+} store_failure;
+
+typedef struct store_summary {
+    store_run run;
+    store_leg_summary *legs; /* by idx */
+    size_t n_legs;
+    store_step_group *groups; /* by leg, node, phase */
+    size_t n_groups;
+    store_failure failure; /* the first failed request */
+} store_summary;
+
+int store_run_summary(store *s, int64_t run, store_summary *out, char *err, size_t errlen);
+void store_summary_free(store_summary *sum);
+
+/* One compared figure: key names the leg/node/phase ("run", "leg 0",
+ * "leg 0 node1 decode"), metric the figure ("step_ms p50"). delta = b - a,
+ * ratio = b / a (NaN when a side is missing or a is 0). */
+typedef struct store_delta {
+    char *key, *metric;
+    int has_a, has_b;
+    double a, b, delta, ratio;
+} store_delta;
+
+typedef struct store_compare {
+    store_summary a, b;
+    store_delta *rows;
+    size_t n;
+} store_compare;
+
+/* Legs are matched by index, step groups by (leg, node, phase). */
+int store_run_compare(store *s, int64_t a, int64_t b, store_compare *out, char *err, size_t errlen);
+void store_compare_free(store_compare *c);
+
+typedef struct store_best_row {
+    char *model, *cluster;
+    int kv_bits, prefill_step;
+    int64_t max_context; /* largest ctx_after of an ok request */
+    double decode_tps;   /* best decode tok/s of a request at that context */
+    int64_t run;         /* the run holding that request */
+    int64_t runs;        /* runs that tried this setting */
+} store_best_row;
+
+typedef struct store_best {
+    store_best_row *rows;
+    size_t n;
+} store_best;
+
+/* Per model, cluster name and (kv_bits, prefill_step), best first.
+ * model and cluster filter when not NULL. */
+int store_best_settings(store *s, const char *model, const char *cluster, store_best *out,
+                        char *err, size_t errlen);
+void store_best_free(store_best *b);
+
+/* Deletes finished runs started before `before` with all their rows;
+ * VACUUMs afterwards when vacuum is set. */
+int store_prune(store *s, double before, int vacuum, int64_t *deleted, char *err, size_t errlen);
+
+/* ---- export ---- */
+
+typedef enum store_export_what {
+    STORE_EXPORT_REQUESTS,
+    STORE_EXPORT_STEPS,
+    STORE_EXPORT_SUMMARY
+} store_export_what;
+
+typedef enum store_format { STORE_FORMAT_CSV, STORE_FORMAT_JSON } store_format;
+
+typedef enum store_cell_type { STORE_NULL, STORE_INT, STORE_REAL, STORE_TEXT } store_cell_type;
+
+typedef struct store_cell {
+    store_cell_type type;
+    int64_t i;
+    double d;
+    const char *s;
+} store_cell;
+
+/* Called first with cells NULL (the header: column names), then once per
+ * row; returning non-zero stops the stream. */
+typedef int (*store_row_fn)(void *ctx, int ncol, const char *const *names, const store_cell *cells);
+
+/* Streams the rows of a run (steps may be millions) in a stable order. */
+int store_export_each(store *s, int64_t run, store_export_what what, store_row_fn fn, void *ctx,
+                      char *err, size_t errlen);
+
+/* The rows of a summary, flattened: section ("request" or "step"), leg,
+ * kv_bits, prefill_step, node, phase, metric, count, p50, p90, p99, max.
+ * -1 when fn stopped it. */
+int store_summary_each(const store_summary *sum, store_row_fn fn, void *ctx);
+
+/* CSV (RFC 4180, with a header) or JSON (an array of objects; the summary
+ * as the object of store_summary_json). */
+int store_export(store *s, int64_t run, store_export_what what, store_format fmt, FILE *out,
+                 char *err, size_t errlen);
+
+/* JSON forms of the query results, for --json output and exports.
+ * New references; NULL when out of memory. */
+json_t *store_run_json(const store_run *r);
+json_t *store_run_list_json(const store_run_list *l);
+json_t *store_summary_json(const store_summary *sum);
+json_t *store_compare_json(const store_compare *c);
+json_t *store_best_json(const store_best *b);
+
+#endif

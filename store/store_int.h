@@ -1,0 +1,159 @@
+/* store_int.h: what the files of store/ share and callers do not see.
+ * Tests include it to reach the migrations (store_migrate). */
+#ifndef STORE_INT_H
+#define STORE_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "store.h"
+
+#define STORE_SCHEMA_VERSION 2
+
+/* Control rows (requests, legs, run ends) may use this many slots beyond
+ * the queue capacity, so that a flood of steps drops steps first. */
+#define STORE_CONTROL_RESERVE 1024
+
+/* ---- db.c ---- */
+double store_now(void);
+void store_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "what: sqlite's message" */
+void store_dberr(char *err, size_t errlen, sqlite3 *db, const char *what);
+int store_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
+int store_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err, size_t errlen);
+/* Binds NULL for a negative (unknown) measurement. */
+void store_bind_measure(sqlite3_stmt *st, int i, double v);
+/* Copies column i (NULL: "") into a new string; NULL when out of memory. */
+char *store_col_strdup(sqlite3_stmt *st, int i);
+
+/* ---- migrate.c ---- */
+int store_schema_version(sqlite3 *db, int *version, char *err, size_t errlen);
+/* Applies the numbered migrations above the database's user_version up to
+ * target, each in its own transaction. Refuses a database newer than
+ * STORE_SCHEMA_VERSION. */
+int store_migrate(sqlite3 *db, int target, char *err, size_t errlen);
+
+/* ---- the writer queue (writer.c) ---- */
+
+typedef enum store_rec_kind {
+    REC_STEP,
+    REC_REQUEST,
+    REC_EVENT,
+    REC_LEG_BEGIN,
+    REC_LEG_END,
+    REC_RUN_END
+} store_rec_kind;
+
+/* One queued row. Pointers inside are owned by the record (store_rec_release). */
+typedef struct store_rec {
+    store_rec_kind kind;
+    int lost; /* the writer could not apply it */
+    int64_t run;
+    double t;
+    union {
+        struct {
+            store_step v; /* v.node unused: see node */
+            char node[STORE_NODE_MAX];
+        } step;
+        store_request req; /* strings strdup'ed */
+        struct {
+            char *node, *kind, *detail;
+        } ev;
+        struct {
+            int leg, kv_bits, prefill_step;
+        } leg;
+        struct {
+            int leg; /* -1: every leg still running */
+            store_status status;
+            char *failure; /* REC_RUN_END only */
+        } end;
+    } u;
+} store_rec;
+
+void store_rec_release(store_rec *r);
+
+/* A run this handle began and has not ended: the writer's running state
+ * for it. dropped/closing are guarded by store.lock; the rest belongs to
+ * the writer thread. */
+typedef struct store_active {
+    int64_t id;
+    int64_t dropped; /* rows of this run not written */
+    int closing;     /* store_run_end queued */
+    int ended;       /* run end applied: freed after commit */
+    int64_t next_seq;
+    int64_t last_context; /* -1 until a step arrives */
+    int64_t saved_dropped, saved_context;
+    struct store_active *next;
+} store_active;
+
+/* The writer connection's prepared statements. */
+typedef struct store_wstmts {
+    sqlite3_stmt *begin, *commit, *rollback;
+    sqlite3_stmt *step, *steps, *request, *event, *leg_begin, *leg_end, *run_end, *progress;
+} store_wstmts;
+
+struct store {
+    char *path;
+    sqlite3 *db; /* query connection, under db_lock */
+    pthread_mutex_t db_lock;
+
+    sqlite3 *wdb; /* writer connection: writer thread only */
+    store_wstmts ws;
+    store_active *wlast; /* the writer's last run lookup */
+    pthread_t thread;
+    int thread_started;
+
+    pthread_mutex_t lock; /* guards everything below */
+    pthread_cond_t nonempty, drained;
+    store_rec *ring;
+    size_t capacity, ring_size, head, count;
+    uint64_t queued, written, dropped, done;
+    int stop;
+    char werr[256]; /* first write error since the last flush */
+    store_active *active;
+};
+
+/* Takes ownership of r. control: may use the reserve. 0 queued, -1 dropped. */
+int store_queue_push(store *s, store_rec *r, int control);
+int store_writer_start(store *s, char *err, size_t errlen);
+void store_writer_stop(store *s);
+
+/* ---- runs.c: the SQL of recording, run on the writer thread ---- */
+int store_wstmts_prepare(sqlite3 *db, store_wstmts *w, char *err, size_t errlen);
+void store_wstmts_finalize(store_wstmts *w);
+store_active *store_active_find(store *s, int64_t run);
+/* Applies one record; SQLITE_DONE on success, else the sqlite code. */
+int store_rec_apply(store *s, store_rec *r);
+/* Applies STORE_STEP_CHUNK step records in one statement, all or none. */
+#define STORE_STEP_CHUNK 32
+int store_steps_apply(store *s, store_rec *const *recs);
+/* Writes dropped counts and last contexts of the active runs that changed. */
+int store_progress_save(store *s);
+/* Marks runs left running by a dead process as aborted. */
+int store_recover(store *s, char *err, size_t errlen);
+
+/* ---- percentile.c ---- */
+typedef struct store_dvec {
+    double *v;
+    size_t n, cap;
+} store_dvec;
+
+int store_dvec_push(store_dvec *d, double x);
+/* Count, nearest-rank p50/p90/p99 and max of d's values (reordered). */
+void store_dist_of(store_dvec *d, store_dist *out);
+
+/* ---- stepstats.c ---- */
+/* The step groups of a run's summary (by leg, node, phase): from the
+ * stored aggregates when they cover the run's last step, else computed
+ * from the steps and, for a run no longer running, stored. */
+int store_step_stats(sqlite3 *db, int64_t run, store_step_group **groups, size_t *n, char *err,
+                     size_t errlen);
+int store_group_cmp(const store_step_group *a, const store_step_group *b);
+
+/* ---- query.c ---- */
+/* 0 exists, 1 not, -1 error; caller holds db_lock. */
+int store_run_exists(store *s, int64_t run, char *err, size_t errlen);
+int store_summary_locked(store *s, int64_t run, store_summary *out, char *err, size_t errlen);
+
+#endif

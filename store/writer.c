@@ -1,0 +1,243 @@
+/* writer.c: the bounded queue and the thread that drains it.
+ *
+ * Producers copy a row into a ring under a mutex and return; they never
+ * wait for the disk. The writer takes every row queued so far as one batch,
+ * applies it in one transaction on its own connection, and only then frees
+ * the slots: the rows stay in place while being written, so nothing is
+ * copied twice. A full ring drops the row and counts it against its run. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+
+void store_rec_release(store_rec *r)
+{
+    switch (r->kind) {
+    case REC_REQUEST:
+        free((char *)r->u.req.session);
+        free((char *)r->u.req.error_code);
+        free((char *)r->u.req.error_message);
+        break;
+    case REC_EVENT:
+        free(r->u.ev.node);
+        free(r->u.ev.kind);
+        free(r->u.ev.detail);
+        break;
+    case REC_RUN_END:
+        free(r->u.end.failure);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Charges n lost rows to their run, for runs.dropped_rows. Caller holds
+ * s->lock; the global count is kept by the caller. */
+static void charge_run(store *s, int64_t run, int64_t n)
+{
+    store_active *a = run ? store_active_find(s, run) : NULL;
+    if (a)
+        a->dropped += n;
+}
+
+int store_queue_push(store *s, store_rec *r, int control)
+{
+    pthread_mutex_lock(&s->lock);
+    store_active *a = r->run ? store_active_find(s, r->run) : NULL;
+    size_t room = s->capacity + (control ? STORE_CONTROL_RESERVE : 0);
+    /* A row for a run this handle did not begin, or already ended, has no
+     * seq and no owner: refuse it rather than write an orphan. */
+    int orphan = r->run && (!a || a->closing);
+    if (orphan || s->count >= room || s->stop) {
+        /* A row of an ended run is the caller's mistake, not a loss of
+         * the run: it is counted globally only. */
+        s->dropped++;
+        if (!orphan)
+            charge_run(s, r->run, 1);
+        pthread_mutex_unlock(&s->lock);
+        store_rec_release(r);
+        return -1;
+    }
+    if (r->kind == REC_RUN_END)
+        a->closing = 1;
+    s->ring[(s->head + s->count) % s->ring_size] = *r;
+    s->count++;
+    s->queued++;
+    pthread_cond_signal(&s->nonempty);
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+static void note_error(store *s, const char *what)
+{
+    pthread_mutex_lock(&s->lock);
+    if (!s->werr[0])
+        store_errf(s->werr, sizeof s->werr, "writing to %s: %s: %s", s->path, what,
+                   sqlite3_errmsg(s->wdb));
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Applies rows [head, head + n) of the ring in one transaction. Returns how
+ * many were committed; the others are charged to their run. */
+static size_t write_batch(store *s, size_t head, size_t n)
+{
+    size_t ok = 0;
+    int in_tx = sqlite3_step(s->ws.begin) == SQLITE_DONE;
+    sqlite3_reset(s->ws.begin);
+    if (!in_tx)
+        note_error(s, "BEGIN");
+    for (size_t i = 0; in_tx && i < n;) {
+        /* Runs of steps go in chunks; a chunk that fails is retried row by
+         * row below, so that one bad row costs only itself. */
+        store_rec *chunk[STORE_STEP_CHUNK];
+        size_t k = 0;
+        while (k < STORE_STEP_CHUNK && i + k < n &&
+               (chunk[k] = &s->ring[(head + i + k) % s->ring_size])->kind == REC_STEP)
+            k++;
+        if (k == STORE_STEP_CHUNK && store_steps_apply(s, chunk) == SQLITE_DONE) {
+            ok += k;
+            i += k;
+            continue;
+        }
+        store_rec *r = &s->ring[(head + i++) % s->ring_size];
+        int rc = store_rec_apply(s, r);
+        if (rc == SQLITE_DONE) {
+            ok++;
+            continue;
+        }
+        note_error(s, "a row");
+        /* Busy, I/O, full disk: the batch cannot go on (and each row would
+         * wait the busy timeout again). It is rolled back below. */
+        if ((rc & 0xff) != SQLITE_CONSTRAINT && rc != SQLITE_MISUSE) {
+            in_tx = 0;
+            sqlite3_step(s->ws.rollback);
+            sqlite3_reset(s->ws.rollback);
+            break;
+        }
+        /* A constraint: sqlite undid just that statement and the batch goes
+         * on. Charged now so that the count commits with the batch. */
+        r->lost = 1;
+        pthread_mutex_lock(&s->lock);
+        charge_run(s, r->run, 1);
+        pthread_mutex_unlock(&s->lock);
+    }
+    int committed = 0;
+    if (in_tx) {
+        int saved = store_progress_save(s) == 0;
+        committed = saved && sqlite3_step(s->ws.commit) == SQLITE_DONE;
+        sqlite3_reset(s->ws.commit);
+        if (!committed) {
+            note_error(s, saved ? "COMMIT" : "run progress");
+            sqlite3_step(s->ws.rollback);
+            sqlite3_reset(s->ws.rollback);
+        }
+    }
+
+    pthread_mutex_lock(&s->lock);
+    if (!committed) {
+        /* The rows that had applied are gone with the transaction. */
+        for (size_t i = 0; i < n; i++) {
+            store_rec *r = &s->ring[(head + i) % s->ring_size];
+            if (!r->lost)
+                charge_run(s, r->run, 1);
+        }
+        ok = 0;
+    }
+    /* Runs whose end was applied need no state any more. */
+    s->wlast = NULL;
+    for (store_active **p = &s->active; *p;) {
+        if ((*p)->ended) {
+            store_active *dead = *p;
+            *p = dead->next;
+            free(dead);
+        } else {
+            p = &(*p)->next;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+
+    for (size_t i = 0; i < n; i++)
+        store_rec_release(&s->ring[(head + i) % s->ring_size]);
+    return ok;
+}
+
+static void *writer_main(void *arg)
+{
+    store *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (s->count == 0 && !s->stop)
+            pthread_cond_wait(&s->nonempty, &s->lock);
+        if (s->count == 0)
+            break;
+        size_t head = s->head, n = s->count;
+        pthread_mutex_unlock(&s->lock);
+        size_t ok = write_batch(s, head, n);
+        pthread_mutex_lock(&s->lock);
+        s->head = (head + n) % s->ring_size;
+        s->count -= n;
+        s->written += ok;
+        s->dropped += n - ok;
+        s->done += n;
+        pthread_cond_broadcast(&s->drained);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+int store_writer_start(store *s, char *err, size_t errlen)
+{
+    s->ring_size = s->capacity + STORE_CONTROL_RESERVE;
+    s->ring = calloc(s->ring_size, sizeof *s->ring);
+    if (!s->ring) {
+        store_errf(err, errlen, "out of memory for a writer queue of %zu rows", s->ring_size);
+        return -1;
+    }
+    if (store_wstmts_prepare(s->wdb, &s->ws, err, errlen) != 0)
+        return -1;
+    if (pthread_create(&s->thread, NULL, writer_main, s) != 0) {
+        store_errf(err, errlen, "cannot start the writer thread");
+        return -1;
+    }
+    s->thread_started = 1;
+    return 0;
+}
+
+void store_writer_stop(store *s)
+{
+    if (!s->thread_started)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stop = 1;
+    pthread_cond_signal(&s->nonempty);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    s->thread_started = 0;
+}
+
+int store_flush(store *s, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t target = s->queued;
+    while (s->done < target)
+        pthread_cond_wait(&s->drained, &s->lock);
+    int rc = 0;
+    if (s->werr[0]) {
+        store_errf(err, errlen, "%s", s->werr);
+        s->werr[0] = '\0';
+        rc = -1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+void store_stats_get(store *s, store_stats *st)
+{
+    pthread_mutex_lock(&s->lock);
+    st->queued = s->queued;
+    st->written = s->written;
+    st->dropped = s->dropped;
+    st->pending = s->count;
+    st->capacity = s->capacity;
+    pthread_mutex_unlock(&s->lock);
+}

@@ -1,0 +1,152 @@
+#!/bin/sh
+# End to end: the console on a live demo ring, driven through tmux.
+#
+# A detached tmux session of fixed size (its own server socket, so a user's
+# tmux is never touched) runs `infertop demo --stages 2`; the test reads
+# the screen with capture-pane, polling with bounded retries, and:
+#   - sees both stages up with non-zero steps/s;
+#   - sets kv_bits 4 on all nodes with keys (config view, all-nodes row),
+#     and sees 4 on the dashboard and in `infertop status --json`;
+#   - `infertop set` does the same headless, with exit code 0;
+#   - kills one stage's process and sees it down within 3 s;
+#   - resizes to 80x24 and 200x60 and checks the layout fills the window;
+#   - quits with q: exit status 0, no inferd left;
+# then a second demo with --no-color --ascii --readonly shows no byte
+# >= 0x80 and no colour, refuses a config change, and when the console is
+# killed outright (SIGKILL) its stages die with it.
+. "$(dirname "$0")/lib/serve.sh"
+
+SOCK="infertop-test-$$"
+T() { tmux -L "$SOCK" "$@"; }
+# No status line: the console has the whole window. remain-on-exit keeps
+# the server up between the two runs.
+printf 'set -g remain-on-exit on\nset -g status off\n' >"$tmp/tmux.conf"
+
+console_cleanup() {
+    T kill-server 2>/dev/null
+    # Stages a failed step left behind: their command lines hold $tmp.
+    for p in $(pgrep -f "$tmp/infertop-demo" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+    cleanup
+}
+trap console_cleanup EXIT
+
+if ! command -v tmux >/dev/null 2>&1; then
+    fail "tmux is installed"
+    finish
+    exit 1
+fi
+
+cap() { T capture-pane -p -t "$1"; }
+pane() { T display-message -p -t "$1" "$2"; }
+
+# wait_for TENTHS COMMAND...: polls every 0.1 s until COMMAND succeeds, at
+# most TENTHS times.
+wait_for() {
+    n=$1
+    shift
+    while [ "$n" -gt 0 ]; do
+        "$@" && return 0
+        sleep 0.1
+        n=$((n - 1))
+    done
+    return 1
+}
+
+# The dashboard row of a stage: its state and steps/s (the state's word,
+# then layers and phase, then the rate).
+row_of() { cap "$1" | grep -E "stage$2 +(up|down|stale|starting) " | head -n 1; }
+up_and_stepping() { # SESSION STAGE
+    r=$(row_of "$1" "$2")
+    rate=$(printf '%s\n' "$r" | awk '{ for (i = 1; i <= NF; i++) if ($i == "up") { print $(i + 3); exit } }')
+    [ -n "$rate" ] && awk -v v="$rate" 'BEGIN { exit !(v + 0 > 0) }'
+}
+both_stepping() { up_and_stepping "$1" 0 && up_and_stepping "$1" 1; }
+# kv_bits then prefill_step 512 (the demo's, never changed here) on the row.
+row_kv_is() { row_of "$1" "$2" | grep -qE "[^0-9]$3 +512( |$)"; }
+both_kv() { row_kv_is "$1" 0 "$2" && row_kv_is "$1" 1 "$2"; }
+status_kv() { # CONF: the kv_bits of both nodes, tab-separated
+    infertop status -c "$1" --json | get nodes.0.config.kv_bits nodes.1.config.kv_bits
+}
+status_kv_is() { [ "$(status_kv "$1")" = "$(printf '%s\t%s' "$2" "$2")" ]; }
+# The n-th pidfile the cluster file names.
+pid_of_stage() { cat "$(sed -n 's/^pidfile = //p' "$1" | sed -n "$(($2 + 1))p")"; }
+stages_left() { pgrep -f "$tmp/infertop-demo" >/dev/null 2>&1; }
+no_stages_left() { ! stages_left; }
+says() { cap "$1" | grep -q "$2"; }
+
+# The layout fills a COLSxROWS window: as many lines, none wider, the
+# header (the node count) on the first line, the footer's keys on the last,
+# both stages.
+layout_ok() { # SESSION COLS ROWS
+    s=$(cap "$1")
+    [ "$(printf '%s\n' "$s" | wc -l)" -eq "$3" ] &&
+        [ "$(printf '%s\n' "$s" | LC_ALL=C.UTF-8 wc -L)" -le "$2" ] &&
+        printf '%s\n' "$s" | head -n 1 | grep -q 'nodes [0-9]/2 up' &&
+        printf '%s\n' "$s" | tail -n 1 | grep -q 'q quit' &&
+        printf '%s\n' "$s" | grep -q 'stage0' && printf '%s\n' "$s" | grep -q 'stage1'
+}
+resized() { # SESSION COLS ROWS
+    T resize-window -t "$1" -x "$2" -y "$3" && wait_for 50 layout_ok "$1" "$2" "$3"
+}
+
+# A colour is SGR 30-38, 40-48, 90-97 or 100-107 (39 and 49 are the default).
+COLOUR_SGR='\[([0-9]+;)*(3[0-8]|4[0-8]|9[0-7]|10[0-7])[;m]'
+
+# ---- run A: colour, UTF-8 ------------------------------------------------
+A_CONF="$tmp/a.conf"
+# The exit status goes to a file: tmux does not always reap a console
+# built with the sanitizers (make asan) in time to report it.
+T -f "$tmp/tmux.conf" new-session -d -s A -x 120 -y 40 \
+    "env LC_ALL=C.UTF-8 XDG_RUNTIME_DIR=$tmp infertop demo --stages 2 --write-config $A_CONF; echo \$? >$tmp/a.rc"
+
+check "demo: both stages up with non-zero steps/s" wait_for 300 both_stepping A
+# The same pattern as the --no-color check below, which this shows can match.
+check "colour by default" sh -c "tmux -L $SOCK capture-pane -p -e -t A | grep -qE \"$COLOUR_SGR\""
+
+# Config view, the all-nodes row (last), the kv_bits field, 4, Enter.
+T send-keys -t A c
+wait_for 30 says A 'all nodes'
+T send-keys -t A G l 4 Enter
+check "keys: config view shows kv_bits 4 confirmed on both stages" \
+    wait_for 100 sh -c "tmux -L $SOCK capture-pane -p -t A | grep -cE 'stage[01] .*confirmed kv_bits=4' | grep -qx 2"
+T send-keys -t A Escape d
+check "keys: dashboard shows kv_bits 4 on both stages" wait_for 50 both_kv A 4
+check "status --json shows kv_bits 4 on both nodes" status_kv_is "$A_CONF" 4
+
+infertop set -c "$A_CONF" all kv_bits=8 >"$tmp/set.out" 2>&1
+check "set all kv_bits=8 exits 0" [ $? -eq 0 ]
+check "status --json then shows kv_bits 8" status_kv_is "$A_CONF" 8
+check "the dashboard follows the headless set" wait_for 50 both_kv A 8
+
+kill -9 "$(pid_of_stage "$A_CONF" 1)"
+check "a killed stage shows down within 3 s" wait_for 30 sh -c \
+    "tmux -L $SOCK capture-pane -p -t A | grep -qE 'stage1 +down '"
+
+check "80x24 keeps a correct layout" resized A 80 24
+check "200x60 keeps a correct layout" resized A 200 60
+
+T send-keys -t A q
+check "q exits the console" wait_for 100 test -s "$tmp/a.rc"
+check "the console exits with status 0" [ "$(cat "$tmp/a.rc")" = 0 ]
+check "no inferd is left after q" wait_for 30 no_stages_left
+
+# ---- run B: --no-color --ascii --readonly ----------------------------------
+B_CONF="$tmp/b.conf"
+T new-session -d -s B -x 120 -y 40 \
+    "exec env LC_ALL=C.UTF-8 XDG_RUNTIME_DIR=$tmp infertop demo --stages 2 --no-color --ascii --readonly --write-config $B_CONF"
+check "ascii demo: both stages up with non-zero steps/s" wait_for 300 both_stepping B
+check "--ascii: no byte >= 0x80 on the screen" \
+    [ "$(cap B | LC_ALL=C tr -d '\000-\177' | wc -c)" -eq 0 ]
+check "--no-color: no colour escapes on the screen" \
+    sh -c "! tmux -L $SOCK capture-pane -p -e -t B | grep -qE \"$COLOUR_SGR\""
+
+T send-keys -t B c
+wait_for 30 says B 'all nodes'
+T send-keys -t B G l 4 Enter
+check "--readonly: the config change is refused on screen" wait_for 50 says B 'read-only'
+check "--readonly: the nodes keep kv_bits 16" status_kv_is "$B_CONF" 16
+
+kill -9 "$(pane B '#{pane_pid}')"
+check "a console killed outright takes its stages down" wait_for 50 no_stages_left
+
+finish

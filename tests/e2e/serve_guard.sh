@@ -1,0 +1,91 @@
+#!/bin/sh
+# End to end: the memory guard and the context cap. A request whose KV
+# cache cannot fit under --mem-limit is refused with kv_oom (needed,
+# available and budget bytes) before anything is allocated: RSS does not
+# grow and no session is touched. Idle sessions are evicted, least recently
+# used first, when that makes a request fit. In a ring, the stage that
+# cannot fit is named. --max-ctx refuses with ctx_limit.
+. "$(dirname "$0")/lib/serve.sh"
+
+# head_dim 64, 2 layers of 8 KV heads at 32 bits: 8 KiB of KV per position,
+# so a 2048-token session holds 16 MiB, well above the noise of RSS.
+M="synth:dim=512,hidden=64,layers=2,heads=8,kv_heads=8,vocab=512"
+MiB=1048576
+# Under AddressSanitizer freed memory waits in a quarantine and stays in
+# RSS, which the guard rightly counts as used; without a quarantine the
+# allocator reuses it as the guard assumes (ignored by normal builds).
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0:allocator_release_to_os_interval_ms=0"
+export ASAN_OPTIONS
+alloc_ports 12
+session_req() { # EP SESSION: 2048 prompt tokens into a session
+    call "$1" generate "{\"synthetic_tokens\":2048,\"max_tokens\":1,\"temperature\":0,\"session\":\"$2\"}"
+}
+FLAGS="--threads 1 --prefill-step 256 --kv-bits 32"
+rss_of() { call "$1" status | get memory.rss; }
+
+# The RSS of a node of this model once it has run a session's worth of
+# prefill (its scratch at full size) and freed that KV, measured on a probe
+# node.
+start probe --model "$M" --control "$(ep "$P1")" --telemetry "$(ep "$P2")" $FLAGS
+up "$(ep "$P1")" || { fail "probe node started"; finish; exit 1; }
+call "$(ep "$P1")" generate '{"synthetic_tokens":2048,"max_tokens":1}' >/dev/null
+base=$(rss_of "$(ep "$P1")")
+stop probe
+
+# Room for one session above the 32 MiB reserve, not for two.
+G=$(ep "$P3")
+limit=$((base + 32 * MiB + 24 * MiB))
+start guard --model "$M" --control "$G" --telemetry "$(ep "$P4")" $FLAGS --mem-limit "$limit"
+up "$G" || { fail "guard node started"; finish; exit 1; }
+# The same history as the probe, so that RSS starts from the same point.
+call "$G" generate '{"synthetic_tokens":2048,"max_tokens":1}' >/dev/null
+check "status reports the --mem-limit budget" \
+    [ "$(call "$G" status | get memory.budget)" = "$limit" ]
+
+session_req "$G" s1 >"$tmp/s1"
+check "a session that fits is admitted" [ "$(get ok <"$tmp/s1" | tail -n 1)" = true ]
+
+# ---- refusal: nothing allocated, nothing evicted
+before=$(rss_of "$G")
+call "$G" generate '{"synthetic_tokens":200000,"max_tokens":16}' >"$tmp/oom"
+after=$(rss_of "$G")
+check "an oversized request is refused with kv_oom" [ "$(get error.code <"$tmp/oom")" = kv_oom ]
+check "the refusal gives needed, available and budget bytes ($(get error.message <"$tmp/oom"))" \
+    grep -q "needs [0-9]* bytes, available [0-9]* bytes of budget $limit" "$tmp/oom"
+check "RSS did not grow ($before -> $after)" [ "$after" -le $((before + MiB)) ]
+check "the refusal left the session alone" [ "$(call "$G" status | get sessions)" = 1 ]
+
+# ---- eviction: a second session fits only without the first (LRU)
+session_req "$G" s2 >"$tmp/s2"
+check "the second session is admitted" [ "$(get ok <"$tmp/s2" | tail -n 1)" = true ]
+check "by evicting the least recently used one" grep -q "evicted 's1'" "$tmp/guard.log"
+check "one session is left" [ "$(call "$G" status | get sessions)" = 1 ]
+call "$G" generate '{"tokens":[5,6],"max_tokens":1,"session":"s2"}' >"$tmp/s2b"
+check "the kept session goes on where it was" [ "$(get stats.ctx <"$tmp/s2b")" = 2051 ]
+call "$G" generate '{"tokens":[5,6],"max_tokens":1,"session":"s1"}' >"$tmp/s1b"
+check "the evicted session starts afresh" [ "$(get stats.ctx <"$tmp/s1b")" = 2 ]
+
+# ---- --max-ctx
+X=$(ep "$P5")
+start capped --model "$M" --control "$X" --telemetry "$(ep "$P6")" $FLAGS --max-ctx 100
+up "$X" || { fail "capped node started"; finish; exit 1; }
+call "$X" generate '{"synthetic_tokens":50,"max_tokens":60}' >"$tmp/cap"
+check "a context past --max-ctx is refused with ctx_limit" [ "$(get error.code <"$tmp/cap")" = ctx_limit ]
+check "the message names the cap" grep -q -- "--max-ctx 100" "$tmp/cap"
+call "$X" generate '{"synthetic_tokens":50,"max_tokens":40}' >"$tmp/cap"
+check "a context within it runs" [ "$(get ok <"$tmp/cap" | tail -n 1)" = true ]
+
+# ---- in a ring, the stage that cannot fit is named
+H=$(ep "$P7")
+start ring_h --model "$M" --layers 0:1 --control "$H" --telemetry "$(ep "$P8")" \
+    --listen "$(ep "$P11")" --next "$(ep "$P12")" $FLAGS
+start ring_t --model "$M" --layers 1:2 --control "$(ep "$P9")" --telemetry "$(ep "$P10")" \
+    --listen "$(ep "$P12")" --next "$(ep "$P11")" $FLAGS --mem-limit "$limit"
+up "$H" && up "$(ep "$P9")" || { fail "ring started"; finish; exit 1; }
+call "$H" generate '{"synthetic_tokens":100000,"max_tokens":16}' >"$tmp/ring"
+check "the ring refuses with kv_oom naming the tail ($(get error.message <"$tmp/ring"))" \
+    grep -q "kv_oom.*stage 'ring_t' (layers 1:2)" "$tmp/ring"
+call "$H" generate '{"synthetic_tokens":100,"max_tokens":4}' >"$tmp/ring"
+check "and serves a request that fits" [ "$(get ok <"$tmp/ring" | tail -n 1)" = true ]
+
+finish

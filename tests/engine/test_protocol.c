@@ -1,0 +1,623 @@
+/* test_protocol.c: the request decoder's bad-input table, valid requests of
+ * every op, and the reply and telemetry encoders read back by jansson and
+ * by the client-side decoders. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol.h"
+
+typedef struct bad_case {
+    const char *frame;
+    proto_code code;
+    const char *field; /* the message must name it; NULL for frame-level errors */
+} bad_case;
+
+#define ENV "\"v\":1,\"id\":\"t1\","
+
+static const bad_case bad_cases[] = {
+    {"not json", PROTO_E_BAD_JSON, NULL},
+    {"", PROTO_E_BAD_JSON, NULL},
+    {"{\"v\":1,\"id\":\"t1\",\"op\":\"status\"", PROTO_E_BAD_JSON, NULL},
+    {"{" ENV "\"op\":\"status\"} trailing", PROTO_E_BAD_JSON, NULL},
+    {"{\"v\":1,\"v\":1,\"id\":\"t1\",\"op\":\"status\"}", PROTO_E_BAD_JSON, NULL},
+    {"{" ENV "\"op\":\"st\xff\"}", PROTO_E_BAD_JSON, NULL},
+    {"{" ENV "\"op\":\"generate\",\"seed\":99999999999999999999,\"prompt\":\"x\"}",
+     PROTO_E_BAD_JSON, NULL},
+    {"[1,2]", PROTO_E_NOT_OBJECT, NULL},
+    {"42", PROTO_E_NOT_OBJECT, NULL},
+    {"{\"id\":\"t1\",\"op\":\"status\"}", PROTO_E_BAD_VERSION, "v"},
+    {"{\"v\":2,\"id\":\"t1\",\"op\":\"status\"}", PROTO_E_BAD_VERSION, "v"},
+    {"{\"v\":\"1\",\"id\":\"t1\",\"op\":\"status\"}", PROTO_E_BAD_VERSION, "v"},
+    {"{\"v\":1,\"op\":\"status\"}", PROTO_E_BAD_ID, "id"},
+    {"{\"v\":1,\"id\":5,\"op\":\"status\"}", PROTO_E_BAD_ID, "id"},
+    {"{\"v\":1,\"id\":\"\",\"op\":\"status\"}", PROTO_E_BAD_ID, "id"},
+    {"{\"v\":1,\"id\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","
+     "\"op\":\"status\"}",
+     PROTO_E_BAD_ID, "id"},
+    {"{\"v\":1,\"id\":\"a\\nb\",\"op\":\"status\"}", PROTO_E_BAD_ID, "id"},
+    {"{" ENV "\"x\":1}", PROTO_E_UNKNOWN_OP, "op"},
+    {"{" ENV "\"op\":7}", PROTO_E_UNKNOWN_OP, "op"},
+    {"{" ENV "\"op\":\"explode\"}", PROTO_E_UNKNOWN_OP, "explode"},
+    {"{" ENV "\"op\":\"status\",\"extra\":1}", PROTO_E_UNKNOWN_FIELD, "extra"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"kv_bits\":8}", PROTO_E_UNKNOWN_FIELD,
+     "kv_bits"},
+    {"{" ENV "\"op\":\"set\"}", PROTO_E_MISSING_FIELD, "prefill_step"},
+    {"{" ENV "\"op\":\"set\",\"kv_bits\":5}", PROTO_E_BAD_VALUE, "kv_bits"},
+    {"{" ENV "\"op\":\"set\",\"kv_bits\":\"16\"}", PROTO_E_BAD_TYPE, "kv_bits"},
+    {"{" ENV "\"op\":\"set\",\"kv_bits\":16.0}", PROTO_E_BAD_TYPE, "kv_bits"},
+    {"{" ENV "\"op\":\"set\",\"prefill_step\":0}", PROTO_E_BAD_VALUE, "prefill_step"},
+    {"{" ENV "\"op\":\"set\",\"prefill_step\":65537}", PROTO_E_BAD_VALUE, "prefill_step"},
+    {"{" ENV "\"op\":\"set\",\"prefill_step\":\"fast\"}", PROTO_E_BAD_VALUE, "prefill_step"},
+    {"{" ENV "\"op\":\"set\",\"prefill_step\":1.5}", PROTO_E_BAD_TYPE, "prefill_step"},
+    {"{" ENV "\"op\":\"set\",\"prefill_step\":512,\"kv_bits\":3}", PROTO_E_BAD_VALUE, "kv_bits"},
+    {"{" ENV "\"op\":\"generate\"}", PROTO_E_MISSING_FIELD, "prompt"},
+    {"{" ENV "\"op\":\"generate\",\"max_tokens\":4}", PROTO_E_MISSING_FIELD, "prompt"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"tokens\":[1]}", PROTO_E_CONFLICT, "tokens"},
+    {"{" ENV "\"op\":\"generate\",\"tokens\":[1],\"synthetic_tokens\":9}", PROTO_E_CONFLICT,
+     "synthetic_tokens"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":5}", PROTO_E_BAD_TYPE, "prompt"},
+    {"{" ENV "\"op\":\"generate\",\"tokens\":[]}", PROTO_E_BAD_VALUE, "tokens"},
+    {"{" ENV "\"op\":\"generate\",\"tokens\":\"1 2 3\"}", PROTO_E_BAD_TYPE, "tokens"},
+    {"{" ENV "\"op\":\"generate\",\"tokens\":[1,\"x\"]}", PROTO_E_BAD_TYPE, "tokens"},
+    {"{" ENV "\"op\":\"generate\",\"tokens\":[1,-1]}", PROTO_E_BAD_VALUE, "tokens"},
+    {"{" ENV "\"op\":\"generate\",\"tokens\":[16777216]}", PROTO_E_BAD_VALUE, "tokens"},
+    {"{" ENV "\"op\":\"generate\",\"synthetic_tokens\":0}", PROTO_E_BAD_VALUE, "synthetic_tokens"},
+    {"{" ENV "\"op\":\"generate\",\"synthetic_tokens\":\"lots\"}", PROTO_E_BAD_TYPE,
+     "synthetic_tokens"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"max_tokens\":-1}", PROTO_E_BAD_VALUE,
+     "max_tokens"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"max_tokens\":2000000}", PROTO_E_BAD_VALUE,
+     "max_tokens"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"temperature\":-0.5}", PROTO_E_BAD_VALUE,
+     "temperature"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"temperature\":\"hot\"}", PROTO_E_BAD_TYPE,
+     "temperature"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"top_p\":0}", PROTO_E_BAD_VALUE, "top_p"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"top_p\":1.5}", PROTO_E_BAD_VALUE, "top_p"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"seed\":-1}", PROTO_E_BAD_VALUE, "seed"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"seed\":1.5}", PROTO_E_BAD_TYPE, "seed"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"session\":\"\"}", PROTO_E_BAD_VALUE,
+     "session"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"session\":null}", PROTO_E_BAD_TYPE,
+     "session"},
+    {"{" ENV "\"op\":\"cancel\"}", PROTO_E_MISSING_FIELD, "target"},
+    {"{" ENV "\"op\":\"cancel\",\"target\":3}", PROTO_E_BAD_TYPE, "target"},
+    {"{" ENV "\"op\":\"drop_session\"}", PROTO_E_MISSING_FIELD, "session"},
+    {"{" ENV "\"op\":\"drop_session\",\"session\":[\"s\"]}", PROTO_E_BAD_TYPE, "session"},
+};
+
+#define N_BAD (sizeof bad_cases / sizeof *bad_cases)
+
+static int decode(const char *frame, proto_request *req, proto_error *err)
+{
+    return proto_request_decode(frame, strlen(frame), req, err);
+}
+
+Test(protocol, bad_input_table)
+{
+    proto_request req;
+    proto_error err;
+
+    cr_assert_geq(N_BAD, 25);
+    for (size_t i = 0; i < N_BAD; i++) {
+        const bad_case *c = &bad_cases[i];
+        int rc = decode(c->frame, &req, &err);
+        cr_expect_eq(rc, -1, "case %zu (%s) was accepted", i, c->frame);
+        cr_expect_eq(err.code, c->code, "case %zu (%s): got %s (%s), expected %s", i, c->frame,
+                     proto_code_name(err.code), err.message, proto_code_name(c->code));
+        if (c->field)
+            cr_expect(strstr(err.message, c->field) != NULL,
+                      "case %zu: message '%s' does not name '%s'", i, err.message, c->field);
+        cr_expect_neq(err.message[0], '\0', "case %zu: no message", i);
+        cr_expect_null(req.generate.prompt);
+        cr_expect_null(req.generate.tokens);
+        /* Past the envelope the id is known, so the error reply carries it. */
+        if (c->code > PROTO_E_BAD_ID)
+            cr_expect_str_eq(req.id, "t1", "case %zu: id not kept", i);
+    }
+    /* The decoder keeps no state: a good request right after still works. */
+    cr_assert_eq(decode("{" ENV "\"op\":\"set\",\"kv_bits\":8}", &req, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(req.set.kv_bits, 8);
+}
+
+Test(protocol, oversized_frame)
+{
+    size_t len = PROTO_MAX_FRAME + 1;
+    char *big = malloc(len);
+    proto_request req;
+    proto_error err;
+
+    cr_assert_not_null(big);
+    /* A valid request padded with a long prompt: only the size is wrong. */
+    const char *head = "{" ENV "\"op\":\"generate\",\"prompt\":\"";
+    memset(big, 'a', len);
+    memcpy(big, head, strlen(head));
+    memcpy(big + len - 2, "\"}", 2);
+    cr_assert_eq(proto_request_decode(big, len, &req, &err), -1);
+    cr_assert_eq(err.code, PROTO_E_TOO_LARGE);
+    cr_assert(strstr(err.message, "65536") != NULL, "%s", err.message);
+    /* One byte less fits. */
+    memcpy(big + len - 3, "\"}", 2);
+    cr_assert_eq(proto_request_decode(big, len - 1, &req, &err), 0, "%s", err.message);
+    cr_assert_eq(req.generate.prompt_len, len - 1 - strlen(head) - 2);
+    proto_request_free(&req);
+    free(big);
+}
+
+Test(protocol, every_code_is_documented)
+{
+    const char *root = getenv("INFERTOP_ROOT");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/engine/PROTOCOL.md", root ? root : ".");
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot open %s (set INFERTOP_ROOT)", path);
+    static char doc[256 * 1024];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    doc[n] = '\0';
+    fclose(f);
+    for (int c = PROTO_E_TOO_LARGE; c < PROTO_CODE_COUNT; c++) {
+        char cell[64];
+        snprintf(cell, sizeof cell, "| `%s` |", proto_code_name((proto_code)c));
+        cr_expect(strstr(doc, cell) != NULL, "code %s is not in the PROTOCOL.md table",
+                  proto_code_name((proto_code)c));
+        cr_expect_eq(proto_code_parse(proto_code_name((proto_code)c)), c);
+    }
+    cr_expect_eq(proto_code_parse("from_the_future"), PROTO_CODE_COUNT);
+}
+
+Test(protocol, valid_status_cancel_drop)
+{
+    proto_request req;
+    proto_error err;
+
+    cr_assert_eq(decode("{\"v\":1,\"id\":\"s-1\",\"op\":\"status\"}", &req, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(req.op, PROTO_OP_STATUS);
+    cr_assert_str_eq(req.id, "s-1");
+
+    cr_assert_eq(decode("{" ENV "\"op\":\"cancel\",\"target\":\"r-7\"}", &req, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(req.op, PROTO_OP_CANCEL);
+    cr_assert_str_eq(req.target, "r-7");
+
+    cr_assert_eq(decode("{" ENV "\"op\":\"drop_session\",\"session\":\"growth\"}", &req, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(req.op, PROTO_OP_DROP_SESSION);
+    cr_assert_str_eq(req.session, "growth");
+
+    /* Field order does not matter, and a 64-byte id is the longest allowed. */
+    cr_assert_eq(decode("{\"op\":\"status\",\"id\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                        "aaaaaaaaaaaaaaaaaaa\",\"v\":1}",
+                        &req, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(strlen(req.id), 64);
+}
+
+Test(protocol, valid_set)
+{
+    proto_request req;
+    proto_error err;
+
+    cr_assert_eq(decode("{" ENV "\"op\":\"set\",\"prefill_step\":\"auto\",\"kv_bits\":4}", &req,
+                        &err),
+                 0, "%s", err.message);
+    cr_assert_eq(req.op, PROTO_OP_SET);
+    cr_assert(req.set.has_prefill_step && req.set.has_kv_bits);
+    cr_assert_eq(req.set.prefill_step, PROTO_PREFILL_AUTO);
+    cr_assert_eq(req.set.kv_bits, 4);
+
+    cr_assert_eq(decode("{" ENV "\"op\":\"set\",\"prefill_step\":65536}", &req, &err), 0);
+    cr_assert(req.set.has_prefill_step && !req.set.has_kv_bits);
+    cr_assert_eq(req.set.prefill_step, 65536);
+
+    static const int bits[] = {32, 16, 8, 4};
+    for (int i = 0; i < 4; i++) {
+        char frame[128];
+        snprintf(frame, sizeof frame, "{" ENV "\"op\":\"set\",\"kv_bits\":%d}", bits[i]);
+        cr_assert_eq(decode(frame, &req, &err), 0, "%s", err.message);
+        cr_assert_eq(req.set.kv_bits, bits[i]);
+    }
+}
+
+Test(protocol, valid_generate)
+{
+    proto_request req;
+    proto_error err;
+
+    cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"prompt\":\"Once upon a \\u00e9\"}", &req,
+                        &err),
+                 0, "%s", err.message);
+    cr_assert_eq(req.op, PROTO_OP_GENERATE);
+    cr_assert_eq(req.generate.source, PROTO_SOURCE_PROMPT);
+    cr_assert_str_eq(req.generate.prompt, "Once upon a \xc3\xa9");
+    cr_assert_eq(req.generate.prompt_len, 14);
+    cr_assert_eq(req.generate.max_tokens, PROTO_DEFAULT_MAX_TOKENS);
+    cr_assert_float_eq(req.generate.temperature, PROTO_DEFAULT_TEMPERATURE, 1e-6);
+    cr_assert_float_eq(req.generate.top_p, PROTO_DEFAULT_TOP_P, 1e-6);
+    cr_assert_eq(req.generate.has_seed, 0);
+    cr_assert_str_eq(req.generate.session, "");
+    proto_request_free(&req);
+    cr_assert_null(req.generate.prompt);
+
+    cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"tokens\":[1,0,16777215],\"max_tokens\":0,"
+                        "\"temperature\":0,\"top_p\":1,\"seed\":9007199254740993,"
+                        "\"session\":\"grow\"}",
+                        &req, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(req.generate.source, PROTO_SOURCE_TOKENS);
+    cr_assert_eq(req.generate.n_tokens, 3);
+    cr_assert_eq(req.generate.tokens[0], 1);
+    cr_assert_eq(req.generate.tokens[1], 0);
+    cr_assert_eq(req.generate.tokens[2], PROTO_TOKEN_ID_MAX);
+    cr_assert_eq(req.generate.max_tokens, 0);
+    cr_assert_float_eq(req.generate.temperature, 0.0, 1e-9);
+    cr_assert_float_eq(req.generate.top_p, 1.0, 1e-9);
+    cr_assert(req.generate.has_seed);
+    cr_assert_eq(req.generate.seed, 9007199254740993ull);
+    cr_assert_str_eq(req.generate.session, "grow");
+    proto_request_free(&req);
+
+    cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"synthetic_tokens\":200000}", &req, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(req.generate.source, PROTO_SOURCE_SYNTHETIC);
+    cr_assert_eq(req.generate.synthetic_tokens, 200000);
+    proto_request_free(&req);
+
+    /* An empty prompt is a prompt: the node starts from BOS alone. */
+    cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"prompt\":\"\"}", &req, &err), 0);
+    cr_assert_eq(req.generate.prompt_len, 0);
+    proto_request_free(&req);
+}
+
+Test(protocol, token_reply_round_trip)
+{
+    /* Quote, backslash, newline, a control byte, UTF-8, and an invalid
+     * byte as a byte-fallback token can produce. */
+    char *text = proto_reply_token("r-1", 42, "a\"b\\c\nd\x01\xc3\xa9\xff");
+    cr_assert_not_null(text);
+    json_error_t jerr;
+    json_t *o = json_loads(text, 0, &jerr);
+    cr_assert_not_null(o, "%s: %s", text, jerr.text);
+    cr_assert_str_eq(json_string_value(json_object_get(o, "text")),
+                     "a\"b\\c\nd\x01\xc3\xa9\xef\xbf\xbd");
+    json_decref(o);
+
+    proto_reply r;
+    char err[256];
+    cr_assert_eq(proto_reply_decode(text, strlen(text), &r, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(r.id, "r-1");
+    cr_assert(r.has_token && !r.done);
+    cr_assert_eq(r.token, 42);
+    cr_assert_str_eq(r.text, "a\"b\\c\nd\x01\xc3\xa9\xef\xbf\xbd");
+    proto_reply_free(&r);
+    free(text);
+}
+
+Test(protocol, ok_and_error_replies)
+{
+    proto_stats st = {.prompt_tokens = 5, .gen_tokens = 7, .ttft_ms = 12.5, .prefill_ms = 10,
+                      .prefill_tps = 500, .decode_tps = NAN, .e2e_ms = 40.25, .ctx = 12};
+    json_t *results = json_object();
+    json_object_set_new(results, "stats", proto_stats_json(&st));
+    json_object_set_new(results, "id", json_string("must not override"));
+    char *text = proto_reply_ok("g-9", results);
+    json_decref(results);
+    cr_assert_not_null(text);
+
+    proto_reply r;
+    char err[256];
+    cr_assert_eq(proto_reply_decode(text, strlen(text), &r, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(r.id, "g-9");
+    cr_assert(r.done && r.ok && !r.has_token);
+    proto_stats back;
+    cr_assert_eq(proto_stats_from_json(json_object_get(r.json, "stats"), &back, err, sizeof err),
+                 0, "%s", err);
+    cr_assert_eq(back.prompt_tokens, 5);
+    cr_assert_eq(back.gen_tokens, 7);
+    cr_assert_float_eq(back.ttft_ms, 12.5, 1e-9);
+    cr_assert_float_eq(back.e2e_ms, 40.25, 1e-9);
+    cr_assert(isnan(back.decode_tps), "a NaN travels as null");
+    cr_assert_eq(back.ctx, 12);
+    proto_reply_free(&r);
+    free(text);
+
+    proto_error e;
+    proto_fail(&e, PROTO_E_KV_OOM, "", "needs %d bytes, %d available of a %d budget", 300, 200,
+               1000);
+    text = proto_reply_error("", &e);
+    cr_assert_not_null(text);
+    cr_assert_eq(proto_reply_decode(text, strlen(text), &r, err, sizeof err), 0, "%s", err);
+    cr_assert(r.done && !r.ok);
+    cr_assert_str_eq(r.id, "");
+    cr_assert_str_eq(r.code, "kv_oom");
+    cr_assert_str_eq(r.message, "needs 300 bytes, 200 available of a 1000 budget");
+    cr_assert_str_eq(r.field, "");
+    proto_reply_free(&r);
+    free(text);
+
+    /* A decoder error goes back with its field, under the request's id. */
+    proto_request req;
+    cr_assert_eq(decode("{" ENV "\"op\":\"set\",\"kv_bits\":5}", &req, &e), -1);
+    text = proto_reply_error(req.id, &e);
+    cr_assert_eq(proto_reply_decode(text, strlen(text), &r, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(r.id, "t1");
+    cr_assert_str_eq(r.code, "bad_value");
+    cr_assert_str_eq(r.field, "kv_bits");
+    proto_reply_free(&r);
+    free(text);
+}
+
+Test(protocol, reply_decoder_refuses_non_replies)
+{
+    static const char *const frames[] = {
+        "nope", "[]", "{\"id\":\"x\",\"done\":true,\"ok\":true}",
+        "{\"v\":1,\"id\":\"x\",\"done\":true}",
+        "{\"v\":1,\"id\":\"x\",\"done\":true,\"ok\":false}",
+        "{\"v\":1,\"id\":\"x\",\"done\":\"yes\"}",
+    };
+    proto_reply r;
+    char err[256];
+    for (size_t i = 0; i < sizeof frames / sizeof *frames; i++) {
+        cr_expect_eq(proto_reply_decode(frames[i], strlen(frames[i]), &r, err, sizeof err), -1,
+                     "accepted %s", frames[i]);
+        cr_expect_null(r.json);
+    }
+}
+
+static proto_step sample_step(void)
+{
+    proto_step s = {
+        .step = 17, .phase = PROTO_PHASE_DECODE, .tokens = 1, .pos = 4096,
+        .step_ms = 36.125, .model_ms = 7.0004, .eval_ms = 29.1246, .wait_ms = 25.5,
+        .comm_ms = 3.25, .kv_bytes = 123456789012ull, .kv_bits = 4, .prefill_step = 512,
+        .rss = 8589934592ull, .budget = 17179869184ull, .headroom = -1048576,
+        .act_max = 12.34567, .nonfinite = 0,
+    };
+    snprintf(s.req, sizeof s.req, "r-\"1\"");
+    return s;
+}
+
+Test(protocol, step_encodes_to_the_same_values)
+{
+    proto_head h = {.seq = 18446744073709ull, .t_ms = 1700000000123};
+    snprintf(h.node, sizeof h.node, "n\\1\t\xe2\x82\xac");
+    proto_step s = sample_step();
+    char buf[PROTO_STEP_BUF];
+    int n = proto_step_encode(&h, &s, buf, sizeof buf);
+    cr_assert_gt(n, 0);
+    cr_assert_eq((size_t)n, strlen(buf));
+
+    json_error_t jerr;
+    json_t *o = json_loads(buf, 0, &jerr);
+    cr_assert_not_null(o, "%s: %s", buf, jerr.text);
+    cr_assert_eq(json_integer_value(json_object_get(o, "v")), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(o, "node")), "n\\1\t\xe2\x82\xac");
+    cr_assert_str_eq(json_string_value(json_object_get(o, "req")), "r-\"1\"");
+    cr_assert_str_eq(json_string_value(json_object_get(o, "phase")), "decode");
+    cr_assert_eq(json_integer_value(json_object_get(o, "headroom")), -1048576);
+    cr_assert_eq(json_integer_value(json_object_get(o, "kv_bytes")), 123456789012ll);
+    /* Millisecond fields keep microseconds. */
+    cr_assert_float_eq(json_number_value(json_object_get(o, "model_ms")), 7.0, 1e-9);
+    cr_assert_float_eq(json_number_value(json_object_get(o, "eval_ms")), 29.125, 1e-9);
+    json_decref(o);
+
+    proto_tel t;
+    char err[256];
+    cr_assert_eq(proto_tel_decode("step", 4, buf, (size_t)n, &t, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(t.topic, PROTO_TOPIC_STEP);
+    cr_assert_str_eq(t.head.node, h.node);
+    cr_assert_eq(t.head.seq, h.seq);
+    cr_assert_eq(t.head.t_ms, h.t_ms);
+    cr_assert_str_eq(t.step.req, s.req);
+    cr_assert_eq(t.step.step, 17);
+    cr_assert_eq(t.step.phase, PROTO_PHASE_DECODE);
+    cr_assert_eq(t.step.tokens, 1);
+    cr_assert_eq(t.step.pos, 4096);
+    cr_assert_float_eq(t.step.step_ms, 36.125, 1e-9);
+    cr_assert_float_eq(t.step.wait_ms, 25.5, 1e-9);
+    cr_assert_float_eq(t.step.comm_ms, 3.25, 1e-9);
+    cr_assert_eq(t.step.kv_bytes, s.kv_bytes);
+    cr_assert_eq(t.step.kv_bits, 4);
+    cr_assert_eq(t.step.prefill_step, 512);
+    cr_assert_eq(t.step.rss, s.rss);
+    cr_assert_eq(t.step.budget, s.budget);
+    cr_assert_eq(t.step.headroom, s.headroom);
+    cr_assert_float_eq(t.step.act_max, 12.34567, 1e-9);
+    proto_tel_free(&t);
+}
+
+Test(protocol, step_edge_values)
+{
+    proto_head h = {.seq = 0, .t_ms = 0};
+    proto_step s = sample_step();
+    char buf[PROTO_STEP_BUF];
+
+    s.phase = PROTO_PHASE_PREFILL;
+    s.act_max = INFINITY;
+    s.nonfinite = 3;
+    s.step_ms = -0.0004;
+    s.model_ms = 1e13;
+    /* The worst case of escaping: every byte of both names invalid. */
+    memset(h.node, 0xff, PROTO_NAME_MAX);
+    memset(s.req, 0x01, PROTO_ID_MAX);
+    int n = proto_step_encode(&h, &s, buf, sizeof buf);
+    cr_assert_gt(n, 0, "PROTO_STEP_BUF too small for the worst case");
+
+    proto_tel t;
+    char err[256];
+    cr_assert_eq(proto_tel_decode("step", 4, buf, (size_t)n, &t, err, sizeof err), 0, "%s: %s",
+                 err, buf);
+    cr_assert_eq(t.step.phase, PROTO_PHASE_PREFILL);
+    cr_assert(isnan(t.step.act_max), "a non-finite act_max travels as null");
+    cr_assert_eq(t.step.nonfinite, 3);
+    cr_assert_float_eq(t.step.step_ms, 0.0, 1e-9);
+    cr_assert_float_eq(t.step.model_ms, 1e13, 1e3);
+    cr_assert_eq(strlen(t.step.req), PROTO_ID_MAX);
+    proto_tel_free(&t);
+
+    /* Too small a buffer: -1, never a cut message. */
+    cr_assert_eq(proto_step_encode(&h, &s, buf, 64), -1);
+    cr_assert_eq(buf[0], '\0');
+}
+
+static proto_status sample_status(void)
+{
+    proto_status s = {0};
+    snprintf(s.version, sizeof s.version, "0.1.0");
+    snprintf(s.model.name, sizeof s.model.name, "synth:110m");
+    s.model.dim = 768;
+    s.model.n_layers = 12;
+    s.model.layer_first = 6;
+    s.model.layer_last = 12;
+    s.config.prefill_step = PROTO_PREFILL_AUTO;
+    s.config.kv_bits = 8;
+    s.config.threads = 2;
+    s.memory.budget = 1ull << 34;
+    s.memory.headroom = -5;
+    s.memory.kv_bytes = 1234;
+    s.sessions = 2;
+    s.uptime_s = 3.5;
+    s.stage = 1;
+    s.n_stages = 2;
+    s.n_ring = 2;
+    snprintf(s.ring[0], sizeof s.ring[0], "tcp://127.0.0.1:7000");
+    snprintf(s.ring[1], sizeof s.ring[1], "tcp://127.0.0.1:7001");
+    snprintf(s.warning, sizeof s.warning, "control bound to 0.0.0.0 without CURVE");
+    return s;
+}
+
+Test(protocol, heartbeat_round_trip)
+{
+    proto_head h = {.seq = 5, .t_ms = 1700000000000};
+    snprintf(h.node, sizeof h.node, "n2");
+    proto_status s = sample_status();
+    char *text = proto_node_encode(&h, &s);
+    cr_assert_not_null(text);
+
+    proto_tel t;
+    char err[256];
+    cr_assert_eq(proto_tel_decode("node", 4, text, strlen(text), &t, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert_eq(t.topic, PROTO_TOPIC_NODE);
+    cr_assert_eq(t.head.seq, 5);
+    cr_assert_str_eq(t.status.model.name, "synth:110m");
+    cr_assert_eq(t.status.model.layer_first, 6);
+    cr_assert_eq(t.status.model.layer_last, 12);
+    cr_assert_eq(t.status.config.prefill_step, PROTO_PREFILL_AUTO);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(t.json, "config"),
+                                                       "prefill_step")),
+                     "auto");
+    cr_assert_eq(t.status.config.kv_bits, 8);
+    cr_assert_eq(t.status.memory.budget, 1ull << 34);
+    cr_assert_eq(t.status.memory.headroom, -5);
+    cr_assert_eq(t.status.n_ring, 2);
+    cr_assert_str_eq(t.status.ring[1], "tcp://127.0.0.1:7001");
+    cr_assert_str_eq(t.status.warning, s.warning);
+    cr_assert_float_eq(t.status.uptime_s, 3.5, 1e-9);
+    proto_tel_free(&t);
+    free(text);
+}
+
+Test(protocol, req_and_event_round_trip)
+{
+    proto_head h = {.seq = 9, .t_ms = 1};
+    snprintf(h.node, sizeof h.node, "head");
+    proto_req_msg m = {.source = PROTO_SOURCE_SYNTHETIC, .prompt_tokens = 8192, .max_tokens = 16};
+    snprintf(m.req, sizeof m.req, "g1");
+    snprintf(m.session, sizeof m.session, "grow");
+    char *text = proto_req_encode(&h, &m);
+    proto_tel t;
+    char err[256];
+    cr_assert_eq(proto_tel_decode("req", 3, text, strlen(text), &t, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert(!t.req.end);
+    cr_assert_eq(t.req.source, PROTO_SOURCE_SYNTHETIC);
+    cr_assert_eq(t.req.prompt_tokens, 8192);
+    cr_assert_str_eq(t.req.session, "grow");
+    proto_tel_free(&t);
+    free(text);
+
+    m.end = 1;
+    m.ok = 0;
+    m.stats.gen_tokens = 3;
+    snprintf(m.code, sizeof m.code, "stage_timeout");
+    snprintf(m.message, sizeof m.message, "stage 2 (tcp://127.0.0.1:7001) silent for 5000 ms");
+    text = proto_req_encode(&h, &m);
+    cr_assert_eq(proto_tel_decode("req", 3, text, strlen(text), &t, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert(t.req.end && !t.req.ok);
+    cr_assert_eq(t.req.stats.gen_tokens, 3);
+    cr_assert_str_eq(t.req.code, "stage_timeout");
+    cr_assert_str_eq(t.req.message, m.message);
+    proto_tel_free(&t);
+    free(text);
+
+    proto_event ev = {.kind = PROTO_EV_KV_CONVERTED};
+    snprintf(ev.message, sizeof ev.message, "kv 16 -> 4 bits");
+    json_t *detail = json_pack("{s:i,s:i,s:f,s:s}", "from_bits", 16, "to_bits", 4, "ms", 1.5,
+                               "node", "spoofed");
+    text = proto_event_encode(&h, &ev, detail);
+    json_decref(detail);
+    cr_assert_eq(proto_tel_decode("event", 5, text, strlen(text), &t, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert_eq(t.event.kind, PROTO_EV_KV_CONVERTED);
+    cr_assert_str_eq(t.event.kind_name, "kv_converted");
+    cr_assert_str_eq(t.event.message, "kv 16 -> 4 bits");
+    cr_assert_str_eq(t.head.node, "head", "a detail field overrode the envelope");
+    cr_assert_eq(json_integer_value(json_object_get(t.json, "to_bits")), 4);
+    proto_tel_free(&t);
+    free(text);
+}
+
+Test(protocol, telemetry_is_forward_compatible)
+{
+    proto_tel t;
+    char err[256];
+    const char *newer = "{\"v\":1,\"node\":\"n\",\"seq\":1,\"t\":2,\"kind\":\"gpu_melted\","
+                        "\"message\":\"m\",\"new_field\":[1,2]}";
+    cr_assert_eq(proto_tel_decode("event", 5, newer, strlen(newer), &t, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert_eq(t.event.kind, PROTO_EV_UNKNOWN);
+    cr_assert_str_eq(t.event.kind_name, "gpu_melted");
+    proto_tel_free(&t);
+
+    cr_assert_eq(proto_tel_decode("power", 5, newer, strlen(newer), &t, err, sizeof err), 0);
+    cr_assert_eq(t.topic, PROTO_TOPIC_UNKNOWN);
+    proto_tel_free(&t);
+
+    static const char *const bad[] = {
+        "{\"v\":2,\"node\":\"n\",\"seq\":1,\"t\":2,\"phase\":\"decode\"}",
+        "{\"v\":1,\"seq\":1,\"t\":2,\"phase\":\"decode\"}",
+        "{\"v\":1,\"node\":\"n\",\"seq\":-1,\"t\":2,\"phase\":\"decode\"}",
+        "{\"v\":1,\"node\":\"n\",\"seq\":1,\"t\":2,\"phase\":\"thinking\"}",
+        "{\"v\":1,\"node\":\"n\",\"seq\":1,\"t\":2,\"phase\":\"decode\",\"step_ms\":\"slow\"}",
+        "not json",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_expect_eq(proto_tel_decode("step", 4, bad[i], strlen(bad[i]), &t, err, sizeof err), -1,
+                     "accepted %s", bad[i]);
+        cr_expect_null(t.json);
+    }
+}
+
+Test(protocol, endpoint_loopback)
+{
+    static const struct {
+        const char *ep;
+        int loopback;
+    } cases[] = {
+        {"tcp://127.0.0.1:5555", 1}, {"tcp://127.8.9.10:1", 1}, {"tcp://localhost:5555", 1},
+        {"tcp://lo:5555", 1},        {"tcp://[::1]:5555", 1},   {"ipc:///tmp/inferd.sock", 1},
+        {"inproc://x", 1},           {"tcp://*:5555", 0},       {"tcp://0.0.0.0:5555", 0},
+        {"tcp://10.0.0.5:5555", 0},  {"tcp://[::]:5555", 0},    {"tcp://eth0:5555", 0},
+        {"tcp://128.0.0.1:5555", 0}, {"udp://127.0.0.1:1", 0},  {"tcp://127.0.0.1", 0},
+        {"garbage", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        cr_expect_eq(proto_endpoint_is_loopback(cases[i].ep), cases[i].loopback, "%s",
+                     cases[i].ep);
+}

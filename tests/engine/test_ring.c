@@ -1,0 +1,158 @@
+/* test_ring.c: stage-to-stage frames: the header codec round-trips every
+ * field, bad headers and payloads are refused with a message, and frames
+ * cross a real PUSH/PULL pair intact (hidden states written in place). */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "ring.h"
+
+Test(ring, header_round_trip)
+{
+    ring_hdr h = {.kind = RING_HIDDEN,
+                  .op = 0x0123456789abcdefull,
+                  .step = -1,
+                  .pos = 70000,
+                  .n = 512,
+                  .dim = 768,
+                  .token = -1,
+                  .flags = RING_F_SAMPLE | RING_F_DECODE,
+                  .chunk = 512,
+                  .down_ms = 12.625};
+    unsigned char buf[RING_HDR_BYTES];
+    ring_hdr_encode(&h, buf);
+    cr_assert_eq(memcmp(buf, "IFRM", 4), 0);
+    cr_assert_eq(buf[4], 1, "version is little-endian 1");
+    cr_assert_eq(buf[5], 0);
+    ring_hdr back;
+    char err[256];
+    cr_assert_eq(ring_hdr_decode(buf, sizeof buf, &back, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(back.kind, h.kind);
+    cr_assert_eq(back.op, h.op);
+    cr_assert_eq(back.step, h.step);
+    cr_assert_eq(back.pos, h.pos);
+    cr_assert_eq(back.n, h.n);
+    cr_assert_eq(back.dim, h.dim);
+    cr_assert_eq(back.token, h.token);
+    cr_assert_eq(back.flags, h.flags);
+    cr_assert_eq(back.chunk, h.chunk);
+    cr_assert_eq(back.down_ms, h.down_ms);
+}
+
+Test(ring, bad_headers_are_refused)
+{
+    ring_hdr h = {.kind = RING_TOKEN, .op = 1}, back;
+    unsigned char buf[RING_HDR_BYTES];
+    char err[256];
+    ring_hdr_encode(&h, buf);
+    cr_assert_eq(ring_hdr_decode(buf, RING_HDR_BYTES - 1, &back, err, sizeof err), -1);
+    cr_assert(strstr(err, "shorter"), "%s", err);
+    buf[0] = 'X';
+    cr_assert_eq(ring_hdr_decode(buf, sizeof buf, &back, err, sizeof err), -1);
+    cr_assert(strstr(err, "magic"), "%s", err);
+    ring_hdr_encode(&h, buf);
+    buf[4] = 2;
+    cr_assert_eq(ring_hdr_decode(buf, sizeof buf, &back, err, sizeof err), -1);
+    cr_assert(strstr(err, "version 2"), "%s", err);
+    ring_hdr_encode(&h, buf);
+    buf[6] = RING_KIND_COUNT;
+    cr_assert_eq(ring_hdr_decode(buf, sizeof buf, &back, err, sizeof err), -1);
+    cr_assert(strstr(err, "unknown kind"), "%s", err);
+}
+
+/* A ring of one: the PUSH goes to the node's own PULL over inproc. */
+static void open_loop(void **ctx, ring **r)
+{
+    char err[256];
+    *ctx = zmq_ctx_new();
+    cr_assert_not_null(*ctx);
+    cr_assert_eq(
+        ring_open(r, *ctx, "inproc://ring-test", "inproc://ring-test", 1 << 20, err, sizeof err), 0,
+        "%s", err);
+}
+
+/* Waits (bounded) for the next frame. */
+static int recv_wait(ring *r, ring_frame *f, char *err, size_t errlen)
+{
+    zmq_pollitem_t item = {.socket = ring_socket(r), .events = ZMQ_POLLIN};
+    cr_assert_eq(zmq_poll(&item, 1, 2000), 1, "no frame within 2 s");
+    return ring_recv(r, f, err, errlen);
+}
+
+Test(ring, frames_cross_a_socket_pair)
+{
+    void *ctx;
+    ring *r;
+    open_loop(&ctx, &r);
+    char err[256];
+
+    ring_hdr h = {.kind = RING_HIDDEN, .op = 7, .step = 3, .pos = 10, .n = 2, .dim = 3};
+    zmq_msg_t msg;
+    float *x = ring_hidden_init(&msg, &h);
+    cr_assert_not_null(x);
+    for (int i = 0; i < 6; i++)
+        x[i] = (float)i * 0.5f;
+    cr_assert_eq(ring_send_msg(r, &msg, err, sizeof err), 0, "%s", err);
+
+    json_t *o = json_pack("{ss si}", "req", "g1", "pos", 4);
+    ring_hdr c = {.kind = RING_START, .op = 7, .step = -1};
+    cr_assert_eq(ring_send(r, &c, o, err, sizeof err), 0, "%s", err);
+    json_decref(o);
+
+    ring_frame f;
+    cr_assert_eq(recv_wait(r, &f, err, sizeof err), 1, "%s", err);
+    cr_assert_eq(f.h.kind, RING_HIDDEN);
+    cr_assert_eq(f.h.step, 3);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(f.x[i], (float)i * 0.5f);
+    ring_frame_free(&f);
+
+    cr_assert_eq(recv_wait(r, &f, err, sizeof err), 1, "%s", err);
+    cr_assert_eq(f.h.kind, RING_START);
+    cr_assert_str_eq(json_string_value(json_object_get(f.json, "req")), "g1");
+    ring_frame_free(&f);
+    cr_assert_eq(ring_recv(r, &f, err, sizeof err), 0, "nothing else queued");
+
+    ring_close(r);
+    zmq_ctx_term(ctx);
+}
+
+Test(ring, malformed_payloads_are_dropped)
+{
+    void *ctx;
+    ring *r;
+    open_loop(&ctx, &r);
+    char err[256];
+    ring_frame f;
+
+    /* A hidden frame whose payload is one float short of n * dim. */
+    ring_hdr h = {.kind = RING_HIDDEN, .op = 1, .n = 2, .dim = 4};
+    unsigned char buf[RING_HDR_BYTES + 7 * sizeof(float)];
+    ring_hdr_encode(&h, buf);
+    void *push = zmq_socket(ctx, ZMQ_PUSH);
+    cr_assert_eq(zmq_connect(push, "inproc://ring-test"), 0);
+    cr_assert_eq(zmq_send(push, buf, sizeof buf, 0), (int)sizeof buf);
+    cr_assert_eq(recv_wait(r, &f, err, sizeof err), -1);
+    cr_assert(strstr(err, "n=2 dim=4 needs 32"), "%s", err);
+
+    /* A control frame whose payload is not a JSON object. */
+    ring_hdr s = {.kind = RING_SET, .op = 1};
+    unsigned char js[RING_HDR_BYTES + 3];
+    ring_hdr_encode(&s, js);
+    memcpy(js + RING_HDR_BYTES, "[1]", 3);
+    cr_assert_eq(zmq_send(push, js, sizeof js, 0), (int)sizeof js);
+    cr_assert_eq(recv_wait(r, &f, err, sizeof err), -1);
+    cr_assert(strstr(err, "set frame"), "%s", err);
+
+    /* A token frame with a payload. */
+    ring_hdr t = {.kind = RING_TOKEN, .op = 1};
+    unsigned char tk[RING_HDR_BYTES + 1];
+    ring_hdr_encode(&t, tk);
+    cr_assert_eq(zmq_send(push, tk, sizeof tk, 0), (int)sizeof tk);
+    cr_assert_eq(recv_wait(r, &f, err, sizeof err), -1);
+    cr_assert(strstr(err, "token frame"), "%s", err);
+
+    zmq_close(push);
+    ring_close(r);
+    zmq_ctx_term(ctx);
+}

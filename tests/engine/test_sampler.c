@@ -1,0 +1,99 @@
+/* test_sampler.c: greedy, seeded sampling and the top-p nucleus. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "sampler.h"
+
+#define V 8
+
+static sampler *make(float temperature, float top_p, uint64_t seed)
+{
+    char err[256];
+    sampler *s;
+    cr_assert_eq(sampler_create(&s, V, temperature, top_p, seed, err, sizeof err), 0, "%s", err);
+    return s;
+}
+
+/* Logits whose softmax is exactly probs. */
+static void logits_of(const float *probs, float *logits)
+{
+    for (int i = 0; i < V; i++)
+        logits[i] = logf(probs[i]);
+}
+
+Test(sampler, greedy_is_argmax)
+{
+    sampler *s = make(0.0f, 0.9f, 1);
+    float logits[V] = {0.1f, 2.0f, -1.0f, 5.0f, 4.9f, 0.0f, 5.0f, -3.0f};
+    cr_assert_eq(sampler_sample(s, logits), 3); /* ties go to the lowest id */
+    float neg[V] = {-9, -8, -7, -6, -5, -4, -3, -2};
+    cr_assert_eq(sampler_sample(s, neg), 7);
+    sampler_free(s);
+}
+
+static void draw(uint64_t seed, float top_p, int *out, int n)
+{
+    static const float probs[V] = {0.3f, 0.2f, 0.15f, 0.1f, 0.1f, 0.1f, 0.04f, 0.01f};
+    sampler *s = make(1.0f, top_p, seed);
+    for (int i = 0; i < n; i++) {
+        float logits[V];
+        logits_of(probs, logits);
+        out[i] = sampler_sample(s, logits);
+    }
+    sampler_free(s);
+}
+
+Test(sampler, same_seed_same_tokens)
+{
+    int a[200], b[200], c[200];
+    draw(42, 0.0f, a, 200);
+    draw(42, 0.0f, b, 200);
+    draw(43, 0.0f, c, 200);
+    cr_assert_eq(memcmp(a, b, sizeof a), 0);
+    cr_assert_neq(memcmp(a, c, sizeof a), 0);
+    /* Sampling from the whole distribution reaches its tail too. */
+    int seen[V] = {0};
+    for (int i = 0; i < 200; i++)
+        seen[a[i]] = 1;
+    int distinct = 0;
+    for (int i = 0; i < V; i++)
+        distinct += seen[i];
+    cr_assert(distinct >= 6, "only %d distinct tokens", distinct);
+}
+
+Test(sampler, top_p_keeps_the_nucleus)
+{
+    /* 0.3 + 0.2 + 0.15 = 0.65 first exceeds 0.6: the nucleus is {0, 1, 2}. */
+    int out[2000];
+    draw(7, 0.6f, out, 2000);
+    int count[V] = {0};
+    for (int i = 0; i < 2000; i++)
+        count[out[i]]++;
+    for (int i = 3; i < V; i++)
+        cr_assert_eq(count[i], 0, "token %d sampled %d times outside the nucleus", i, count[i]);
+    for (int i = 0; i < 3; i++)
+        cr_assert(count[i] > 100, "token %d sampled only %d times", i, count[i]);
+    cr_assert(count[0] > count[2], "probabilities not followed: %d vs %d", count[0], count[2]);
+}
+
+Test(sampler, tiny_top_p_on_flat_logits)
+{
+    sampler *s = make(1.0f, 1e-6f, 3);
+    float logits[V] = {0};
+    int t = sampler_sample(s, logits);
+    cr_assert(t >= 0 && t < V);
+    sampler_free(s);
+}
+
+Test(sampler, bad_parameters)
+{
+    char err[256];
+    sampler *s;
+    cr_assert_eq(sampler_create(&s, V, -1.0f, 0.9f, 0, err, sizeof err), -1);
+    cr_assert(strstr(err, "temperature"), "%s", err);
+    cr_assert_eq(sampler_create(&s, V, NAN, 0.9f, 0, err, sizeof err), -1);
+    cr_assert_eq(sampler_create(&s, V, 1.0f, 1.5f, 0, err, sizeof err), -1);
+    cr_assert(strstr(err, "top_p=1.5"), "%s", err);
+    cr_assert_eq(sampler_create(&s, 0, 1.0f, 0.5f, 0, err, sizeof err), -1);
+}

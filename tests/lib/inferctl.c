@@ -1,0 +1,385 @@
+/* inferctl: a small protocol client for the end-to-end tests.
+ *
+ *   inferctl call EP OP [ARGS] [--id ID] [--timeout MS] [--curve KEY PUB]
+ *       sends {"v":1,"id":ID,"op":OP, ...ARGS (a JSON object)} and prints
+ *       every reply frame as one JSON line until the final one. Exit 0 when
+ *       the final frame is ok, 1 when it is an error, 2 when no frame came
+ *       for MS milliseconds (default 30000) or the transport failed. With
+ *       --curve, talks CURVE with the key pair in KEY to the node whose
+ *       public key is in PUB.
+ *   inferctl raw EP TEXT [--timeout MS] [--curve KEY PUB]
+ *       sends TEXT as one frame, as it is, and prints the reply (exit codes
+ *       as above).
+ *   inferctl listen EP SECONDS [--until-end REQ]
+ *       subscribes to every telemetry topic and prints each message as one
+ *       JSON line, the payload with "topic" added, for SECONDS, or until the
+ *       end message of request REQ. A message the protocol module cannot
+ *       decode prints as {"topic":..,"invalid":..}.
+ *   inferctl ports N
+ *       prints N distinct TCP ports free on 127.0.0.1 (bound and released by
+ *       the kernel's allocator), one per line.
+ *   inferctl kvblock HEAD_DIM BITS
+ *       prints kv_block_bytes() of one layer and KV head with the default
+ *       block: what the KV accounting of a node must follow.
+ *   inferctl get PATH...
+ *       reads JSON lines on stdin and prints, for each line that has the
+ *       first PATH, the values of every PATH separated by tabs. A path is
+ *       dotted keys and array indices (error.code, stages.1.kv_bits);
+ *       strings print raw, objects and arrays as compact JSON, a missing
+ *       value as "-". The scripts use it instead of depending on jq.
+ *
+ * It links the engine's protocol module and client, so a test that passes
+ * through it checks the node against the same decoders every client uses.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <zmq.h>
+
+#include "client.h"
+#include "clock.h"
+#include "kvcache.h"
+#include "protocol.h"
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: inferctl call EP OP [ARGS_JSON] [--id ID] [--timeout MS] "
+                    "[--curve KEY PUB]\n"
+                    "       inferctl raw EP TEXT [--timeout MS] [--curve KEY PUB]\n"
+                    "       inferctl listen EP SECONDS [--until-end REQ]\n"
+                    "       inferctl ports N\n"
+                    "       inferctl kvblock HEAD_DIM BITS\n"
+                    "       inferctl get PATH...\n");
+    return 2;
+}
+
+/* Prints reply frames of request `id` until the final one. */
+static int print_replies(client *c, const char *id, int timeout_ms)
+{
+    char err[512];
+    for (;;) {
+        proto_reply r;
+        int got = client_recv(c, &r, timeout_ms, err, sizeof err);
+        if (got == 0) {
+            fprintf(stderr, "inferctl: no reply for %d ms\n", timeout_ms);
+            return 2;
+        }
+        if (got < 0) {
+            fprintf(stderr, "inferctl: %s\n", err);
+            return 2;
+        }
+        if (id && strcmp(r.id, id) != 0) {
+            proto_reply_free(&r);
+            continue;
+        }
+        char *line = json_dumps(r.json, JSON_COMPACT);
+        if (line) {
+            puts(line);
+            fflush(stdout);
+            free(line);
+        }
+        int done = r.done, ok = r.ok;
+        proto_reply_free(&r);
+        if (done)
+            return ok ? 0 : 1;
+    }
+}
+
+/* Trailing options of call and raw. */
+typedef struct call_opts {
+    const char *id;
+    int timeout_ms;
+    const char *curve_key, *curve_pub;
+} call_opts;
+
+static int parse_tail(int argc, char **argv, int from, call_opts *o)
+{
+    for (int i = from; i < argc; i++) {
+        if (strcmp(argv[i], "--id") == 0 && i + 1 < argc) {
+            o->id = argv[++i];
+        } else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+            o->timeout_ms = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--curve") == 0 && i + 2 < argc) {
+            o->curve_key = argv[++i];
+            o->curve_pub = argv[++i];
+        } else {
+            fprintf(stderr, "inferctl: unexpected argument '%s'\n", argv[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Connects to EP, with CURVE when asked. */
+static int open_client(client **c, const char *ep, const call_opts *o, char *err, size_t errlen)
+{
+    if (!o->curve_key)
+        return client_open(c, NULL, ep, NULL, err, errlen);
+    client_curve cc;
+    curve_keypair server;
+    if (curve_keypair_load(o->curve_key, 1, &cc.keys, err, errlen) != 0 ||
+        curve_keypair_load(o->curve_pub, 0, &server, err, errlen) != 0)
+        return -1;
+    snprintf(cc.server_public, sizeof cc.server_public, "%s", server.public_key);
+    return client_open(c, NULL, ep, &cc, err, errlen);
+}
+
+static int cmd_call(int argc, char **argv)
+{
+    if (argc < 4)
+        return usage();
+    const char *ep = argv[2], *op = argv[3];
+    int from = 4;
+    json_t *req = NULL;
+    if (argc > 4 && argv[4][0] == '{') {
+        json_error_t je;
+        req = json_loads(argv[4], 0, &je);
+        if (!json_is_object(req)) {
+            fprintf(stderr, "inferctl: ARGS is not a JSON object: %s\n", je.text);
+            json_decref(req);
+            return 2;
+        }
+        from = 5;
+    } else {
+        req = json_object();
+    }
+    char default_id[32];
+    snprintf(default_id, sizeof default_id, "ctl-%ld", (long)getpid());
+    call_opts o = {.id = default_id, .timeout_ms = 30000};
+    if (parse_tail(argc, argv, from, &o) != 0) {
+        json_decref(req);
+        return 2;
+    }
+    const char *id = o.id;
+    json_object_set_new(req, "v", json_integer(PROTO_VERSION));
+    json_object_set_new(req, "id", json_string(id));
+    json_object_set_new(req, "op", json_string(op));
+    char *text = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    char err[512];
+    client *c;
+    if (!text || open_client(&c, ep, &o, err, sizeof err) != 0) {
+        fprintf(stderr, "inferctl: %s\n", text ? err : "out of memory");
+        free(text);
+        return 2;
+    }
+    int rc = client_send_raw(c, text, strlen(text), err, sizeof err);
+    free(text);
+    if (rc != 0) {
+        fprintf(stderr, "inferctl: %s\n", err);
+        client_close(c);
+        return 2;
+    }
+    rc = print_replies(c, id, o.timeout_ms);
+    client_close(c);
+    return rc;
+}
+
+static int cmd_raw(int argc, char **argv)
+{
+    if (argc < 4)
+        return usage();
+    call_opts o = {.timeout_ms = 30000};
+    if (parse_tail(argc, argv, 4, &o) != 0)
+        return 2;
+    char err[512];
+    client *c;
+    if (open_client(&c, argv[2], &o, err, sizeof err) != 0 ||
+        client_send_raw(c, argv[3], strlen(argv[3]), err, sizeof err) != 0) {
+        fprintf(stderr, "inferctl: %s\n", err);
+        return 2;
+    }
+    int rc = print_replies(c, NULL, o.timeout_ms);
+    client_close(c);
+    return rc;
+}
+
+/* One telemetry message as a JSON line. Returns 1 when it is the end
+ * message of request `until` (may be NULL). */
+static int print_tel(zmq_msg_t *topic, zmq_msg_t *payload, const char *until)
+{
+    int end = 0;
+    proto_tel t;
+    char err[512];
+    json_t *line;
+    char name[32];
+    size_t tl = zmq_msg_size(topic) < sizeof name - 1 ? zmq_msg_size(topic) : sizeof name - 1;
+    memcpy(name, zmq_msg_data(topic), tl);
+    name[tl] = '\0';
+    if (proto_tel_decode(zmq_msg_data(topic), zmq_msg_size(topic), zmq_msg_data(payload),
+                         zmq_msg_size(payload), &t, err, sizeof err) != 0) {
+        line = json_pack("{ss ss}", "topic", name, "invalid", err);
+    } else {
+        line = json_deep_copy(t.json);
+        json_object_set_new(line, "topic", json_string(name));
+        end = until && t.topic == PROTO_TOPIC_REQ && t.req.end && strcmp(t.req.req, until) == 0;
+        proto_tel_free(&t);
+    }
+    char *text = json_dumps(line, JSON_COMPACT);
+    if (text) {
+        puts(text);
+        fflush(stdout);
+        free(text);
+    }
+    json_decref(line);
+    return end;
+}
+
+static int cmd_listen(int argc, char **argv)
+{
+    const char *until = NULL;
+    if (argc == 6 && strcmp(argv[4], "--until-end") == 0)
+        until = argv[5];
+    else if (argc != 4)
+        return usage();
+    double seconds = atof(argv[3]);
+    void *ctx = zmq_ctx_new();
+    void *sub = zmq_socket(ctx, ZMQ_SUB);
+    int linger = 0;
+    zmq_setsockopt(sub, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "", 0);
+    if (zmq_connect(sub, argv[2]) != 0) {
+        fprintf(stderr, "inferctl: %s: %s\n", argv[2], zmq_strerror(errno));
+        zmq_close(sub);
+        zmq_ctx_term(ctx);
+        return 2;
+    }
+    double end = clock_ms() + seconds * 1000.0;
+    int done = 0;
+    for (double now = clock_ms(); now < end && !done; now = clock_ms()) {
+        zmq_pollitem_t item = {.socket = sub, .events = ZMQ_POLLIN};
+        if (zmq_poll(&item, 1, (long)(end - now) + 1) <= 0)
+            continue;
+        zmq_msg_t topic, payload;
+        zmq_msg_init(&topic);
+        zmq_msg_init(&payload);
+        if (zmq_msg_recv(&topic, sub, 0) >= 0 && zmq_msg_more(&topic) &&
+            zmq_msg_recv(&payload, sub, 0) >= 0)
+            done = print_tel(&topic, &payload, until);
+        zmq_msg_close(&topic);
+        zmq_msg_close(&payload);
+    }
+    zmq_close(sub);
+    zmq_ctx_term(ctx);
+    return 0;
+}
+
+static int cmd_ports(int argc, char **argv)
+{
+    if (argc != 3)
+        return usage();
+    int n = atoi(argv[2]);
+    if (n < 1 || n > 64)
+        return usage();
+    int fds[64];
+    int rc = 0;
+    /* All stay bound until every port is known, so none repeats. */
+    for (int i = 0; i < n; i++) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0 ||
+            getsockname(fds[i], (struct sockaddr *)&a, &len) != 0) {
+            fprintf(stderr, "inferctl: allocating a port: %s\n", strerror(errno));
+            rc = 2;
+            n = i + (fds[i] >= 0);
+            break;
+        }
+        printf("%d\n", ntohs(a.sin_port));
+    }
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    return rc;
+}
+
+static int cmd_kvblock(int argc, char **argv)
+{
+    if (argc != 4)
+        return usage();
+    kv_shape shape = {
+        .n_layers = 1, .n_kv_heads = 1, .head_dim = atoi(argv[2]), .block = KV_BLOCK_DEFAULT};
+    printf("%zu\n", kv_block_bytes(shape, atoi(argv[3])));
+    return 0;
+}
+
+/* The value at a dotted path, or NULL. */
+static json_t *json_path(json_t *v, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *save = NULL;
+    for (char *key = strtok_r(buf, ".", &save); key && v; key = strtok_r(NULL, ".", &save)) {
+        if (json_is_array(v)) {
+            char *end;
+            long i = strtol(key, &end, 10);
+            v = *end == '\0' && i >= 0 ? json_array_get(v, (size_t)i) : NULL;
+        } else {
+            v = json_object_get(v, key);
+        }
+    }
+    return v;
+}
+
+static void print_value(json_t *v)
+{
+    if (!v) {
+        fputs("-", stdout);
+    } else if (json_is_string(v)) {
+        fputs(json_string_value(v), stdout);
+    } else if (json_is_integer(v)) {
+        printf("%lld", (long long)json_integer_value(v));
+    } else {
+        char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        fputs(text ? text : "?", stdout);
+        free(text);
+    }
+}
+
+static int cmd_get(int argc, char **argv)
+{
+    if (argc < 3)
+        return usage();
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, stdin) > 0) {
+        json_t *o = json_loads(line, 0, NULL);
+        if (o && json_path(o, argv[2])) {
+            for (int i = 2; i < argc; i++) {
+                if (i > 2)
+                    fputc('\t', stdout);
+                print_value(json_path(o, argv[i]));
+            }
+            fputc('\n', stdout);
+        }
+        json_decref(o);
+    }
+    free(line);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage();
+    if (strcmp(argv[1], "call") == 0)
+        return cmd_call(argc, argv);
+    if (strcmp(argv[1], "raw") == 0)
+        return cmd_raw(argc, argv);
+    if (strcmp(argv[1], "listen") == 0)
+        return cmd_listen(argc, argv);
+    if (strcmp(argv[1], "ports") == 0)
+        return cmd_ports(argc, argv);
+    if (strcmp(argv[1], "get") == 0)
+        return cmd_get(argc, argv);
+    if (strcmp(argv[1], "kvblock") == 0)
+        return cmd_kvblock(argc, argv);
+    return usage();
+}

@@ -1,0 +1,136 @@
+/* test_migrate.c: schema versions. A version-1 database upgrades with its
+ * data intact; a newer one (or a non-database) is refused untouched. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "store_int.h"
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    rewind(f);
+    char *buf = malloc(*len + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, *len, f), *len);
+    fclose(f);
+    return buf;
+}
+
+static void make_dir(fx *f)
+{
+    snprintf(f->dir, sizeof f->dir, "/tmp/infertop-store-XXXXXX");
+    cr_assert_not_null(mkdtemp(f->dir));
+    snprintf(f->path, sizeof f->path, "%s/history.db", f->dir);
+    f->s = NULL;
+}
+
+Test(store_migrate, version_1_upgrades_with_data_intact)
+{
+    fx f;
+    make_dir(&f);
+    sqlite3 *db;
+    char err[512];
+    cr_assert_eq(sqlite3_open(f.path, &db), SQLITE_OK);
+    cr_assert_eq(store_migrate(db, 1, err, sizeof err), 0, "%s", err);
+    char *msg = NULL;
+    int rc = sqlite3_exec(
+        db,
+        "INSERT INTO runs(id, name, mode, status, started, ended, cluster)"
+        " VALUES (1, 'old', 'growth', 'completed', 100, 200, '{\"model\":\"m1\"}'),"
+        " (2, 'cut short', 'fixed', 'running', 300, NULL, '{}');"
+        "INSERT INTO legs VALUES (1, 0, 16, 512, 'completed', 100, 200, 2048);"
+        "INSERT INTO requests(run, leg, idx, ctx_before, ctx_after, prompt_tokens, gen_tokens,"
+        " ttft_ms, decode_tps, status, t) VALUES (1, 0, 0, 0, 2048, 2000, 48, 12.5, 40, 'ok', 150);"
+        "INSERT INTO steps(run, seq, leg, node, phase, step_ms, model_ms, eval_ms, t)"
+        " VALUES (1, 0, 0, 'n1', 'decode', 36, 7, 29, 150), (1, 1, 0, 'n1', 'decode', 38, 8, 30, "
+        "151);"
+        "INSERT INTO events(run, t, node, kind, detail)"
+        " VALUES (1, 120, 'n1', 'config', '{\"kv_bits\":16}');",
+        NULL, NULL, &msg);
+    cr_assert_eq(rc, SQLITE_OK, "%s", msg ? msg : "");
+    sqlite3_close(db);
+    cr_assert_eq(fx_int(f.path, "PRAGMA user_version"), 1);
+
+    f.s = store_open(f.path, NULL, err, sizeof err);
+    cr_assert_not_null(f.s, "%s", err);
+    cr_assert_eq(fx_int(f.path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    store_summary sum;
+    cr_assert_eq(store_run_summary(f.s, 1, &sum, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(sum.run.name, "old");
+    cr_assert_str_eq(sum.run.model, "m1");
+    cr_assert_eq(sum.run.dropped_rows, 0);
+    cr_assert_eq(sum.legs[0].max_context, 2048);
+    cr_assert_eq(sum.legs[0].ttft_ms.p50, 12.5);
+    cr_assert_eq(sum.n_groups, 1);
+    cr_assert_eq(sum.groups[0].step_ms.count, 2);
+    cr_assert_eq(sum.groups[0].step_ms.p50, 36);
+    cr_assert_eq(sum.groups[0].eval_ms.max, 30);
+    store_summary_free(&sum);
+    cr_assert_eq(fx_int(f.path, "SELECT count(*) FROM events WHERE kind = 'config'"), 1);
+    /* A version-1 run left running has no owner to ask: it was interrupted. */
+    store_run r;
+    cr_assert_eq(store_run_get(f.s, 2, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(r.status, "aborted");
+    store_run_free(&r);
+    fx_close(&f);
+}
+
+Test(store_migrate, newer_database_is_refused_untouched)
+{
+    fx f;
+    fx_open(&f);
+    store_close(f.s);
+    f.s = NULL;
+    fx_sql(f.path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=99");
+    size_t len0, len1;
+    char *before = slurp(f.path, &len0);
+    char err[512] = "";
+    cr_assert_null(store_open(f.path, NULL, err, sizeof err));
+    cr_assert(strstr(err, "schema version 99") && strstr(err, "newer"), "%s", err);
+    char *after = slurp(f.path, &len1);
+    cr_assert_eq(len0, len1);
+    cr_assert_eq(memcmp(before, after, len0), 0, "the database was modified");
+    cr_assert_eq(fx_int(f.path, "PRAGMA user_version"), 99);
+    free(before);
+    free(after);
+    fx_close(&f);
+}
+
+Test(store_migrate, bad_paths_are_named)
+{
+    fx f;
+    make_dir(&f);
+    FILE *junk = fopen(f.path, "w");
+    cr_assert_not_null(junk);
+    fputs("this is not a database, it is a text file long enough to have a header.....", junk);
+    fclose(junk);
+    char err[512] = "";
+    cr_assert_null(store_open(f.path, NULL, err, sizeof err));
+    cr_assert(strstr(err, f.path) && strstr(err, "not a database"), "%s", err);
+
+    char missing[256];
+    snprintf(missing, sizeof missing, "%s/no/such/dir/h.db", f.dir);
+    cr_assert_null(store_open(missing, NULL, err, sizeof err));
+    cr_assert(strstr(err, "no/such/dir"), "%s", err);
+    cr_assert_null(store_open(f.dir, NULL, err, sizeof err));
+    cr_assert(strstr(err, "is a directory"), "%s", err);
+    fx_close(&f);
+}
+
+Test(store_migrate, default_path)
+{
+    char buf[256], err[256];
+    setenv("XDG_DATA_HOME", "/xdg/data", 1);
+    cr_assert_eq(store_default_path(buf, sizeof buf, err, sizeof err), 0);
+    cr_assert_str_eq(buf, "/xdg/data/infertop/history.db");
+    unsetenv("XDG_DATA_HOME");
+    setenv("HOME", "/home/op", 1);
+    cr_assert_eq(store_default_path(buf, sizeof buf, err, sizeof err), 0);
+    cr_assert_str_eq(buf, "/home/op/.local/share/infertop/history.db");
+}

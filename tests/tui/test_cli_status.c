@@ -1,0 +1,124 @@
+/* test_cli_status.c: `infertop status` and `infertop set` without a
+ * running node: argument checks, and a cluster whose node is not there. */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+Test(cli_set, parses_each_setting)
+{
+    proto_set_args a = {0};
+    char err[256];
+    cr_assert_eq(cli_set_parse("kv_bits=4", &a, err, sizeof err), 0);
+    cr_assert(a.has_kv_bits && a.kv_bits == 4);
+    cr_assert_eq(cli_set_parse("prefill_step=auto", &a, err, sizeof err), 0);
+    cr_assert(a.has_prefill_step && a.prefill_step == PROTO_PREFILL_AUTO);
+
+    proto_set_args b = {0};
+    cr_assert_eq(cli_set_parse("prefill_step=65536", &b, err, sizeof err), 0);
+    cr_assert_eq(b.prefill_step, 65536);
+    cr_assert_not(b.has_kv_bits);
+}
+
+Test(cli_set, refuses_bad_settings_naming_them)
+{
+    static const struct {
+        const char *arg, *says;
+    } bad[] = {
+        {"kv_bits=5", "kv_bits \"5\""},        {"kv_bits=", "kv_bits"},
+        {"kv_bits=16x", "kv_bits"},            {"prefill_step=0", "prefill_step \"0\""},
+        {"prefill_step=65537", "65537"},       {"prefill_step=Auto", "Auto"},
+        {"threads=2", "unknown setting \"threads\""}, {"kv_bits", "expected"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        proto_set_args a = {0};
+        char err[256] = "";
+        cr_assert_eq(cli_set_parse(bad[i].arg, &a, err, sizeof err), -1, "%s", bad[i].arg);
+        cr_assert(strstr(err, bad[i].says), "%s: %s", bad[i].arg, err);
+        cr_assert_not(a.has_kv_bits || a.has_prefill_step, "%s changed the args", bad[i].arg);
+    }
+}
+
+Test(cli_set, refuses_a_setting_given_twice)
+{
+    proto_set_args a = {0};
+    char err[256];
+    cr_assert_eq(cli_set_parse("kv_bits=8", &a, err, sizeof err), 0);
+    cr_assert_eq(cli_set_parse("kv_bits=4", &a, err, sizeof err), -1);
+    cr_assert(strstr(err, "twice"));
+    cr_assert_eq(a.kv_bits, 8);
+}
+
+static int run(int (*verb)(int, char **), const char *const *args)
+{
+    char *argv[16];
+    int argc = 0;
+    for (; args[argc]; argc++)
+        argv[argc] = (char *)args[argc];
+    argv[argc] = NULL;
+    return verb(argc, argv);
+}
+
+Test(cli_set, bad_command_lines_exit_2, .init = cr_redirect_stderr)
+{
+    cr_assert_eq(run(cli_set, (const char *[]){"set", NULL}), CLI_USAGE);
+    cr_assert_eq(run(cli_set, (const char *[]){"set", "all", NULL}), CLI_USAGE);
+    cr_assert_eq(run(cli_set, (const char *[]){"set", "all", "kv_bits=3", NULL}), CLI_USAGE);
+    cr_assert_eq(run(cli_set, (const char *[]){"set", "--timeout", "0", "all", "kv_bits=4", NULL}),
+                 CLI_USAGE);
+    cr_assert_eq(run(cli_set, (const char *[]){"set", "--bogus", "all", "kv_bits=4", NULL}),
+                 CLI_USAGE);
+    cr_assert_eq(run(cli_status, (const char *[]){"status", "extra", NULL}), CLI_USAGE);
+}
+
+/* A cluster file whose one node listens nowhere (a port just freed). */
+static char conf[64];
+
+static void write_cluster(void)
+{
+    strcpy(conf, "/tmp/infertop-cli-status-XXXXXX");
+    int fd = mkstemp(conf);
+    cr_assert_geq(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("[node lone]\nssh = localhost\ncontrol = tcp://127.0.0.1:9\n"
+          "telemetry = tcp://127.0.0.1:10\nstart = inferd serve\n",
+          f);
+    fclose(f);
+    cr_redirect_stdout();
+    cr_redirect_stderr();
+}
+
+static void remove_cluster(void)
+{
+    unlink(conf);
+}
+
+Test(cli_status, a_node_that_does_not_answer_is_down, .init = write_cluster,
+     .fini = remove_cluster)
+{
+    cr_assert_eq(run(cli_status, (const char *[]){"status", "-c", conf, "--json", "--timeout",
+                                                  "0.2", NULL}),
+                 CLI_ERROR);
+    fflush(stdout);
+    cr_assert_stdout_eq_str("{\"cluster\":\"cluster\",\"nodes\":[{\"name\":\"lone\",\"state\":"
+                            "\"down\",\"error\":{\"code\":\"timeout\",\"message\":\"no reply to "
+                            "'status' within 0.2 s\"}}]}\n");
+}
+
+Test(cli_status, set_on_an_unknown_node_exits_2, .init = write_cluster, .fini = remove_cluster)
+{
+    cr_assert_eq(run(cli_set, (const char *[]){"set", "-c", conf, "ghost", "kv_bits=4", NULL}),
+                 CLI_USAGE);
+}
+
+Test(cli_status, set_on_a_silent_node_did_not_apply, .init = write_cluster,
+     .fini = remove_cluster)
+{
+    cr_assert_eq(run(cli_set, (const char *[]){"set", "-c", conf, "--timeout", "0.2", "lone",
+                                               "kv_bits=4", NULL}),
+                 CLI_ERROR);
+}

@@ -1,0 +1,239 @@
+/* test_cluster.c: the cluster file loader and its search order. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cluster.h"
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    strcpy(dir, "/tmp/infertop-cluster-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(cluster, .init = make_dir, .fini = remove_dir);
+
+/* Writes text to dir/name and returns the path (static storage). */
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    for (char *p = path + strlen(dir) + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        mkdir(path, 0700);
+        *p = '/';
+    }
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+#define NODE_A                                                                                   \
+    "[node a]\n"                                                                                 \
+    "ssh = a.example\n"                                                                          \
+    "control = tcp://127.0.0.1:5555\n"                                                           \
+    "telemetry = tcp://127.0.0.1:5556\n"                                                         \
+    "start = inferd serve\n"
+
+/* Loads text, expects failure, and checks the message has every needle. */
+static void expect_error(const char *text, const char *n1, const char *n2, const char *n3)
+{
+    char err[512] = "";
+    struct cluster *c = NULL;
+    const char *path = write_file("bad.conf", text);
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), -1, "accepted:\n%s", text);
+    cr_assert_null(c);
+    cr_assert(strstr(err, path), "no file name in: %s", err);
+    const char *needles[] = {n1, n2, n3};
+    for (int i = 0; i < 3; i++)
+        if (needles[i]) cr_assert(strstr(err, needles[i]), "`%s` not in: %s", needles[i], err);
+}
+
+Test(cluster, example_file_loads)
+{
+    const char *root = getenv("INFERTOP_ROOT");
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s/contrib/cluster.example.conf", root ? root : ".");
+    struct cluster *c;
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(c->name, "ring");
+    cr_assert_eq(c->n_nodes, 3);
+    cr_assert_str_eq(c->nodes[0].name, "head");
+    cr_assert_str_eq(c->nodes[2].name, "tail");
+    cr_assert_eq(c->nodes[2].ssh_port, 2222);
+    cr_assert_eq(c->nodes[1].layer_first, 6);
+    cr_assert_eq(c->nodes[1].layer_last, 11);
+    /* The continued start lines are joined with a space. */
+    cr_assert(strstr(c->nodes[0].start, "--layers 0:6 --control tcp://10.0.0.11:5555"), "%s",
+              c->nodes[0].start);
+    cr_assert_str_eq(c->nodes[0].identity, "~/.ssh/id_ed25519");
+    cr_assert_str_eq(c->nodes[2].identity, "~/.ssh/tail_ed25519");
+    cluster_free(c);
+}
+
+Test(cluster, every_field_and_defaults)
+{
+    const char *path = write_file("ok.conf",
+                                  "; a comment\n"
+                                  "[node a]\n"
+                                  "ssh = ops@[::1]:2200\n"
+                                  "control = tcp://127.0.0.1:5555\n"
+                                  "telemetry = tcp://[::1]:5556\n"
+                                  "start = inferd serve --model synth:1b\n"
+                                  "\t--layers 0:4\n"
+                                  "layers = 0:4\n"
+                                  "log = /tmp/a.log\n"
+                                  "pidfile = /tmp/a.pid\n"
+                                  "accept_new = yes\n"
+                                  "[node b]\n"
+                                  "ssh = b\n"
+                                  "control = tcp://127.0.0.2:5555\n"
+                                  "telemetry = tcp://127.0.0.2:5556\n"
+                                  "start = inferd serve\n"
+                                  "[cluster]\n"
+                                  "name = lab\n"
+                                  "known_hosts = /tmp/kh\n"
+                                  "accept_new = off\n");
+    char err[512];
+    struct cluster *c;
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(c->path, path);
+    cr_assert_str_eq(c->name, "lab");
+    cr_assert_eq(c->n_nodes, 2);
+    const struct cluster_node *a = cluster_node_find(c, "a");
+    const struct cluster_node *b = cluster_node_find(c, "b");
+    cr_assert_not_null(a);
+    cr_assert_not_null(b);
+    cr_assert_null(cluster_node_find(c, "z"));
+    cr_assert_str_eq(a->ssh_user, "ops");
+    cr_assert_str_eq(a->ssh_host, "::1");
+    cr_assert_eq(a->ssh_port, 2200);
+    cr_assert_str_eq(a->telemetry, "tcp://[::1]:5556");
+    cr_assert_str_eq(a->start, "inferd serve --model synth:1b --layers 0:4");
+    cr_assert_eq(a->layer_first, 0);
+    cr_assert_eq(a->layer_last, 4);
+    cr_assert_str_eq(a->log, "/tmp/a.log");
+    cr_assert_str_eq(a->pidfile, "/tmp/a.pid");
+    cr_assert_eq(a->accept_new, 1, "the node's own value wins");
+    cr_assert_eq(a->line, 2);
+    cr_assert_str_eq(b->ssh_user, "");
+    cr_assert_str_eq(b->ssh_host, "b");
+    cr_assert_eq(b->ssh_port, 0);
+    cr_assert_eq(b->layer_first, CLUSTER_UNSET);
+    cr_assert_eq(b->accept_new, 0, "[cluster] default, even when it comes last");
+    cr_assert_str_eq(b->known_hosts, "/tmp/kh");
+    cr_assert_str_eq(b->log, "");
+    cluster_free(c);
+}
+
+Test(cluster, name_defaults_and_accept_new_unset)
+{
+    const char *path = write_file("min.conf", NODE_A);
+    char err[512];
+    struct cluster *c;
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(c->name, "cluster");
+    cr_assert_eq(c->nodes[0].accept_new, CLUSTER_UNSET);
+    cluster_free(c);
+}
+
+Test(cluster, errors_name_line_and_key)
+{
+    expect_error(NODE_A "bogus = 1\n", ":6:", "`bogus`", "unknown key");
+    expect_error("[cluster]\nname = x\nssh = h\n" NODE_A, ":3:", "[cluster]", "`ssh`");
+    expect_error(NODE_A "ssh = again\n", ":6:", "`ssh`", "twice");
+    expect_error("[node a]\nssh = h:99999\n", ":2:", "`ssh`", "65535");
+    expect_error("[node a]\nssh = @h\n", ":2:", "`ssh`", "user");
+    expect_error("[node a]\nssh = fd00::1\n", ":2:", "`ssh`", "brackets");
+    expect_error("[node a]\nssh = h\ncontrol = 127.0.0.1:5555\n", ":3:", "`control`",
+                 "tcp://host:port");
+    expect_error("[node a]\ncontrol = tcp://127.0.0.1\n", ":2:", "`control`", "port");
+    expect_error("[node a]\ntelemetry = tcp://*:5556\n", ":2:", "`telemetry`", "connect");
+    expect_error(NODE_A "layers = 4:2\n", ":6:", "`layers`", "FIRST must be below LAST");
+    expect_error(NODE_A "layers = 0-4\n", ":6:", "`layers`", "FIRST:LAST");
+    expect_error(NODE_A "accept_new = maybe\n", ":6:", "`accept_new`", "yes or no");
+    expect_error(NODE_A "log =\n", ":6:", "`log`", "empty");
+    expect_error("[node a]\nssh = h\ncontrol = tcp://h:1\ntelemetry = tcp://h:2\n",
+                 ":1:", "key `start`", "missing");
+    expect_error(NODE_A "[node b]\nssh = b\ncontrol = tcp://127.0.0.1:5555\n", ":8:",
+                 "`control`", "another node");
+    expect_error("name = x\n", ":1:", "`name`", "outside any section");
+}
+
+Test(cluster, errors_about_sections)
+{
+    expect_error(NODE_A NODE_A, ":6:", "[node a]", "line 1");
+    expect_error("[nodes]\n", ":1:", "[nodes]", "unknown section");
+    expect_error("[node a b]\n", ":1:", "node name", NULL);
+    expect_error("[cluster]\n[cluster]\n", ":2:", "[cluster]", "twice");
+    expect_error("[cluster]\nname = x\n", "no [node NAME]", NULL, NULL);
+    expect_error(NODE_A "this line is not ini\n", ":6:", "key = value", NULL);
+    expect_error("[node a]\nssh = h\n  control = tcp://h:1\n", ":3:", "`ssh`", "indent");
+}
+
+Test(cluster, long_line_is_refused_with_its_number)
+{
+    char text[1024];
+    snprintf(text, sizeof text, NODE_A "log = /%0400d\n", 0);
+    expect_error(text, ":6:", "longer than", NULL);
+}
+
+Test(cluster, missing_file)
+{
+    char err[512];
+    struct cluster *c = NULL;
+    cr_assert_eq(cluster_load("/nonexistent/x.conf", &c, err, sizeof err), -1);
+    cr_assert(strstr(err, "/nonexistent/x.conf") && strstr(err, "cannot open"), "%s", err);
+}
+
+/* ---- search order ---- */
+
+Test(cluster, locate_prefers_given_then_cwd_then_xdg)
+{
+    char path[512], err[512], xdg[256], home[256];
+    snprintf(xdg, sizeof xdg, "%s/xdg", dir);
+    snprintf(home, sizeof home, "%s/home", dir);
+    cr_assert_eq(chdir(dir), 0);
+    setenv("XDG_CONFIG_HOME", xdg, 1);
+    setenv("HOME", home, 1);
+
+    cr_assert_eq(cluster_locate(NULL, path, sizeof path, err, sizeof err), -1);
+    cr_assert(strstr(err, "-c FILE") && strstr(err, "xdg/infertop/cluster.conf"), "%s", err);
+
+    write_file("xdg/infertop/cluster.conf", NODE_A);
+    cr_assert_eq(cluster_locate(NULL, path, sizeof path, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(path, "/xdg/infertop/cluster.conf"), "%s", path);
+
+    write_file("infertop.conf", NODE_A);
+    cr_assert_eq(cluster_locate(NULL, path, sizeof path, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(path, "./infertop.conf");
+
+    cr_assert_eq(cluster_locate("/etc/given.conf", path, sizeof path, err, sizeof err), 0);
+    cr_assert_str_eq(path, "/etc/given.conf");
+}
+
+Test(cluster, locate_falls_back_to_dot_config)
+{
+    char path[512], err[512], home[256];
+    snprintf(home, sizeof home, "%s/home", dir);
+    cr_assert_eq(chdir(dir), 0);
+    setenv("XDG_CONFIG_HOME", "relative/ignored", 1);
+    setenv("HOME", home, 1);
+    write_file("home/.config/infertop/cluster.conf", NODE_A);
+    cr_assert_eq(cluster_locate(NULL, path, sizeof path, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(path, "/home/.config/infertop/cluster.conf"), "%s", path);
+}

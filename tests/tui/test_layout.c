@@ -1,0 +1,244 @@
+/* test_layout.c: the layout over many terminal sizes.
+ *
+ * Each check returns a description of the first problem (or NULL), so that
+ * the sweeps stay fast and a failure names the size and the pane.
+ */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "layout.h"
+
+static const char *const pane_names[LAYOUT_PANE_COUNT] = {
+    "header", "footer", "nodes", "events_pane", "facts", "timing", "memory",
+    "log",    "config_table", "config_edit", "filter", "list", "help", "message"};
+
+static char why[256];
+
+static const char *problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *problem(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return why;
+}
+
+static int shown(struct layout_rect r)
+{
+    return r.w > 0 && r.h > 0;
+}
+
+static int overlap(struct layout_rect a, struct layout_rect b)
+{
+    return a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+}
+
+/* The panes each view must show (besides header and footer). */
+static int pane_of_view(enum layout_pane p, enum layout_view v)
+{
+    switch (p) {
+    case LAYOUT_HEADER:
+    case LAYOUT_FOOTER: return 1;
+    case LAYOUT_NODES:
+    case LAYOUT_EVENTS_PANE: return v == LAYOUT_DASHBOARD;
+    case LAYOUT_FACTS:
+    case LAYOUT_TIMING:
+    case LAYOUT_MEMORY:
+    case LAYOUT_LOG: return v == LAYOUT_NODE;
+    case LAYOUT_CONFIG_TABLE:
+    case LAYOUT_CONFIG_EDIT: return v == LAYOUT_CONFIG;
+    case LAYOUT_FILTER:
+    case LAYOUT_LIST: return v == LAYOUT_EVENTS;
+    default: return 0;
+    }
+}
+
+static const char *check_panes(const struct layout *l, int help)
+{
+    for (int p = 0; p < LAYOUT_PANE_COUNT; p++) {
+        struct layout_rect r = l->pane[p];
+        if ((r.w > 0) != (r.h > 0) || r.w < 0 || r.h < 0)
+            return problem("%s is half empty", pane_names[p]);
+        if (!shown(r)) continue;
+        if (r.x < 0 || r.y < 0 || r.x + r.w > l->cols || r.y + r.h > l->rows)
+            return problem("%s off screen", pane_names[p]);
+        int belongs = pane_of_view(p, l->view) || (p == LAYOUT_HELP && help);
+        if (!belongs) return problem("%s shown in this view", pane_names[p]);
+        for (int q = 0; q < p; q++)
+            if (p != LAYOUT_HELP && shown(l->pane[q]) && overlap(r, l->pane[q]))
+                return snprintf(why, sizeof why, "%s overlaps %s", pane_names[p], pane_names[q]),
+                       why;
+    }
+    if (help && !shown(l->pane[LAYOUT_HELP])) return "no help overlay";
+    if (!shown(l->pane[LAYOUT_HEADER]) || !shown(l->pane[LAYOUT_FOOTER])) return "no header/footer";
+    return NULL;
+}
+
+/* Rows of the body (between header and footer) that no pane covers. */
+static int uncovered_rows(const struct layout *l, int x)
+{
+    int n = 0;
+    for (int y = 2; y < l->rows - 1; y++) {
+        int covered = 0;
+        for (int p = 0; p < LAYOUT_HELP; p++) {
+            struct layout_rect r = l->pane[p];
+            covered |= shown(r) && x >= r.x && x < r.x + r.w && y >= r.y && y < r.y + r.h;
+        }
+        n += !covered;
+    }
+    return n;
+}
+
+static const char *check_view(const struct layout *l, int n_nodes)
+{
+    const struct layout_rect *p = l->pane;
+    switch (l->view) {
+    case LAYOUT_DASHBOARD: {
+        int fits = l->rows - 3 - 1 - LAYOUT_EVENTS_MIN_ROWS;
+        int want = n_nodes < fits ? n_nodes : fits;
+        if (p[LAYOUT_NODES].h != 1 + want) return "node table is not as tall as it should be";
+        if (p[LAYOUT_EVENTS_PANE].h < LAYOUT_EVENTS_MIN_ROWS) return "events pane too short";
+        break;
+    }
+    case LAYOUT_NODE:
+        if (p[LAYOUT_TIMING].h < LAYOUT_CHART_MIN_ROWS || p[LAYOUT_MEMORY].h < LAYOUT_CHART_MIN_ROWS)
+            return "chart below its minimum height";
+        if (p[LAYOUT_TIMING].w < 40) return "charts too narrow";
+        if (!shown(p[LAYOUT_FACTS])) return "no facts";
+        if (l->rows >= 40 && !shown(p[LAYOUT_LOG])) return "no log tail on a tall terminal";
+        break;
+    case LAYOUT_CONFIG:
+        if (p[LAYOUT_CONFIG_TABLE].h < 2 || !shown(p[LAYOUT_CONFIG_EDIT])) return "config panes";
+        break;
+    case LAYOUT_EVENTS:
+        if (p[LAYOUT_FILTER].h != 1 || p[LAYOUT_LIST].h < 10) return "events view panes";
+        break;
+    case LAYOUT_VIEW_COUNT: break;
+    }
+    if (l->view != LAYOUT_CONFIG && (uncovered_rows(l, 0) || uncovered_rows(l, l->cols - 1)))
+        return "rows of the body left unused";
+    return NULL;
+}
+
+static const char *check_columns(const struct layout *l)
+{
+    struct layout_rect t = l->pane[LAYOUT_NODES];
+    int end = t.x;
+    for (int c = 0; c < LAYOUT_COL_COUNT; c++) {
+        struct layout_rect r = l->col[c];
+        if (!r.w) continue;
+        if (r.x < end) return problem("column %d overlaps", c);
+        if (r.x + r.w > t.x + t.w) return problem("column %d too wide", c);
+        if (r.w < (int)strlen(layout_col_title(c)))
+            return problem("column %d narrower than its title", c);
+        end = r.x + r.w + 1;
+    }
+    static const enum layout_col core[] = {LAYOUT_COL_NAME, LAYOUT_COL_STATE, LAYOUT_COL_MODEL,
+                                           LAYOUT_COL_EVAL, LAYOUT_COL_MEMORY};
+    for (size_t i = 0; i < sizeof core / sizeof core[0]; i++)
+        if (!l->col[core[i]].w) return "a core column was dropped";
+    return NULL;
+}
+
+static void check(int cols, int rows, enum layout_view v, int n_nodes, int help)
+{
+    struct layout l = layout_compute(cols, rows, v, n_nodes, help);
+    const char *e = l.too_small ? "too small at a supported size" : check_panes(&l, help);
+    if (!e) e = check_view(&l, n_nodes);
+    if (!e && v == LAYOUT_DASHBOARD) e = check_columns(&l);
+    if (e) cr_assert_fail("%dx%d view %d nodes %d help %d: %s", cols, rows, v, n_nodes, help, e);
+}
+
+Test(layout, every_view_fits_from_80x24_to_300x100)
+{
+    static const int nodes[] = {1, 3, 12, 64};
+    for (int cols = 80; cols <= 300; cols += (cols < 130 ? 1 : 7))
+        for (int rows = 24; rows <= 100; rows += (rows < 45 ? 1 : 5))
+            for (int v = 0; v < LAYOUT_VIEW_COUNT; v++)
+                for (size_t n = 0; n < sizeof nodes / sizeof nodes[0]; n++) {
+                    check(cols, rows, v, nodes[n], 0);
+                    check(cols, rows, v, nodes[n], 1);
+                }
+}
+
+Test(layout, below_80x24_says_so_on_one_line)
+{
+    static const int sizes[][2] = {{79, 24}, {80, 23}, {79, 100}, {300, 23}, {40, 12},
+                                   {1, 1},   {0, 0},   {10, 0},   {0, 10},   {-5, 30}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int v = 0; v < LAYOUT_VIEW_COUNT; v++) {
+            int cols = sizes[i][0], rows = sizes[i][1];
+            struct layout l = layout_compute(cols, rows, v, 3, 1);
+            cr_assert(l.too_small, "%dx%d", cols, rows);
+            for (int p = 0; p < LAYOUT_PANE_COUNT; p++) {
+                struct layout_rect r = l.pane[p];
+                if (p != LAYOUT_MESSAGE) {
+                    cr_assert(!shown(r), "%dx%d: %s shown", cols, rows, pane_names[p]);
+                } else if (cols > 0 && rows > 0) {
+                    cr_assert(r.x == 0 && r.y == 0 && r.w == cols && r.h == 1, "%dx%d", cols, rows);
+                } else {
+                    cr_assert(!shown(r), "%dx%d: nowhere to draw", cols, rows);
+                }
+            }
+        }
+}
+
+/* A wider terminal never shows fewer columns. */
+Test(layout, columns_only_appear_as_width_grows)
+{
+    struct layout prev = layout_compute(80, 30, LAYOUT_DASHBOARD, 3, 0);
+    for (int cols = 81; cols <= 300; cols++) {
+        struct layout l = layout_compute(cols, 30, LAYOUT_DASHBOARD, 3, 0);
+        for (int c = 0; c < LAYOUT_COL_COUNT; c++)
+            if (prev.col[c].w && !l.col[c].w)
+                cr_assert_fail("%d cols: column %s dropped", cols, layout_col_title(c));
+        prev = l;
+    }
+}
+
+Test(layout, column_drop_order)
+{
+    struct layout l = layout_compute(80, 24, LAYOUT_DASHBOARD, 3, 0);
+    cr_assert_eq(l.col[LAYOUT_COL_SPARK].w, 0, "the sparkline goes before the knobs");
+    cr_assert_eq(l.col[LAYOUT_COL_LAYERS].w, 0);
+    cr_assert_gt(l.col[LAYOUT_COL_KV_BITS].w, 0);
+    cr_assert_gt(l.col[LAYOUT_COL_PREFILL].w, 0);
+    cr_assert_gt(l.col[LAYOUT_COL_STEPS].w, 0);
+    cr_assert_gt(l.col[LAYOUT_COL_PHASE].w, 0);
+
+    l = layout_compute(120, 40, LAYOUT_DASHBOARD, 3, 0);
+    for (int c = 0; c < LAYOUT_COL_COUNT; c++)
+        cr_assert_gt(l.col[c].w, 0, "120 columns show %s", layout_col_title(c));
+    cr_assert_geq(l.col[LAYOUT_COL_SPARK].w, 10);
+
+    /* Display order follows the enum; widths fill the table exactly. */
+    l = layout_compute(200, 40, LAYOUT_DASHBOARD, 3, 0);
+    struct layout_rect last = l.col[LAYOUT_COL_SPARK];
+    cr_assert_eq(last.x + last.w, 200);
+    cr_assert_eq(l.col[LAYOUT_COL_NAME].w, 16);
+    cr_assert_eq(l.col[LAYOUT_COL_NAME].x, 0);
+}
+
+Test(layout, node_table_scrolls_when_nodes_do_not_fit)
+{
+    struct layout l = layout_compute(100, 24, LAYOUT_DASHBOARD, 40, 0);
+    cr_assert_eq(l.pane[LAYOUT_NODES].h, 1 + 24 - 3 - 1 - LAYOUT_EVENTS_MIN_ROWS);
+    cr_assert_eq(l.pane[LAYOUT_EVENTS_PANE].h, LAYOUT_EVENTS_MIN_ROWS);
+    l = layout_compute(100, 60, LAYOUT_DASHBOARD, 3, 0);
+    cr_assert_eq(l.pane[LAYOUT_NODES].h, 4);
+    cr_assert_eq(l.pane[LAYOUT_EVENTS_PANE].h, 60 - 3 - 4, "events take the rest");
+}
+
+Test(layout, node_detail_puts_facts_beside_charts_when_wide)
+{
+    struct layout narrow = layout_compute(100, 30, LAYOUT_NODE, 3, 0);
+    cr_assert_eq(narrow.pane[LAYOUT_FACTS].w, 100);
+    cr_assert_lt(narrow.pane[LAYOUT_FACTS].y, narrow.pane[LAYOUT_TIMING].y);
+    struct layout wide = layout_compute(160, 50, LAYOUT_NODE, 3, 0);
+    cr_assert_eq(wide.pane[LAYOUT_FACTS].y, wide.pane[LAYOUT_TIMING].y);
+    cr_assert_eq(wide.pane[LAYOUT_FACTS].x + wide.pane[LAYOUT_FACTS].w, 160);
+    cr_assert(shown(wide.pane[LAYOUT_LOG]));
+}

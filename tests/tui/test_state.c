@@ -1,0 +1,585 @@
+/* test_state.c: the console's state model, fed by hand-made telemetry. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state.h"
+
+static state *st;
+static uint64_t seqs[3];
+
+static void setup(void)
+{
+    static const char *const names[] = {"head", "mid", "tail"};
+    st = state_new("ring", 3, names);
+    cr_assert_not_null(st);
+    memset(seqs, 0, sizeof seqs);
+}
+
+static void teardown(void)
+{
+    state_free(st);
+}
+
+TestSuite(state, .init = setup, .fini = teardown);
+
+static proto_head head_of(int node)
+{
+    proto_head h = {.seq = ++seqs[node]};
+    strcpy(h.node, state_node_name(st, node));
+    return h;
+}
+
+static proto_step make_step(int phase, double model_ms, double eval_ms)
+{
+    proto_step s = {.phase = phase, .tokens = phase == PROTO_PHASE_PREFILL ? 64 : 1,
+                    .model_ms = model_ms, .eval_ms = eval_ms, .step_ms = model_ms + eval_ms,
+                    .kv_bytes = 1000, .kv_bits = 16, .prefill_step = 64, .rss = 5000,
+                    .budget = 10000, .headroom = 5000, .act_max = 1.0};
+    strcpy(s.req, "r1");
+    return s;
+}
+
+static void step(int node, int phase, double model_ms, double eval_ms, double now)
+{
+    proto_head h = head_of(node);
+    proto_step s = make_step(phase, model_ms, eval_ms);
+    state_ingest_step(st, node, &h, &s, now);
+}
+
+static void heartbeat(int node, double now)
+{
+    proto_head h = head_of(node);
+    proto_status s = {0};
+    s.config.kv_bits = 16;
+    s.config.prefill_step = 64;
+    s.memory.budget = 10000;
+    s.memory.headroom = 4000;
+    s.memory.weights_bytes = 3000;
+    s.memory.kv_bytes = 1000;
+    s.memory.rss = 6000;
+    s.stage = node;
+    s.n_stages = 3;
+    s.model.layer_first = node * 4;
+    s.model.layer_last = node * 4 + 4;
+    strcpy(s.model.fingerprint, "aaaa");
+    state_ingest_heartbeat(st, node, &h, &s, now);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The reference: sort, then interpolate linearly between closest ranks. */
+static double ref_quantile(double *v, int n, double q)
+{
+    qsort(v, (size_t)n, sizeof v[0], cmp_d);
+    double pos = q * (n - 1);
+    int lo = (int)pos;
+    return lo + 1 < n ? v[lo] + (pos - lo) * (v[lo + 1] - v[lo]) : v[lo];
+}
+
+/* ---- aggregates and percentiles ---- */
+
+Test(state, percentiles_match_reference_over_window_and_phase)
+{
+    double decode[400], all[600];
+    int nd = 0, na = 0;
+    srand(7);
+    /* 20 s of steps, 30 per second; only the last 5 s are in the window. */
+    for (int i = 0; i < 600; i++) {
+        double t = 100 + i / 30.0;
+        int phase = i % 3 == 0 ? PROTO_PHASE_PREFILL : PROTO_PHASE_DECODE;
+        double model = (rand() % 4000) / 8.0; /* exact in a float */
+        step(0, phase, model, 1.0, t);
+        if (t >= 120 - 5) {
+            all[na++] = model;
+            if (phase == PROTO_PHASE_DECODE) decode[nd++] = model;
+        }
+    }
+    const double q[] = {0.5, 0.9, 0.99};
+    double got[3];
+    cr_assert_eq(state_percentiles(st, 0, STATE_MODEL_MS, STATE_ANY, 5, 120, q, 3, got), na);
+    for (int i = 0; i < 3; i++)
+        cr_assert_float_eq(got[i], ref_quantile(all, na, q[i]), 1e-9, "q=%g", q[i]);
+    cr_assert_eq(state_percentiles(st, 0, STATE_MODEL_MS, STATE_DECODE, 5, 120, q, 3, got), nd);
+    for (int i = 0; i < 3; i++)
+        cr_assert_float_eq(got[i], ref_quantile(decode, nd, q[i]), 1e-9, "q=%g", q[i]);
+}
+
+Test(state, percentiles_without_steps_are_nan)
+{
+    const double q = 0.5;
+    double got = 0;
+    cr_assert_eq(state_percentiles(st, 1, STATE_EVAL_MS, STATE_ANY, 5, 10, &q, 1, &got), 0);
+    cr_assert(isnan(got));
+}
+
+Test(state, ring_keeps_the_newest_steps)
+{
+    /* 5000 steps in one second: the oldest 904 fall out of the ring. */
+    for (int i = 0; i < 5000; i++) step(0, PROTO_PHASE_DECODE, i, 0, 50 + i / 10000.0);
+    const double q[] = {0.0, 1.0};
+    double got[2];
+    cr_assert_eq(state_percentiles(st, 0, STATE_MODEL_MS, STATE_ANY, 60, 51, q, 2, got),
+                 STATE_STEP_RING);
+    cr_assert_float_eq(got[0], 5000 - STATE_STEP_RING, 1e-9);
+    cr_assert_float_eq(got[1], 4999, 1e-9);
+}
+
+Test(state, per_second_series_and_rates)
+{
+    /* Second 10+k has k+1 decode steps of model_ms k, and one prefill step. */
+    for (int k = 0; k < 5; k++) {
+        for (int j = 0; j <= k; j++) step(2, PROTO_PHASE_DECODE, k, 2 * k, 10 + k + j / 10.0);
+        step(2, PROTO_PHASE_PREFILL, 100, 0, 10.95 + k);
+    }
+    /* At 15.5 the last 6 complete seconds are 9..14: v[k + 1] is second 10 + k. */
+    double v[6];
+    state_series(st, 2, STATE_SERIES_MODEL_MS, STATE_DECODE, 6, 15.5, v);
+    cr_assert(isnan(v[0]), "nothing in second 9");
+    for (int k = 0; k < 5; k++) cr_assert_float_eq(v[k + 1], k, 1e-9, "second %d", 10 + k);
+    state_series(st, 2, STATE_SERIES_EVAL_MS, STATE_DECODE, 6, 15.5, v);
+    cr_assert_float_eq(v[3], 4, 1e-9);
+    state_series(st, 2, STATE_SERIES_STEPS, STATE_ANY, 6, 15.5, v);
+    cr_assert_float_eq(v[0], 0, 1e-9);
+    for (int k = 0; k < 5; k++) cr_assert_float_eq(v[k + 1], k + 2, 1e-9);
+    state_series(st, 2, STATE_SERIES_TOKENS, STATE_PREFILL, 6, 15.5, v);
+    cr_assert_float_eq(v[2], 64, 1e-9);
+    /* Both phases in second 12: three decode steps of 2 ms and a prefill of 100. */
+    state_series(st, 2, STATE_SERIES_MODEL_MS, STATE_ANY, 6, 15.5, v);
+    cr_assert_float_eq(v[3], 106.0 / 4, 1e-9);
+    state_series(st, 2, STATE_SERIES_KV_BYTES, STATE_ANY, 6, 15.5, v);
+    cr_assert_float_eq(v[5], 1000, 1e-9);
+    cr_assert(isnan(v[0]));
+
+    /* Rates count complete seconds only: at 15.5, seconds 10..14. */
+    cr_assert_float_eq(state_steps_per_s(st, 2, STATE_ANY, 5, 15.5), (2 + 3 + 4 + 5 + 6) / 5.0,
+                       1e-9);
+    cr_assert_float_eq(state_steps_per_s(st, 2, STATE_DECODE, 5, 15.0),
+                       (1 + 2 + 3 + 4 + 5) / 5.0, 1e-9);
+    cr_assert_float_eq(state_steps_per_s(st, 2, STATE_ANY, 5, 14.99), (2 + 3 + 4 + 5) / 5.0,
+                       1e-9, "the running second 14 is left out");
+}
+
+Test(state, seconds_slots_are_reused_after_ten_minutes)
+{
+    step(0, PROTO_PHASE_DECODE, 5, 0, 10.5);
+    step(0, PROTO_PHASE_DECODE, 7, 0, 10.5 + STATE_SECONDS);
+    double v[STATE_SECONDS];
+    state_series(st, 0, STATE_SERIES_MODEL_MS, STATE_ANY, STATE_SECONDS, 11 + STATE_SECONDS, v);
+    cr_assert_float_eq(v[STATE_SECONDS - 1], 7, 1e-9, "the new second, not a mix");
+    state_series(st, 0, STATE_SERIES_MODEL_MS, STATE_ANY, 1, 11, v);
+    cr_assert(isnan(v[0]), "second 10 is gone");
+}
+
+/* ---- liveness ---- */
+
+Test(state, stale_after_three_seconds_then_down_then_recovers)
+{
+    cr_assert_eq(state_node_live(st, 0, 0), STATE_DOWN, "never heard of");
+    heartbeat(0, 100);
+    cr_assert_eq(state_node_live(st, 0, 102.9), STATE_UP);
+    cr_assert_eq(state_node_live(st, 0, 103.0), STATE_STALE);
+    cr_assert_eq(state_node_live(st, 0, 109.9), STATE_STALE);
+    cr_assert_eq(state_node_live(st, 0, 110.0), STATE_DOWN);
+    heartbeat(0, 111);
+    cr_assert_eq(state_node_live(st, 0, 111), STATE_UP);
+}
+
+Test(state, tick_logs_each_change_once)
+{
+    heartbeat(1, 100);
+    state_tick(st, 101);
+    state_tick(st, 104);
+    state_tick(st, 105);
+    state_tick(st, 111);
+    heartbeat(1, 112);
+    struct state_event_filter f = {.node = 1, .kind = "node_"};
+    const struct state_event *ev[8];
+    int n = state_events(st, &f, 0, 8, ev);
+    cr_assert_eq(n, 4);
+    cr_assert_str_eq(ev[0]->kind, "node_up");
+    cr_assert_str_eq(ev[1]->kind, "node_down");
+    cr_assert_str_eq(ev[2]->kind, "node_stale");
+    cr_assert(strstr(ev[2]->message, "4.0 s"), "%s", ev[2]->message);
+    cr_assert_str_eq(ev[3]->kind, "node_up");
+}
+
+Test(state, down_at_once_when_told_and_starting_until_heartbeat)
+{
+    heartbeat(2, 100);
+    state_mark_down(st, 2, "process exited with status 137", 100.5);
+    cr_assert_eq(state_node_live(st, 2, 100.5), STATE_DOWN);
+    state_mark_starting(st, 2, 101);
+    cr_assert_eq(state_node_live(st, 2, 150), STATE_STARTING, "old heartbeat age is moot");
+    cr_assert_eq(state_node_live(st, 2, 101 + STATE_START_TIMEOUT_S), STATE_DOWN);
+    heartbeat(2, 160);
+    cr_assert_eq(state_node_live(st, 2, 160), STATE_UP);
+    struct state_event_filter f = {.node = 2, .text = "137"};
+    cr_assert_eq(state_event_count(st, &f), 1);
+}
+
+/* ---- loss ---- */
+
+Test(state, loss_from_seq_gaps_and_restart_is_not_loss)
+{
+    static const uint64_t seq[] = {100, 101, 104, 105, 1, 2, 5, 6};
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+        proto_head h = {.seq = seq[i]};
+        proto_step s = make_step(PROTO_PHASE_DECODE, 1, 1);
+        state_ingest_step(st, 0, &h, &s, 10 + i);
+    }
+    struct state_node_view v;
+    state_node_view(st, 0, 20, &v);
+    cr_assert_eq(v.received, 8);
+    cr_assert_eq(v.lost, 2 + 2, "102-103 and 3-4; nothing before the first heard");
+    cr_assert_eq(v.restarts, 1);
+    struct state_cluster_view c;
+    state_cluster_view(st, 20, &c);
+    cr_assert_eq(c.lost, 4);
+    struct state_event_filter f = {.node = -1, .kind = "node_restart"};
+    cr_assert_eq(state_event_count(st, &f), 1);
+}
+
+Test(state, seq_is_shared_by_all_topics)
+{
+    proto_head h = {.seq = 1};
+    proto_step s = make_step(PROTO_PHASE_DECODE, 1, 1);
+    state_ingest_step(st, 1, &h, &s, 1);
+    h.seq = 2;
+    proto_event e = {.kind = PROTO_EV_ERROR};
+    state_ingest_event(st, 1, &h, &e, 1);
+    h.seq = 3;
+    proto_req_msg m = {.end = 0};
+    state_ingest_req(st, 1, &h, &m, 1);
+    h.seq = 4;
+    proto_tel t = {.topic = PROTO_TOPIC_UNKNOWN, .head = h};
+    state_ingest(st, 1, &t, 1);
+    h.seq = 5;
+    state_ingest_step(st, 1, &h, &s, 1);
+    struct state_node_view v;
+    state_node_view(st, 1, 2, &v);
+    cr_assert_eq(v.lost, 0);
+    cr_assert_eq(v.received, 5);
+}
+
+/* ---- highlights ---- */
+
+Test(state, orchestration_bound_when_eval_exceeds_model)
+{
+    for (int i = 0; i < 20; i++) {
+        step(0, PROTO_PHASE_DECODE, 7, 29, 10 + i * 0.1);
+        step(1, PROTO_PHASE_DECODE, 30, 6, 10 + i * 0.1);
+    }
+    cr_assert(state_node_flags(st, 0, 12) & STATE_FLAG_ORCH_BOUND);
+    cr_assert_not(state_node_flags(st, 1, 12) & STATE_FLAG_ORCH_BOUND);
+    cr_assert_not(state_node_flags(st, 2, 12) & STATE_FLAG_ORCH_BOUND, "no steps, no flag");
+    cr_assert_not(state_node_flags(st, 0, 12 + STATE_RECENT_S + 1) & STATE_FLAG_ORCH_BOUND,
+                  "old steps do not count");
+}
+
+Test(state, low_headroom_and_memory_split)
+{
+    proto_head h = head_of(0);
+    proto_step s = make_step(PROTO_PHASE_DECODE, 1, 1);
+    heartbeat(0, 10); /* weights 3000 */
+    s.kv_bytes = 2000;
+    s.budget = 10000;
+    s.headroom = 999;
+    state_ingest_step(st, 0, &h, &s, 10.5);
+    struct state_node_view v;
+    state_node_view(st, 0, 11, &v);
+    cr_assert(v.flags & STATE_FLAG_LOW_HEADROOM);
+    cr_assert(v.mem.known);
+    cr_assert_eq(v.mem.weights, 3000);
+    cr_assert_eq(v.mem.kv, 2000);
+    cr_assert_eq(v.mem.other, 10000 - 999 - 3000 - 2000);
+    cr_assert_eq(v.mem.headroom, 999);
+    cr_assert_eq(v.mem.weights + v.mem.kv + v.mem.other + v.mem.headroom, v.mem.budget);
+
+    h = head_of(0);
+    s.headroom = 1000;
+    state_ingest_step(st, 0, &h, &s, 11);
+    cr_assert_not(state_node_flags(st, 0, 11) & STATE_FLAG_LOW_HEADROOM, "exactly 10%%");
+
+    h = head_of(0);
+    s.headroom = -500;
+    state_ingest_step(st, 0, &h, &s, 12);
+    state_node_view(st, 0, 12, &v);
+    cr_assert_eq(v.mem.headroom, 0);
+    cr_assert_eq(v.mem.headroom_signed, -500);
+}
+
+Test(state, nonfinite_flag_lasts_a_minute)
+{
+    proto_head h = head_of(1);
+    proto_step s = make_step(PROTO_PHASE_DECODE, 1, 1);
+    s.act_max = NAN;
+    state_ingest_step(st, 1, &h, &s, 100);
+    cr_assert(state_node_flags(st, 1, 101) & STATE_FLAG_NONFINITE);
+    cr_assert(state_node_flags(st, 1, 100 + STATE_ACT_BASE_S - 1) & STATE_FLAG_NONFINITE);
+    cr_assert_not(state_node_flags(st, 1, 100 + STATE_ACT_BASE_S) & STATE_FLAG_NONFINITE);
+
+    h = head_of(2);
+    s.act_max = 3;
+    s.nonfinite = 2;
+    state_ingest_step(st, 2, &h, &s, 100);
+    cr_assert(state_node_flags(st, 2, 100) & STATE_FLAG_NONFINITE);
+
+    h = head_of(0);
+    proto_event e = {.kind = PROTO_EV_NUMERIC};
+    strcpy(e.kind_name, "numeric");
+    state_ingest_event(st, 0, &h, &e, 100);
+    cr_assert(state_node_flags(st, 0, 100) & STATE_FLAG_NONFINITE);
+}
+
+/* A minute at act_max around 2, then one value. */
+static unsigned spike_flags(double value)
+{
+    for (int sec = 0; sec < 60; sec++) {
+        proto_head h = head_of(0);
+        proto_step s = make_step(PROTO_PHASE_DECODE, 1, 1);
+        s.act_max = 1.5 + (sec % 3) * 0.5;
+        state_ingest_step(st, 0, &h, &s, 1000 + sec);
+    }
+    proto_head h = head_of(0);
+    proto_step s = make_step(PROTO_PHASE_DECODE, 1, 1);
+    s.act_max = value;
+    state_ingest_step(st, 0, &h, &s, 1062.5);
+    return state_node_flags(st, 0, 1063);
+}
+
+Test(state, act_spike_far_above_recent_median)
+{
+    cr_assert(spike_flags(2.0 * STATE_ACT_SPIKE + 0.5) & STATE_FLAG_ACT_SPIKE);
+}
+
+Test(state, act_rise_within_bounds_is_not_a_spike)
+{
+    cr_assert_not(spike_flags(2.0 * STATE_ACT_SPIKE - 0.5) & STATE_FLAG_ACT_SPIKE);
+}
+
+Test(state, act_spike_needs_history)
+{
+    proto_head h = head_of(0);
+    proto_step s = make_step(PROTO_PHASE_DECODE, 1, 1);
+    s.act_max = 1000;
+    state_ingest_step(st, 0, &h, &s, 5);
+    cr_assert_not(state_node_flags(st, 0, 5) & STATE_FLAG_ACT_SPIKE);
+}
+
+static void heartbeat_fp(int node, const char *fp)
+{
+    proto_head h = head_of(node);
+    proto_status s = {0};
+    strcpy(s.model.fingerprint, fp);
+    state_ingest_heartbeat(st, node, &h, &s, 10);
+}
+
+Test(state, fingerprint_mismatch_flags_the_odd_stage)
+{
+    heartbeat_fp(0, "aaaa");
+    heartbeat_fp(1, "aaaa");
+    cr_assert_not(state_node_flags(st, 0, 10) & STATE_FLAG_FINGERPRINT);
+    heartbeat_fp(2, "bbbb");
+    cr_assert_not(state_node_flags(st, 0, 10) & STATE_FLAG_FINGERPRINT);
+    cr_assert_not(state_node_flags(st, 1, 10) & STATE_FLAG_FINGERPRINT);
+    cr_assert(state_node_flags(st, 2, 10) & STATE_FLAG_FINGERPRINT);
+}
+
+Test(state, fingerprint_tie_flags_both)
+{
+    heartbeat_fp(0, "aaaa");
+    heartbeat_fp(1, "bbbb");
+    cr_assert(state_node_flags(st, 0, 10) & STATE_FLAG_FINGERPRINT);
+    cr_assert(state_node_flags(st, 1, 10) & STATE_FLAG_FINGERPRINT);
+    cr_assert_not(state_node_flags(st, 2, 10) & STATE_FLAG_FINGERPRINT, "no heartbeat yet");
+}
+
+/* ---- config ---- */
+
+Test(state, config_requested_acked_confirmed)
+{
+    proto_set_args want = {.has_kv_bits = 1, .kv_bits = 4};
+    const struct state_config *c = state_node_config(st, 1);
+    cr_assert_eq(c->stage, STATE_CFG_NONE);
+    state_config_request(st, 1, &want, 10);
+    cr_assert_eq(c->stage, STATE_CFG_REQUESTED);
+    step(1, PROTO_PHASE_DECODE, 1, 1, 10.1); /* still kv_bits 16 */
+    cr_assert_eq(c->stage, STATE_CFG_REQUESTED);
+    state_config_reply(st, 1, 1, NULL, 10.2);
+    cr_assert_eq(c->stage, STATE_CFG_ACKED);
+    proto_head h = head_of(1);
+    proto_step s = make_step(PROTO_PHASE_DECODE, 1, 1);
+    s.kv_bits = 4;
+    state_ingest_step(st, 1, &h, &s, 10.3);
+    cr_assert_eq(c->stage, STATE_CFG_CONFIRMED);
+    cr_assert_eq(c->kv_bits, 4);
+    cr_assert_float_eq(c->t_confirmed, 10.3, 1e-9);
+    struct state_event_filter f = {.node = 1, .kind = "config_request"};
+    const struct state_event *ev;
+    cr_assert_eq(state_events(st, &f, 0, 1, &ev), 1);
+    cr_assert_str_eq(ev->message, "kv_bits=4 requested");
+}
+
+Test(state, config_refused)
+{
+    proto_set_args want = {.has_prefill_step = 1, .prefill_step = 512};
+    state_config_request(st, 0, &want, 10);
+    state_config_reply(st, 0, 0, "bad_value: prefill_step 512 exceeds max_ctx", 10.1);
+    const struct state_config *c = state_node_config(st, 0);
+    cr_assert_eq(c->stage, STATE_CFG_FAILED);
+    cr_assert(strstr(c->error, "max_ctx"));
+    step(0, PROTO_PHASE_PREFILL, 1, 1, 10.2);
+    cr_assert_eq(c->stage, STATE_CFG_FAILED, "telemetry does not undo a refusal");
+}
+
+Test(state, config_auto_prefill_is_confirmed_by_heartbeat_only)
+{
+    proto_set_args want = {.has_prefill_step = 1, .prefill_step = PROTO_PREFILL_AUTO};
+    state_config_request(st, 2, &want, 10);
+    state_config_reply(st, 2, 1, NULL, 10.1);
+    step(2, PROTO_PHASE_PREFILL, 1, 1, 10.2);
+    const struct state_config *c = state_node_config(st, 2);
+    cr_assert_eq(c->stage, STATE_CFG_ACKED);
+    cr_assert_eq(c->prefill_effective, 64);
+    proto_head h = head_of(2);
+    proto_status s = {0};
+    s.config.prefill_step = PROTO_PREFILL_AUTO;
+    s.config.kv_bits = 16;
+    state_ingest_heartbeat(st, 2, &h, &s, 11);
+    cr_assert_eq(c->stage, STATE_CFG_CONFIRMED);
+    cr_assert_eq(c->prefill_step, PROTO_PREFILL_AUTO);
+}
+
+/* ---- events ---- */
+
+static void node_event(int node, const char *kind, const char *msg, double now)
+{
+    proto_head h = head_of(node);
+    proto_event e = {.kind = PROTO_EV_ERROR};
+    strcpy(e.kind_name, kind);
+    strcpy(e.message, msg);
+    strcpy(e.code, "kv_oom");
+    state_ingest_event(st, node, &h, &e, now);
+}
+
+Test(state, events_filter_by_node_kind_and_text)
+{
+    node_event(0, "refused", "needs 4 GiB, has 1 GiB", 1);
+    node_event(1, "config_applied", "kv_bits 16 -> 4", 2);
+    node_event(2, "refused", "Context LIMIT reached", 3);
+    state_event_add(st, -1, "ssh", 4, "connected to %s", "tail");
+
+    const struct state_event *ev[8];
+    cr_assert_eq(state_events(st, NULL, 0, 8, ev), 4);
+    cr_assert_str_eq(ev[0]->kind, "ssh", "newest first");
+    cr_assert_eq(ev[0]->node, -1);
+
+    struct state_event_filter by_node = {.node = 2};
+    cr_assert_eq(state_events(st, &by_node, 0, 8, ev), 1);
+    cr_assert(strstr(ev[0]->message, "LIMIT"));
+
+    struct state_event_filter by_kind = {.node = -1, .kind = "refused"};
+    cr_assert_eq(state_event_count(st, &by_kind), 2);
+
+    struct state_event_filter by_text = {.node = -1, .text = "context limit"};
+    cr_assert_eq(state_events(st, &by_text, 0, 8, ev), 1);
+    cr_assert_eq(ev[0]->node, 2);
+
+    struct state_event_filter by_name = {.node = -1, .text = "TAIL"};
+    cr_assert_eq(state_event_count(st, &by_name), 2, "node name and message both match");
+
+    struct state_event_filter by_code = {.node = -1, .text = "kv_oom"};
+    cr_assert_eq(state_event_count(st, &by_code), 3);
+    cr_assert_eq(state_events(st, &by_code, 1, 8, ev), 2, "skip scrolls");
+    cr_assert_eq(ev[0]->node, 1);
+}
+
+Test(state, events_ring_keeps_the_newest)
+{
+    for (int i = 0; i < STATE_EVENTS + 50; i++) state_event_add(st, -1, "test", i, "event %d", i);
+    struct state_event_filter all = {.node = -1};
+    cr_assert_eq(state_event_count(st, &all), STATE_EVENTS);
+    const struct state_event *ev[STATE_EVENTS];
+    cr_assert_eq(state_events(st, &all, STATE_EVENTS - 1, 5, ev), 1);
+    cr_assert_str_eq(ev[0]->message, "event 50");
+}
+
+/* ---- cluster header ---- */
+
+Test(state, cluster_view_totals)
+{
+    for (int i = 0; i < 3; i++) heartbeat(i, 100);
+    state_mark_down(st, 1, "killed", 100);
+    proto_head h = head_of(0);
+    proto_req_msg m = {.end = 0, .prompt_tokens = 300};
+    strcpy(m.req, "r7");
+    state_ingest_req(st, 0, &h, &m, 100);
+    /* head: 2 prefill chunks of 64 per second; tail: 10 decode steps a second. */
+    for (int sec = 0; sec < STATE_RECENT_S; sec++) {
+        for (int k = 0; k < 2; k++) step(0, PROTO_PHASE_PREFILL, 1, 1, 100 + sec + k * 0.4);
+        for (int k = 0; k < 10; k++) step(2, PROTO_PHASE_DECODE, 1, 1, 100 + sec + k * 0.09);
+        step(0, PROTO_PHASE_DECODE, 1, 1, 100 + sec); /* not the tail: not counted */
+    }
+    struct state_cluster_view c;
+    state_cluster_view(st, 100 + STATE_RECENT_S, &c);
+    cr_assert_str_eq(c.name, "ring");
+    cr_assert_eq(c.nodes_total, 3);
+    cr_assert_eq(c.nodes_up, 0, "heartbeats are 5 s old: stale");
+    cr_assert_str_eq(c.req, "r7");
+    cr_assert_float_eq(c.prefill_tps, 128, 1e-9);
+    cr_assert_float_eq(c.decode_tps, 10, 1e-9);
+    cr_assert(isnan(c.last_ttft_ms));
+
+    for (int i = 0; i < 3; i++) heartbeat(i, 105);
+    h = head_of(0);
+    m.end = 1;
+    m.ok = 1;
+    m.stats.ttft_ms = 42.5;
+    state_ingest_req(st, 0, &h, &m, 105);
+    state_cluster_view(st, 105, &c);
+    cr_assert_eq(c.nodes_up, 3);
+    cr_assert_str_eq(c.req, "");
+    cr_assert_float_eq(c.last_ttft_ms, 42.5, 1e-9);
+}
+
+Test(state, failed_request_is_an_event)
+{
+    proto_head h = head_of(0);
+    proto_req_msg m = {.end = 1, .ok = 0};
+    strcpy(m.req, "r9");
+    strcpy(m.code, "stage_timeout");
+    strcpy(m.message, "stage 2 silent for 5 s");
+    state_ingest_req(st, 0, &h, &m, 1);
+    struct state_event_filter f = {.node = 0, .kind = "req_failed"};
+    const struct state_event *ev;
+    cr_assert_eq(state_events(st, &f, 0, 1, &ev), 1);
+    cr_assert_str_eq(ev->req, "r9");
+    cr_assert_str_eq(ev->code, "stage_timeout");
+}
+
+Test(state, node_view_row)
+{
+    heartbeat(1, 50);
+    for (int i = 0; i < 10; i++) step(1, PROTO_PHASE_DECODE, 7, 29, 50 + i * 0.1);
+    struct state_node_view v;
+    state_node_view(st, 1, 51, &v);
+    cr_assert_str_eq(v.name, "mid");
+    cr_assert_eq(v.live, STATE_UP);
+    cr_assert_eq(v.phase, STATE_DECODE);
+    cr_assert_eq(v.layer_first, 4);
+    cr_assert_eq(v.layer_last, 8);
+    cr_assert_float_eq(v.model_p50, 7, 1e-6);
+    cr_assert_float_eq(v.eval_p50, 29, 1e-6);
+    cr_assert_float_eq(v.steps_per_s, 10.0 / STATE_RECENT_S, 1e-9);
+    cr_assert_str_eq(v.fingerprint, "aaaa");
+    state_node_view(st, 1, 50.9 + STATE_IDLE_S + 0.1, &v);
+    cr_assert_eq(v.phase, -1, "idle");
+    cr_assert_eq(state_node_index(st, "tail"), 2);
+    cr_assert_eq(state_node_index(st, "nope"), -1);
+}

@@ -1,0 +1,146 @@
+/* test_view_config.c: the config view's keys, without a terminal: what a
+ * key sequence hands to the app, and what it refuses. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "layout.h"
+#include "view.h"
+
+static state *st;
+static struct layout lay;
+static struct ui_options opt;
+static struct view_ctx v;
+static struct ui_action out[UI_ACTIONS_MAX];
+
+static void heartbeat(int node, int prefill, int kv_bits)
+{
+    proto_head h = {.seq = 1};
+    proto_status s = {0};
+    strcpy(h.node, state_node_name(st, node));
+    s.config.prefill_step = prefill;
+    s.config.kv_bits = kv_bits;
+    s.memory.budget = 1000;
+    state_ingest_heartbeat(st, node, &h, &s, 1.0);
+}
+
+static void setup(void)
+{
+    static const char *const names[] = {"a", "b"};
+    st = state_new("test", 2, names);
+    cr_assert_not_null(st);
+    heartbeat(0, 512, 16);
+    heartbeat(1, PROTO_PREFILL_AUTO, 8);
+    lay = layout_compute(120, 40, LAYOUT_CONFIG, 3, 0);
+    memset(&opt, 0, sizeof opt);
+    memset(&v, 0, sizeof v);
+    v.st = st;
+    v.now = 2.0;
+    v.n_nodes = 2;
+    v.lay = &lay;
+    v.g = glyphs_get(0);
+    v.opt = &opt;
+    v.out = out;
+    v.max_out = UI_ACTIONS_MAX;
+    v.goto_view = -1;
+}
+
+static void teardown(void)
+{
+    state_free(st);
+}
+
+TestSuite(view_config, .init = setup, .fini = teardown);
+
+/* Feeds the keys of s ('\n' is Enter, 'E' Escape) and checks each is the view's. */
+static void keys(const char *s)
+{
+    for (; *s; s++) {
+        int k = *s == 'E' ? 27 : *s;
+        cr_assert(view_config.key(&v, k), "key '%c' was not the config view's", *s);
+    }
+}
+
+Test(view_config, cycling_kv_bits_sends_a_set_to_the_node)
+{
+    keys("lb\n");
+    cr_assert_eq(v.n_out, 1);
+    cr_expect_eq(out[0].kind, UI_ACT_SET_CONFIG);
+    cr_expect_eq(out[0].node, 0);
+    cr_expect(out[0].set.has_kv_bits);
+    cr_expect_eq(out[0].set.kv_bits, 8); /* 16 -> 8 */
+    cr_expect_not(out[0].set.has_prefill_step);
+    cr_expect_not(v.cfg.editing);
+}
+
+Test(view_config, plus_and_minus_double_and_halve_prefill_step)
+{
+    keys("++-\n");
+    cr_assert_eq(v.n_out, 1);
+    cr_expect(out[0].set.has_prefill_step);
+    cr_expect_eq(out[0].set.prefill_step, 1024); /* 512 * 2 * 2 / 2 */
+    cr_expect_not(out[0].set.has_kv_bits);
+}
+
+Test(view_config, prefill_step_stops_at_8192)
+{
+    for (int i = 0; i < 10; i++) keys("+");
+    keys("\n");
+    cr_assert_eq(v.n_out, 1);
+    cr_expect_eq(out[0].set.prefill_step, 8192);
+}
+
+Test(view_config, typed_digits_and_auto)
+{
+    keys("j2048\n");
+    cr_assert_eq(v.n_out, 1);
+    cr_expect_eq(out[0].node, 1);
+    cr_expect_eq(out[0].set.prefill_step, 2048);
+    keys("a\n");
+    cr_assert_eq(v.n_out, 2);
+    cr_expect_eq(out[1].set.prefill_step, PROTO_PREFILL_AUTO);
+}
+
+Test(view_config, last_row_is_every_node)
+{
+    keys("Gl-\n");
+    cr_assert_eq(v.n_out, 1);
+    cr_expect_eq(out[0].node, UI_ALL_NODES);
+    cr_expect_eq(out[0].set.kv_bits, 8); /* node a's 16, one step down */
+}
+
+Test(view_config, escape_drops_the_draft)
+{
+    keys("lbE\n");
+    cr_expect_eq(v.n_out, 0);
+    cr_expect_neq(strstr(v.message, "nothing to apply"), NULL, "message: %s", v.message);
+}
+
+Test(view_config, bad_kv_bits_are_refused_before_sending)
+{
+    keys("l5\n");
+    cr_expect_eq(v.n_out, 0);
+    cr_expect(v.message_error);
+    cr_expect_neq(strstr(v.message, "kv_bits 5"), NULL, "message: %s", v.message);
+}
+
+Test(view_config, readonly_refuses_every_edit)
+{
+    opt.readonly = 1;
+    keys("lb\n+\n1\n");
+    cr_expect_eq(v.n_out, 0);
+    cr_expect_not(v.cfg.editing);
+}
+
+Test(view_config, readonly_says_so)
+{
+    opt.readonly = 1;
+    keys("b");
+    cr_expect_neq(strstr(v.message, "read-only"), NULL, "message: %s", v.message);
+}
+
+Test(view_config, other_keys_are_left_to_the_ui)
+{
+    cr_expect_not(view_config.key(&v, 'q'));
+    cr_expect_not(view_config.key(&v, '\t'));
+    cr_expect_not(view_config.key(&v, 'e'));
+}

@@ -1,0 +1,319 @@
+/* app.c: the console's main loop and `infertop` without a verb (app.h). */
+#include "app.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "cluster.h"
+
+/* The longest the loop sleeps with nothing due: a resize that lands just
+ * before zmq_poll is seen by then at the latest. */
+#define APP_MAX_WAIT_S 1.0
+
+double app_now(void)
+{
+    return clock_ms() / 1000.0;
+}
+
+int app_ui_option(const char *arg, struct ui_options *o)
+{
+    if (strcmp(arg, "--no-color") == 0)
+        o->no_color = 1;
+    else if (strcmp(arg, "--ascii") == 0)
+        o->ascii = 1;
+    else if (strcmp(arg, "--readonly") == 0)
+        o->readonly = 1;
+    else
+        return 0;
+    return 1;
+}
+
+/* ---- signals -------------------------------------------------------------- */
+
+/* The write end of the self-pipe. A signal handler can reach the loop only
+ * through a global; this one is set while app_run runs and nowhere else. */
+static int signal_pipe = -1;
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    if (write(signal_pipe, &b, 1) < 0) {
+        /* The pipe is full: the loop has wake-ups queued already. */
+    }
+    errno = saved;
+}
+
+static const int app_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+#define N_SIGNALS ((int)(sizeof app_signals / sizeof app_signals[0]))
+
+struct signals {
+    int fd[2];
+    struct sigaction old[N_SIGNALS];
+};
+
+static int signals_catch(struct signals *s, char *err, size_t errlen)
+{
+    if (pipe2(s->fd, O_NONBLOCK | O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    signal_pipe = s->fd[1];
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (int i = 0; i < N_SIGNALS; i++)
+        sigaction(app_signals[i], &sa, &s->old[i]);
+    return 0;
+}
+
+static void signals_release(struct signals *s)
+{
+    for (int i = 0; i < N_SIGNALS; i++)
+        sigaction(app_signals[i], &s->old[i], NULL);
+    signal_pipe = -1;
+    close(s->fd[0]);
+    close(s->fd[1]);
+}
+
+/* Empties the pipe. Returns 1 when a signal asks to quit. SIGCHLD only
+ * has to wake the loop: the hooks reap on every turn. */
+static int signals_read(struct signals *s)
+{
+    unsigned char buf[64];
+    int quit = 0;
+    ssize_t n;
+    while ((n = read(s->fd[0], buf, sizeof buf)) > 0)
+        for (ssize_t i = 0; i < n; i++)
+            quit |= buf[i] != SIGCHLD;
+    return quit;
+}
+
+/* ---- the loop ------------------------------------------------------------- */
+
+struct loop {
+    const struct ui_options *uo;
+    state *st;
+    links *l;
+    const struct app_hooks *hooks;
+    ui *u;
+    double next_tick;  /* state_tick */
+    double next_hook;  /* the latest next turn hooks->tick asked for */
+    double next_tel;   /* telemetry is read again from then on */
+    int quit;
+};
+
+static void act(struct loop *lp, const struct ui_action *a, double now)
+{
+    char err[256];
+    switch (a->kind) {
+    case UI_ACT_QUIT:
+        lp->quit = 1;
+        return;
+    case UI_ACT_SET_CONFIG:
+        if (lp->uo->readonly) {
+            ui_message(lp->u, "read-only console (--readonly): config changes are off");
+            return;
+        }
+        if (links_set(lp->l, a->node == UI_ALL_NODES ? -1 : a->node, &a->set, now) > 0)
+            ui_message(lp->u, "set could not be sent to every node: see the events");
+        ui_mark_dirty(lp->u);
+        return;
+    case UI_ACT_NODE_START:
+    case UI_ACT_NODE_STOP:
+    case UI_ACT_NODE_RESTART:
+        if (lp->uo->readonly) {
+            ui_message(lp->u, "read-only console (--readonly): node actions are off");
+        } else if (!lp->hooks || !lp->hooks->node_action) {
+            ui_message(lp->u, "starting and stopping nodes is not available for this cluster");
+        } else if (lp->hooks->node_action(lp->hooks->ctx, a->kind, a->node, now, err,
+                                          sizeof err) != 0) {
+            ui_message(lp->u, "%s", err);
+        }
+        ui_mark_dirty(lp->u);
+        return;
+    }
+}
+
+/* The poll timeout: up to the first thing due, at most APP_MAX_WAIT_S. */
+static long poll_timeout_ms(const struct loop *lp, int telemetry, double now)
+{
+    double wake = now + APP_MAX_WAIT_S;
+    wake = fmin(wake, lp->next_tick);
+    wake = fmin(wake, lp->next_hook);
+    wake = fmin(wake, links_next_deadline(lp->l));
+    if (!telemetry)
+        wake = fmin(wake, lp->next_tel);
+    double due = ui_frame_due(lp->u, now);
+    if (due >= 0)
+        wake = fmin(wake, now + due);
+    double ms = ceil((wake - now) * 1000.0);
+    return ms > 0 ? (long)ms : 0;
+}
+
+/* One turn: wait for something, take it in, draw. 0, or -1 when polling
+ * failed. */
+static int turn(struct loop *lp, struct signals *sig, zmq_pollitem_t *items, int max, char *err,
+                size_t errlen)
+{
+    double now = app_now();
+    int telemetry = now >= lp->next_tel;
+    items[0] = (zmq_pollitem_t){NULL, STDIN_FILENO, ZMQ_POLLIN, 0};
+    items[1] = (zmq_pollitem_t){NULL, sig->fd[0], ZMQ_POLLIN, 0};
+    int n = 2 + links_poll_items(lp->l, telemetry, items + 2, max - 2);
+    if (zmq_poll(items, n, poll_timeout_ms(lp, telemetry, now)) < 0 && errno != EINTR) {
+        snprintf(err, errlen, "poll: %s", zmq_strerror(errno));
+        return -1;
+    }
+    now = app_now();
+    int changed = 0;
+    if (signals_read(sig))
+        lp->quit = 1;
+    if (links_process(lp->l, items + 2, n - 2, now) > 0)
+        changed = 1;
+    /* Read again one frame later: see the header. */
+    if (telemetry && (items[2].revents & ZMQ_POLLIN))
+        lp->next_tel = now + 1.0 / UI_FPS;
+    if (links_tick(lp->l, now) > 0)
+        changed = 1;
+    if (now >= lp->next_tick) {
+        state_tick(lp->st, now);
+        lp->next_tick = now + APP_TICK_S;
+        changed = 1;
+    }
+    /* Every turn: a reply taken in above may have freed the hook to act. */
+    if (lp->hooks && lp->hooks->tick) {
+        int hook_changed = 0;
+        lp->next_hook = lp->hooks->tick(lp->hooks->ctx, now, &hook_changed);
+        changed |= hook_changed;
+    }
+    struct ui_action acts[UI_ACTIONS_MAX];
+    int na = ui_handle_input(lp->u, lp->st, now, acts, UI_ACTIONS_MAX);
+    for (int i = 0; i < na; i++)
+        act(lp, &acts[i], now);
+    if (changed)
+        ui_mark_dirty(lp->u);
+    ui_draw(lp->u, lp->st, now);
+    return 0;
+}
+
+int app_run(const struct ui_options *uo, state *st, links *l, const struct app_hooks *hooks,
+            char *err, size_t errlen)
+{
+    struct signals sig;
+    double now = app_now();
+    struct loop lp = {uo, st, l, hooks, NULL, now, now, now, 0};
+    if (!hooks || !hooks->tick)
+        lp.next_hook = INFINITY;
+    int max = 2 + links_poll_max(l);
+    zmq_pollitem_t items[max];
+
+    /* Before ui_open: curses installs its own SIGINT and SIGTERM handlers
+     * only where it finds the default one, so these stay ours. */
+    if (signals_catch(&sig, err, errlen) != 0)
+        return -1;
+    if (!(lp.u = ui_open(uo, err, errlen))) {
+        signals_release(&sig);
+        return -1;
+    }
+    int rc = 0;
+    while (!lp.quit && rc == 0)
+        rc = turn(&lp, &sig, items, max, err, errlen);
+    ui_close(lp.u);
+    signals_release(&sig);
+    return rc;
+}
+
+int app_connect(const struct cluster *c, double now, state **st, links **l, char *err,
+                size_t errlen)
+{
+    const char *names[c->n_nodes > 0 ? c->n_nodes : 1];
+    for (int i = 0; i < c->n_nodes; i++)
+        names[i] = c->nodes[i].name;
+    *l = NULL;
+    if (!(*st = state_new(c->name, c->n_nodes, names))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (links_open(l, c, *st, now, err, errlen) != 0) {
+        state_free(*st);
+        *st = NULL;
+        return -1;
+    }
+    links_identify(*l);
+    return 0;
+}
+
+/* ---- infertop without a verb ---------------------------------------------- */
+
+static void app_usage(FILE *out)
+{
+    fputs("usage: infertop [-c FILE] [--no-color] [--ascii] [--readonly]\n"
+          "\n"
+          "Opens the dashboard on the cluster described by FILE, else ./infertop.conf,\n"
+          "else $XDG_CONFIG_HOME/infertop/cluster.conf (see contrib/cluster.example.conf).\n"
+          "\n"
+          "  -c, --config FILE  the cluster file\n"
+          "  --no-color         no colours (also when NO_COLOR is set)\n"
+          "  --ascii            ASCII only, no UTF-8 line drawing or blocks\n"
+          "  --readonly         refuse config changes and node actions\n"
+          "\n"
+          "`infertop demo` starts a local ring and opens the dashboard on it.\n",
+          out);
+}
+
+int app_main(int argc, char **argv)
+{
+    struct ui_options uo = {.mouse = 1};
+    const char *given = NULL;
+    char path[CLUSTER_PATH_MAX], err[1024];
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            app_usage(stdout);
+            return CLI_OK;
+        }
+        if (app_ui_option(argv[i], &uo))
+            continue;
+        if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "infertop: %s needs a file (see infertop --help)\n", argv[i]);
+                return CLI_USAGE;
+            }
+            given = argv[++i];
+            continue;
+        }
+        fprintf(stderr, "infertop: unknown option \"%s\" (see infertop --help)\n", argv[i]);
+        return CLI_USAGE;
+    }
+    struct cluster *c = NULL;
+    if (cluster_locate(given, path, sizeof path, err, sizeof err) != 0 ||
+        cluster_load(path, &c, err, sizeof err) != 0) {
+        fprintf(stderr, "infertop: %s\n", err);
+        return CLI_ERROR;
+    }
+    uo.cluster = c;
+    state *st;
+    links *l;
+    int rc = app_connect(c, app_now(), &st, &l, err, sizeof err);
+    if (rc == 0) {
+        rc = app_run(&uo, st, l, NULL, err, sizeof err);
+        links_close(l);
+        state_free(st);
+    }
+    if (rc != 0)
+        fprintf(stderr, "infertop: %s\n", err);
+    cluster_free(c);
+    return rc == 0 ? CLI_OK : CLI_ERROR;
+}

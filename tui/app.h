@@ -1,0 +1,66 @@
+/* app.h: the console's one loop, and `infertop` without a verb.
+ *
+ * app_run polls the links' sockets, the terminal (STDIN_FILENO) and a
+ * self-pipe for signals together with zmq_poll, with a timeout up to the
+ * next thing due (the state's liveness tick, a request's deadline, the
+ * next frame, the hooks' next wish). It feeds the state, turns the
+ * operator's keys into requests and redraws: it never blocks on the
+ * network, on disk or on SSH.
+ *
+ * Telemetry is read at most once per frame: between two frames it waits in
+ * ZeroMQ's queue, so nodes publishing hundreds of steps a second cost the
+ * console UI_FPS wake-ups a second rather than one per message.
+ */
+#ifndef APP_H
+#define APP_H
+
+#include <stddef.h>
+
+#include "links.h"
+#include "state.h"
+#include "ui.h"
+
+/* How often liveness is recomputed (stale, down) and the rates redrawn. */
+#define APP_TICK_S 0.5
+
+/* What the caller adds to the loop (the demo: its child processes and its
+ * load). Every field may be NULL. */
+struct app_hooks {
+    void *ctx;
+    /* Called on every turn of the loop; a child process that changes
+     * state (SIGCHLD) makes a turn at once. Returns when it wants the next
+     * turn at the latest (INFINITY: no wish), and 1 in *changed when it
+     * changed the state. */
+    double (*tick)(void *ctx, double now, int *changed);
+    /* A node action the operator confirmed (UI_ACT_NODE_START, _STOP,
+     * _RESTART). 0, or -1 with err filled. NULL: node control is not
+     * available for this cluster. */
+    int (*node_action)(void *ctx, enum ui_action_kind kind, int node, double now, char *err,
+                       size_t errlen);
+};
+
+/* The app's clock: seconds on CLOCK_MONOTONIC, the `now` of state, links
+ * and ui. */
+double app_now(void);
+
+/* Takes one of the display options every dashboard verb accepts
+ * (--no-color, --ascii, --readonly). Returns 1 when arg was one. */
+int app_ui_option(const char *arg, struct ui_options *o);
+
+/* The state and the links of a cluster's nodes, in the file's order; the
+ * links ask the nodes to identify themselves (links_identify). -1 with err
+ * filled and nothing to free on failure. */
+int app_connect(const struct cluster *c, double now, state **st, links **l, char *err,
+                size_t errlen);
+
+/* Runs the dashboard until the operator quits or SIGINT, SIGTERM or SIGHUP
+ * comes. Returns 0, or -1 with err filled when the terminal or polling
+ * failed. */
+int app_run(const struct ui_options *uo, state *st, links *l, const struct app_hooks *hooks,
+            char *err, size_t errlen);
+
+/* `infertop [-c FILE] [--no-color] [--ascii] [--readonly]`: the dashboard
+ * on the cluster file. Returns an exit code (cli.h). */
+int app_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,61 @@
+/* cli.h: the headless verbs of infertop (`infertop VERB ...`) and what
+ * they share: exit codes and aligned tables. No curses here. */
+#ifndef CLI_H
+#define CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "protocol.h"
+
+/* Exit codes of every verb, listed in `infertop --help`. */
+enum {
+    CLI_OK = 0,
+    CLI_ERROR = 1,     /* the operation failed (database or output error) */
+    CLI_USAGE = 2,     /* bad command line: unknown verb/option, bad date or number */
+    CLI_NOT_FOUND = 3, /* no such run, no such node */
+    CLI_NO_DB = 4,     /* the database cannot be opened: path unwritable, not a
+                          database, or written by a newer infertop */
+    CLI_RUN_FAILED = 5,     /* stress: a request or leg failed (it is recorded) */
+    CLI_INTERRUPTED = 130,  /* stress: stopped by SIGINT/SIGTERM, recorded as aborted
+                               (128 + SIGINT, as shells report it) */
+};
+
+/* `infertop history ...`; argv[0] is "history". Returns an exit code. */
+int cli_history(int argc, char **argv);
+void cli_history_usage(FILE *out);
+
+/* `infertop status ...` and `infertop set ...` (cli_status.c); argv[0] is
+ * the verb. Return an exit code. */
+int cli_status(int argc, char **argv);
+int cli_set(int argc, char **argv);
+/* One SETTING of `infertop set` (prefill_step=N|auto, kv_bits=B) into *a;
+ * -1 with err naming the problem for a bad or repeated one. */
+int cli_set_parse(const char *kv, proto_set_args *a, char *err, size_t errlen);
+
+/* `infertop nodes ...` (cli_nodes.c): node operations over SSH; argv[0]
+ * is "nodes". Returns an exit code. */
+int cli_nodes(int argc, char **argv);
+
+/* `infertop stress ...` (cli_stress.c); argv[0] is "stress". Returns an
+ * exit code. */
+int cli_stress(int argc, char **argv);
+void cli_stress_usage(FILE *out);
+
+/* A text table whose columns are as wide as their widest cell; columns
+ * holding only numbers are right-aligned. Either buffered (cli_table_add,
+ * cli_table_print) or streamed in two passes for tables too large to keep
+ * (cli_table_measure every row, then cli_table_print_header and
+ * cli_table_print_row every row again). */
+typedef struct cli_table cli_table;
+
+cli_table *cli_table_new(int ncol, const char *const *headers);
+void cli_table_free(cli_table *t);
+/* Copies the cells (NULL cells print as "-"); -1 when out of memory. */
+int cli_table_add(cli_table *t, const char *const *cells);
+void cli_table_print(const cli_table *t, FILE *out);
+void cli_table_measure(cli_table *t, const char *const *cells);
+void cli_table_print_header(const cli_table *t, FILE *out);
+void cli_table_print_row(const cli_table *t, const char *const *cells, FILE *out);
+
+#endif

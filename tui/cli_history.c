@@ -1,0 +1,751 @@
+/* cli_history.c: `infertop history`, the run history from a terminal or a
+ * script: list, show, compare, best, export, prune. Tables for people,
+ * --json (and CSV exports) for scripts; every failure has an exit code
+ * from cli.h and a message naming the problem. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "store.h"
+
+typedef struct hopts {
+    const char *db;
+    int json;
+    const char *mode, *status, *model, *cluster, *grep, *since, *until;
+    int limit, page;
+    const char *what, *format, *out;
+    const char *older_than;
+    int vacuum;
+    unsigned seen; /* OPT_* bits given on the command line */
+} hopts;
+
+enum {
+    OPT_MODE = 1 << 0,
+    OPT_STATUS = 1 << 1,
+    OPT_MODEL = 1 << 2,
+    OPT_CLUSTER = 1 << 3,
+    OPT_GREP = 1 << 4,
+    OPT_SINCE = 1 << 5,
+    OPT_UNTIL = 1 << 6,
+    OPT_LIMIT = 1 << 7,
+    OPT_PAGE = 1 << 8,
+    OPT_WHAT = 1 << 9,
+    OPT_FORMAT = 1 << 10,
+    OPT_OUT = 1 << 11,
+    OPT_OLDER = 1 << 12,
+    OPT_VACUUM = 1 << 13,
+};
+
+typedef struct verb {
+    const char *name;
+    int nargs;        /* run ids after the verb */
+    unsigned options; /* OPT_* bits it accepts (--db, --json: all) */
+    int (*run)(store *s, const hopts *o, const int64_t *runs);
+} verb;
+
+static int run_list(store *s, const hopts *o, const int64_t *runs);
+static int run_show(store *s, const hopts *o, const int64_t *runs);
+static int run_compare(store *s, const hopts *o, const int64_t *runs);
+static int run_best(store *s, const hopts *o, const int64_t *runs);
+static int run_export(store *s, const hopts *o, const int64_t *runs);
+static int run_prune(store *s, const hopts *o, const int64_t *runs);
+
+static const verb verbs[] = {
+    {"list", 0,
+     OPT_MODE | OPT_STATUS | OPT_MODEL | OPT_GREP | OPT_SINCE | OPT_UNTIL | OPT_LIMIT | OPT_PAGE,
+     run_list},
+    {"show", 1, 0, run_show},
+    {"compare", 2, 0, run_compare},
+    {"best", 0, OPT_MODEL | OPT_CLUSTER, run_best},
+    {"export", 1, OPT_WHAT | OPT_FORMAT | OPT_OUT, run_export},
+    {"prune", 0, OPT_OLDER | OPT_VACUUM, run_prune},
+};
+
+void cli_history_usage(FILE *out)
+{
+    fputs("usage: infertop history [--db PATH] [--json] VERB ...\n"
+          "\n"
+          "  list [--mode M] [--status S] [--model NAME] [--grep TEXT]\n"
+          "       [--since DATE] [--until DATE] [--limit N] [--page N]\n"
+          "                        runs, newest first (N per page, default 20)\n"
+          "  show RUN              one run: legs, request and step percentiles, failure\n"
+          "  compare RUN RUN       two runs side by side: A, B, B-A and B/A\n"
+          "  best [--model NAME] [--cluster NAME]\n"
+          "                        per (kv_bits, prefill_step): max context reached and\n"
+          "                        decode tok/s there\n"
+          "  export RUN [--what requests|steps|summary] [--format table|csv|json]\n"
+          "       [--out FILE]     a run's rows (default: requests as a table on stdout)\n"
+          "  prune --older-than DAYS [--vacuum]\n"
+          "                        delete finished runs started more than DAYS ago\n"
+          "\n"
+          "  --db PATH   the history database (default $XDG_DATA_HOME/infertop/history.db,\n"
+          "              else ~/.local/share/infertop/history.db)\n"
+          "  --json      JSON on stdout instead of a table\n"
+          "  M: growth fixed soak sweep; S: running completed failed aborted\n"
+          "  DATE: YYYY-MM-DD or YYYY-MM-DD HH:MM[:SS], local time; --until is exclusive\n"
+          "  percentiles are nearest-rank (pN: the ceil(N% x count)-th smallest value)\n"
+          "\n"
+          "exit codes: 0 ok, 1 failed (database or output error), 2 bad command line\n"
+          "(unknown verb or option, bad date or number), 3 no such run, 4 database cannot\n"
+          "be opened (unwritable path, not a database, newer schema)\n",
+          out);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("infertop history: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs(" (see infertop history --help)\n", stderr);
+    return CLI_USAGE;
+}
+
+/* ---- argument values ---- */
+
+static int parse_int(const char *s, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Local time, "YYYY-MM-DD" or "YYYY-MM-DD HH:MM[:SS]" (or with a T).
+ * The fields must survive mktime unchanged: 2024-02-30 is refused, not
+ * read as March 1st. */
+static int parse_date(const char *s, double *out)
+{
+    static const char *const forms[] = {"%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M",
+                                        "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        struct tm tm = {0};
+        const char *end = strptime(s, forms[i], &tm);
+        if (!end || *end)
+            continue;
+        tm.tm_isdst = -1;
+        struct tm want = tm;
+        time_t t = mktime(&tm);
+        if (t == (time_t)-1 || tm.tm_year != want.tm_year || tm.tm_mon != want.tm_mon ||
+            tm.tm_mday != want.tm_mday || tm.tm_hour != want.tm_hour || tm.tm_min != want.tm_min)
+            return -1;
+        *out = (double)t;
+        return 0;
+    }
+    return -1;
+}
+
+static void fmt_time(double t, char *buf, size_t len)
+{
+    if (t <= 0) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    time_t secs = (time_t)t;
+    struct tm tm;
+    localtime_r(&secs, &tm);
+    strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+static void fmt_num(double v, char *buf, size_t len)
+{
+    if (!isfinite(v))
+        snprintf(buf, len, "-");
+    else if (v == floor(v) && fabs(v) < 1e15)
+        snprintf(buf, len, "%.0f", v);
+    else
+        snprintf(buf, len, "%.2f", v);
+}
+
+static void fmt_ctx(int64_t v, char *buf, size_t len)
+{
+    if (v < 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%lld", (long long)v);
+}
+
+static int print_json(json_t *j)
+{
+    if (!j) {
+        fputs("infertop history: out of memory building JSON\n", stderr);
+        return CLI_ERROR;
+    }
+    int rc = json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+    json_decref(j);
+    fputc('\n', stdout);
+    return rc == 0 ? CLI_OK : CLI_ERROR;
+}
+
+/* A store call's result as an exit code, printing its message. */
+static int store_failed(int rc, const char *err)
+{
+    fprintf(stderr, "infertop history: %s\n", err);
+    return rc == 1 ? CLI_NOT_FOUND : CLI_ERROR;
+}
+
+/* ---- list ---- */
+
+static int run_list(store *s, const hopts *o, const int64_t *runs)
+{
+    (void)runs;
+    store_run_filter f = {.mode = o->mode,
+                          .status = o->status,
+                          .model = o->model,
+                          .text = o->grep,
+                          .limit = o->limit};
+    if (o->since && parse_date(o->since, &f.since) != 0)
+        return usage_error("--since: \"%s\" is not a date (YYYY-MM-DD [HH:MM[:SS]])", o->since);
+    if (o->until && parse_date(o->until, &f.until) != 0)
+        return usage_error("--until: \"%s\" is not a date (YYYY-MM-DD [HH:MM[:SS]])", o->until);
+    f.offset = (o->page - 1) * o->limit;
+    store_run_list l;
+    char err[512];
+    if (store_runs_list(s, &f, &l, err, sizeof err) != 0) {
+        /* Only the filter values can be wrong here: a usage error. */
+        fprintf(stderr, "infertop history: %s\n", err);
+        return strstr(err, "is not one of") ? CLI_USAGE : CLI_ERROR;
+    }
+    if (o->json) {
+        int rc = print_json(store_run_list_json(&l));
+        store_run_list_free(&l);
+        return rc;
+    }
+    static const char *const head[] = {"ID",   "STARTED", "MODE",    "STATUS",  "MODEL", "LEGS",
+                                       "REQS", "FAILED",  "MAX_CTX", "SECONDS", "NAME"};
+    cli_table *t = cli_table_new(11, head);
+    int rc = t ? CLI_OK : CLI_ERROR;
+    for (size_t i = 0; t && i < l.n; i++) {
+        const store_run *r = &l.runs[i];
+        char id[24], started[32], legs[24], reqs[24], failed[24], ctx[24], secs[32];
+        snprintf(id, sizeof id, "%lld", (long long)r->id);
+        fmt_time(r->started, started, sizeof started);
+        snprintf(legs, sizeof legs, "%lld", (long long)r->n_legs);
+        snprintf(reqs, sizeof reqs, "%lld", (long long)r->n_requests);
+        snprintf(failed, sizeof failed, "%lld", (long long)r->n_failed);
+        fmt_ctx(r->max_context, ctx, sizeof ctx);
+        snprintf(secs, sizeof secs, "%.1f", r->ended > 0 ? r->ended - r->started : 0.0);
+        const char *row[] = {id,
+                             started,
+                             r->mode,
+                             r->status,
+                             r->model[0] ? r->model : "-",
+                             legs,
+                             reqs,
+                             failed,
+                             ctx,
+                             r->ended > 0 ? secs : "-",
+                             r->name[0] ? r->name : "-"};
+        if (cli_table_add(t, row) != 0)
+            rc = CLI_ERROR;
+    }
+    if (rc == CLI_OK) {
+        if (l.n)
+            cli_table_print(t, stdout);
+        else
+            puts("no runs match");
+    }
+    cli_table_free(t);
+    store_run_list_free(&l);
+    return rc;
+}
+
+/* ---- show ---- */
+
+/* Feeds a row stream (export, summary rows) into a table: buffered, or
+ * streamed in two passes (measure, then print). */
+typedef struct table_sink {
+    cli_table *t;
+    int failed;
+    int pass; /* 0 buffered; 1 measure; 2 print */
+} table_sink;
+
+enum { MAX_EXPORT_COLS = 24, CELL_LEN = 48 };
+
+static void cells_to_text(int ncol, const store_cell *cells, char (*buf)[CELL_LEN],
+                          const char **row)
+{
+    for (int i = 0; i < ncol; i++) {
+        row[i] = buf[i];
+        switch (cells[i].type) {
+        case STORE_INT:
+            snprintf(buf[i], CELL_LEN, "%lld", (long long)cells[i].i);
+            break;
+        case STORE_REAL:
+            fmt_num(cells[i].d, buf[i], CELL_LEN);
+            break;
+        case STORE_TEXT:
+            row[i] = cells[i].s;
+            break;
+        case STORE_NULL:
+            row[i] = NULL;
+            break;
+        }
+    }
+}
+
+static int table_row(void *ctx, int ncol, const char *const *names, const store_cell *cells)
+{
+    table_sink *k = ctx;
+    if (ncol > MAX_EXPORT_COLS)
+        return k->failed = 1;
+    if (!cells) {
+        if (!k->t && !(k->t = cli_table_new(ncol, names)))
+            return k->failed = 1;
+        if (k->pass == 2)
+            cli_table_print_header(k->t, stdout);
+        return 0;
+    }
+    char buf[MAX_EXPORT_COLS][CELL_LEN];
+    const char *row[MAX_EXPORT_COLS];
+    cells_to_text(ncol, cells, buf, row);
+    if (k->pass == 1)
+        cli_table_measure(k->t, row);
+    else if (k->pass == 2)
+        cli_table_print_row(k->t, row, stdout);
+    else if (cli_table_add(k->t, row) != 0)
+        return k->failed = 1;
+    return 0;
+}
+
+static void show_header(const store_summary *sum)
+{
+    const store_run *r = &sum->run;
+    char started[32], ended[32], ctx[24], last[24];
+    fmt_time(r->started, started, sizeof started);
+    fmt_time(r->ended, ended, sizeof ended);
+    fmt_ctx(r->max_context, ctx, sizeof ctx);
+    fmt_ctx(r->last_context, last, sizeof last);
+    printf("run %lld  %s  %s  %s\n", (long long)r->id, r->name[0] ? r->name : "-", r->mode,
+           r->status);
+    printf("model      %s\n", r->model[0] ? r->model : "-");
+    printf("started    %s   ended %s\n", started, ended);
+    printf("context    max %s (ok requests), last %s (steps)\n", ctx, last);
+    printf("requests   %lld, %lld failed; dropped rows %lld\n", (long long)r->n_requests,
+           (long long)r->n_failed, (long long)r->dropped_rows);
+    if (r->notes[0])
+        printf("notes      %s\n", r->notes);
+    if (r->failure)
+        printf("failure    %s\n", r->failure);
+    if (sum->failure.found)
+        printf("failed at  leg %d, request %lld, context %lld: %s: %s\n", sum->failure.leg,
+               (long long)sum->failure.request, (long long)sum->failure.ctx_before,
+               sum->failure.code, sum->failure.message);
+}
+
+static int show_legs(const store_summary *sum)
+{
+    static const char *const head[] = {"LEG",  "KV_BITS", "PREFILL_STEP", "STATUS",
+                                       "REQS", "FAILED",  "MAX_CTX"};
+    cli_table *t = cli_table_new(7, head);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < sum->n_legs; i++) {
+        const store_leg_summary *l = &sum->legs[i];
+        char c[6][24];
+        snprintf(c[0], 24, "%d", l->idx);
+        snprintf(c[1], 24, "%d", l->kv_bits);
+        snprintf(c[2], 24, "%d", l->prefill_step);
+        snprintf(c[3], 24, "%lld", (long long)l->requests);
+        snprintf(c[4], 24, "%lld", (long long)l->failed);
+        fmt_ctx(l->max_context, c[5], 24);
+        const char *row[] = {c[0], c[1], c[2], l->status, c[3], c[4], c[5]};
+        if (cli_table_add(t, row) != 0) {
+            cli_table_free(t);
+            return -1;
+        }
+    }
+    cli_table_print(t, stdout);
+    cli_table_free(t);
+    return 0;
+}
+
+static int run_show(store *s, const hopts *o, const int64_t *runs)
+{
+    store_summary sum;
+    char err[512];
+    int rc = store_run_summary(s, runs[0], &sum, err, sizeof err);
+    if (rc != 0)
+        return store_failed(rc, err);
+    if (o->json) {
+        rc = print_json(store_summary_json(&sum));
+        store_summary_free(&sum);
+        return rc;
+    }
+    show_header(&sum);
+    putchar('\n');
+    table_sink k = {0};
+    int fail = show_legs(&sum) != 0 || store_summary_each(&sum, table_row, &k) != 0;
+    if (!fail && k.t) {
+        putchar('\n');
+        cli_table_print(k.t, stdout);
+    }
+    cli_table_free(k.t);
+    store_summary_free(&sum);
+    if (fail) {
+        fputs("infertop history: out of memory formatting the run\n", stderr);
+        return CLI_ERROR;
+    }
+    return CLI_OK;
+}
+
+/* ---- compare ---- */
+
+static int run_compare(store *s, const hopts *o, const int64_t *runs)
+{
+    store_compare c;
+    char err[512];
+    int rc = store_run_compare(s, runs[0], runs[1], &c, err, sizeof err);
+    if (rc != 0)
+        return store_failed(rc, err);
+    if (o->json) {
+        rc = print_json(store_compare_json(&c));
+        store_compare_free(&c);
+        return rc;
+    }
+    printf("A: run %lld  %s  %s  %s  %s\n", (long long)c.a.run.id, c.a.run.name, c.a.run.mode,
+           c.a.run.status, c.a.run.model);
+    printf("B: run %lld  %s  %s  %s  %s\n\n", (long long)c.b.run.id, c.b.run.name, c.b.run.mode,
+           c.b.run.status, c.b.run.model);
+    static const char *const head[] = {"KEY", "METRIC", "A", "B", "B-A", "B/A"};
+    cli_table *t = cli_table_new(6, head);
+    rc = t ? CLI_OK : CLI_ERROR;
+    for (size_t i = 0; t && i < c.n; i++) {
+        const store_delta *d = &c.rows[i];
+        char a[32], b[32], delta[32], ratio[32];
+        fmt_num(d->a, a, sizeof a);
+        fmt_num(d->b, b, sizeof b);
+        if (isfinite(d->delta))
+            snprintf(delta, sizeof delta, "%+.2f", d->delta);
+        else
+            snprintf(delta, sizeof delta, "-");
+        if (isfinite(d->ratio))
+            snprintf(ratio, sizeof ratio, "%.3f", d->ratio);
+        else
+            snprintf(ratio, sizeof ratio, "-");
+        const char *row[] = {d->key, d->metric, a, b, delta, ratio};
+        if (cli_table_add(t, row) != 0)
+            rc = CLI_ERROR;
+    }
+    if (rc == CLI_OK)
+        cli_table_print(t, stdout);
+    cli_table_free(t);
+    store_compare_free(&c);
+    return rc;
+}
+
+/* ---- best ---- */
+
+static int run_best(store *s, const hopts *o, const int64_t *runs)
+{
+    (void)runs;
+    store_best b;
+    char err[512];
+    if (store_best_settings(s, o->model, o->cluster, &b, err, sizeof err) != 0)
+        return store_failed(-1, err);
+    if (o->json) {
+        int rc = print_json(store_best_json(&b));
+        store_best_free(&b);
+        return rc;
+    }
+    static const char *const head[] = {"MODEL",   "CLUSTER",    "KV_BITS", "PREFILL_STEP",
+                                       "MAX_CTX", "DECODE_TPS", "RUN",     "RUNS"};
+    cli_table *t = cli_table_new(8, head);
+    int rc = t ? CLI_OK : CLI_ERROR;
+    for (size_t i = 0; t && i < b.n; i++) {
+        const store_best_row *r = &b.rows[i];
+        char c[6][32];
+        snprintf(c[0], 32, "%d", r->kv_bits);
+        snprintf(c[1], 32, "%d", r->prefill_step);
+        fmt_ctx(r->max_context, c[2], 32);
+        fmt_num(r->decode_tps >= 0 ? r->decode_tps : NAN, c[3], 32);
+        fmt_ctx(r->run > 0 ? r->run : -1, c[4], 32);
+        snprintf(c[5], 32, "%lld", (long long)r->runs);
+        const char *row[] = {r->model[0] ? r->model : "-",
+                             r->cluster[0] ? r->cluster : "-",
+                             c[0],
+                             c[1],
+                             c[2],
+                             c[3],
+                             c[4],
+                             c[5]};
+        if (cli_table_add(t, row) != 0)
+            rc = CLI_ERROR;
+    }
+    if (rc == CLI_OK) {
+        if (b.n)
+            cli_table_print(t, stdout);
+        else
+            puts("no runs match");
+    }
+    cli_table_free(t);
+    store_best_free(&b);
+    return rc;
+}
+
+/* ---- export ---- */
+
+/* A table too large to keep: measured in one pass, printed in another. */
+static int export_table(store *s, int64_t run, store_export_what what)
+{
+    char err[512];
+    table_sink k = {.pass = 1};
+    int rc = store_export_each(s, run, what, table_row, &k, err, sizeof err);
+    if (rc == 0 && !k.failed) {
+        k.pass = 2;
+        rc = store_export_each(s, run, what, table_row, &k, err, sizeof err);
+    }
+    cli_table_free(k.t);
+    if (k.failed) {
+        fputs("infertop history: out of memory formatting the export\n", stderr);
+        return CLI_ERROR;
+    }
+    return rc ? store_failed(rc, err) : CLI_OK;
+}
+
+/* To a file: written beside it and renamed, so a failed export leaves no
+ * half-written file behind. */
+static int export_file(store *s, int64_t run, store_export_what what, store_format fmt,
+                       const char *path)
+{
+    char err[512], tmp[4096];
+    if (!path) {
+        int rc = store_export(s, run, what, fmt, stdout, err, sizeof err);
+        return rc ? store_failed(rc, err) : CLI_OK;
+    }
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+        return usage_error("--out: path too long: %s", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "infertop history: cannot write %s: %s\n", path, strerror(errno));
+        return CLI_ERROR;
+    }
+    int rc = store_export(s, run, what, fmt, f, err, sizeof err);
+    if (fclose(f) != 0 && rc == 0) {
+        rc = -1;
+        snprintf(err, sizeof err, "writing %s: %s", path, strerror(errno));
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        rc = -1;
+        snprintf(err, sizeof err, "cannot write %s: %s", path, strerror(errno));
+    }
+    if (rc != 0) {
+        unlink(tmp);
+        return store_failed(rc, err);
+    }
+    return CLI_OK;
+}
+
+static int run_export(store *s, const hopts *o, const int64_t *runs)
+{
+    store_export_what what;
+    if (!o->what || strcmp(o->what, "requests") == 0)
+        what = STORE_EXPORT_REQUESTS;
+    else if (strcmp(o->what, "steps") == 0)
+        what = STORE_EXPORT_STEPS;
+    else if (strcmp(o->what, "summary") == 0)
+        what = STORE_EXPORT_SUMMARY;
+    else
+        return usage_error("--what: \"%s\" is not one of requests, steps, summary", o->what);
+    const char *format = o->json ? "json" : o->format ? o->format : "table";
+    if (o->json && o->format && strcmp(o->format, "json") != 0)
+        return usage_error("--json contradicts --format %s", o->format);
+    if (strcmp(format, "table") == 0) {
+        if (o->out)
+            return usage_error("--out takes csv or json, not %s", "a table");
+        return export_table(s, runs[0], what);
+    }
+    if (strcmp(format, "csv") != 0 && strcmp(format, "json") != 0)
+        return usage_error("--format: \"%s\" is not one of table, csv, json", format);
+    return export_file(s, runs[0], what,
+                       strcmp(format, "csv") == 0 ? STORE_FORMAT_CSV : STORE_FORMAT_JSON, o->out);
+}
+
+/* ---- prune ---- */
+
+static int run_prune(store *s, const hopts *o, const int64_t *runs)
+{
+    (void)runs;
+    if (!o->older_than)
+        return usage_error("prune needs --older-than DAYS%s", "");
+    char *end;
+    errno = 0;
+    double days = strtod(o->older_than, &end);
+    if (errno || end == o->older_than || *end || !isfinite(days) || days < 0)
+        return usage_error("--older-than: \"%s\" is not a number of days >= 0", o->older_than);
+    double before = (double)time(NULL) - days * 86400;
+    int64_t deleted;
+    char err[512];
+    if (store_prune(s, before, o->vacuum, &deleted, err, sizeof err) != 0)
+        return store_failed(-1, err);
+    if (o->json)
+        return print_json(json_pack("{sI sf sb}", "deleted", (json_int_t)deleted, "before", before,
+                                    "vacuumed", o->vacuum));
+    char when[32];
+    fmt_time(before, when, sizeof when);
+    printf("pruned %lld run%s started before %s%s\n", (long long)deleted, deleted == 1 ? "" : "s",
+           when, o->vacuum ? "; database vacuumed" : "");
+    return CLI_OK;
+}
+
+/* ---- command line ---- */
+
+static int parse_options(int argc, char **argv, hopts *o)
+{
+    enum { L_DB = 1 << 16, L_JSON, L_HELP };
+    static const struct option longs[] = {
+        {"db", required_argument, NULL, L_DB},
+        {"json", no_argument, NULL, L_JSON},
+        {"help", no_argument, NULL, L_HELP},
+        {"mode", required_argument, NULL, OPT_MODE},
+        {"status", required_argument, NULL, OPT_STATUS},
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"cluster", required_argument, NULL, OPT_CLUSTER},
+        {"grep", required_argument, NULL, OPT_GREP},
+        {"since", required_argument, NULL, OPT_SINCE},
+        {"until", required_argument, NULL, OPT_UNTIL},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"page", required_argument, NULL, OPT_PAGE},
+        {"what", required_argument, NULL, OPT_WHAT},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"older-than", required_argument, NULL, OPT_OLDER},
+        {"vacuum", no_argument, NULL, OPT_VACUUM},
+        {NULL, 0, NULL, 0},
+    };
+    long n;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        if (c > 0 && c < L_DB)
+            o->seen |= (unsigned)c;
+        switch (c) {
+        case L_DB:
+            o->db = optarg;
+            break;
+        case L_JSON:
+            o->json = 1;
+            break;
+        case 'h':
+        case L_HELP:
+            cli_history_usage(stdout);
+            return 1;
+        case OPT_MODE:
+            o->mode = optarg;
+            break;
+        case OPT_STATUS:
+            o->status = optarg;
+            break;
+        case OPT_MODEL:
+            o->model = optarg;
+            break;
+        case OPT_CLUSTER:
+            o->cluster = optarg;
+            break;
+        case OPT_GREP:
+            o->grep = optarg;
+            break;
+        case OPT_SINCE:
+            o->since = optarg;
+            break;
+        case OPT_UNTIL:
+            o->until = optarg;
+            break;
+        case OPT_LIMIT:
+            if (parse_int(optarg, 1, 100000, &n) != 0)
+                return usage_error("--limit: \"%s\" is not a number in 1..100000", optarg);
+            o->limit = (int)n;
+            break;
+        case OPT_PAGE:
+            if (parse_int(optarg, 1, 1000000, &n) != 0)
+                return usage_error("--page: \"%s\" is not a page number >= 1", optarg);
+            o->page = (int)n;
+            break;
+        case OPT_WHAT:
+            o->what = optarg;
+            break;
+        case OPT_FORMAT:
+            o->format = optarg;
+            break;
+        case OPT_OUT:
+            o->out = optarg;
+            break;
+        case OPT_OLDER:
+            o->older_than = optarg;
+            break;
+        case OPT_VACUUM:
+            o->vacuum = 1;
+            break;
+        default:
+            return usage_error("unknown or incomplete option %s", argv[optind - 1]);
+        }
+    }
+    return 0;
+}
+
+static const char *option_name(unsigned bit)
+{
+    static const char *const names[] = {
+        "--mode",  "--status", "--model", "--cluster", "--grep", "--since",      "--until",
+        "--limit", "--page",   "--what",  "--format",  "--out",  "--older-than", "--vacuum"};
+    for (int i = 0; i < 14; i++)
+        if (bit == 1u << i)
+            return names[i];
+    return "?";
+}
+
+int cli_history(int argc, char **argv)
+{
+    hopts o = {.limit = 20, .page = 1};
+    int rc = parse_options(argc, argv, &o);
+    if (rc != 0)
+        return rc == 1 ? CLI_OK : rc;
+    if (optind >= argc)
+        return usage_error("missing verb: list, show, compare, best, export or prune%s", "");
+    const char *name = argv[optind];
+    const verb *v = NULL;
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (strcmp(verbs[i].name, name) == 0)
+            v = &verbs[i];
+    if (!v)
+        return usage_error("unknown verb \"%s\"", name);
+    unsigned extra = o.seen & ~v->options;
+    if (extra)
+        return usage_error("%s does not apply to this verb", option_name(extra & -extra));
+    int nargs = argc - optind - 1;
+    if (nargs != v->nargs) {
+        fprintf(stderr, "infertop history: %s takes %d run id%s, got %d (see --help)\n", v->name,
+                v->nargs, v->nargs == 1 ? "" : "s", nargs);
+        return CLI_USAGE;
+    }
+    int64_t runs[2];
+    for (int i = 0; i < nargs; i++) {
+        long id;
+        if (parse_int(argv[optind + 1 + i], 1, INT32_MAX, &id) != 0)
+            return usage_error("\"%s\" is not a run id (a positive number)", argv[optind + 1 + i]);
+        runs[i] = id;
+    }
+
+    char err[1024];
+    store *s = store_open(o.db, NULL, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "infertop history: %s\n", err);
+        return CLI_NO_DB;
+    }
+    rc = v->run(s, &o, runs);
+    if (fflush(stdout) != 0 && rc == CLI_OK) {
+        fprintf(stderr, "infertop history: writing the output: %s\n", strerror(errno));
+        rc = CLI_ERROR;
+    }
+    store_close(s);
+    return rc;
+}

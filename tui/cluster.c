@@ -1,0 +1,541 @@
+/* cluster.c: loading and validating the cluster file.
+ *
+ * inih does the INI syntax; this file gives each key its meaning. inih's
+ * handler does not receive line numbers, so the loader reads the file
+ * through its own line reader (ini_parse_stream), which counts lines, opens
+ * sections as their header goes by, and knows whether a line is indented
+ * (inih treats an indented line as the continuation of the previous key).
+ */
+#include "cluster.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum key_kind { KEY_TEXT, KEY_SSH, KEY_ENDPOINT, KEY_LAYERS, KEY_BOOL };
+
+/* Where a key may appear. */
+#define IN_CLUSTER 1u
+#define IN_NODE 2u
+
+struct key {
+    const char *name;
+    enum key_kind kind;
+    size_t off, size; /* the field in struct cluster_node (KEY_TEXT, KEY_ENDPOINT) */
+    unsigned where;
+    int required; /* in a [node] section */
+};
+
+#define FIELD(f) offsetof(struct cluster_node, f), sizeof(((struct cluster_node *)0)->f)
+
+/* [cluster] is read into a node record too: its `name` is the cluster's
+ * name and its SSH settings become every node's defaults. */
+static const struct key keys[] = {
+    {"name", KEY_TEXT, FIELD(name), IN_CLUSTER, 0},
+    {"ssh", KEY_SSH, 0, 0, IN_NODE, 1},
+    {"control", KEY_ENDPOINT, FIELD(control), IN_NODE, 1},
+    {"telemetry", KEY_ENDPOINT, FIELD(telemetry), IN_NODE, 1},
+    {"start", KEY_TEXT, FIELD(start), IN_NODE, 1},
+    {"layers", KEY_LAYERS, 0, 0, IN_NODE, 0},
+    {"log", KEY_TEXT, FIELD(log), IN_NODE, 0},
+    {"pidfile", KEY_TEXT, FIELD(pidfile), IN_NODE, 0},
+    {"identity", KEY_TEXT, FIELD(identity), IN_CLUSTER | IN_NODE, 0},
+    {"known_hosts", KEY_TEXT, FIELD(known_hosts), IN_CLUSTER | IN_NODE, 0},
+    {"accept_new", KEY_BOOL, 0, 0, IN_CLUSTER | IN_NODE, 0},
+};
+#define N_KEYS ((int)(sizeof keys / sizeof keys[0]))
+
+enum section { SEC_NONE, SEC_CLUSTER, SEC_NODE };
+
+struct loader {
+    FILE *fp;
+    const char *path;
+    int lineno;
+    int indented; /* the line being parsed starts with white space */
+    enum section sec;
+    int sec_line;
+    unsigned seen;    /* bit per keys[] index given in the current section */
+    int last_key;     /* keys[] index of the previous key, for continuations */
+    int cluster_seen; /* a [cluster] section was already read */
+    struct cluster_node defaults;
+    struct cluster *c;
+    int cap;
+    int failed;
+    char *err;
+    size_t errlen;
+};
+
+/* Records the first error only: later ones are usually its consequences. */
+static void fail(struct loader *ld, int line, const char *fmt, ...)
+{
+    if (ld->failed) return;
+    ld->failed = 1;
+    int n = line > 0 ? snprintf(ld->err, ld->errlen, "%s:%d: ", ld->path, line)
+                     : snprintf(ld->err, ld->errlen, "%s: ", ld->path);
+    if (n < 0 || (size_t)n >= ld->errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ld->err + n, ld->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+static struct cluster_node *current_record(struct loader *ld)
+{
+    if (ld->sec == SEC_CLUSTER) return &ld->defaults;
+    return &ld->c->nodes[ld->c->n_nodes - 1];
+}
+
+static const char *section_label(struct loader *ld, char *buf, size_t len)
+{
+    if (ld->sec == SEC_CLUSTER)
+        snprintf(buf, len, "[cluster]");
+    else
+        snprintf(buf, len, "[node %s]", current_record(ld)->name);
+    return buf;
+}
+
+/* ---- values ---------------------------------------------------------- */
+
+static int bad(const char **why, const char *what)
+{
+    *why = what;
+    return -1;
+}
+
+static int parse_port(const char *s, int *port)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!isdigit((unsigned char)*s) || *end || errno || v < 1 || v > 65535) return -1;
+    *port = (int)v;
+    return 0;
+}
+
+/* "host", "host:port", "[v6]" or "[v6]:port". A bare IPv6 address would
+ * make the port ambiguous, hence the brackets. */
+static int parse_host_port(const char *s, char *host, size_t hostlen, int *port, const char **why)
+{
+    const char *h = s, *hend, *rest;
+    if (*s == '[') {
+        h = s + 1;
+        hend = strchr(h, ']');
+        if (!hend) return bad(why, "an IPv6 address needs its closing ']'");
+        rest = hend + 1;
+    } else {
+        hend = s + strcspn(s, ":");
+        rest = hend;
+        if (*rest && strchr(rest + 1, ':'))
+            return bad(why, "an IPv6 address must be written in brackets, e.g. [::1]:5555");
+    }
+    size_t n = (size_t)(hend - h);
+    if (n == 0) return bad(why, "the host is empty");
+    if (n >= hostlen) return bad(why, "the host name is too long");
+    for (const char *p = h; p < hend; p++)
+        if (isspace((unsigned char)*p)) return bad(why, "the host contains white space");
+    memcpy(host, h, n);
+    host[n] = '\0';
+    *port = 0;
+    if (*rest == '\0') return 0;
+    if (*rest != ':' || parse_port(rest + 1, port) < 0)
+        return bad(why, "the port must be a number from 1 to 65535");
+    return 0;
+}
+
+static int set_ssh(struct cluster_node *n, const char *v, const char **why)
+{
+    const char *at = strchr(v, '@');
+    const char *hostpart = v;
+    n->ssh_user[0] = '\0';
+    if (at) {
+        size_t len = (size_t)(at - v);
+        if (len == 0) return bad(why, "the user before '@' is empty");
+        if (len >= sizeof n->ssh_user) return bad(why, "the user name is too long");
+        memcpy(n->ssh_user, v, len);
+        n->ssh_user[len] = '\0';
+        hostpart = at + 1;
+    }
+    return parse_host_port(hostpart, n->ssh_host, sizeof n->ssh_host, &n->ssh_port, why);
+}
+
+/* The console connects to the endpoint, so it needs a real host and port. */
+static int check_endpoint(const char *v, const char **why)
+{
+    char host[CLUSTER_HOST_MAX];
+    int port;
+    if (strncmp(v, "tcp://", 6) != 0) return bad(why, "expected tcp://host:port");
+    if (parse_host_port(v + 6, host, sizeof host, &port, why) < 0) return -1;
+    if (port == 0) return bad(why, "expected tcp://host:port (the port is missing)");
+    if (strcmp(host, "*") == 0) return bad(why, "'*' binds; the console needs a host to connect to");
+    return 0;
+}
+
+static int set_layers(struct cluster_node *n, const char *v, const char **why)
+{
+    char *end;
+    errno = 0;
+    long a = strtol(v, &end, 10);
+    if (!isdigit((unsigned char)*v) || *end != ':' || errno || a > INT_MAX)
+        return bad(why, "expected FIRST:LAST, e.g. 0:8");
+    const char *b_text = end + 1;
+    long b = strtol(b_text, &end, 10);
+    if (!isdigit((unsigned char)*b_text) || *end || errno || b > INT_MAX)
+        return bad(why, "expected FIRST:LAST, e.g. 0:8");
+    if (a >= b) return bad(why, "the range [FIRST, LAST) is empty: FIRST must be below LAST");
+    n->layer_first = (int)a;
+    n->layer_last = (int)b;
+    return 0;
+}
+
+static int set_bool(int *out, const char *v, const char **why)
+{
+    static const char *yes[] = {"yes", "true", "on", "1"}, *no[] = {"no", "false", "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0) {
+            *out = strcasecmp(v, yes[i]) == 0;
+            return 0;
+        }
+    }
+    return bad(why, "expected yes or no");
+}
+
+static int set_text(char *field, size_t size, const char *v, const char **why)
+{
+    if (*v == '\0') return bad(why, "the value is empty");
+    if (strlen(v) >= size) return bad(why, "the value is too long");
+    strcpy(field, v);
+    return 0;
+}
+
+/* Two nodes on one endpoint would read each other's telemetry. */
+static int endpoint_taken(struct loader *ld, const char *v)
+{
+    for (int i = 0; i < ld->c->n_nodes - 1; i++) {
+        const struct cluster_node *o = &ld->c->nodes[i];
+        if (strcmp(o->control, v) == 0 || strcmp(o->telemetry, v) == 0) return 1;
+    }
+    return 0;
+}
+
+static int set_value(struct loader *ld, const struct key *k, struct cluster_node *n, const char *v,
+                     const char **why)
+{
+    switch (k->kind) {
+    case KEY_SSH: return set_ssh(n, v, why);
+    case KEY_LAYERS: return set_layers(n, v, why);
+    case KEY_BOOL: return set_bool(&n->accept_new, v, why);
+    case KEY_ENDPOINT: {
+        if (check_endpoint(v, why) < 0) return -1;
+        if (endpoint_taken(ld, v)) return bad(why, "another node already uses it");
+        break;
+    }
+    case KEY_TEXT: break;
+    }
+    return set_text((char *)n + k->off, k->size, v, why);
+}
+
+/* inih calls this again for each indented line after a key: only the
+ * start command may grow that way, so long command lines stay readable. */
+static int continue_value(const struct key *k, struct cluster_node *n, const char *v,
+                          const char **why)
+{
+    if (strcmp(k->name, "start") != 0)
+        return bad(why, "an indented line continues the key above it, and only `start` may "
+                      "continue (remove the indentation)");
+    size_t have = strlen(n->start);
+    if (have + 1 + strlen(v) >= sizeof n->start) return bad(why, "the command is too long");
+    n->start[have] = ' ';
+    strcpy(n->start + have + 1, v);
+    return 0;
+}
+
+static int find_key(const char *name)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (strcmp(keys[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+    struct loader *ld = user;
+    char label[CLUSTER_NAME_MAX + 16];
+    const char *why = NULL;
+    (void)section; /* the reader opened it already, with its line number */
+    if (ld->failed) return 0;
+    if (ld->sec == SEC_NONE) {
+        fail(ld, ld->lineno, "key `%s` outside any section: start with [cluster] or [node NAME]", name);
+        return 0;
+    }
+    section_label(ld, label, sizeof label);
+    int ki = find_key(name);
+    unsigned where = ld->sec == SEC_CLUSTER ? IN_CLUSTER : IN_NODE;
+    if (ki < 0 || !(keys[ki].where & where)) {
+        char known[256] = "";
+        for (int i = 0; i < N_KEYS; i++)
+            if (keys[i].where & where)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                         known[0] ? ", " : "", keys[i].name);
+        fail(ld, ld->lineno, "%s key `%s`: unknown key (expected one of: %s)", label, name, known);
+        return 0;
+    }
+    struct cluster_node *n = current_record(ld);
+    int rc;
+    if (ld->indented && ki == ld->last_key) {
+        rc = continue_value(&keys[ki], n, value, &why);
+    } else if (ld->seen & (1u << ki)) {
+        fail(ld, ld->lineno, "%s key `%s`: given twice in this section", label, name);
+        return 0;
+    } else {
+        rc = set_value(ld, &keys[ki], n, value, &why);
+    }
+    if (rc < 0) {
+        fail(ld, ld->lineno, "%s key `%s`: %s (got `%s`)", label, name, why, value);
+        return 0;
+    }
+    ld->seen |= 1u << ki;
+    ld->last_key = ki;
+    return 1;
+}
+
+/* ---- sections ---------------------------------------------------------- */
+
+static void close_section(struct loader *ld)
+{
+    if (ld->sec != SEC_NODE) return;
+    const struct cluster_node *n = current_record(ld);
+    for (int i = 0; i < N_KEYS; i++)
+        if (keys[i].required && !(ld->seen & (1u << i))) {
+            fail(ld, ld->sec_line, "[node %s] key `%s`: missing (required in every node)", n->name,
+                 keys[i].name);
+            return;
+        }
+}
+
+static int valid_node_name(const char *s)
+{
+    if (*s == '\0' || strlen(s) >= CLUSTER_NAME_MAX) return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr("._-", *s)) return 0;
+    return 1;
+}
+
+static void open_node(struct loader *ld, const char *name)
+{
+    for (int i = 0; i < ld->c->n_nodes; i++)
+        if (strcmp(ld->c->nodes[i].name, name) == 0) {
+            fail(ld, ld->lineno, "[node %s]: node name already used at line %d", name,
+                 ld->c->nodes[i].line);
+            return;
+        }
+    if (ld->c->n_nodes == ld->cap) {
+        int cap = ld->cap ? ld->cap * 2 : 8;
+        struct cluster_node *nodes = realloc(ld->c->nodes, (size_t)cap * sizeof *nodes);
+        if (!nodes) {
+            fail(ld, ld->lineno, "out of memory");
+            return;
+        }
+        ld->c->nodes = nodes;
+        ld->cap = cap;
+    }
+    struct cluster_node *n = &ld->c->nodes[ld->c->n_nodes++];
+    memset(n, 0, sizeof *n);
+    strcpy(n->name, name);
+    n->layer_first = n->layer_last = CLUSTER_UNSET;
+    n->accept_new = CLUSTER_UNSET;
+    n->line = ld->lineno;
+    ld->sec = SEC_NODE;
+}
+
+/* `header` is what sits between the brackets, as inih will see it. */
+static void open_section(struct loader *ld, const char *header)
+{
+    char name[CLUSTER_NAME_MAX + 1];
+    close_section(ld);
+    ld->seen = 0;
+    ld->last_key = -1;
+    ld->sec_line = ld->lineno;
+    if (strcmp(header, "cluster") == 0) {
+        if (ld->cluster_seen) {
+            fail(ld, ld->lineno, "[cluster] appears twice");
+            return;
+        }
+        ld->cluster_seen = 1;
+        ld->sec = SEC_CLUSTER;
+        return;
+    }
+    if (strncmp(header, "node", 4) == 0 && isspace((unsigned char)header[4])) {
+        const char *p = header + 4;
+        while (isspace((unsigned char)*p)) p++;
+        size_t len = strlen(p);
+        while (len && isspace((unsigned char)p[len - 1])) len--;
+        if (len < sizeof name) {
+            memcpy(name, p, len);
+            name[len] = '\0';
+            if (valid_node_name(name)) {
+                open_node(ld, name);
+                return;
+            }
+        }
+        fail(ld, ld->lineno, "[%s]: a node name is 1 to %d letters, digits, '.', '_' or '-'",
+             header, CLUSTER_NAME_MAX - 1);
+        return;
+    }
+    fail(ld, ld->lineno, "[%s]: unknown section (expected [cluster] or [node NAME])", header);
+}
+
+/* Watches for "[...]" lines the way inih recognizes them. */
+static void watch_line(struct loader *ld, const char *line)
+{
+    char header[CLUSTER_NAME_MAX + 16];
+    const char *p = line;
+    ld->indented = (*p == ' ' || *p == '\t');
+    while (isspace((unsigned char)*p)) p++;
+    if (*p != '[') return;
+    const char *end = strchr(p + 1, ']');
+    if (!end) return; /* inih reports the syntax error */
+    size_t len = (size_t)(end - p - 1);
+    if (len >= sizeof header) {
+        fail(ld, ld->lineno, "section header too long");
+        return;
+    }
+    memcpy(header, p + 1, len);
+    header[len] = '\0';
+    open_section(ld, header);
+}
+
+/* The ini_reader: one physical line per call, or NULL to stop parsing. */
+static char *read_line(char *str, int num, void *stream)
+{
+    struct loader *ld = stream;
+    if (ld->failed || !fgets(str, num, ld->fp)) return NULL;
+    ld->lineno++;
+    size_t len = strlen(str);
+    if (len && str[len - 1] != '\n') {
+        int c = getc(ld->fp);
+        if (c != EOF) {
+            fail(ld, ld->lineno, "line longer than %d characters (continue `start` on indented lines)",
+                 num - 3);
+            return NULL;
+        }
+    }
+    watch_line(ld, str);
+    return ld->failed ? NULL : str;
+}
+
+/* ---- whole file ---------------------------------------------------------- */
+
+static void apply_defaults(struct cluster *c, const struct cluster_node *d)
+{
+    for (int i = 0; i < c->n_nodes; i++) {
+        struct cluster_node *n = &c->nodes[i];
+        if (!n->identity[0]) strcpy(n->identity, d->identity);
+        if (!n->known_hosts[0]) strcpy(n->known_hosts, d->known_hosts);
+        if (n->accept_new == CLUSTER_UNSET) n->accept_new = d->accept_new;
+    }
+}
+
+int cluster_load(const char *path, struct cluster **out, char *err, size_t errlen)
+{
+    struct loader ld = {.path = path, .err = err, .errlen = errlen, .last_key = -1};
+    ld.defaults.accept_new = CLUSTER_UNSET;
+    if (strlen(path) >= CLUSTER_PATH_MAX) {
+        snprintf(err, errlen, "%s: path too long", path);
+        return -1;
+    }
+    ld.fp = fopen(path, "r");
+    if (!ld.fp) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    ld.c = calloc(1, sizeof *ld.c);
+    if (!ld.c) {
+        fclose(ld.fp);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    int rc = ini_parse_stream(read_line, &ld, on_key, &ld);
+    if (!ld.failed && ferror(ld.fp)) fail(&ld, 0, "read error: %s", strerror(errno));
+    fclose(ld.fp);
+    if (rc > 0) fail(&ld, rc, "expected `[section]`, `key = value` or a comment");
+    if (rc < 0) fail(&ld, 0, "out of memory");
+    close_section(&ld);
+    if (ld.c->n_nodes == 0) fail(&ld, 0, "no [node NAME] section: the cluster has no nodes");
+    if (ld.failed) {
+        cluster_free(ld.c);
+        return -1;
+    }
+    strcpy(ld.c->path, path);
+    strcpy(ld.c->name, ld.defaults.name[0] ? ld.defaults.name : "cluster");
+    apply_defaults(ld.c, &ld.defaults);
+    *out = ld.c;
+    return 0;
+}
+
+void cluster_free(struct cluster *c)
+{
+    if (!c) return;
+    free(c->nodes);
+    free(c);
+}
+
+const struct cluster_node *cluster_node_find(const struct cluster *c, const char *name)
+{
+    for (int i = 0; i < c->n_nodes; i++)
+        if (strcmp(c->nodes[i].name, name) == 0) return &c->nodes[i];
+    return NULL;
+}
+
+/* ---- where the file is ---------------------------------------------------- */
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* XDG: an unset, empty or relative XDG_CONFIG_HOME means ~/.config. */
+static int config_home_path(char *out, size_t outlen)
+{
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    int n;
+    if (xdg && xdg[0] == '/') {
+        n = snprintf(out, outlen, "%s/infertop/cluster.conf", xdg);
+    } else {
+        const char *home = getenv("HOME");
+        if (!home || !*home) return -1;
+        n = snprintf(out, outlen, "%s/.config/infertop/cluster.conf", home);
+    }
+    return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+int cluster_locate(const char *given, char *path, size_t pathlen, char *err, size_t errlen)
+{
+    static const char local[] = "./infertop.conf";
+    char conf[CLUSTER_PATH_MAX];
+    const char *pick = NULL;
+    int have_conf = config_home_path(conf, sizeof conf) == 0;
+    if (given)
+        pick = given;
+    else if (is_file(local))
+        pick = local;
+    else if (have_conf && is_file(conf))
+        pick = conf;
+    if (!pick) {
+        snprintf(err, errlen, "no cluster file: give -c FILE, or create %s or %s", local,
+                 have_conf ? conf : "$XDG_CONFIG_HOME/infertop/cluster.conf");
+        return -1;
+    }
+    if (strlen(pick) >= pathlen) {
+        snprintf(err, errlen, "%s: path too long", pick);
+        return -1;
+    }
+    strcpy(path, pick);
+    return 0;
+}

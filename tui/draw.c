@@ -1,0 +1,214 @@
+/* draw.c: clipped text, rules, boxes, and the meters on screen. */
+#include "draw.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "meter.h"
+
+/* The length in bytes of the UTF-8 character starting at s (1 for a
+ * stray continuation byte, so that bad text still moves on). */
+static int char_len(const unsigned char *s)
+{
+    int n = *s < 0xC0 ? 1 : *s < 0xE0 ? 2 : *s < 0xF0 ? 3 : 4;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80) return 1;
+    return n;
+}
+
+int draw_width(const char *s)
+{
+    int cols = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p += char_len(p)) cols++;
+    return cols;
+}
+
+int draw_text(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t a, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    int total = draw_width(s), cols = 0;
+    if (width <= 0) return 0;
+    wattr_set(w, a, PAIR_NUMBER(a), NULL);
+    wmove(w, y, x);
+    while (*p && cols < width) {
+        int n = char_len(p);
+        if (cols == width - 1 && total > width) {
+            waddstr(w, g->ellipsis);
+            cols++;
+            break;
+        }
+        if (!g->utf8 && *p >= 0x80)
+            waddch(w, '?');
+        else if (*p < 0x20 || *p == 0x7F)
+            waddch(w, ' '); /* a control character would move the cursor */
+        else
+            waddnstr(w, (const char *)p, n);
+        p += n;
+        cols++;
+    }
+    wattr_set(w, A_NORMAL, 0, NULL);
+    return cols;
+}
+
+int draw_textf(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t a,
+               const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return draw_text(w, g, y, x, width, a, buf);
+}
+
+void draw_rjust(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t a, const char *s)
+{
+    int n = draw_width(s);
+    if (n < width) x += width - n;
+    draw_text(w, g, y, x, width, a, s);
+}
+
+void draw_repeat(WINDOW *w, int y, int x, int n, attr_t a, const char *glyph)
+{
+    if (n <= 0) return;
+    wattr_set(w, a, PAIR_NUMBER(a), NULL);
+    wmove(w, y, x);
+    for (int i = 0; i < n; i++) waddstr(w, glyph);
+    wattr_set(w, A_NORMAL, 0, NULL);
+}
+
+/* Box lines from the glyph set rather than the ACS characters, which an
+ * ASCII-only run in a UTF-8 locale would still send as UTF-8. */
+void draw_box(WINDOW *w, const struct glyphs *g, attr_t a)
+{
+    int h = getmaxy(w), wd = getmaxx(w);
+    draw_repeat(w, 0, 1, wd - 2, a, g->hline);
+    draw_repeat(w, h - 1, 1, wd - 2, a, g->hline);
+    for (int y = 1; y < h - 1; y++) {
+        draw_repeat(w, y, 0, 1, a, g->vline);
+        draw_repeat(w, y, wd - 1, 1, a, g->vline);
+    }
+    draw_repeat(w, 0, 0, 1, a, g->corner[0]);
+    draw_repeat(w, 0, wd - 1, 1, a, g->corner[1]);
+    draw_repeat(w, h - 1, 0, 1, a, g->corner[2]);
+    /* The bottom-right cell of the screen cannot be written without
+     * scrolling; waddstr there fails harmlessly. */
+    draw_repeat(w, h - 1, wd - 1, 1, a, g->corner[3]);
+}
+
+void draw_membar(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
+                 int width, const struct state_memory *m, int low)
+{
+    static const enum palette_role role[GLYPHS_MEM_COUNT] = {PAL_WEIGHTS, PAL_KV, PAL_OTHER,
+                                                             PAL_HEADROOM};
+    if (!m->known || m->weights + m->kv + m->other + m->headroom == 0) {
+        draw_text(w, g, y, x, width, palette_attr(p, PAL_DIM), "-");
+        return;
+    }
+    /* The headroom figure takes 5 columns when the bar keeps at least 6. */
+    int bar = width >= 11 ? width - 5 : width;
+    uint64_t part[GLYPHS_MEM_COUNT] = {m->weights, m->kv, m->other, m->headroom};
+    int cols[GLYPHS_MEM_COUNT];
+    meter_membar(part, bar, cols);
+    int cx = x;
+    for (int i = 0; i < GLYPHS_MEM_COUNT; i++) {
+        draw_repeat(w, y, cx, cols[i], palette_attr(p, role[i]), g->mem[i]);
+        cx += cols[i];
+    }
+    if (bar == width) return;
+    char free_s[16];
+    if (m->headroom_signed < 0)
+        snprintf(free_s, sizeof free_s, "OVER");
+    else
+        meter_fmt_bytes(m->headroom, free_s, sizeof free_s);
+    enum palette_role fig = low ? PAL_ALERT : m->headroom_signed < 0 ? PAL_ERROR : PAL_TEXT;
+    draw_rjust(w, g, y, x + bar, 5, palette_attr(p, fig), free_s);
+}
+
+void draw_spark(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
+                int width, const double *v, int n)
+{
+    int level[DRAW_CHART_MAX_COLS];
+    if (n > width) {
+        v += n - width;
+        n = width;
+    }
+    if (n > DRAW_CHART_MAX_COLS) {
+        v += n - DRAW_CHART_MAX_COLS;
+        n = DRAW_CHART_MAX_COLS;
+    }
+    meter_spark(v, n, GLYPHS_SPARK_LEVELS, level);
+    for (int i = 0; i < n; i++)
+        draw_repeat(w, y, x + width - n + i, 1, palette_attr(p, PAL_SPARK),
+                    level[i] < 0 ? " " : g->spark[level[i]]);
+}
+
+#define AXIS_COLS 6 /* "12.3k" and a space */
+
+int draw_chart_points(const struct glyphs *g, int width)
+{
+    int cols = width - AXIS_COLS;
+    if (cols > DRAW_CHART_MAX_COLS) cols = DRAW_CHART_MAX_COLS;
+    return cols > 0 ? cols * (g->utf8 ? 2 : 1) : 0;
+}
+
+static void chart_legend(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
+                         int width, const char *title, const struct draw_series *s, int ns)
+{
+    static const enum palette_role role[2] = {PAL_SERIES_A, PAL_SERIES_B};
+    int cx = x + draw_text(w, g, y, x, width, palette_attr(p, PAL_TITLE), title);
+    for (int i = 0; i < ns && i < 2; i++) {
+        int room = x + width - cx;
+        if (room < 4) return;
+        cx += 2;
+        draw_text(w, g, y, cx, 2, palette_attr(p, role[i]), i == 0 ? g->solid : g->dashed);
+        cx += 3;
+        cx += draw_text(w, g, y, cx, x + width - cx, A_NORMAL, s[i].label);
+    }
+}
+
+void draw_chart(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
+                int width, int height, const char *title, const struct draw_series *s, int ns,
+                double hi, void (*fmt)(double v, char *buf, size_t len))
+{
+    uint8_t dots[DRAW_CHART_MAX_COLS * DRAW_CHART_MAX_ROWS];
+    uint8_t series[DRAW_CHART_MAX_COLS * DRAW_CHART_MAX_ROWS];
+    struct meter_canvas c;
+    char label[16], cell[5];
+    int cols = width - AXIS_COLS, rows = height - 1;
+
+    chart_legend(w, g, p, y, x, width, title, s, ns);
+    if (cols <= 0 || rows <= 0) return;
+    if (cols > DRAW_CHART_MAX_COLS) cols = DRAW_CHART_MAX_COLS;
+    if (rows > DRAW_CHART_MAX_ROWS) rows = DRAW_CHART_MAX_ROWS;
+    if (ns > 2) ns = 2;
+    if (hi <= 0) {
+        for (int i = 0; i < ns; i++)
+            for (int j = 0; j < s[i].n; j++)
+                if (isfinite(s[i].v[j]) && s[i].v[j] > hi) hi = s[i].v[j];
+    }
+    int empty = hi <= 0;
+    if (empty) hi = 1;
+
+    meter_canvas_init(&c, cols, rows, g->utf8, dots, series);
+    for (int i = 0; i < ns; i++) meter_canvas_plot(&c, s[i].v, s[i].n, 0, hi, i, i == 1);
+
+    fmt(hi, label, sizeof label);
+    draw_rjust(w, g, y + 1, x, AXIS_COLS - 1, palette_attr(p, PAL_DIM), empty ? "" : label);
+    draw_rjust(w, g, y + rows, x, AXIS_COLS - 1, palette_attr(p, PAL_DIM), "0");
+    for (int r = 0; r < rows; r++) {
+        draw_repeat(w, y + 1 + r, x + AXIS_COLS - 1, 1, palette_attr(p, PAL_DIM), g->vline);
+        for (int col = 0; col < cols; col++) {
+            uint8_t who = series[r * cols + col];
+            if (!who) continue;
+            enum palette_role role = who == 3 ? PAL_SERIES_AB : who == 2 ? PAL_SERIES_B : PAL_SERIES_A;
+            meter_canvas_cell(&c, col, r, cell);
+            draw_repeat(w, y + 1 + r, x + AXIS_COLS + col, 1, palette_attr(p, role), cell);
+        }
+    }
+    if (empty)
+        draw_text(w, g, y + 1 + rows / 2, x + AXIS_COLS + 1, cols - 1, palette_attr(p, PAL_DIM),
+                  "no data yet");
+}

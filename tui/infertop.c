@@ -1,0 +1,63 @@
+/* infertop.c: main() of the console. `infertop VERB ...` runs a verb from
+ * the table below; each verb parses its own arguments and returns an exit
+ * code from cli.h. Without a verb (or with options only), the dashboard
+ * opens on the cluster file. */
+#include <stdio.h>
+#include <string.h>
+
+#include "app.h"
+#include "cli.h"
+#include "demo.h"
+
+#define INFERTOP_VERSION "0.1.0"
+
+typedef struct verb {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv); /* argv[0] is the verb */
+} verb;
+
+static const verb verbs[] = {
+    {"demo", "start a local ring of inferd stages with a load and watch it", demo_main},
+    {"status", "one snapshot of every node of the cluster", cli_status},
+    {"set", "change prefill_step / kv_bits live, wait until applied", cli_set},
+    {"nodes", "start, stop, restart, status, logs, facts, exec on nodes over SSH", cli_nodes},
+    {"stress", "stress runs (growth, fixed, soak, sweep) recorded to the history", cli_stress},
+    {"history", "query the run history: list, show, compare, best, export, prune", cli_history},
+};
+
+static void usage(FILE *out)
+{
+    fputs("usage: infertop [--help] [--version] VERB [ARGS...]\n"
+          "       infertop [-c FILE] [--no-color] [--ascii] [--readonly]   (the dashboard)\n"
+          "\nverbs:\n",
+          out);
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        fprintf(out, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+    fputs("\n`infertop VERB --help` describes a verb.\n"
+          "\nexit codes: 0 ok, 1 failed (database or output error), 2 bad command line\n"
+          "(unknown verb or option, bad date or number), 3 no such run, 4 database cannot\n"
+          "be opened (unwritable path, not a database, newer schema)\n",
+          out);
+}
+
+int main(int argc, char **argv)
+{
+    /* No verb: the dashboard, which takes its own options. */
+    if (argc < 2 || (argv[1][0] == '-' && strcmp(argv[1], "--help") != 0 &&
+                     strcmp(argv[1], "-h") != 0 && strcmp(argv[1], "--version") != 0))
+        return app_main(argc, argv);
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        puts("infertop " INFERTOP_VERSION);
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (strcmp(argv[1], verbs[i].name) == 0)
+            return verbs[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "infertop: unknown verb \"%s\" (see infertop --help)\n", argv[1]);
+    return CLI_USAGE;
+}

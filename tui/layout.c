@@ -1,0 +1,171 @@
+/* layout.c: the rectangles of every view, as a pure function of the size.
+ *
+ * The node table is the one place where width is scarce. Its columns have
+ * a minimum width (their title fits) and a rank: as the terminal narrows,
+ * the flexible columns (name, memory bar, sparkline) shrink to their
+ * minimum first, then columns are given up from the lowest rank. Ranks
+ * follow what an operator looks at first: is the node alive, is it
+ * compute- or orchestration-bound, does it have memory left, how is it
+ * configured; the sparkline and layer range come last.
+ */
+#include "layout.h"
+
+#define HEADER_ROWS 2
+#define FOOTER_ROWS 1
+#define CONFIG_EDIT_ROWS 3
+#define FACTS_COLS 36    /* the node facts beside the charts, when wide */
+#define FACTS_ROWS 4     /* ... or above them when narrow */
+#define WIDE_COLS 120
+#define LOG_MIN_ROWS 8
+
+struct col_spec {
+    const char *title;
+    int min, max; /* max 0: takes whatever is left */
+    int rank;     /* 0 is given up last */
+};
+
+static const struct col_spec col_specs[LAYOUT_COL_COUNT] = {
+    [LAYOUT_COL_NAME] = {"node", 10, 16, 0},
+    [LAYOUT_COL_STATE] = {"state", 8, 8, 1},
+    [LAYOUT_COL_MODEL] = {"model ms", 8, 8, 2},
+    [LAYOUT_COL_EVAL] = {"eval ms", 8, 8, 3},
+    [LAYOUT_COL_MEMORY] = {"memory", 12, 48, 4},
+    [LAYOUT_COL_PHASE] = {"phase", 7, 7, 5},
+    [LAYOUT_COL_KV_BITS] = {"kv", 4, 4, 6},
+    [LAYOUT_COL_PREFILL] = {"prefill", 7, 7, 7},
+    [LAYOUT_COL_STEPS] = {"steps/s", 7, 7, 8},
+    [LAYOUT_COL_SPARK] = {"step time", 10, 0, 9},
+    [LAYOUT_COL_LAYERS] = {"layers", 7, 7, 10},
+};
+
+const char *layout_col_title(enum layout_col c)
+{
+    return (unsigned)c < LAYOUT_COL_COUNT ? col_specs[c].title : "";
+}
+
+static struct layout_rect rect(int x, int y, int w, int h)
+{
+    struct layout_rect r = {x, y, w, h};
+    return r;
+}
+
+static int clamp(int v, int lo, int hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Gives a shown column c up to `want` more of the `extra` columns left (no
+ * more than its max); returns what is left. */
+static int grow(int *w, enum layout_col c, int extra, int want)
+{
+    if (!w[c]) return extra;
+    int room = col_specs[c].max ? col_specs[c].max - w[c] : want;
+    int give = clamp(want < room ? want : room, 0, extra);
+    w[c] += give;
+    return extra - give;
+}
+
+/* Widths first (by rank), then positions (in display order), one space
+ * between columns. */
+static void layout_columns(struct layout *l, struct layout_rect table)
+{
+    int w[LAYOUT_COL_COUNT] = {0};
+    int used = 0;
+    for (int rank = 0; rank < LAYOUT_COL_COUNT; rank++) {
+        enum layout_col c = LAYOUT_COL_NAME;
+        while (col_specs[c].rank != rank) c++;
+        int need = col_specs[c].min + (used ? 1 : 0);
+        if (used + need > table.w) break; /* strictly by rank: a wider table never loses one */
+        w[c] = col_specs[c].min;
+        used += need;
+    }
+    int extra = table.w - used;
+    extra = grow(w, LAYOUT_COL_NAME, extra, extra);
+    if (w[LAYOUT_COL_SPARK]) extra = grow(w, LAYOUT_COL_MEMORY, extra, extra / 2);
+    extra = grow(w, LAYOUT_COL_SPARK, extra, extra);
+    grow(w, LAYOUT_COL_MEMORY, extra, extra);
+
+    int x = table.x;
+    for (int c = 0; c < LAYOUT_COL_COUNT; c++) {
+        if (!w[c]) continue;
+        l->col[c] = rect(x, table.y, w[c], table.h);
+        x += w[c] + 1;
+    }
+}
+
+/* A table of n rows under a title row, in at most `avail` rows. */
+static int table_rows(int n_nodes, int avail)
+{
+    return 1 + clamp(n_nodes, 1, avail - 1);
+}
+
+static void layout_dashboard(struct layout *l, struct layout_rect body, int n_nodes)
+{
+    int h = table_rows(n_nodes, body.h - LAYOUT_EVENTS_MIN_ROWS);
+    l->pane[LAYOUT_NODES] = rect(body.x, body.y, body.w, h);
+    l->pane[LAYOUT_EVENTS_PANE] = rect(body.x, body.y + h, body.w, body.h - h);
+    layout_columns(l, l->pane[LAYOUT_NODES]);
+}
+
+/* Facts beside the charts when wide, above them when not; the log tail
+ * below the charts only when both charts keep their minimum. */
+static void layout_node(struct layout *l, struct layout_rect body)
+{
+    struct layout_rect charts = body;
+    if (body.w >= WIDE_COLS) {
+        l->pane[LAYOUT_FACTS] = rect(body.x + body.w - FACTS_COLS, body.y, FACTS_COLS, body.h);
+        charts.w -= FACTS_COLS;
+    } else {
+        l->pane[LAYOUT_FACTS] = rect(body.x, body.y, body.w, FACTS_ROWS);
+        charts.y += FACTS_ROWS;
+        charts.h -= FACTS_ROWS;
+    }
+    if (charts.h >= 2 * LAYOUT_CHART_MIN_ROWS + LOG_MIN_ROWS) {
+        int log_h = charts.h / 3 > LOG_MIN_ROWS ? charts.h / 3 : LOG_MIN_ROWS;
+        charts.h -= log_h;
+        l->pane[LAYOUT_LOG] = rect(charts.x, charts.y + charts.h, charts.w, log_h);
+    }
+    int top = charts.h / 2;
+    l->pane[LAYOUT_TIMING] = rect(charts.x, charts.y, charts.w, top);
+    l->pane[LAYOUT_MEMORY] = rect(charts.x, charts.y + top, charts.w, charts.h - top);
+}
+
+static void layout_config(struct layout *l, struct layout_rect body, int n_nodes)
+{
+    int h = table_rows(n_nodes, body.h - CONFIG_EDIT_ROWS);
+    l->pane[LAYOUT_CONFIG_TABLE] = rect(body.x, body.y, body.w, h);
+    l->pane[LAYOUT_CONFIG_EDIT] =
+        rect(body.x, body.y + body.h - CONFIG_EDIT_ROWS, body.w, CONFIG_EDIT_ROWS);
+}
+
+static void layout_events(struct layout *l, struct layout_rect body)
+{
+    l->pane[LAYOUT_FILTER] = rect(body.x, body.y, body.w, 1);
+    l->pane[LAYOUT_LIST] = rect(body.x, body.y + 1, body.w, body.h - 1);
+}
+
+struct layout layout_compute(int cols, int rows, enum layout_view view, int n_nodes, int help)
+{
+    struct layout l = {.cols = cols, .rows = rows, .view = view};
+    if (cols < LAYOUT_MIN_COLS || rows < LAYOUT_MIN_ROWS) {
+        l.too_small = 1;
+        if (cols > 0 && rows > 0) l.pane[LAYOUT_MESSAGE] = rect(0, 0, cols, 1);
+        return l;
+    }
+    l.pane[LAYOUT_HEADER] = rect(0, 0, cols, HEADER_ROWS);
+    l.pane[LAYOUT_FOOTER] = rect(0, rows - FOOTER_ROWS, cols, FOOTER_ROWS);
+    struct layout_rect body = rect(0, HEADER_ROWS, cols, rows - HEADER_ROWS - FOOTER_ROWS);
+    switch (view) {
+    case LAYOUT_DASHBOARD: layout_dashboard(&l, body, n_nodes); break;
+    case LAYOUT_NODE: layout_node(&l, body); break;
+    case LAYOUT_CONFIG: layout_config(&l, body, n_nodes); break;
+    case LAYOUT_EVENTS: layout_events(&l, body); break;
+    case LAYOUT_VIEW_COUNT: break;
+    }
+    if (help) {
+        int w = cols - 4 < LAYOUT_HELP_MAX_COLS ? cols - 4 : LAYOUT_HELP_MAX_COLS;
+        int h = rows - 2 < LAYOUT_HELP_MAX_ROWS ? rows - 2 : LAYOUT_HELP_MAX_ROWS;
+        l.pane[LAYOUT_HELP] = rect((cols - w) / 2, (rows - h) / 2, w, h);
+    }
+    return l;
+}

@@ -1,0 +1,439 @@
+/* links.c: the console's sockets to the nodes and the requests in flight on
+ * them (links.h).
+ */
+#include "links.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "cluster.h"
+
+/* Requests in flight at once, over all nodes: the console keeps a handful
+ * (a set per node, a generate, identification); a full table is a bug in
+ * the caller, reported as an error rather than growing without bound. */
+#define LINKS_MAX_PENDING 256
+/* Messages the SUB may queue between two reads. The app reads telemetry
+ * once per frame (UI_FPS); 8 nodes at 100 steps/s fill a tenth of this in
+ * a second, so only a stalled console loses messages (and counts them). */
+#define LINKS_RCVHWM 100000
+/* Messages read per links_process call: past it the socket stays ready
+ * and the next poll returns at once, so a flood cannot starve the keys. */
+#define LINKS_DRAIN_MAX 10000
+#define LINKS_OP_MAX 16
+
+struct request {
+    int used;
+    int node;
+    char op[LINKS_OP_MAX];
+    char id[PROTO_ID_MAX + 1];
+    double timeout_s, deadline;
+    links_done_fn done;
+    void *ctx;
+};
+
+struct link_node {
+    client *ctl;
+    char reported[PROTO_NAME_MAX + 1]; /* name from its status reply, "" until one */
+    int hello_pending;                 /* an identification request is in flight */
+    double hello_at;                   /* when the next one is due */
+};
+
+struct links {
+    void *zctx;
+    void *sub;
+    state *st;
+    int n;
+    struct link_node *nodes;
+    struct request req[LINKS_MAX_PENDING];
+    int n_pending;
+    int identify;
+    /* The last unknown publisher and decode error logged: each is logged
+     * once, not once per message. */
+    char unknown[PROTO_NAME_MAX + 1];
+    char bad[PROTO_MESSAGE_MAX];
+};
+
+/* ---- opening and closing ------------------------------------------------ */
+
+int links_open(links **out, const struct cluster *c, state *st, double now, char *err,
+               size_t errlen)
+{
+    int linger = 0, hwm = LINKS_RCVHWM;
+
+    *out = NULL;
+    links *l = calloc(1, sizeof *l);
+    if (!l || !(l->nodes = calloc((size_t)(c->n_nodes > 0 ? c->n_nodes : 1), sizeof *l->nodes))) {
+        free(l);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    l->st = st;
+    l->n = c->n_nodes;
+    if (!(l->zctx = zmq_ctx_new()) || !(l->sub = zmq_socket(l->zctx, ZMQ_SUB))) {
+        snprintf(err, errlen, "zmq: %s", zmq_strerror(errno));
+        links_close(l);
+        return -1;
+    }
+    zmq_setsockopt(l->sub, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(l->sub, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(l->sub, ZMQ_SUBSCRIBE, "", 0);
+    for (int i = 0; i < l->n; i++) {
+        const struct cluster_node *cn = &c->nodes[i];
+        char why[256];
+        if (zmq_connect(l->sub, cn->telemetry) != 0) {
+            snprintf(err, errlen, "node '%s': telemetry %s: %s", cn->name, cn->telemetry,
+                     zmq_strerror(errno));
+            links_close(l);
+            return -1;
+        }
+        if (client_open(&l->nodes[i].ctl, l->zctx, cn->control, NULL, why, sizeof why) != 0) {
+            snprintf(err, errlen, "node '%s': control: %s", cn->name, why);
+            links_close(l);
+            return -1;
+        }
+        l->nodes[i].hello_at = now;
+    }
+    *out = l;
+    return 0;
+}
+
+void links_close(links *l)
+{
+    if (!l)
+        return;
+    for (int i = 0; i < l->n; i++)
+        client_close(l->nodes[i].ctl);
+    if (l->sub)
+        zmq_close(l->sub);
+    if (l->zctx)
+        zmq_ctx_term(l->zctx);
+    free(l->nodes);
+    free(l);
+}
+
+void links_identify(links *l)
+{
+    l->identify = 1;
+}
+
+int links_pending(const links *l)
+{
+    return l->n_pending;
+}
+
+const char *links_node_reported_name(const links *l, int node)
+{
+    return l->nodes[node].reported;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+/* Frees the slot before calling back, so that the callback may send the
+ * next request (the demo's load does). */
+static void finish(links *l, struct request *q, int ok, const char *code, const char *message,
+                   const json_t *json, double now)
+{
+    struct request r = *q;
+    q->used = 0;
+    l->n_pending--;
+    if (ok == 1 && strcmp(r.op, "status") == 0) {
+        const char *name = json_string_value(json_object_get(json, "node"));
+        if (name)
+            snprintf(l->nodes[r.node].reported, sizeof l->nodes[r.node].reported, "%s", name);
+    }
+    struct links_reply rep = {r.node, ok, code, message, json, now};
+    if (r.done)
+        r.done(r.ctx, &rep);
+}
+
+int links_request(links *l, int node, const char *op, const json_t *args, double timeout_s,
+                  double now, links_done_fn done, void *ctx, char *err, size_t errlen)
+{
+    struct request *q = NULL;
+    for (int i = 0; i < LINKS_MAX_PENDING && !q; i++)
+        if (!l->req[i].used)
+            q = &l->req[i];
+    if (!q) {
+        snprintf(err, errlen, "%d requests already in flight", LINKS_MAX_PENDING);
+        return -1;
+    }
+    if (node < 0 || node >= l->n) {
+        snprintf(err, errlen, "no node %d", node);
+        return -1;
+    }
+    if (client_send(l->nodes[node].ctl, op, args, q->id, sizeof q->id, err, errlen) != 0)
+        return -1;
+    q->used = 1;
+    q->node = node;
+    snprintf(q->op, sizeof q->op, "%s", op);
+    q->timeout_s = timeout_s;
+    q->deadline = now + timeout_s;
+    q->done = done;
+    q->ctx = ctx;
+    l->n_pending++;
+    return 0;
+}
+
+static struct request *find_request(links *l, int node, const char *id)
+{
+    for (int i = 0; i < LINKS_MAX_PENDING; i++)
+        if (l->req[i].used && l->req[i].node == node && strcmp(l->req[i].id, id) == 0)
+            return &l->req[i];
+    return NULL;
+}
+
+static void hello_done(void *ctx, const struct links_reply *r)
+{
+    links *l = ctx;
+    l->nodes[r->node].hello_pending = 0;
+}
+
+int links_tick(links *l, double now)
+{
+    int ended = 0;
+    for (int i = 0; i < LINKS_MAX_PENDING; i++) {
+        struct request *q = &l->req[i];
+        if (!q->used || q->deadline > now)
+            continue;
+        char msg[128];
+        snprintf(msg, sizeof msg, "no reply to '%s' within %g s", q->op, q->timeout_s);
+        finish(l, q, -1, "timeout", msg, NULL, now);
+        ended++;
+    }
+    for (int i = 0; l->identify && i < l->n; i++) {
+        struct link_node *nd = &l->nodes[i];
+        char err[256];
+        if (nd->reported[0] || nd->hello_pending || nd->hello_at > now)
+            continue;
+        nd->hello_at = now + LINKS_HELLO_PERIOD_S;
+        /* A failed send is retried at the next period like a silent node. */
+        if (links_request(l, i, "status", NULL, LINKS_TIMEOUT_S, now, hello_done, l, err,
+                          sizeof err) == 0)
+            nd->hello_pending = 1;
+    }
+    return ended;
+}
+
+double links_next_deadline(const links *l)
+{
+    double t = INFINITY;
+    for (int i = 0; i < LINKS_MAX_PENDING; i++)
+        if (l->req[i].used && l->req[i].deadline < t)
+            t = l->req[i].deadline;
+    for (int i = 0; l->identify && i < l->n; i++) {
+        const struct link_node *nd = &l->nodes[i];
+        if (!nd->reported[0] && !nd->hello_pending && nd->hello_at < t)
+            t = nd->hello_at;
+    }
+    return t;
+}
+
+/* ---- live config -------------------------------------------------------- */
+
+json_t *links_set_args_json(const proto_set_args *want)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int rc = 0;
+    if (want->has_prefill_step)
+        rc |= json_object_set_new(o, "prefill_step",
+                                  want->prefill_step == PROTO_PREFILL_AUTO
+                                      ? json_string("auto")
+                                      : json_integer(want->prefill_step));
+    if (want->has_kv_bits)
+        rc |= json_object_set_new(o, "kv_bits", json_integer(want->kv_bits));
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static void set_done(void *ctx, const struct links_reply *r)
+{
+    links *l = ctx;
+    char why[PROTO_MESSAGE_MAX];
+    if (r->ok == 1) {
+        state_config_reply(l->st, r->node, 1, NULL, r->now);
+        return;
+    }
+    snprintf(why, sizeof why, "%s: %s", r->code, r->message);
+    state_config_reply(l->st, r->node, 0, why, r->now);
+}
+
+static int set_one(links *l, int node, const json_t *args, const proto_set_args *want, double now)
+{
+    char err[256];
+    state_config_request(l->st, node, want, now);
+    if (!args) {
+        state_config_reply(l->st, node, 0, "out of memory", now);
+        return -1;
+    }
+    if (links_request(l, node, "set", args, LINKS_TIMEOUT_S, now, set_done, l, err,
+                      sizeof err) != 0) {
+        state_config_reply(l->st, node, 0, err, now);
+        return -1;
+    }
+    return 0;
+}
+
+int links_set(links *l, int node, const proto_set_args *want, double now)
+{
+    json_t *args = links_set_args_json(want);
+    int failed = 0;
+    for (int i = 0; i < l->n; i++)
+        if (node < 0 || node == i)
+            failed += set_one(l, i, args, want, now) != 0;
+    json_decref(args);
+    return failed;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+static int node_of(const links *l, const char *name)
+{
+    int i = state_node_index(l->st, name);
+    if (i >= 0)
+        return i;
+    for (i = 0; i < l->n; i++)
+        if (l->nodes[i].reported[0] && strcmp(l->nodes[i].reported, name) == 0)
+            return i;
+    return -1;
+}
+
+static void take_telemetry(links *l, const proto_tel *t, double now)
+{
+    int i = node_of(l, t->head.node);
+    if (i < 0) {
+        if (strcmp(l->unknown, t->head.node) != 0) {
+            snprintf(l->unknown, sizeof l->unknown, "%s", t->head.node);
+            state_event_add(l->st, -1, "telemetry", now,
+                            "telemetry from '%s', which is no node of the cluster file: ignored",
+                            t->head.node);
+        }
+        return;
+    }
+    state_ingest(l->st, i, t, now);
+    /* A node says when it goes away: no need to wait for missed heartbeats. */
+    if (t->topic == PROTO_TOPIC_EVENT && t->event.kind == PROTO_EV_SHUTDOWN)
+        state_mark_down(l->st, i, "the node shut down", now);
+}
+
+static void bad_telemetry(links *l, const char *why, double now)
+{
+    if (strcmp(l->bad, why) == 0)
+        return;
+    snprintf(l->bad, sizeof l->bad, "%s", why);
+    state_event_add(l->st, -1, "telemetry", now, "message dropped: %s", why);
+}
+
+/* One message: a topic frame and a payload frame; anything else is
+ * dropped whole. Returns 0, or -1 when the socket has nothing more. */
+static int read_one_telemetry(links *l, double now)
+{
+    zmq_msg_t topic, payload;
+    zmq_msg_init(&topic);
+    if (zmq_msg_recv(&topic, l->sub, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&topic);
+        return -1;
+    }
+    zmq_msg_init(&payload);
+    int parts = 1;
+    int more = zmq_msg_more(&topic);
+    if (more && zmq_msg_recv(&payload, l->sub, ZMQ_DONTWAIT) >= 0) {
+        parts++;
+        more = zmq_msg_more(&payload);
+    }
+    while (more) { /* a message of more than two frames: drop the rest */
+        zmq_msg_t extra;
+        zmq_msg_init(&extra);
+        more = zmq_msg_recv(&extra, l->sub, ZMQ_DONTWAIT) >= 0 && zmq_msg_more(&extra);
+        zmq_msg_close(&extra);
+        parts++;
+    }
+    if (parts != 2) {
+        bad_telemetry(l, "a telemetry message is two frames, a topic and a payload", now);
+    } else {
+        proto_tel t;
+        char err[PROTO_MESSAGE_MAX];
+        if (proto_tel_decode(zmq_msg_data(&topic), zmq_msg_size(&topic), zmq_msg_data(&payload),
+                             zmq_msg_size(&payload), &t, err, sizeof err) == 0) {
+            take_telemetry(l, &t, now);
+            proto_tel_free(&t);
+        } else {
+            bad_telemetry(l, err, now);
+        }
+    }
+    zmq_msg_close(&payload);
+    zmq_msg_close(&topic);
+    return 0;
+}
+
+static int read_telemetry(links *l, double now)
+{
+    int n = 0;
+    while (n < LINKS_DRAIN_MAX && read_one_telemetry(l, now) == 0)
+        n++;
+    return n;
+}
+
+static int read_replies(links *l, int node, double now)
+{
+    int n = 0;
+    while (n < LINKS_DRAIN_MAX) {
+        proto_reply r;
+        char err[256];
+        int got = client_recv(l->nodes[node].ctl, &r, 0, err, sizeof err);
+        if (got == 0)
+            break;
+        n++;
+        /* A frame that is no v1 reply cannot be matched to a request:
+         * its request ends by its deadline. */
+        if (got < 0)
+            continue;
+        struct request *q = find_request(l, node, r.id);
+        if (q && !r.done)
+            q->deadline = now + q->timeout_s;
+        else if (q)
+            finish(l, q, r.ok ? 1 : 0, r.ok ? "" : r.code, r.ok ? "" : r.message, r.json, now);
+        proto_reply_free(&r);
+    }
+    return n;
+}
+
+int links_poll_max(const links *l)
+{
+    return l->n + 1;
+}
+
+int links_poll_items(const links *l, int telemetry, zmq_pollitem_t *items, int max)
+{
+    int k = 0;
+    if (telemetry && k < max)
+        items[k++] = (zmq_pollitem_t){l->sub, 0, ZMQ_POLLIN, 0};
+    for (int i = 0; i < l->n && k < max; i++)
+        items[k++] = (zmq_pollitem_t){client_socket(l->nodes[i].ctl), 0, ZMQ_POLLIN, 0};
+    return k;
+}
+
+int links_process(links *l, const zmq_pollitem_t *items, int n, double now)
+{
+    int got = 0;
+    for (int k = 0; k < n; k++) {
+        if (!(items[k].revents & ZMQ_POLLIN))
+            continue;
+        if (items[k].socket == l->sub) {
+            got += read_telemetry(l, now);
+            continue;
+        }
+        for (int i = 0; i < l->n; i++)
+            if (items[k].socket == client_socket(l->nodes[i].ctl))
+                got += read_replies(l, i, now);
+    }
+    return got;
+}

@@ -1,0 +1,774 @@
+/* state.c: the console's in-memory model of the cluster.
+ *
+ * Ingest runs for every telemetry message (hundreds of thousands a second
+ * at the bar), so it only copies into fixed rings and bumps counters.
+ * Everything derived (percentiles, rates, highlights, liveness) is
+ * computed when a view asks, a few times a second.
+ */
+#include "state.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_METRICS (STATE_COMM_MS + 1)
+
+/* One step, as much of it as the percentiles and the detail view need. */
+struct step_rec {
+    double t;
+    float ms[N_METRICS]; /* indexed by enum state_metric */
+    int32_t tokens;
+    uint8_t phase;
+};
+
+/* The step timings summed per second (step, model, eval). */
+#define N_SUMS 3
+
+/* One second of one node. A slot is reused every STATE_SECONDS seconds;
+ * `sec` says which second it holds now. */
+struct sec_agg {
+    int64_t sec;
+    struct {
+        uint32_t steps, tokens;
+        double sum[N_SUMS];
+    } ph[2];
+    int has_mem;
+    uint64_t kv_bytes, rss;
+    int64_t headroom;
+    double act_max; /* largest finite act_max of the second, NaN before one */
+};
+
+struct node {
+    char name[PROTO_NAME_MAX + 1];
+
+    struct step_rec ring[STATE_STEP_RING];
+    uint64_t n_steps; /* ever ingested: the newest is ring[(n_steps - 1) % RING] */
+    struct sec_agg secs[STATE_SECONDS];
+
+    /* liveness */
+    enum state_live live; /* as of the last tick or message, for logging changes */
+    int has_hb, starting, dead;
+    double last_hb, start_t;
+
+    /* loss: seq is one counter per publisher, over all topics */
+    int has_seq;
+    uint64_t next_seq, received, lost, restarts;
+
+    int has_status;
+    proto_status status;
+    int phase;
+    double last_step_t;
+    double last_nonfinite_t; /* -INFINITY before the first */
+    int mem_known;
+    uint64_t weights, kv, budget;
+    int64_t headroom;
+    struct state_config cfg;
+};
+
+struct state {
+    char name[PROTO_NAME_MAX + 1];
+    int n;
+    struct node *nodes;
+    char req[PROTO_ID_MAX + 1];
+    int ctx_pos;
+    double last_ttft_ms;
+    struct state_event events[STATE_EVENTS];
+    uint64_t n_events;
+};
+
+/* ---- lifetime ---------------------------------------------------------- */
+
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src);
+}
+
+state *state_new(const char *cluster_name, int n_nodes, const char *const *names)
+{
+    state *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    st->nodes = calloc((size_t)(n_nodes > 0 ? n_nodes : 1), sizeof *st->nodes);
+    if (!st->nodes) {
+        free(st);
+        return NULL;
+    }
+    copy_text(st->name, sizeof st->name, cluster_name);
+    st->n = n_nodes;
+    st->last_ttft_ms = NAN;
+    for (int i = 0; i < n_nodes; i++) {
+        struct node *n = &st->nodes[i];
+        copy_text(n->name, sizeof n->name, names[i]);
+        for (int s = 0; s < STATE_SECONDS; s++) n->secs[s].sec = -1;
+        n->live = STATE_DOWN;
+        n->phase = -1;
+        n->last_step_t = -INFINITY;
+        n->last_nonfinite_t = -INFINITY;
+        n->cfg.prefill_step = -1;
+    }
+    return st;
+}
+
+void state_free(state *st)
+{
+    if (!st) return;
+    free(st->nodes);
+    free(st);
+}
+
+int state_node_count(const state *st)
+{
+    return st->n;
+}
+
+const char *state_node_name(const state *st, int node)
+{
+    return st->nodes[node].name;
+}
+
+int state_node_index(const state *st, const char *name)
+{
+    for (int i = 0; i < st->n; i++)
+        if (strcmp(st->nodes[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+static struct state_event *event_slot(state *st, int node, const char *kind, double now)
+{
+    struct state_event *e = &st->events[st->n_events++ % STATE_EVENTS];
+    memset(e, 0, sizeof *e);
+    e->t = now;
+    e->node = node;
+    copy_text(e->kind, sizeof e->kind, kind);
+    return e;
+}
+
+void state_event_add(state *st, int node, const char *kind, double now, const char *fmt, ...)
+{
+    struct state_event *e = event_slot(st, node, kind, now);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- liveness ---------------------------------------------------------- */
+
+static enum state_live live_at(const struct node *n, double now)
+{
+    if (n->dead) return STATE_DOWN;
+    if (n->starting) return now - n->start_t < STATE_START_TIMEOUT_S ? STATE_STARTING : STATE_DOWN;
+    if (!n->has_hb) return STATE_DOWN;
+    double age = now - n->last_hb;
+    if (age < STATE_STALE_S) return STATE_UP;
+    return age < STATE_DOWN_S ? STATE_STALE : STATE_DOWN;
+}
+
+static const char *live_kind(enum state_live l)
+{
+    static const char *kinds[] = {"node_down", "node_starting", "node_up", "node_stale"};
+    return kinds[l];
+}
+
+/* Logs a change of liveness, saying why. */
+static void set_live(state *st, int i, enum state_live l, double now, const char *why)
+{
+    struct node *n = &st->nodes[i];
+    if (n->live == l) return;
+    n->live = l;
+    state_event_add(st, i, live_kind(l), now, "%s", why);
+}
+
+void state_tick(state *st, double now)
+{
+    for (int i = 0; i < st->n; i++) {
+        struct node *n = &st->nodes[i];
+        enum state_live l = live_at(n, now);
+        if (l == n->live) continue;
+        char why[96];
+        if (n->starting)
+            snprintf(why, sizeof why, "no heartbeat %.0f s after start", now - n->start_t);
+        else
+            snprintf(why, sizeof why, "no heartbeat for %.1f s", now - n->last_hb);
+        set_live(st, i, l, now, why);
+    }
+}
+
+void state_mark_starting(state *st, int node, double now)
+{
+    struct node *n = &st->nodes[node];
+    n->starting = 1;
+    n->dead = 0;
+    n->start_t = now;
+    set_live(st, node, STATE_STARTING, now, "launched by the console");
+}
+
+void state_mark_down(state *st, int node, const char *why, double now)
+{
+    struct node *n = &st->nodes[node];
+    n->dead = 1;
+    n->starting = 0;
+    set_live(st, node, STATE_DOWN, now, why);
+}
+
+enum state_live state_node_live(const state *st, int node, double now)
+{
+    return live_at(&st->nodes[node], now);
+}
+
+/* ---- ingest ---------------------------------------------------------- */
+
+/* A seq below the expected one means the publisher started over: a
+ * restarted node, not loss. What the new process sent before we heard it
+ * is not counted (a subscriber always misses a publisher's first messages). */
+static void count_seq(state *st, int i, const proto_head *h, double now)
+{
+    struct node *n = &st->nodes[i];
+    n->received++;
+    if (n->has_seq && h->seq < n->next_seq) {
+        n->restarts++;
+        state_event_add(st, i, "node_restart", now,
+                        "sequence went back from %llu to %llu: the node restarted",
+                        (unsigned long long)(n->next_seq - 1), (unsigned long long)h->seq);
+    } else if (n->has_seq) {
+        n->lost += h->seq - n->next_seq;
+    }
+    n->has_seq = 1;
+    n->next_seq = h->seq + 1;
+}
+
+static struct sec_agg *sec_at(struct node *n, double now)
+{
+    int64_t sec = (int64_t)floor(now);
+    struct sec_agg *a = &n->secs[sec % STATE_SECONDS];
+    if (a->sec != sec) {
+        memset(a, 0, sizeof *a);
+        a->sec = sec;
+        a->act_max = NAN;
+    }
+    return a;
+}
+
+static const struct sec_agg *sec_get(const struct node *n, int64_t sec)
+{
+    if (sec < 0) return NULL;
+    const struct sec_agg *a = &n->secs[sec % STATE_SECONDS];
+    return a->sec == sec ? a : NULL;
+}
+
+static void note_memory(struct node *n, struct sec_agg *a, uint64_t kv, uint64_t rss,
+                        uint64_t budget, int64_t headroom)
+{
+    n->mem_known = 1;
+    n->kv = kv;
+    n->budget = budget;
+    n->headroom = headroom;
+    a->has_mem = 1;
+    a->kv_bytes = kv;
+    a->rss = rss;
+    a->headroom = headroom;
+}
+
+/* Does telemetry show what was asked? A step reports the resolved chunk
+ * size, so it cannot confirm a request for "auto"; the heartbeat can. */
+static int config_shows(const proto_set_args *w, int kv_bits, int prefill, int prefill_exact)
+{
+    if (w->has_kv_bits && kv_bits != w->kv_bits) return 0;
+    if (w->has_prefill_step) {
+        if (!prefill_exact && w->prefill_step == PROTO_PREFILL_AUTO) return 0;
+        if (prefill != w->prefill_step) return 0;
+    }
+    return 1;
+}
+
+static void confirm_config(struct node *n, int kv_bits, int prefill, int prefill_exact, double now)
+{
+    struct state_config *c = &n->cfg;
+    if (c->stage != STATE_CFG_REQUESTED && c->stage != STATE_CFG_ACKED) return;
+    if (!config_shows(&c->want, kv_bits, prefill, prefill_exact)) return;
+    c->stage = STATE_CFG_CONFIRMED;
+    c->t_confirmed = now;
+}
+
+void state_ingest_step(state *st, int node, const proto_head *h, const proto_step *s, double now)
+{
+    if (node < 0 || node >= st->n) return;
+    struct node *n = &st->nodes[node];
+    int ph = s->phase == PROTO_PHASE_PREFILL ? STATE_PREFILL : STATE_DECODE;
+    count_seq(st, node, h, now);
+
+    struct step_rec *r = &n->ring[n->n_steps++ % STATE_STEP_RING];
+    r->t = now;
+    r->ms[STATE_STEP_MS] = (float)s->step_ms;
+    r->ms[STATE_MODEL_MS] = (float)s->model_ms;
+    r->ms[STATE_EVAL_MS] = (float)s->eval_ms;
+    r->ms[STATE_WAIT_MS] = (float)s->wait_ms;
+    r->ms[STATE_COMM_MS] = (float)s->comm_ms;
+    r->tokens = s->tokens;
+    r->phase = (uint8_t)ph;
+
+    struct sec_agg *a = sec_at(n, now);
+    a->ph[ph].steps++;
+    a->ph[ph].tokens += (uint32_t)s->tokens;
+    a->ph[ph].sum[STATE_STEP_MS] += s->step_ms;
+    a->ph[ph].sum[STATE_MODEL_MS] += s->model_ms;
+    a->ph[ph].sum[STATE_EVAL_MS] += s->eval_ms;
+    if (!isfinite(s->act_max) || s->nonfinite > 0)
+        n->last_nonfinite_t = now;
+    else if (!(a->act_max >= s->act_max))
+        a->act_max = s->act_max;
+    note_memory(n, a, s->kv_bytes, s->rss, s->budget, s->headroom);
+
+    n->phase = ph;
+    n->last_step_t = now;
+    n->cfg.kv_bits = s->kv_bits;
+    n->cfg.prefill_effective = s->prefill_step;
+    confirm_config(n, s->kv_bits, s->prefill_step, 0, now);
+    st->ctx_pos = s->pos;
+}
+
+void state_ingest_heartbeat(state *st, int node, const proto_head *h, const proto_status *s,
+                            double now)
+{
+    if (node < 0 || node >= st->n) return;
+    struct node *n = &st->nodes[node];
+    char why[64];
+    count_seq(st, node, h, now);
+    if (n->has_hb)
+        snprintf(why, sizeof why, "heartbeat after %.1f s", now - n->last_hb);
+    else
+        snprintf(why, sizeof why, "first heartbeat");
+    n->has_hb = 1;
+    n->last_hb = now;
+    n->starting = 0;
+    n->dead = 0;
+    set_live(st, node, STATE_UP, now, why);
+    n->has_status = 1;
+    n->status = *s;
+    note_memory(n, sec_at(n, now), s->memory.kv_bytes, s->memory.rss, s->memory.budget,
+                s->memory.headroom);
+    n->weights = s->memory.weights_bytes;
+    n->cfg.kv_bits = s->config.kv_bits;
+    n->cfg.prefill_step = s->config.prefill_step;
+    confirm_config(n, s->config.kv_bits, s->config.prefill_step, 1, now);
+}
+
+void state_ingest_req(state *st, int node, const proto_head *h, const proto_req_msg *m, double now)
+{
+    if (node < 0 || node >= st->n) return;
+    count_seq(st, node, h, now);
+    if (!m->end) {
+        copy_text(st->req, sizeof st->req, m->req);
+        return;
+    }
+    if (strcmp(st->req, m->req) == 0) st->req[0] = '\0';
+    if (m->stats.ttft_ms > 0) st->last_ttft_ms = m->stats.ttft_ms;
+    if (!m->ok) {
+        struct state_event *e = event_slot(st, node, "req_failed", now);
+        copy_text(e->req, sizeof e->req, m->req);
+        copy_text(e->code, sizeof e->code, m->code);
+        copy_text(e->message, sizeof e->message, m->message);
+    }
+}
+
+void state_ingest_event(state *st, int node, const proto_head *h, const proto_event *ev,
+                        double now)
+{
+    if (node < 0 || node >= st->n) return;
+    count_seq(st, node, h, now);
+    const char *kind = ev->kind_name[0] ? ev->kind_name : proto_event_name(ev->kind);
+    struct state_event *e = event_slot(st, node, kind, now);
+    copy_text(e->req, sizeof e->req, ev->req);
+    copy_text(e->code, sizeof e->code, ev->code);
+    copy_text(e->message, sizeof e->message, ev->message);
+    if (ev->kind == PROTO_EV_NUMERIC) st->nodes[node].last_nonfinite_t = now;
+}
+
+void state_ingest(state *st, int node, const proto_tel *t, double now)
+{
+    switch (t->topic) {
+    case PROTO_TOPIC_STEP: state_ingest_step(st, node, &t->head, &t->step, now); break;
+    case PROTO_TOPIC_NODE: state_ingest_heartbeat(st, node, &t->head, &t->status, now); break;
+    case PROTO_TOPIC_REQ: state_ingest_req(st, node, &t->head, &t->req, now); break;
+    case PROTO_TOPIC_EVENT: state_ingest_event(st, node, &t->head, &t->event, now); break;
+    case PROTO_TOPIC_UNKNOWN:
+        /* A newer node's topic: it still used a seq number. */
+        if (node >= 0 && node < st->n) count_seq(st, node, &t->head, now);
+        break;
+    }
+}
+
+/* ---- config ---------------------------------------------------------- */
+
+static void describe_set(const proto_set_args *w, char *buf, size_t len)
+{
+    int n = 0;
+    buf[0] = '\0';
+    if (w->has_prefill_step) {
+        if (w->prefill_step == PROTO_PREFILL_AUTO)
+            n = snprintf(buf, len, "prefill_step=auto");
+        else
+            n = snprintf(buf, len, "prefill_step=%d", w->prefill_step);
+    }
+    if (w->has_kv_bits && n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "%skv_bits=%d", n ? " " : "", w->kv_bits);
+}
+
+void state_config_request(state *st, int node, const proto_set_args *want, double now)
+{
+    struct state_config *c = &st->nodes[node].cfg;
+    char what[64];
+    c->want = *want;
+    c->stage = STATE_CFG_REQUESTED;
+    c->t_requested = now;
+    c->t_acked = c->t_confirmed = 0;
+    c->error[0] = '\0';
+    describe_set(want, what, sizeof what);
+    state_event_add(st, node, "config_request", now, "%s requested", what);
+}
+
+/* A step can confirm the change before the reply arrives: the reply then
+ * only records its time. */
+void state_config_reply(state *st, int node, int ok, const char *error, double now)
+{
+    struct state_config *c = &st->nodes[node].cfg;
+    if (c->stage == STATE_CFG_NONE) return;
+    c->t_acked = now;
+    if (!ok) {
+        c->stage = STATE_CFG_FAILED;
+        copy_text(c->error, sizeof c->error, error ? error : "refused");
+        state_event_add(st, node, "config_failed", now, "%s", c->error);
+    } else if (c->stage == STATE_CFG_REQUESTED) {
+        c->stage = STATE_CFG_ACKED;
+    }
+}
+
+const struct state_config *state_node_config(const state *st, int node)
+{
+    return &st->nodes[node].cfg;
+}
+
+const proto_status *state_node_status(const state *st, int node)
+{
+    const struct node *n = &st->nodes[node];
+    return n->has_status ? &n->status : NULL;
+}
+
+/* ---- percentiles and rates ------------------------------------------ */
+
+/* Rearranges v[0..n) so that v[k] holds the k-th smallest value, with no
+ * larger value before it and no smaller one after it (Hoare's selection:
+ * linear time, where sorting every ring for every frame would not be). */
+static float select_kth(float *v, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        float pivot = v[lo + (hi - lo) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                float t = v[i];
+                v[i++] = v[j];
+                v[j--] = t;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break;
+    }
+    return v[k];
+}
+
+/* Linear interpolation between the closest ranks (numpy's default). */
+static double quantile(float *v, int n, double q)
+{
+    if (!(q >= 0)) q = 0;
+    if (q > 1) q = 1;
+    double pos = q * (n - 1);
+    int lo = (int)floor(pos);
+    if (lo >= n - 1) lo = n - 1;
+    double a = select_kth(v, n, lo);
+    if (pos == lo) return a;
+    float b = v[lo + 1]; /* the next rank is the smallest of what follows */
+    for (int i = lo + 2; i < n; i++)
+        if (v[i] < b) b = v[i];
+    return a + (pos - lo) * (b - a);
+}
+
+int state_percentiles(const state *st, int node, enum state_metric m, int phase, double window,
+                      double now, const double *q, int nq, double *out)
+{
+    const struct node *n = &st->nodes[node];
+    float vals[STATE_STEP_RING];
+    int cnt = 0;
+    uint64_t have = n->n_steps < STATE_STEP_RING ? n->n_steps : STATE_STEP_RING;
+    for (uint64_t k = 0; k < have; k++) {
+        const struct step_rec *r = &n->ring[(n->n_steps - 1 - k) % STATE_STEP_RING];
+        if (r->t < now - window) break; /* the ring is in arrival order */
+        if (phase != STATE_ANY && r->phase != phase) continue;
+        if (isfinite(r->ms[m])) vals[cnt++] = r->ms[m];
+    }
+    for (int i = 0; i < nq; i++) out[i] = cnt ? quantile(vals, cnt, q[i]) : NAN;
+    return cnt;
+}
+
+static double p50(const state *st, int node, enum state_metric m, double now)
+{
+    static const double half = 0.5;
+    double v;
+    state_percentiles(st, node, m, STATE_ANY, STATE_RECENT_S, now, &half, 1, &v);
+    return v;
+}
+
+static int64_t second_of(double now)
+{
+    return (int64_t)floor(now);
+}
+
+/* Steps or tokens of the phase(s) in the complete seconds [now-seconds, now). */
+static uint64_t count_in(const struct node *n, int phase, int seconds, double now, int tokens)
+{
+    uint64_t sum = 0;
+    int64_t cur = second_of(now);
+    for (int64_t s = cur - seconds; s < cur; s++) {
+        const struct sec_agg *a = sec_get(n, s);
+        if (!a) continue;
+        for (int p = 0; p < 2; p++)
+            if (phase == STATE_ANY || phase == p) sum += tokens ? a->ph[p].tokens : a->ph[p].steps;
+    }
+    return sum;
+}
+
+double state_steps_per_s(const state *st, int node, int phase, int seconds, double now)
+{
+    return seconds > 0 ? (double)count_in(&st->nodes[node], phase, seconds, now, 0) / seconds : 0;
+}
+
+/* ---- series ------------------------------------------------------------ */
+
+static double series_value(const struct sec_agg *a, enum state_series kind, int phase)
+{
+    uint32_t steps = 0, tokens = 0;
+    double sum[N_SUMS] = {0};
+    for (int p = 0; a && p < 2; p++) {
+        if (phase != STATE_ANY && phase != p) continue;
+        steps += a->ph[p].steps;
+        tokens += a->ph[p].tokens;
+        for (int k = 0; k < N_SUMS; k++) sum[k] += a->ph[p].sum[k];
+    }
+    switch (kind) {
+    case STATE_SERIES_STEP_MS: return steps ? sum[STATE_STEP_MS] / steps : NAN;
+    case STATE_SERIES_MODEL_MS: return steps ? sum[STATE_MODEL_MS] / steps : NAN;
+    case STATE_SERIES_EVAL_MS: return steps ? sum[STATE_EVAL_MS] / steps : NAN;
+    case STATE_SERIES_STEPS: return steps;
+    case STATE_SERIES_TOKENS: return tokens;
+    case STATE_SERIES_KV_BYTES: return a && a->has_mem ? (double)a->kv_bytes : NAN;
+    case STATE_SERIES_RSS: return a && a->has_mem ? (double)a->rss : NAN;
+    case STATE_SERIES_HEADROOM: return a && a->has_mem ? (double)a->headroom : NAN;
+    case STATE_SERIES_ACT_MAX: return a ? a->act_max : NAN;
+    }
+    return NAN;
+}
+
+void state_series(const state *st, int node, enum state_series kind, int phase, int n, double now,
+                  double *out)
+{
+    const struct node *nd = &st->nodes[node];
+    if (n > STATE_SECONDS) n = STATE_SECONDS;
+    int64_t first = second_of(now) - n;
+    for (int k = 0; k < n; k++) out[k] = series_value(sec_get(nd, first + k), kind, phase);
+}
+
+/* ---- highlights ------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int act_spike(const struct node *n, double now)
+{
+    int64_t cur = second_of(now);
+    double recent = NAN, base[STATE_ACT_BASE_S];
+    int nb = 0;
+    for (int64_t s = cur - STATE_ACT_NOW_S + 1; s <= cur; s++) {
+        const struct sec_agg *a = sec_get(n, s);
+        if (a && !(recent >= a->act_max)) recent = a->act_max;
+    }
+    for (int64_t s = cur - STATE_ACT_NOW_S - STATE_ACT_BASE_S + 1; s <= cur - STATE_ACT_NOW_S; s++) {
+        const struct sec_agg *a = sec_get(n, s);
+        if (a && a->act_max > 0) base[nb++] = a->act_max;
+    }
+    if (nb < STATE_ACT_MIN_BASE || !(recent > 0)) return 0;
+    qsort(base, (size_t)nb, sizeof base[0], cmp_double);
+    double median = nb % 2 ? base[nb / 2] : (base[nb / 2 - 1] + base[nb / 2]) / 2;
+    return recent > STATE_ACT_SPIKE * median;
+}
+
+static int fingerprint_count(const state *st, const char *fp)
+{
+    int c = 0;
+    for (int i = 0; i < st->n; i++)
+        if (st->nodes[i].has_status && strcmp(st->nodes[i].status.model.fingerprint, fp) == 0) c++;
+    return c;
+}
+
+/* A stage is flagged when another stage holds a different model and this
+ * one is not in the clear majority: with two stages that disagree, both. */
+static int fingerprint_differs(const state *st, int node)
+{
+    const struct node *me = &st->nodes[node];
+    if (!me->has_status || !me->status.model.fingerprint[0]) return 0;
+    int mine = fingerprint_count(st, me->status.model.fingerprint);
+    for (int i = 0; i < st->n; i++) {
+        const struct node *o = &st->nodes[i];
+        if (!o->has_status || !o->status.model.fingerprint[0]) continue;
+        if (strcmp(o->status.model.fingerprint, me->status.model.fingerprint) == 0) continue;
+        if (fingerprint_count(st, o->status.model.fingerprint) >= mine) return 1;
+    }
+    return 0;
+}
+
+static unsigned flags_of(const state *st, int node, double now, double model_p50, double eval_p50)
+{
+    const struct node *n = &st->nodes[node];
+    unsigned f = 0;
+    if (eval_p50 > model_p50) f |= STATE_FLAG_ORCH_BOUND;
+    if (n->mem_known && n->budget > 0 && n->headroom < STATE_HEADROOM_LOW * (double)n->budget)
+        f |= STATE_FLAG_LOW_HEADROOM;
+    if (now - n->last_nonfinite_t < STATE_ACT_BASE_S) f |= STATE_FLAG_NONFINITE;
+    if (act_spike(n, now)) f |= STATE_FLAG_ACT_SPIKE;
+    if (fingerprint_differs(st, node)) f |= STATE_FLAG_FINGERPRINT;
+    return f;
+}
+
+unsigned state_node_flags(const state *st, int node, double now)
+{
+    return flags_of(st, node, now, p50(st, node, STATE_MODEL_MS, now),
+                    p50(st, node, STATE_EVAL_MS, now));
+}
+
+/* ---- views ------------------------------------------------------------ */
+
+static uint64_t clamp0(int64_t v)
+{
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+static struct state_memory memory_of(const struct node *n)
+{
+    struct state_memory m = {0};
+    if (!n->mem_known) return m;
+    int64_t used = (int64_t)n->budget - n->headroom;
+    m.known = 1;
+    m.budget = n->budget;
+    m.weights = n->weights;
+    m.kv = n->kv;
+    m.other = clamp0(used - (int64_t)n->weights - (int64_t)n->kv);
+    m.headroom = clamp0(n->headroom);
+    m.headroom_signed = n->headroom;
+    return m;
+}
+
+void state_node_view(const state *st, int node, double now, struct state_node_view *out)
+{
+    const struct node *n = &st->nodes[node];
+    memset(out, 0, sizeof *out);
+    out->name = n->name;
+    out->live = live_at(n, now);
+    out->phase = now - n->last_step_t <= STATE_IDLE_S ? n->phase : -1;
+    out->layer_first = n->has_status ? n->status.model.layer_first : -1;
+    out->layer_last = n->has_status ? n->status.model.layer_last : -1;
+    out->steps_per_s = state_steps_per_s(st, node, STATE_ANY, STATE_RECENT_S, now);
+    out->model_p50 = p50(st, node, STATE_MODEL_MS, now);
+    out->eval_p50 = p50(st, node, STATE_EVAL_MS, now);
+    out->mem = memory_of(n);
+    out->flags = flags_of(st, node, now, out->model_p50, out->eval_p50);
+    out->received = n->received;
+    out->lost = n->lost;
+    out->restarts = n->restarts;
+    out->fingerprint = n->has_status ? n->status.model.fingerprint : "";
+}
+
+/* Without a heartbeat, the cluster file's order says who is head and tail. */
+static int is_head(const state *st, int i)
+{
+    const struct node *n = &st->nodes[i];
+    return n->has_status ? n->status.stage == 0 : i == 0;
+}
+
+static int is_tail(const state *st, int i)
+{
+    const struct node *n = &st->nodes[i];
+    return n->has_status ? n->status.stage >= n->status.n_stages - 1 : i == st->n - 1;
+}
+
+void state_cluster_view(const state *st, double now, struct state_cluster_view *out)
+{
+    uint64_t prefill = 0, decode = 0;
+    memset(out, 0, sizeof *out);
+    out->name = st->name;
+    out->nodes_total = st->n;
+    for (int i = 0; i < st->n; i++) {
+        const struct node *n = &st->nodes[i];
+        if (live_at(n, now) == STATE_UP) out->nodes_up++;
+        if (is_head(st, i)) prefill += count_in(n, STATE_PREFILL, STATE_RECENT_S, now, 1);
+        if (is_tail(st, i)) decode += count_in(n, STATE_DECODE, STATE_RECENT_S, now, 1);
+        out->lost += n->lost;
+    }
+    out->req = st->req;
+    out->ctx_pos = st->ctx_pos;
+    out->prefill_tps = (double)prefill / STATE_RECENT_S;
+    out->decode_tps = (double)decode / STATE_RECENT_S;
+    out->last_ttft_ms = st->last_ttft_ms;
+}
+
+/* ---- events queries -------------------------------------------------- */
+
+static int event_matches(const state *st, const struct state_event *e,
+                         const struct state_event_filter *f)
+{
+    if (!f) return 1;
+    if (f->node >= 0 && e->node != f->node) return 0;
+    if (f->kind && strncmp(e->kind, f->kind, strlen(f->kind)) != 0) return 0;
+    if (!f->text || !*f->text) return 1;
+    const char *node = e->node >= 0 && e->node < st->n ? st->nodes[e->node].name : "";
+    return strcasestr(e->message, f->text) || strcasestr(e->kind, f->text) ||
+           strcasestr(e->code, f->text) || strcasestr(e->req, f->text) ||
+           strcasestr(node, f->text);
+}
+
+int state_events(const state *st, const struct state_event_filter *f, int skip, int max,
+                 const struct state_event **out)
+{
+    uint64_t have = st->n_events < STATE_EVENTS ? st->n_events : STATE_EVENTS;
+    int written = 0;
+    for (uint64_t k = 0; k < have && written < max; k++) {
+        const struct state_event *e = &st->events[(st->n_events - 1 - k) % STATE_EVENTS];
+        if (!event_matches(st, e, f)) continue;
+        if (skip > 0) {
+            skip--;
+            continue;
+        }
+        out[written++] = e;
+    }
+    return written;
+}
+
+int state_event_count(const state *st, const struct state_event_filter *f)
+{
+    uint64_t have = st->n_events < STATE_EVENTS ? st->n_events : STATE_EVENTS;
+    int cnt = 0;
+    for (uint64_t k = 0; k < have; k++)
+        cnt += event_matches(st, &st->events[(st->n_events - 1 - k) % STATE_EVENTS], f);
+    return cnt;
+}

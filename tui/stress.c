@@ -1,0 +1,297 @@
+/* stress.c: the life of a stress run. stress_start copies the options and
+ * starts the run's thread; the thread connects to the ring, records the
+ * run (its parameters and the cluster it ran on, from every node's
+ * status), runs the legs and records how it ended. The caller's thread
+ * only reads the progress snapshot under the lock and may ask for an
+ * abort, so a console never blocks on the network or the disk. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "stress_int.h"
+
+int st_aborted(stress_run *r)
+{
+    return atomic_load(&r->abort);
+}
+
+/* ---- progress (written by the run's thread, read by anyone) ---- */
+
+void st_progress_leg(stress_run *r, int64_t requests_total, int64_t ctx_target)
+{
+    pthread_mutex_lock(&r->mu);
+    r->prog.leg = r->leg;
+    r->prog.n_legs = r->n_legs;
+    r->prog.kv_bits = r->kv_bits;
+    r->prog.prefill_step = r->prefill_step;
+    r->prog.requests_total = requests_total;
+    r->prog.ctx = 0;
+    r->prog.ctx_target = ctx_target;
+    r->leg_fraction = 0.0;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void st_progress_request(stress_run *r, const st_outcome *o, int64_t ctx)
+{
+    pthread_mutex_lock(&r->mu);
+    r->prog.requests_done++;
+    r->prog.requests_failed += !o->ok;
+    r->prog.ctx = ctx;
+    if (o->ok && o->decode_tps > 0)
+        r->prog.tok_s = o->decode_tps;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void st_progress_work(stress_run *r, double done, double total)
+{
+    pthread_mutex_lock(&r->mu);
+    r->leg_fraction = total > 0 ? fmin(done / total, 1.0) : 0.0;
+    r->prog.in_flight = r->n_inflight;
+    r->prog.telemetry_lost = r->telemetry_lost;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void st_progress_error(stress_run *r, const char *fmt, ...)
+{
+    va_list ap;
+    pthread_mutex_lock(&r->mu);
+    va_start(ap, fmt);
+    vsnprintf(r->prog.last_error, sizeof r->prog.last_error, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void stress_progress_get(stress_run *r, stress_progress *p)
+{
+    pthread_mutex_lock(&r->mu);
+    *p = r->prog;
+    double end = r->t_end_ms > 0 ? r->t_end_ms : clock_ms();
+    p->elapsed_s = (end - r->t0_ms) / 1000.0;
+    if (p->state == STRESS_FINISHED)
+        p->eta_s = 0.0;
+    else if (p->state == STRESS_RUNNING && p->n_legs > 0)
+        p->eta_s = stress_eta(p->elapsed_s, (p->leg + r->leg_fraction) / p->n_legs, 1.0);
+    else
+        p->eta_s = -1.0;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void stress_abort(stress_run *r)
+{
+    atomic_store(&r->abort, 1);
+}
+
+/* ---- the run ---- */
+
+static json_t *growth_params(const stress_opts *o)
+{
+    json_t *p = json_pack("{sI sI si}", "from", (json_int_t)o->from, "to", (json_int_t)o->to,
+                          "gen", o->gen);
+    if (p && o->step > 0)
+        json_object_set_new(p, "step", json_integer(o->step));
+    else if (p)
+        json_object_set_new(p, "factor", json_real(o->factor));
+    return p;
+}
+
+static json_t *fixed_params(const stress_opts *o)
+{
+    json_t *p = json_pack("{si si si sf sI}", "prompt_tokens", o->prompt_tokens, "gen", o->gen,
+                          "concurrency", o->concurrency, "rate", o->rate, "seed",
+                          (json_int_t)(o->seed & INT64_MAX));
+    if (p && o->mode == STORE_MODE_SOAK)
+        json_object_set_new(p, "duration_s", json_real(o->duration_s));
+    else if (p)
+        json_object_set_new(p, "requests", json_integer(o->requests));
+    return p;
+}
+
+static json_t *int_list(const int *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++)
+        json_array_append_new(a, json_integer(v[i]));
+    return a;
+}
+
+/* The run's parameters as recorded in runs.params. */
+static char *params_json(const stress_opts *o)
+{
+    store_mode legs = o->mode == STORE_MODE_SWEEP ? o->leg_mode : o->mode;
+    json_t *p = legs == STORE_MODE_GROWTH ? growth_params(o) : fixed_params(o);
+    if (!p)
+        return NULL;
+    json_object_set_new(p, "mode", json_string(store_mode_name(o->mode)));
+    json_object_set_new(p, "timeout_s", json_real(o->timeout_s));
+    json_object_set_new(p, "stop_on_failure", json_boolean(o->stop_on_failure));
+    if (o->mode == STORE_MODE_SWEEP) {
+        json_object_set_new(p, "leg_mode", json_string(store_mode_name(o->leg_mode)));
+        json_object_set_new(p, "kv_bits", int_list(o->kv_bits, o->n_kv_bits));
+        json_object_set_new(p, "prefill_step", int_list(o->prefill_step, o->n_prefill_step));
+    }
+    char *text = json_dumps(p, JSON_COMPACT);
+    json_decref(p);
+    return text;
+}
+
+static void fill_result(stress_run *r, store_status status, stress_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->status = status;
+    res->run_id = r->run;
+    res->requests = r->ok_requests + r->failed_requests;
+    res->failed = r->failed_requests;
+    if (r->t_first_sent > 0 && r->t_last_end > r->t_first_sent) {
+        res->wall_s = (r->t_last_end - r->t_first_sent) / 1000.0;
+        res->req_per_s = (double)r->ok_requests / res->wall_s;
+        res->tok_per_s = (double)r->gen_tokens_ok / res->wall_s;
+    }
+    size_t n = r->soak_n / 3;
+    double *v = n ? malloc(3 * n * sizeof *v) : NULL;
+    if (v) {
+        for (size_t i = 0; i < n; i++) {
+            v[i] = r->soak_v[3 * i];
+            v[n + i] = r->soak_v[3 * i + 1];
+            v[2 * n + i] = r->soak_v[3 * i + 2];
+        }
+        stress_drift_of(v, v + n, v + 2 * n, n, &res->drift);
+        free(v);
+    }
+    snprintf(res->failure, sizeof res->failure, "%s", r->failure);
+}
+
+/* The figures the tables do not hold, kept with the run as a `result`
+ * event so that the console's History can show them later. */
+static void record_result(stress_run *r, const stress_result *res)
+{
+    json_t *d = json_pack("{sI sI sf sf sf}", "requests", (json_int_t)res->requests, "failed",
+                          (json_int_t)res->failed, "wall_s", res->wall_s, "req_per_s",
+                          res->req_per_s, "tok_per_s", res->tok_per_s);
+    if (d && res->drift.valid)
+        json_object_set_new(
+            d, "drift",
+            json_pack("{sf sf sf sf sf sf}", "ttft_ms_first", res->drift.ttft_first,
+                      "ttft_ms_last", res->drift.ttft_last, "e2e_ms_first", res->drift.e2e_first,
+                      "e2e_ms_last", res->drift.e2e_last, "decode_tps_first",
+                      res->drift.decode_first, "decode_tps_last", res->drift.decode_last));
+    if (d && r->telemetry_lost)
+        json_object_set_new(d, "telemetry_lost", json_integer(r->telemetry_lost));
+    st_event(r, NULL, "result", d);
+}
+
+static void set_state(stress_run *r, stress_state state, store_status status)
+{
+    pthread_mutex_lock(&r->mu);
+    r->prog.state = state;
+    r->prog.status = status;
+    r->prog.run_id = r->run;
+    r->prog.telemetry_lost = r->telemetry_lost;
+    if (state == STRESS_FINISHED)
+        r->t_end_ms = clock_ms();
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void *run_main(void *arg)
+{
+    stress_run *r = arg;
+    char err[512], why[256];
+    int connected = st_connect(r, err, sizeof err) == 0;
+    char *cluster = connected ? st_cluster_json(r) : NULL;
+    char *params = params_json(&r->o);
+    store_run_info info = {.name = r->o.name[0] ? r->o.name : NULL,
+                           .notes = r->o.notes[0] ? r->o.notes : NULL,
+                           .mode = r->o.mode,
+                           .params = params,
+                           .cluster = cluster};
+    store_status status = STORE_FAILED;
+    if (store_run_begin(r->db, &info, &r->run, why, sizeof why) != 0) {
+        snprintf(r->failure, sizeof r->failure, "recording the run: %s", why);
+        st_progress_error(r, "%s", r->failure);
+    } else {
+        set_state(r, STRESS_RUNNING, STORE_RUNNING);
+        if (connected) {
+            status = st_run_legs(r);
+        } else {
+            status = st_aborted(r) ? STORE_ABORTED : STORE_FAILED;
+            snprintf(r->failure, sizeof r->failure, "%s", err);
+            st_progress_error(r, "%s", err);
+        }
+        if (status == STORE_ABORTED && !r->failure[0])
+            snprintf(r->failure, sizeof r->failure, "aborted by the operator");
+    }
+    free(cluster);
+    free(params);
+    st_disconnect(r);
+    fill_result(r, status, &r->res);
+    if (r->run > 0) {
+        record_result(r, &r->res);
+        store_run_end(r->db, r->run, status, r->failure[0] ? r->failure : NULL);
+        /* So that the console's History, on another connection, sees it. */
+        store_flush(r->db, why, sizeof why);
+    }
+    set_state(r, STRESS_FINISHED, status);
+    return NULL;
+}
+
+int stress_start(stress_run **out, const stress_opts *o, const stress_target *t, store *db,
+                 char *err, size_t errlen)
+{
+    *out = NULL;
+    if (stress_opts_check(o, err, errlen) != 0)
+        return -1;
+    if (t->n_nodes < 1 || t->n_nodes > STRESS_NODES_MAX) {
+        snprintf(err, errlen, "%d nodes given: expected 1..%d", t->n_nodes, STRESS_NODES_MAX);
+        return -1;
+    }
+    stress_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    r->o = *o;
+    r->target = *t;
+    r->db = db;
+    atomic_init(&r->abort, 0);
+    pthread_mutex_init(&r->mu, NULL);
+    r->prog.state = STRESS_STARTING;
+    r->prog.mode = o->mode;
+    r->prog.status = STORE_RUNNING;
+    r->prog.requests_total = -1;
+    r->prog.ctx_target = -1;
+    r->prog.eta_s = -1.0;
+    r->t0_ms = clock_ms();
+    if (pthread_create(&r->thread, NULL, run_main, r) != 0) {
+        snprintf(err, errlen, "cannot start the run's thread");
+        pthread_mutex_destroy(&r->mu);
+        free(r);
+        return -1;
+    }
+    r->started = 1;
+    *out = r;
+    return 0;
+}
+
+void stress_wait(stress_run *r, stress_result *res)
+{
+    if (r->started) {
+        pthread_join(r->thread, NULL);
+        r->started = 0;
+    }
+    *res = r->res;
+}
+
+void stress_free(stress_run *r)
+{
+    if (!r)
+        return;
+    if (r->started) {
+        stress_abort(r);
+        pthread_join(r->thread, NULL);
+    }
+    pthread_mutex_destroy(&r->mu);
+    free(r->soak_v);
+    free(r);
+}

@@ -1,0 +1,192 @@
+/* stress.h: the stress runner. It drives the head node of a ring over the
+ * control protocol (engine/PROTOCOL.md), listens to the telemetry of every
+ * node, and records the run to the store: one leg per configuration, one
+ * row per request (client-side timings and the node's own stats), every
+ * step message of every node and every event.
+ *
+ * Modes:
+ *   growth  one session whose context grows from `from` to `to` (by
+ *           `factor`, or by `step` tokens), each request appending a
+ *           synthetic prompt and generating `gen` tokens; stops at the
+ *           target or at the first failure (the field notes' "grow to 200K")
+ *   fixed   `requests` requests of `prompt_tokens` + `gen`, at most
+ *           `concurrency` in flight, optionally at Poisson arrivals of
+ *           `rate` per second
+ *   soak    fixed-shape requests for `duration_s`; reports drift (the
+ *           first against the last decile of requests)
+ *   sweep   a grid over kv_bits x prefill_step: before each leg the
+ *           settings are applied live with `set` and verified from every
+ *           node's telemetry, then a growth or fixed leg runs
+ *
+ * A failure (a refusal, a stage_timeout, a node going down, a client-side
+ * timeout) ends its request, and the leg in growth; it is recorded with the
+ * context at which it happened. The run goes on with the next leg unless
+ * stop_on_failure.
+ *
+ * The run lives on its own thread so that the console's loop never blocks:
+ * stress_start returns at once, stress_progress_get copies a snapshot under
+ * a lock, stress_abort asks the run to stop (it is then recorded as
+ * aborted, with everything so far kept), stress_wait joins it.
+ */
+#ifndef STRESS_H
+#define STRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+#define STRESS_LIST_MAX 8      /* values in a sweep's kv_bits / prefill_step list */
+#define STRESS_NODES_MAX 16    /* nodes of a ring (PROTO_RING_MAX) */
+#define STRESS_LEVELS_MAX 4096 /* context levels of one growth leg */
+#define STRESS_EP_MAX 300      /* an endpoint, with its NUL */
+#define STRESS_TEXT_MAX 256
+
+typedef struct stress_opts {
+    store_mode mode;
+    store_mode leg_mode; /* sweep: STORE_MODE_GROWTH or STORE_MODE_FIXED */
+    /* growth */
+    int64_t from, to;
+    double factor; /* > 1, or 0 when step is used */
+    int64_t step;  /* > 0, or 0 when factor is used */
+    int gen;       /* tokens generated per request (every mode) */
+    /* fixed and soak */
+    int64_t requests; /* fixed */
+    int prompt_tokens;
+    int concurrency;   /* requests in flight at once */
+    double rate;       /* arrivals per second (Poisson); 0: as fast as concurrency allows */
+    double duration_s; /* soak */
+    uint64_t seed;     /* arrivals and sampling */
+    /* sweep */
+    int n_kv_bits, kv_bits[STRESS_LIST_MAX];
+    int n_prefill_step, prefill_step[STRESS_LIST_MAX];
+    /* every mode */
+    int stop_on_failure;
+    double timeout_s; /* longest silence of a request (no frame, no step) */
+    char name[STRESS_TEXT_MAX];
+    char notes[STRESS_TEXT_MAX];
+} stress_opts;
+
+/* Defaults: growth 64 -> to by factor 2, gen 8, concurrency 1, timeout
+ * 60 s, seed 1. */
+void stress_opts_init(stress_opts *o);
+
+/* Checks every field for the mode, naming the first bad one ("--to 32 is
+ * below --from 64"). Option names are the headless verb's. */
+int stress_opts_check(const stress_opts *o, char *err, size_t errlen);
+
+/* The nodes to drive: the head is found among them by its status (the
+ * node holding layer 0); every node's telemetry is recorded. */
+typedef struct stress_node_ep {
+    char control[STRESS_EP_MAX];
+    char telemetry[STRESS_EP_MAX];
+} stress_node_ep;
+
+typedef struct stress_target {
+    char cluster[STRESS_TEXT_MAX]; /* the cluster's label, recorded with the run */
+    int n_nodes;
+    stress_node_ep nodes[STRESS_NODES_MAX];
+} stress_target;
+
+typedef enum stress_state {
+    STRESS_STARTING, /* asking every node for its status, waiting for telemetry */
+    STRESS_RUNNING,
+    STRESS_FINISHED /* stress_wait returns at once */
+} stress_state;
+
+/* What the run is doing, for a progress bar or the console's Stress view. */
+typedef struct stress_progress {
+    stress_state state;
+    store_mode mode;
+    int64_t run_id; /* 0 until the run is recorded */
+    int leg, n_legs;
+    int kv_bits, prefill_step; /* of the current leg */
+    int64_t requests_done, requests_failed;
+    int64_t requests_total; /* -1 when not known in advance (soak) */
+    int in_flight;
+    int64_t ctx, ctx_target; /* growth: context reached and the leg's target */
+    double tok_s;            /* decode tok/s of the last ok request */
+    double elapsed_s;
+    double eta_s; /* < 0: unknown */
+    int64_t telemetry_lost; /* messages lost, counted from seq gaps */
+    store_status status;    /* STORE_RUNNING until finished */
+    char last_error[STRESS_TEXT_MAX];
+} stress_progress;
+
+/* What the run measured beyond the store's rows, once finished. */
+typedef struct stress_drift {
+    int valid; /* at least 10 ok requests */
+    double ttft_first, ttft_last;     /* mean TTFT ms, first and last decile */
+    double e2e_first, e2e_last;       /* mean E2E ms */
+    double decode_first, decode_last; /* mean decode tok/s */
+} stress_drift;
+
+typedef struct stress_result {
+    store_status status;
+    int64_t run_id;
+    int64_t requests, failed;
+    double wall_s;     /* from the first request sent to the last ended */
+    double req_per_s;  /* ok requests / wall_s */
+    double tok_per_s;  /* generated tokens of ok requests / wall_s */
+    stress_drift drift;/* soak */
+    char failure[STRESS_TEXT_MAX * 2]; /* the first failure or the setup error, "" when none */
+} stress_result;
+
+typedef struct stress_run stress_run;
+
+/* Validates the options and starts the run's thread; it connects, records
+ * the run in db (borrowed: keep it open until stress_wait returns) and
+ * runs. -1 with err for bad options or when the thread cannot start; a
+ * node that cannot be reached shows up as a failed run instead. */
+int stress_start(stress_run **out, const stress_opts *o, const stress_target *t, store *db,
+                 char *err, size_t errlen);
+
+void stress_progress_get(stress_run *r, stress_progress *p);
+
+/* Asks the run to stop: requests in flight are cancelled and recorded,
+ * the run is marked aborted. Safe from any thread (not a signal handler). */
+void stress_abort(stress_run *r);
+
+/* Joins the run and fills *res. */
+void stress_wait(stress_run *r, stress_result *res);
+
+void stress_free(stress_run *r);
+
+/* ---- the pure parts, exposed for the tests ---- */
+
+/* Context levels of a growth leg: from, then times factor (or plus step),
+ * the last one clipped to `to`. Returns how many, or -1 when more than
+ * max. */
+int stress_growth_levels(int64_t from, int64_t to, double factor, int64_t step, int64_t *levels,
+                         int max);
+
+/* Synthetic prompt tokens that bring a session from ctx to target, given
+ * that a session which generated before carries one pending token and a
+ * request of gen tokens feeds all but the last one. < 1 when the target
+ * cannot be reached by one request. */
+int64_t stress_prompt_for(int64_t ctx, int64_t target, int gen);
+
+/* A seeded generator of Poisson arrivals: exponential gaps of mean
+ * 1/rate seconds. */
+typedef struct stress_rng {
+    uint64_t s;
+} stress_rng;
+
+void stress_rng_seed(stress_rng *g, uint64_t seed);
+double stress_rng_uniform(stress_rng *g); /* in (0, 1) */
+double stress_rng_gap(stress_rng *g, double rate);
+
+/* Nearest-rank percentile (as the store's): the ceil(p/100 * n)-th
+ * smallest of v (sorted in place). 0 when n is 0. */
+double stress_percentile(double *v, size_t n, double p);
+
+/* Seconds left given the elapsed time and the work done out of total; < 0
+ * when it cannot be told yet (nothing done, or total unknown). */
+double stress_eta(double elapsed_s, double done, double total);
+
+/* Drift of soak requests, in the order they ended: means over the first
+ * and the last decile. */
+void stress_drift_of(const double *ttft, const double *e2e, const double *decode, size_t n,
+                     stress_drift *d);
+
+#endif

@@ -1,0 +1,330 @@
+/* stress_modes.c: the legs of a stress run. A growth leg grows one session
+ * level by level until the target or the first failure; a fixed leg keeps
+ * up to `concurrency` requests of one shape in flight, for a number of
+ * requests (fixed) or a duration (soak); a sweep applies each grid point
+ * live, checks it in every node's telemetry, and runs a leg of either
+ * kind. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "stress_int.h"
+
+enum { WAIT_ENDED = 1, WAIT_TIME = 0, WAIT_ABORTED = -1, WAIT_BROKEN = -2 };
+
+/* Keeps the first failure of the run, for runs.failure. */
+static void note_failure(stress_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void note_failure(stress_run *r, const char *fmt, ...)
+{
+    char msg[sizeof r->failure];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!r->failure[0])
+        snprintf(r->failure, sizeof r->failure, "%s", msg);
+    st_progress_error(r, "%s", msg);
+}
+
+static void note_request_failure(stress_run *r, const st_outcome *o)
+{
+    note_failure(r, "leg %d, request %lld at context %lld: %s: %s", r->leg, (long long)o->idx,
+                 (long long)o->ctx_before, o->code, o->message);
+}
+
+/* Pumps until a request ends (WAIT_ENDED, *out filled) or until_ms passes.
+ * On abort the requests in flight are ended and recorded first. */
+static int await(stress_run *r, double until_ms, st_outcome *out)
+{
+    for (;;) {
+        if (st_take(r, out))
+            return WAIT_ENDED;
+        if (st_aborted(r)) {
+            st_end_all(r, "aborted", "the run was aborted");
+            return WAIT_ABORTED;
+        }
+        double now = clock_ms();
+        if (now >= until_ms)
+            return WAIT_TIME;
+        double wait = fmin(until_ms - now, 100.0);
+        char err[256];
+        if (st_pump(r, (int)ceil(wait), err, sizeof err) != 0) {
+            note_failure(r, "leg %d: %s", r->leg, err);
+            st_end_all(r, "internal", err);
+            return WAIT_BROKEN;
+        }
+    }
+}
+
+static store_status status_of_wait(int w)
+{
+    return w == WAIT_ABORTED ? STORE_ABORTED : STORE_FAILED;
+}
+
+/* args for one synthetic generate request; NULL when out of memory. */
+static json_t *generate_args(const stress_run *r, int64_t prompt, const char *session)
+{
+    json_t *a = json_pack("{sI si si sI}", "synthetic_tokens", (json_int_t)prompt, "max_tokens",
+                          r->o.gen, "temperature", 0, "seed", (json_int_t)(r->o.seed & INT64_MAX));
+    if (a && session)
+        json_object_set_new(a, "session", json_string(session));
+    return a;
+}
+
+static int send_request(stress_run *r, int64_t prompt, const char *session, int64_t ctx_before,
+                        int64_t ctx_target)
+{
+    char err[256];
+    json_t *a = generate_args(r, prompt, session);
+    int rc = a ? st_send(r, a, ctx_before, ctx_target, (int)prompt, r->o.gen, err, sizeof err) : -1;
+    json_decref(a);
+    if (rc != 0)
+        note_failure(r, "leg %d: cannot send a request: %s", r->leg, a ? err : "out of memory");
+    return rc;
+}
+
+/* Frees a growth session's cache on every stage; a failure here is only
+ * memory left for the node's LRU eviction, so it is not the leg's. */
+static void drop_session(stress_run *r, const char *session)
+{
+    proto_reply rep;
+    char err[256];
+    json_t *a = json_pack("{ss}", "session", session);
+    if (a && st_call(r, "drop_session", a, &rep, 5000, err, sizeof err) == 1)
+        proto_reply_free(&rep);
+    json_decref(a);
+}
+
+/* ---- growth ---- */
+
+static store_status leg_growth(stress_run *r)
+{
+    const stress_opts *o = &r->o;
+    int64_t *levels = malloc(STRESS_LEVELS_MAX * sizeof *levels);
+    if (!levels) {
+        note_failure(r, "leg %d: out of memory", r->leg);
+        return STORE_FAILED;
+    }
+    int n = stress_growth_levels(o->from, o->to, o->factor, o->step, levels, STRESS_LEVELS_MAX);
+    char session[PROTO_ID_MAX + 1];
+    snprintf(session, sizeof session, "stress-%lld-%d", (long long)r->run, r->leg);
+    st_progress_leg(r, n, o->to);
+    store_status status = STORE_COMPLETED;
+    int64_t ctx = 0;
+    for (int i = 0; i < n && status == STORE_COMPLETED; i++) {
+        /* From the context the node reports, not the plan: a level the
+         * context already passed is skipped. */
+        int64_t prompt = stress_prompt_for(ctx, levels[i], o->gen);
+        if (prompt < 1)
+            continue;
+        if (send_request(r, prompt, session, ctx, levels[i]) != 0) {
+            status = STORE_FAILED;
+            break;
+        }
+        st_outcome out;
+        int w = await(r, INFINITY, &out);
+        if (w != WAIT_ENDED) {
+            status = status_of_wait(w);
+            break;
+        }
+        st_progress_request(r, &out, out.ok ? out.ctx_after : ctx);
+        if (!out.ok) {
+            note_request_failure(r, &out);
+            status = STORE_FAILED;
+            break;
+        }
+        ctx = out.ctx_after;
+        st_progress_work(r, (double)ctx, (double)o->to);
+    }
+    /* After an abort the cancelled request may still hold the session:
+     * leave it to the node's eviction rather than wait. */
+    if (status != STORE_ABORTED)
+        drop_session(r, session);
+    free(levels);
+    return status;
+}
+
+/* ---- fixed and soak ---- */
+
+static void soak_keep(stress_run *r, const st_outcome *out)
+{
+    if (r->soak_n + 3 > r->soak_cap) {
+        size_t cap = r->soak_cap ? 2 * r->soak_cap : 3 * 1024;
+        double *v = realloc(r->soak_v, cap * sizeof *v);
+        if (!v)
+            return; /* drift loses a request, the record does not */
+        r->soak_v = v;
+        r->soak_cap = cap;
+    }
+    r->soak_v[r->soak_n++] = out->ttft_ms;
+    r->soak_v[r->soak_n++] = out->e2e_ms;
+    r->soak_v[r->soak_n++] = out->decode_tps;
+}
+
+/* requests > 0: that many; else for duration_s. At most `concurrency` in
+ * flight; with a rate, requests start at Poisson arrival times (an arrival
+ * finding every slot taken waits for one). */
+static store_status leg_fixed(stress_run *r, int64_t requests, double duration_s)
+{
+    const stress_opts *o = &r->o;
+    stress_rng rng;
+    stress_rng_seed(&rng, o->seed + (uint64_t)r->leg);
+    double t0 = clock_ms();
+    double t_end = requests > 0 ? INFINITY : t0 + duration_s * 1000.0;
+    double next = t0;
+    int64_t sent = 0;
+    int stop = 0;
+    store_status status = STORE_COMPLETED;
+    st_progress_leg(r, requests > 0 ? requests : -1, -1);
+    for (;;) {
+        double now = clock_ms();
+        int more = !stop && (requests > 0 ? sent < requests : now < t_end);
+        if (!more && r->n_inflight == 0)
+            break;
+        int slot = r->n_inflight < o->concurrency;
+        if (more && slot && now >= next) {
+            if (send_request(r, o->prompt_tokens, NULL, 0, o->prompt_tokens + o->gen) != 0) {
+                status = STORE_FAILED;
+                stop = 1;
+                continue;
+            }
+            sent++;
+            if (o->rate > 0)
+                next += stress_rng_gap(&rng, o->rate) * 1000.0;
+            continue;
+        }
+        double until = more && slot ? next : now + 100.0;
+        st_outcome out;
+        int w = await(r, fmin(until, t_end), &out);
+        if (w == WAIT_ABORTED || w == WAIT_BROKEN) {
+            status = status_of_wait(w);
+            break;
+        }
+        if (w == WAIT_ENDED) {
+            st_progress_request(r, &out, out.ctx_after);
+            if (!out.ok) {
+                note_request_failure(r, &out);
+                status = STORE_FAILED;
+                stop |= o->stop_on_failure;
+            } else if (o->mode == STORE_MODE_SOAK) {
+                soak_keep(r, &out);
+            }
+        }
+        if (requests > 0)
+            st_progress_work(r, (double)(r->ok_requests + r->failed_requests), (double)requests);
+        else
+            st_progress_work(r, fmin(clock_ms() - t0, duration_s * 1000.0), duration_s * 1000.0);
+    }
+    return status;
+}
+
+static store_status run_leg(stress_run *r, store_mode mode)
+{
+    switch (mode) {
+    case STORE_MODE_GROWTH:
+        return leg_growth(r);
+    case STORE_MODE_SOAK:
+        return leg_fixed(r, 0, r->o.duration_s);
+    default:
+        return leg_fixed(r, r->o.requests, 0);
+    }
+}
+
+/* ---- sweep ---- */
+
+static int every_node_shows(const stress_run *r, int kv_bits, int prefill_step, int *lagging)
+{
+    for (int i = 0; i < r->n_nodes; i++)
+        if (r->nodes[i].kv_bits != kv_bits || r->nodes[i].prefill_step != prefill_step) {
+            *lagging = i;
+            return 0;
+        }
+    return 1;
+}
+
+/* Applies a grid point through the head (which passes it around the ring)
+ * and waits until every node's own telemetry reports it. */
+static int apply_settings(stress_run *r, int kv_bits, int prefill_step)
+{
+    for (int i = 0; i < r->n_nodes; i++)
+        r->nodes[i].kv_bits = r->nodes[i].prefill_step = -1;
+    double t0 = clock_ms();
+    proto_reply rep;
+    char err[256];
+    json_t *a = json_pack("{si si}", "kv_bits", kv_bits, "prefill_step", prefill_step);
+    int got = a ? st_call(r, "set", a, &rep, 60000, err, sizeof err) : -1;
+    json_decref(a);
+    if (got != 1) {
+        note_failure(r, "leg %d: set kv_bits %d, prefill_step %d: %s", r->leg, kv_bits,
+                     prefill_step, a ? err : "out of memory");
+        return -1;
+    }
+    json_t *d = json_pack("{si si sb}", "kv_bits", kv_bits, "prefill_step", prefill_step, "acked",
+                          rep.ok);
+    if (d && rep.ok)
+        json_object_set(d, "stages", json_object_get(rep.json, "stages"));
+    if (!rep.ok) {
+        note_failure(r, "leg %d: set kv_bits %d, prefill_step %d: %s: %s", r->leg, kv_bits,
+                     prefill_step, rep.code, rep.message);
+        json_object_set_new(d, "error", json_pack("{ss ss}", "code", rep.code, "message",
+                                                   rep.message));
+        st_event(r, r->nodes[0].name, "config", d);
+        proto_reply_free(&rep);
+        return -1;
+    }
+    proto_reply_free(&rep);
+    /* Heartbeats come every second: a few of them is plenty. */
+    double deadline = clock_ms() + 10000.0;
+    int lag = 0;
+    while (!every_node_shows(r, kv_bits, prefill_step, &lag)) {
+        if (st_aborted(r) || clock_ms() > deadline || st_pump(r, 50, err, sizeof err) != 0) {
+            if (!st_aborted(r))
+                note_failure(r,
+                             "leg %d: node '%s' still reports kv_bits %d, prefill_step %d "
+                             "10 s after set kv_bits %d, prefill_step %d",
+                             r->leg, r->nodes[lag].name, r->nodes[lag].kv_bits,
+                             r->nodes[lag].prefill_step, kv_bits, prefill_step);
+            json_object_set_new(d, "verified", json_false());
+            st_event(r, r->nodes[0].name, "config", d);
+            return -1;
+        }
+    }
+    json_object_set_new(d, "verified", json_true());
+    json_object_set_new(d, "verify_ms", json_real(clock_ms() - t0));
+    st_event(r, r->nodes[0].name, "config", d);
+    return 0;
+}
+
+store_status st_run_legs(stress_run *r)
+{
+    const stress_opts *o = &r->o;
+    int sweep = o->mode == STORE_MODE_SWEEP;
+    r->n_legs = sweep ? o->n_kv_bits * o->n_prefill_step : 1;
+    store_status run = STORE_COMPLETED;
+    for (int leg = 0; leg < r->n_legs; leg++) {
+        r->leg = leg;
+        r->kv_bits = sweep ? o->kv_bits[leg / o->n_prefill_step] : r->nodes[0].kv_bits;
+        r->prefill_step = sweep ? o->prefill_step[leg % o->n_prefill_step]
+                                : r->nodes[0].prefill_step;
+        st_progress_work(r, 0, 1);
+        store_leg_begin(r->db, r->run, leg, r->kv_bits, r->prefill_step);
+        store_status st = STORE_FAILED;
+        if (!sweep || apply_settings(r, r->kv_bits, r->prefill_step) == 0)
+            st = run_leg(r, sweep ? o->leg_mode : o->mode);
+        if (st_aborted(r))
+            st = STORE_ABORTED;
+        store_leg_end(r->db, r->run, leg, st);
+        if (st == STORE_ABORTED)
+            return STORE_ABORTED;
+        if (st == STORE_FAILED) {
+            run = STORE_FAILED;
+            if (o->stop_on_failure)
+                break;
+        }
+    }
+    return run;
+}

@@ -1,0 +1,262 @@
+/* stress_plan.c: the parts of the stress runner that need no network: its
+ * options and their checks, the growth schedule, Poisson arrivals,
+ * percentiles, ETA and drift. Kept apart so the unit tests can pin them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol.h"
+#include "stress.h"
+
+/* The head queues this many requests; more in flight would be refused
+ * with `busy` (engine/node.h NODE_QUEUE_MAX). */
+#define CONCURRENCY_MAX 16
+
+void stress_opts_init(stress_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->mode = STORE_MODE_GROWTH;
+    o->leg_mode = STORE_MODE_GROWTH;
+    o->from = 64;
+    o->factor = 2.0;
+    o->gen = 8;
+    o->prompt_tokens = 128;
+    o->requests = 16;
+    o->concurrency = 1;
+    o->timeout_s = 60.0;
+    o->seed = 1;
+}
+
+int stress_growth_levels(int64_t from, int64_t to, double factor, int64_t step, int64_t *levels,
+                         int max)
+{
+    int n = 0;
+    int64_t c = from;
+    for (;;) {
+        if (n == max)
+            return -1;
+        levels[n++] = c < to ? c : to;
+        if (c >= to)
+            return n;
+        /* A factor so close to 1 that rounding would stall still moves on. */
+        int64_t next = step > 0 ? c + step : (int64_t)floor((double)c * factor);
+        c = next > c ? next : c + 1;
+    }
+}
+
+int64_t stress_prompt_for(int64_t ctx, int64_t target, int gen)
+{
+    int64_t pending = ctx > 0 && gen > 0 ? 1 : 0;
+    int64_t fed = gen > 0 ? gen - 1 : 0;
+    return target - ctx - pending - fed;
+}
+
+static int check_growth(const stress_opts *o, char *err, size_t errlen)
+{
+    if (o->from < 1 || o->from > PROTO_SYNTHETIC_MAX) {
+        snprintf(err, errlen, "--from %lld: expected a context in 1..%d", (long long)o->from,
+                 PROTO_SYNTHETIC_MAX);
+        return -1;
+    }
+    if (o->to < o->from || o->to > PROTO_SYNTHETIC_MAX) {
+        snprintf(err, errlen, "--to %lld: expected a context in --from (%lld)..%d",
+                 (long long)o->to, (long long)o->from, PROTO_SYNTHETIC_MAX);
+        return -1;
+    }
+    if ((o->factor > 0) == (o->step > 0)) {
+        snprintf(err, errlen, "growth takes one of --factor and --step");
+        return -1;
+    }
+    if (o->step == 0 && !(o->factor > 1.0 && o->factor <= 1000.0)) {
+        snprintf(err, errlen, "--factor %g: expected a number above 1 and at most 1000", o->factor);
+        return -1;
+    }
+    int64_t *levels = malloc(STRESS_LEVELS_MAX * sizeof *levels);
+    if (!levels) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int n = stress_growth_levels(o->from, o->to, o->factor, o->step, levels, STRESS_LEVELS_MAX);
+    int rc = 0;
+    if (n < 0) {
+        snprintf(err, errlen, "--from %lld --to %lld: more than %d context levels",
+                 (long long)o->from, (long long)o->to, STRESS_LEVELS_MAX);
+        rc = -1;
+    }
+    for (int i = 0; rc == 0 && i < n; i++) {
+        int64_t prev = i ? levels[i - 1] : 0;
+        if (stress_prompt_for(prev, levels[i], o->gen) < 1) {
+            snprintf(err, errlen,
+                     "--gen %d: the context cannot grow from %lld to %lld with one request "
+                     "generating %d tokens (each step must exceed --gen)",
+                     o->gen, (long long)prev, (long long)levels[i], o->gen);
+            rc = -1;
+        }
+    }
+    free(levels);
+    return rc;
+}
+
+static int check_fixed(const stress_opts *o, int need_requests, char *err, size_t errlen)
+{
+    if (need_requests && o->requests < 1) {
+        snprintf(err, errlen, "--requests %lld: expected at least 1", (long long)o->requests);
+        return -1;
+    }
+    if (o->prompt_tokens < 1 || o->prompt_tokens > PROTO_SYNTHETIC_MAX) {
+        snprintf(err, errlen, "--prompt-tokens %d: expected 1..%d", o->prompt_tokens,
+                 PROTO_SYNTHETIC_MAX);
+        return -1;
+    }
+    if (o->concurrency < 1 || o->concurrency > CONCURRENCY_MAX) {
+        snprintf(err, errlen, "--concurrency %d: expected 1..%d (the head queues %d requests)",
+                 o->concurrency, CONCURRENCY_MAX, CONCURRENCY_MAX);
+        return -1;
+    }
+    if (!(o->rate >= 0.0 && o->rate <= 1e6)) {
+        snprintf(err, errlen, "--rate %g: expected requests per second in 0..1000000", o->rate);
+        return -1;
+    }
+    return 0;
+}
+
+static int valid_kv_bits(int v)
+{
+    return v == 32 || v == 16 || v == 8 || v == 4;
+}
+
+static int valid_prefill_step(int v)
+{
+    return v >= 1 && v <= PROTO_PREFILL_STEP_MAX;
+}
+
+static int check_list(const char *flag, const int *v, int n, int (*valid)(int),
+                      const char *expected, char *err, size_t errlen)
+{
+    if (n < 1) {
+        snprintf(err, errlen, "sweep needs %s (a comma-separated list)", flag);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (!valid(v[i])) {
+            snprintf(err, errlen, "%s: %d is not %s", flag, v[i], expected);
+            return -1;
+        }
+    return 0;
+}
+
+int stress_opts_check(const stress_opts *o, char *err, size_t errlen)
+{
+    if (o->gen < 0 || o->gen > PROTO_MAX_TOKENS_MAX) {
+        snprintf(err, errlen, "--gen %d: expected 0..%d", o->gen, PROTO_MAX_TOKENS_MAX);
+        return -1;
+    }
+    if (!(o->timeout_s > 0.0 && o->timeout_s <= 86400.0)) {
+        snprintf(err, errlen, "--timeout %g: expected seconds in (0, 86400]", o->timeout_s);
+        return -1;
+    }
+    switch (o->mode) {
+    case STORE_MODE_GROWTH:
+        return check_growth(o, err, errlen);
+    case STORE_MODE_FIXED:
+        return check_fixed(o, 1, err, errlen);
+    case STORE_MODE_SOAK:
+        if (!(o->duration_s > 0.0 && o->duration_s <= 30 * 86400.0)) {
+            snprintf(err, errlen, "soak needs --duration (at most 30 days)");
+            return -1;
+        }
+        return check_fixed(o, 0, err, errlen);
+    case STORE_MODE_SWEEP:
+        if (check_list("--kv-bits", o->kv_bits, o->n_kv_bits, valid_kv_bits,
+                       "one of 32, 16, 8, 4", err, errlen) ||
+            check_list("--prefill-step", o->prefill_step, o->n_prefill_step, valid_prefill_step,
+                       "a chunk size in 1..65536", err, errlen))
+            return -1;
+        if (o->leg_mode == STORE_MODE_GROWTH)
+            return check_growth(o, err, errlen);
+        if (o->leg_mode == STORE_MODE_FIXED)
+            return check_fixed(o, 1, err, errlen);
+        snprintf(err, errlen, "--leg: a sweep's legs are growth or fixed");
+        return -1;
+    }
+    snprintf(err, errlen, "unknown mode %d", (int)o->mode);
+    return -1;
+}
+
+/* ---- arrivals ---- */
+
+/* splitmix64: tiny, seedable with any value, and good enough for gaps. */
+void stress_rng_seed(stress_rng *g, uint64_t seed)
+{
+    g->s = seed;
+}
+
+double stress_rng_uniform(stress_rng *g)
+{
+    uint64_t z = (g->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    /* 53 random bits, shifted off 0 so that log() below is finite. */
+    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
+}
+
+double stress_rng_gap(stress_rng *g, double rate)
+{
+    return -log(stress_rng_uniform(g)) / rate;
+}
+
+/* ---- statistics ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double stress_percentile(double *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof *v, cmp_double);
+    size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return v[rank - 1];
+}
+
+double stress_eta(double elapsed_s, double done, double total)
+{
+    if (!(done > 0.0) || !(total > 0.0) || elapsed_s < 0.0)
+        return -1.0;
+    if (done >= total)
+        return 0.0;
+    return elapsed_s * (total - done) / done;
+}
+
+static double mean_of(const double *v, size_t from, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = from; i < from + n; i++)
+        s += v[i];
+    return s / (double)n;
+}
+
+void stress_drift_of(const double *ttft, const double *e2e, const double *decode, size_t n,
+                     stress_drift *d)
+{
+    memset(d, 0, sizeof *d);
+    if (n < 10)
+        return;
+    size_t k = n / 10;
+    d->valid = 1;
+    d->ttft_first = mean_of(ttft, 0, k);
+    d->ttft_last = mean_of(ttft, n - k, k);
+    d->e2e_first = mean_of(e2e, 0, k);
+    d->e2e_last = mean_of(e2e, n - k, k);
+    d->decode_first = mean_of(decode, 0, k);
+    d->decode_last = mean_of(decode, n - k, k);
+}

@@ -1,0 +1,471 @@
+/* ui.c: the terminal, the frame loop's drawing half, and the keys every
+ * view shares (switching views, help, quit, resize, redraw).
+ *
+ * Each pane of the layout gets its own window, made again whenever the
+ * layout changes (size, view, help, node count). A frame erases and draws
+ * every window, queues each with wnoutrefresh and ends with one doupdate,
+ * so curses sends only the cells that differ from the screen.
+ */
+#include "ui.h"
+
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curses.h>
+
+#include "draw.h"
+#include "meter.h"
+#include "view.h"
+
+#define KEY_CTRL_L 12
+#define KEY_ESC 27
+#define ESC_DELAY_MS 25 /* Esc alone is a key here, not the start of a sequence to wait for */
+#define HEADER_TAB_ROW 1
+#define WIDE_HEADER_COLS 100
+
+static const struct ui_view *const views[LAYOUT_VIEW_COUNT] = {
+    [LAYOUT_DASHBOARD] = &view_dashboard,
+    [LAYOUT_NODE] = &view_node,
+    [LAYOUT_CONFIG] = &view_config,
+    [LAYOUT_EVENTS] = &view_events,
+};
+
+struct ui {
+    struct ui_options opt;
+    SCREEN *screen;
+    struct palette pal;
+    const struct ui_view *view;
+    int help;
+
+    struct layout lay;
+    int lay_nodes, lay_help; /* what lay was computed for, besides size and view */
+    int have_layout;
+    WINDOW *win[LAYOUT_PANE_COUNT];
+    int erase_screen; /* the panes moved: cells no pane covers hold old text */
+
+    int dirty, need_clear;
+    double last_frame;
+    int tab_x[LAYOUT_VIEW_COUNT + 1]; /* the tabs' columns on the header's second row */
+
+    struct view_ctx v;
+};
+
+/* ---- requests from the views ---- */
+
+void view_emit(struct view_ctx *v, const struct ui_action *a)
+{
+    if (v->out && v->n_out < v->max_out) v->out[v->n_out++] = *a;
+}
+
+static void vmessage(struct view_ctx *v, int error, const char *fmt, va_list ap)
+{
+    vsnprintf(v->message, sizeof v->message, fmt, ap);
+    v->message_error = error;
+}
+
+void view_message(struct view_ctx *v, int error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(v, error, fmt, ap);
+    va_end(ap);
+}
+
+void view_ask(struct view_ctx *v, const struct ui_action *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->question, sizeof v->question, fmt, ap);
+    va_end(ap);
+    v->confirm_act = *a;
+    v->confirm = 1;
+}
+
+int view_refuse_readonly(struct view_ctx *v, const char *what)
+{
+    if (!v->opt->readonly) return 0;
+    view_message(v, 1, "read-only: %s are disabled (--readonly)", what);
+    return 1;
+}
+
+/* ---- layout and windows ---- */
+
+static void free_windows(ui *u)
+{
+    for (int p = 0; p < LAYOUT_PANE_COUNT; p++) {
+        if (u->win[p]) delwin(u->win[p]);
+        u->win[p] = NULL;
+    }
+}
+
+static int layout_nodes(const ui *u)
+{
+    /* The config table has a row for all nodes after the nodes. */
+    return u->v.n_nodes + (u->view->layout == LAYOUT_CONFIG);
+}
+
+/* Lays out again when the size, view, help or node count changed. A
+ * window that cannot be made leaves its pane empty. */
+static void ensure_layout(ui *u)
+{
+    int n = layout_nodes(u);
+    if (u->have_layout && u->lay.cols == COLS && u->lay.rows == LINES &&
+        u->lay.view == u->view->layout && u->lay_nodes == n && u->lay_help == u->help)
+        return;
+    free_windows(u);
+    u->lay = layout_compute(COLS, LINES, u->view->layout, n, u->help);
+    u->lay_nodes = n;
+    u->lay_help = u->help;
+    u->have_layout = 1;
+    for (int p = 0; p < LAYOUT_PANE_COUNT; p++) {
+        const struct layout_rect *r = &u->lay.pane[p];
+        if (r->w > 0 && r->h > 0) u->win[p] = newwin(r->h, r->w, r->y, r->x);
+    }
+    u->erase_screen = 1;
+    u->dirty = 1;
+}
+
+static void set_view(ui *u, enum layout_view to)
+{
+    if (to == LAYOUT_NODE && u->v.n_nodes == 0) return;
+    u->view = views[to];
+}
+
+/* ---- open and close ---- */
+
+ui *ui_open(const struct ui_options *o, char *err, size_t errlen)
+{
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        snprintf(err, errlen, "the console needs a terminal on stdin and stdout");
+        return NULL;
+    }
+    ui *u = calloc(1, sizeof *u);
+    if (!u) {
+        snprintf(err, errlen, "out of memory for the console");
+        return NULL;
+    }
+    u->opt = *o;
+    setlocale(LC_CTYPE, "");
+    int utf8 = !o->ascii && glyphs_locale_utf8();
+    const char *nc = getenv("NO_COLOR");
+    int color = !o->no_color && !(nc && nc[0]);
+
+    u->screen = newterm(NULL, stdout, stdin);
+    if (!u->screen) {
+        const char *term = getenv("TERM");
+        snprintf(err, errlen, "cannot set up terminal \"%s\" (check TERM)", term ? term : "");
+        free(u);
+        return NULL;
+    }
+    set_term(u->screen);
+    cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    nodelay(stdscr, TRUE);
+    set_escdelay(ESC_DELAY_MS);
+    curs_set(0);
+    if (o->mouse) {
+        mousemask(BUTTON1_CLICKED | BUTTON1_PRESSED, NULL);
+        mouseinterval(0);
+    }
+    palette_init(&u->pal, color);
+
+    u->view = views[LAYOUT_DASHBOARD];
+    u->v.g = glyphs_get(utf8);
+    u->v.pal = &u->pal;
+    u->v.opt = &u->opt;
+    u->v.win = u->win;
+    u->v.lay = &u->lay;
+    u->v.goto_view = -1;
+    u->dirty = 1;
+    u->need_clear = 1;
+    u->last_frame = -1e9;
+    return u;
+}
+
+void ui_close(ui *u)
+{
+    if (!u) return;
+    free_windows(u);
+    endwin();
+    delscreen(u->screen);
+    free(u);
+}
+
+/* ---- per call ---- */
+
+static void bind_state(ui *u, const state *st, double now)
+{
+    u->v.st = st;
+    u->v.now = now;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    u->v.wall = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    u->v.n_nodes = state_node_count(st);
+    if (u->v.node >= u->v.n_nodes) u->v.node = u->v.n_nodes > 0 ? u->v.n_nodes - 1 : 0;
+    if (u->view->layout == LAYOUT_NODE && u->v.n_nodes == 0) u->view = views[LAYOUT_DASHBOARD];
+    ensure_layout(u);
+}
+
+void ui_mark_dirty(ui *u)
+{
+    u->dirty = 1;
+}
+
+void ui_message(ui *u, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(&u->v, 0, fmt, ap);
+    va_end(ap);
+    u->dirty = 1;
+}
+
+double ui_frame_due(const ui *u, double now)
+{
+    if (!u->dirty) return -1;
+    double wait = u->last_frame + 1.0 / UI_FPS - now;
+    return wait > 0 ? wait : 0;
+}
+
+/* ---- keys ---- */
+
+static void click(ui *u, const MEVENT *ev)
+{
+    if (u->help) {
+        u->help = 0;
+        return;
+    }
+    if (ev->y == HEADER_TAB_ROW && !u->lay.too_small) {
+        for (int t = 0; t < LAYOUT_VIEW_COUNT; t++)
+            if (ev->x >= u->tab_x[t] && ev->x < u->tab_x[t + 1]) set_view(u, (enum layout_view)t);
+        return;
+    }
+    if (u->view->click && !u->lay.too_small) u->view->click(&u->v, ev->y, ev->x);
+}
+
+/* Keys no view took. */
+static void global_key(ui *u, int key)
+{
+    static const struct {
+        int key;
+        enum layout_view view;
+    } jumps[] = {{'1', LAYOUT_DASHBOARD}, {'d', LAYOUT_DASHBOARD}, {'2', LAYOUT_NODE},
+                 {'n', LAYOUT_NODE},      {'3', LAYOUT_CONFIG},    {'c', LAYOUT_CONFIG},
+                 {'4', LAYOUT_EVENTS},    {'e', LAYOUT_EVENTS}};
+    if (key == 'q') {
+        struct ui_action a = {.kind = UI_ACT_QUIT, .node = UI_ALL_NODES};
+        view_emit(&u->v, &a);
+        return;
+    }
+    if (key == '?' || key == KEY_F(1)) {
+        u->help = 1;
+        u->v.help_top = 0;
+        return;
+    }
+    if (key == '\t' || key == KEY_BTAB) {
+        int step = key == '\t' ? 1 : LAYOUT_VIEW_COUNT - 1;
+        enum layout_view to = (enum layout_view)((u->view->layout + step) % LAYOUT_VIEW_COUNT);
+        if (to == LAYOUT_NODE && u->v.n_nodes == 0) to = (enum layout_view)((to + step) % LAYOUT_VIEW_COUNT);
+        set_view(u, to);
+        return;
+    }
+    for (size_t i = 0; i < sizeof jumps / sizeof jumps[0]; i++)
+        if (key == jumps[i].key) set_view(u, jumps[i].view);
+}
+
+static void handle_key(ui *u, int key)
+{
+    struct view_ctx *v = &u->v;
+    if (key == KEY_RESIZE || key == KEY_CTRL_L) {
+        u->need_clear = 1;
+        u->dirty = 1;
+        ensure_layout(u);
+        return;
+    }
+    u->dirty = 1;
+    v->message[0] = '\0';
+    if (key == KEY_MOUSE) {
+        MEVENT ev;
+        if (getmouse(&ev) == OK && (ev.bstate & (BUTTON1_CLICKED | BUTTON1_PRESSED))) click(u, &ev);
+        return;
+    }
+    if (v->confirm) {
+        v->confirm = 0;
+        if (key == 'y' || key == 'Y')
+            view_emit(v, &v->confirm_act);
+        else
+            view_message(v, 0, "cancelled");
+        return;
+    }
+    if (u->help) {
+        if (!view_help_key(v, key)) u->help = 0;
+        return;
+    }
+    v->goto_view = -1;
+    if (!u->lay.too_small && u->view->key(v, key)) {
+        if (v->goto_view >= 0) set_view(u, (enum layout_view)v->goto_view);
+        return;
+    }
+    global_key(u, key);
+}
+
+int ui_handle_input(ui *u, const state *st, double now, struct ui_action *out, int max)
+{
+    bind_state(u, st, now);
+    u->v.out = out;
+    u->v.max_out = max;
+    u->v.n_out = 0;
+    while (u->v.n_out < max) {
+        int key = wgetch(stdscr);
+        if (key == ERR) break;
+        handle_key(u, key);
+        ensure_layout(u);
+    }
+    u->v.out = NULL;
+    return u->v.n_out;
+}
+
+/* ---- drawing ---- */
+
+static void header_item(ui *u, WINDOW *w, int *x, const char *label, const char *value,
+                        attr_t value_attr)
+{
+    int width = getmaxx(w);
+    if (*x >= width) return;
+    if (label[0]) *x += draw_text(w, u->v.g, 0, *x, width - *x, palette_attr(&u->pal, PAL_DIM), label) + 1;
+    if (*x >= width) return;
+    *x += draw_text(w, u->v.g, 0, *x, width - *x, value_attr, value) + 2;
+}
+
+static void draw_header(ui *u)
+{
+    WINDOW *w = u->win[LAYOUT_HEADER];
+    struct state_cluster_view cv;
+    char buf[64], tps[32];
+    int x = 0;
+    if (!w) return;
+    state_cluster_view(u->v.st, u->v.now, &cv);
+
+    /* The program's name only where it does not push the numbers out. */
+    if (getmaxx(w) >= WIDE_HEADER_COLS)
+        header_item(u, w, &x, "", "infertop", palette_attr(&u->pal, PAL_TITLE));
+    header_item(u, w, &x, "", cv.name, A_BOLD);
+    snprintf(buf, sizeof buf, "%d/%d up", cv.nodes_up, cv.nodes_total);
+    header_item(u, w, &x, "nodes", buf,
+                palette_attr(&u->pal, cv.nodes_up == cv.nodes_total ? PAL_UP : PAL_STALE));
+    header_item(u, w, &x, "req", cv.req[0] ? cv.req : "-", A_BOLD);
+    snprintf(buf, sizeof buf, "%d", cv.ctx_pos);
+    header_item(u, w, &x, "ctx", buf, A_BOLD);
+    meter_fmt_num(cv.prefill_tps, tps, sizeof tps);
+    header_item(u, w, &x, "tok/s prefill", tps, A_BOLD);
+    x -= 1;
+    meter_fmt_num(cv.decode_tps, tps, sizeof tps);
+    header_item(u, w, &x, "decode", tps, A_BOLD);
+    meter_fmt_num(cv.last_ttft_ms, tps, sizeof tps);
+    snprintf(buf, sizeof buf, "%s%s", tps, isnan(cv.last_ttft_ms) ? "" : " ms");
+    header_item(u, w, &x, "TTFT", buf, A_BOLD);
+    if (cv.lost) {
+        snprintf(buf, sizeof buf, "%llu", (unsigned long long)cv.lost);
+        header_item(u, w, &x, "lost", buf, palette_attr(&u->pal, PAL_PENDING));
+    }
+
+    x = 0;
+    for (int t = 0; t < LAYOUT_VIEW_COUNT; t++) {
+        const struct ui_view *vw = views[t];
+        int on = vw == u->view;
+        if (t == LAYOUT_NODE && u->v.n_nodes > 0)
+            snprintf(buf, sizeof buf, " %d %s: %s ", t + 1, vw->name, state_node_name(u->v.st, u->v.node));
+        else
+            snprintf(buf, sizeof buf, " %d %s ", t + 1, vw->name);
+        u->tab_x[t] = x;
+        x += draw_text(w, u->v.g, HEADER_TAB_ROW, x, getmaxx(w) - x,
+                       palette_attr(&u->pal, on ? PAL_TAB_ON : PAL_TAB), buf) + 1;
+    }
+    u->tab_x[LAYOUT_VIEW_COUNT] = x;
+    if (u->opt.readonly && getmaxx(w) - x > 12)
+        draw_rjust(w, u->v.g, HEADER_TAB_ROW, x, getmaxx(w) - x - 1, palette_attr(&u->pal, PAL_PENDING),
+                   "READ-ONLY");
+}
+
+/* "key:what|key:what" with the keys in their own colour. */
+static void draw_footer(ui *u)
+{
+    WINDOW *w = u->win[LAYOUT_FOOTER];
+    const struct view_ctx *v = &u->v;
+    int width, x = 0;
+    if (!w) return;
+    width = getmaxx(w);
+    if (v->confirm) {
+        draw_textf(w, v->g, 0, 0, width, palette_attr(&u->pal, PAL_PENDING) | A_BOLD, "%s y/n",
+                   v->question);
+        return;
+    }
+    if (v->message[0]) {
+        draw_text(w, v->g, 0, 0, width,
+                  palette_attr(&u->pal, v->message_error ? PAL_ERROR : PAL_PENDING), v->message);
+        return;
+    }
+    const char *hints = u->help ? "j/k:scroll|any key:close" : u->view->footer;
+    for (const char *p = hints; *p && x < width;) {
+        const char *colon = strchr(p, ':'), *bar = strchr(p, '|');
+        if (!bar) bar = p + strlen(p);
+        if (!colon || colon > bar) colon = bar;
+        char key[32], what[64];
+        snprintf(key, sizeof key, "%.*s", (int)(colon - p), p);
+        snprintf(what, sizeof what, "%.*s", colon < bar ? (int)(bar - colon - 1) : 0, colon + 1);
+        x += draw_text(w, v->g, 0, x, width - x, palette_attr(&u->pal, PAL_KEY), key);
+        if (x < width) x += draw_text(w, v->g, 0, x, width - x, A_NORMAL, " ");
+        if (x < width) x += draw_text(w, v->g, 0, x, width - x, A_NORMAL, what) + 2;
+        p = *bar ? bar + 1 : bar;
+    }
+}
+
+static void draw_too_small(ui *u)
+{
+    WINDOW *w = u->win[LAYOUT_MESSAGE];
+    if (!w) return;
+    werase(w);
+    draw_textf(w, u->v.g, 0, 0, getmaxx(w), A_BOLD, "terminal too small: %dx%d, infertop needs %dx%d",
+               COLS, LINES, LAYOUT_MIN_COLS, LAYOUT_MIN_ROWS);
+    wnoutrefresh(w);
+}
+
+int ui_draw(ui *u, const state *st, double now)
+{
+    if (ui_frame_due(u, now) != 0) return 0;
+    bind_state(u, st, now);
+    if (u->need_clear) {
+        clearok(curscr, TRUE);
+        u->need_clear = 0;
+    }
+    if (u->erase_screen) {
+        werase(stdscr);
+        wnoutrefresh(stdscr);
+        u->erase_screen = 0;
+    }
+    if (u->lay.too_small) {
+        draw_too_small(u);
+    } else {
+        for (int p = 0; p < LAYOUT_PANE_COUNT; p++)
+            if (u->win[p]) werase(u->win[p]);
+        draw_header(u);
+        draw_footer(u);
+        u->view->draw(&u->v);
+        if (u->help) view_help_draw(&u->v);
+        for (int p = 0; p < LAYOUT_PANE_COUNT; p++)
+            if (u->win[p] && p != LAYOUT_HELP) wnoutrefresh(u->win[p]);
+        if (u->win[LAYOUT_HELP]) wnoutrefresh(u->win[LAYOUT_HELP]);
+    }
+    doupdate();
+    u->dirty = 0;
+    u->last_frame = now;
+    return 1;
+}

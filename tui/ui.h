@@ -1,0 +1,102 @@
+/* ui.h: the ncurses console, the views over a state (state.h).
+ *
+ * The UI never fetches anything and never blocks: the application loop
+ * owns the sockets and the clock, feeds the state, and calls in here.
+ *
+ *   ui *u = ui_open(&opts, err, sizeof err);
+ *   loop:
+ *       zmq_poll(... STDIN_FILENO for POLLIN ..., timeout) -- the UI reads
+ *           the terminal on stdin, so there is no ui_fd(): poll
+ *           STDIN_FILENO. Take the timeout from ui_frame_due() too.
+ *       stdin readable, poll interrupted by a signal (SIGWINCH: ncurses
+ *           turns a resize into a key), or any tick:
+ *           n = ui_handle_input(u, st, now, acts, UI_ACTIONS_MAX);
+ *           for each action: act on it (quit, send a set, ...)
+ *       state changed (telemetry, replies, state_tick): ui_mark_dirty(u)
+ *       ui_draw(u, st, now)   -- draws only when dirty and the frame is due
+ *   ui_close(u);
+ *
+ * Frame limiting lives here: at most UI_FPS frames a second, and a frame
+ * only when something changed. Each frame writes every window with
+ * wnoutrefresh and ends with one doupdate; the screen is cleared only on
+ * a resize and on Ctrl-L.
+ *
+ * Not thread-safe; one ui per process (curses has one screen).
+ */
+#ifndef UI_H
+#define UI_H
+
+#include <stddef.h>
+
+#include "protocol.h"
+#include "state.h"
+
+struct cluster;
+
+#define UI_FPS 10
+/* Enough room for every action one call can produce from a burst of keys. */
+#define UI_ACTIONS_MAX 16
+/* The node field of an action aimed at every node. */
+#define UI_ALL_NODES (-1)
+
+typedef struct ui ui;
+
+struct ui_options {
+    int no_color; /* --no-color; the NO_COLOR environment variable also turns colour off */
+    int ascii;    /* --ascii; otherwise ASCII unless the locale's codeset is UTF-8 */
+    int readonly; /* --readonly: config edits and node actions are refused */
+    int mouse;    /* report mouse clicks (select rows, switch views) */
+    /* Optional: shown in node detail (SSH target, endpoints, start
+     * command). NULL when there is no cluster file (e.g. a demo). Borrowed:
+     * must outlive the ui. */
+    const struct cluster *cluster;
+};
+
+enum ui_action_kind {
+    UI_ACT_QUIT,       /* the operator pressed q */
+    UI_ACT_SET_CONFIG, /* send `set` with .set to .node (or every node for UI_ALL_NODES) */
+    /* Node process control over SSH, already confirmed by the operator. */
+    UI_ACT_NODE_START,
+    UI_ACT_NODE_STOP,
+    UI_ACT_NODE_RESTART
+};
+
+struct ui_action {
+    enum ui_action_kind kind;
+    int node;           /* node index, or UI_ALL_NODES */
+    proto_set_args set; /* UI_ACT_SET_CONFIG */
+};
+
+/* Sets up the terminal (initscr on stdin/stdout, raw keys, no echo,
+ * non-blocking reads, keypad, colours, mouse). Calls setlocale(LC_CTYPE, "")
+ * so that ncursesw can write UTF-8; LC_NUMERIC stays "C" so that numbers
+ * keep their '.' everywhere else. NULL with err filled when the terminal
+ * cannot be used. */
+ui *ui_open(const struct ui_options *o, char *err, size_t errlen);
+/* Restores the terminal. NULL is fine. */
+void ui_close(ui *u);
+
+/* Reads every pending key and mouse event without waiting, and writes the
+ * actions they produce to out (at most max; keys past a full out stay
+ * queued for the next call). Returns the number of actions. Marks the UI
+ * dirty when a key changed what is shown; handles KEY_RESIZE and Ctrl-L. */
+int ui_handle_input(ui *u, const state *st, double now, struct ui_action *out, int max);
+
+/* The state changed: the next due frame redraws. */
+void ui_mark_dirty(ui *u);
+
+/* Shows a one-line message in the footer until the next key (e.g. the
+ * app's "cannot reach node b"). Marks the UI dirty. */
+void ui_message(ui *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Seconds until ui_draw would draw: 0 when due now, a small positive wait
+ * when dirty but the last frame was less than 1/UI_FPS s ago, -1 when
+ * nothing is to be drawn. A poll timeout for the app. */
+double ui_frame_due(const ui *u, double now);
+
+/* Draws a frame when dirty and at least 1/UI_FPS s after the last one.
+ * Returns 1 when it drew, 0 when not. now: the app's monotonic clock in
+ * seconds, the same clock the state is fed with. */
+int ui_draw(ui *u, const state *st, double now);
+
+#endif

@@ -1,0 +1,121 @@
+/* view.h: what the views share with ui.c.
+ *
+ * A view is a small vtable: it draws into the panes of its layout and
+ * handles the keys it knows; ui.c handles the rest (switching views,
+ * help, quit, resize). Views read the state and write nothing but their
+ * own part of the context: selection and scroll positions, and requests
+ * back to ui.c (an action, a message, a question to confirm, another view).
+ */
+#ifndef VIEW_H
+#define VIEW_H
+
+#include <curses.h>
+#include "glyphs.h"
+#include "layout.h"
+#include "palette.h"
+#include "state.h"
+#include "ui.h"
+
+#define VIEW_MESSAGE_MAX 256
+#define VIEW_FILTER_MAX 64
+#define VIEW_TYPED_MAX 8
+
+/* The config editor: a row (a node, or n_nodes for "all nodes") and a
+ * field; while editing, draft holds the changed fields. */
+enum view_cfg_field { VIEW_CFG_PREFILL, VIEW_CFG_KV_BITS };
+
+struct view_config_edit {
+    int row, top;
+    enum view_cfg_field field;
+    int editing;
+    proto_set_args draft;
+    char typed[VIEW_TYPED_MAX]; /* digits typed into the field, "" when none */
+};
+
+struct view_events_pos {
+    int skip;                       /* newest events scrolled past */
+    char filter[VIEW_FILTER_MAX];
+    int editing;                    /* typing into the filter */
+};
+
+struct view_ctx {
+    /* Set by ui.c before each draw and key. */
+    const state *st;
+    double now;
+    double wall;                    /* the wall clock (unix seconds) at `now`, for event times */
+    int n_nodes;
+    const struct layout *lay;
+    WINDOW *const *win;             /* per pane, NULL when not shown */
+    const struct glyphs *g;
+    const struct palette *pal;
+    const struct ui_options *opt;
+
+    /* Kept across frames. */
+    int node;                       /* the selected node: dashboard and node detail */
+    int node_top;                   /* the dashboard's first shown node */
+    struct view_config_edit cfg;
+    struct view_events_pos ev;
+    int help_top;
+
+    /* Requests back to ui.c. */
+    int goto_view;                  /* a layout_view, or -1 */
+    struct ui_action *out;
+    int n_out, max_out;
+    char message[VIEW_MESSAGE_MAX];
+    int message_error;
+    int confirm;                    /* a question is asked: confirm_act on 'y' */
+    struct ui_action confirm_act;
+    char question[VIEW_MESSAGE_MAX];
+};
+
+struct ui_view {
+    const char *name; /* the tab title */
+    enum layout_view layout;
+    void (*draw)(struct view_ctx *v);
+    /* Returns 1 when the key was the view's, 0 to let ui.c handle it. */
+    int (*key)(struct view_ctx *v, int key);
+    /* A click at the screen's (y, x); 1 when it meant something. NULL: none. */
+    int (*click)(struct view_ctx *v, int y, int x);
+    /* "key:what" pairs separated by '|'. */
+    const char *footer;
+};
+
+extern const struct ui_view view_dashboard;
+extern const struct ui_view view_node;
+extern const struct ui_view view_config;
+extern const struct ui_view view_events;
+
+/* The help overlay, over any view; its keys scroll it (1) or close it (0). */
+void view_help_draw(struct view_ctx *v);
+int view_help_key(struct view_ctx *v, int key);
+
+/* ---- shared by the views, in ui.c ---- */
+
+void view_emit(struct view_ctx *v, const struct ui_action *a);
+void view_message(struct view_ctx *v, int error, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Asks "question? y/n" in the footer; 'y' emits a. */
+void view_ask(struct view_ctx *v, const struct ui_action *a, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* In read-only mode, says so and returns 1. */
+int view_refuse_readonly(struct view_ctx *v, const char *what);
+
+/* ---- shared by the views, in view_common.c ---- */
+
+const char *view_live_word(enum state_live l);
+enum palette_role view_live_role(enum state_live l);
+/* The short reasons of a node's highlight flags, space separated. */
+void view_flags_text(const struct glyphs *g, unsigned flags, char *buf, size_t len);
+/* A movement key applied to a selection of n items with a page of `page`
+ * rows: returns the new index, or -1 when key is no movement. */
+int view_move(int key, int sel, int n, int page);
+/* Keeps sel visible in a list of `rows` rows starting at *top. */
+void view_scroll_to(int sel, int rows, int *top);
+/* Node start/stop/restart keys (S, X, R) on node `node`, confirmed first. */
+int view_node_action_key(struct view_ctx *v, int key, int node);
+/* One event as a line at row y of w, in width columns. */
+void view_event_line(struct view_ctx *v, WINDOW *w, int y, int width, const struct state_event *e);
+/* prefill_step as shown: "auto", a size, or "-" when unknown. */
+void view_fmt_prefill(int prefill, char *buf, size_t len);
+
+#endif

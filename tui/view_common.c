@@ -1,0 +1,132 @@
+/* view_common.c: small pieces more than one view needs. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "draw.h"
+#include "view.h"
+
+const char *view_live_word(enum state_live l)
+{
+    switch (l) {
+    case STATE_UP: return "up";
+    case STATE_STALE: return "stale";
+    case STATE_STARTING: return "starting";
+    case STATE_DOWN: break;
+    }
+    return "down";
+}
+
+enum palette_role view_live_role(enum state_live l)
+{
+    switch (l) {
+    case STATE_UP: return PAL_UP;
+    case STATE_STALE: return PAL_STALE;
+    case STATE_STARTING: return PAL_STARTING;
+    case STATE_DOWN: break;
+    }
+    return PAL_DOWN;
+}
+
+void view_flags_text(const struct glyphs *g, unsigned flags, char *buf, size_t len)
+{
+    const char *reason[] = {"EVAL>MODEL", "LOW MEM", "NaN", "ACT!", g->fp_differs};
+    const unsigned bit[] = {STATE_FLAG_ORCH_BOUND, STATE_FLAG_LOW_HEADROOM, STATE_FLAG_NONFINITE,
+                            STATE_FLAG_ACT_SPIKE, STATE_FLAG_FINGERPRINT};
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof bit / sizeof bit[0]; i++) {
+        if (!(flags & bit[i])) continue;
+        int k = snprintf(buf + n, len - n, "%s%s", n ? " " : "", reason[i]);
+        if (k < 0 || (size_t)k >= len - n) return;
+        n += (size_t)k;
+    }
+}
+
+int view_move(int key, int sel, int n, int page)
+{
+    int to;
+    if (n <= 0) return -1;
+    if (page < 1) page = 1;
+    switch (key) {
+    case KEY_UP: case 'k': to = sel - 1; break;
+    case KEY_DOWN: case 'j': to = sel + 1; break;
+    case KEY_PPAGE: to = sel - page; break;
+    case KEY_NPAGE: to = sel + page; break;
+    case KEY_HOME: case 'g': to = 0; break;
+    case KEY_END: case 'G': to = n - 1; break;
+    default: return -1;
+    }
+    return to < 0 ? 0 : to >= n ? n - 1 : to;
+}
+
+void view_scroll_to(int sel, int rows, int *top)
+{
+    if (rows < 1) rows = 1;
+    if (sel < *top) *top = sel;
+    if (sel >= *top + rows) *top = sel - rows + 1;
+    if (*top < 0) *top = 0;
+}
+
+int view_node_action_key(struct view_ctx *v, int key, int node)
+{
+    static const struct {
+        int key;
+        enum ui_action_kind kind;
+        const char *verb;
+    } acts[] = {{'S', UI_ACT_NODE_START, "start"},
+                {'X', UI_ACT_NODE_STOP, "stop"},
+                {'R', UI_ACT_NODE_RESTART, "restart"}};
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        if (key != acts[i].key) continue;
+        if (node < 0 || node >= v->n_nodes) return 1;
+        if (view_refuse_readonly(v, "node actions")) return 1;
+        struct ui_action a = {.kind = acts[i].kind, .node = node};
+        view_ask(v, &a, "%s node %s?", acts[i].verb, state_node_name(v->st, node));
+        return 1;
+    }
+    return 0;
+}
+
+/* Events about trouble stand out from the routine ones. */
+static enum palette_role event_role(const struct state_event *e)
+{
+    static const char *const bad[] = {"fail", "error", "refused", "down", "timeout",
+                                      "mismatch", "numeric", "stale"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (strcasestr(e->kind, bad[i])) return PAL_ERROR;
+    if (strncmp(e->kind, "config", 6) == 0) return PAL_OK;
+    return PAL_TEXT;
+}
+
+void view_event_line(struct view_ctx *v, WINDOW *w, int y, int width, const struct state_event *e)
+{
+    char when[16];
+    time_t t = (time_t)(v->wall - (v->now - e->t));
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(when, sizeof when, "%H:%M:%S", &tm);
+    const char *who = e->node >= 0 ? state_node_name(v->st, e->node) : "infertop";
+    int x = draw_text(w, v->g, y, 0, width, palette_attr(v->pal, PAL_DIM), when) + 1;
+    x += draw_text(w, v->g, y, x, 10 < width - x ? 10 : width - x, A_BOLD, who);
+    x = x < 20 ? 20 : x + 1;
+    if (x >= width) return;
+    int k = draw_text(w, v->g, y, x, width - x, palette_attr(v->pal, event_role(e)), e->kind);
+    x += (k < 16 ? 16 : k + 1);
+    if (x >= width) return;
+    char rest[PROTO_MESSAGE_MAX + PROTO_CODE_MAX + PROTO_ID_MAX + 16];
+    snprintf(rest, sizeof rest, "%s%s%s%s%s%s", e->code[0] ? "[" : "", e->code,
+             e->code[0] ? "] " : "", e->message, e->req[0] ? "  req " : "", e->req);
+    draw_text(w, v->g, y, x, width - x, A_NORMAL, rest);
+}
+
+void view_fmt_prefill(int prefill, char *buf, size_t len)
+{
+    if (prefill == PROTO_PREFILL_AUTO)
+        snprintf(buf, len, "auto");
+    else if (prefill < 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%d", prefill);
+}

@@ -1,0 +1,413 @@
+/* view_config.c: prefill_step and kv_bits of every node, edited live.
+ *
+ * A row per node and a last row for all nodes. Keys edit a draft of the
+ * selected row (typed digits, +/- to double or halve prefill_step or to
+ * step kv_bits, `a` for auto, `b` to cycle kv_bits); Enter hands the
+ * draft to the app as a set action and Esc drops it. What happens next is
+ * the state's: the row says pending until the node acknowledges and its
+ * telemetry shows the values, or shows the node's error as it came.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "draw.h"
+#include "view.h"
+
+#define PREFILL_STEP_MIN 1
+#define PREFILL_PLUS_MAX 8192 /* where +/- stop; typed values may go up to the protocol's limit */
+#define PREFILL_DEFAULT 512        /* what +/- starts from when nothing is known */
+#define TYPED_DIGITS 5             /* enough for PROTO_PREFILL_STEP_MAX */
+
+static const int kv_bits_all[] = {32, 16, 8, 4};
+#define KV_BITS_N ((int)(sizeof kv_bits_all / sizeof kv_bits_all[0]))
+
+/* Columns of the table, from the pane's left edge. */
+enum { COL_NAME = 1, COL_STATE = 14, COL_PREFILL = 24, COL_EFFECTIVE = 38, COL_KV = 48,
+       COL_STATUS = 58 };
+
+static int all_row(const struct view_ctx *v)
+{
+    return v->cfg.row == v->n_nodes;
+}
+
+static const char *row_name(const struct view_ctx *v, int row)
+{
+    return row == v->n_nodes ? "all nodes" : state_node_name(v->st, row);
+}
+
+/* The values in effect of a row; for all nodes, the first node's that
+ * knows them. */
+static void row_current(const struct view_ctx *v, int row, int *prefill, int *kv_bits)
+{
+    *prefill = -1;
+    *kv_bits = 0;
+    for (int i = row == v->n_nodes ? 0 : row; i < v->n_nodes; i++) {
+        const struct state_config *c = state_node_config(v->st, i);
+        if (*prefill < 0) *prefill = c->prefill_step;
+        if (*kv_bits == 0) *kv_bits = c->kv_bits;
+        if (row != v->n_nodes || (*prefill >= 0 && *kv_bits > 0)) break;
+    }
+}
+
+static void describe_set(const proto_set_args *w, char *buf, size_t len)
+{
+    char pf[16];
+    view_fmt_prefill(w->prefill_step, pf, sizeof pf);
+    if (w->has_prefill_step && w->has_kv_bits)
+        snprintf(buf, len, "prefill_step=%s kv_bits=%d", pf, w->kv_bits);
+    else if (w->has_prefill_step)
+        snprintf(buf, len, "prefill_step=%s", pf);
+    else if (w->has_kv_bits)
+        snprintf(buf, len, "kv_bits=%d", w->kv_bits);
+    else
+        buf[0] = '\0';
+}
+
+/* ---- drawing ---- */
+
+static void draw_status(struct view_ctx *v, WINDOW *w, int y, int width, const struct state_config *c)
+{
+    char want[64];
+    describe_set(&c->want, want, sizeof want);
+    switch (c->stage) {
+    case STATE_CFG_NONE: draw_text(w, v->g, y, COL_STATUS, width, palette_attr(v->pal, PAL_DIM), "-"); break;
+    case STATE_CFG_REQUESTED:
+        draw_textf(w, v->g, y, COL_STATUS, width, palette_attr(v->pal, PAL_PENDING),
+                   "pending %s (sent %.1fs ago)", want, v->now - c->t_requested);
+        break;
+    case STATE_CFG_ACKED:
+        draw_textf(w, v->g, y, COL_STATUS, width, palette_attr(v->pal, PAL_PENDING),
+                   "pending %s (acknowledged)", want);
+        break;
+    case STATE_CFG_CONFIRMED:
+        draw_textf(w, v->g, y, COL_STATUS, width, palette_attr(v->pal, PAL_OK), "confirmed %s",
+                   want);
+        break;
+    case STATE_CFG_FAILED:
+        draw_textf(w, v->g, y, COL_STATUS, width, palette_attr(v->pal, PAL_ERROR), "error: %s",
+                   c->error);
+        break;
+    }
+}
+
+/* The all-nodes row's status: how many are where. */
+static void draw_all_status(struct view_ctx *v, WINDOW *w, int y, int width)
+{
+    int n[STATE_CFG_FAILED + 1] = {0};
+    for (int i = 0; i < v->n_nodes; i++) n[state_node_config(v->st, i)->stage]++;
+    int pending = n[STATE_CFG_REQUESTED] + n[STATE_CFG_ACKED];
+    enum palette_role r = n[STATE_CFG_FAILED] ? PAL_ERROR : pending ? PAL_PENDING : PAL_DIM;
+    if (!pending && !n[STATE_CFG_FAILED] && !n[STATE_CFG_CONFIRMED])
+        draw_text(w, v->g, y, COL_STATUS, width, palette_attr(v->pal, PAL_DIM), "-");
+    else
+        draw_textf(w, v->g, y, COL_STATUS, width, palette_attr(v->pal, r),
+                   "%d pending, %d confirmed, %d failed", pending, n[STATE_CFG_CONFIRMED],
+                   n[STATE_CFG_FAILED]);
+}
+
+/* A value cell: the value in effect, or "old -> new" for a draft. */
+static void draw_value(struct view_ctx *v, WINDOW *w, int y, int x, int width, const char *cur,
+                       const char *draft, int selected)
+{
+    attr_t a = selected ? palette_attr(v->pal, PAL_SELECT) : A_NORMAL;
+    if (!draft) {
+        draw_text(w, v->g, y, x, width, a, cur);
+        return;
+    }
+    draw_textf(w, v->g, y, x, width, a | palette_attr(v->pal, PAL_PENDING), "%s%s%s", cur,
+               v->g->arrow, draft);
+}
+
+static void draw_row(struct view_ctx *v, WINDOW *w, int y, int row, int width)
+{
+    int sel = row == v->cfg.row, drafting = sel && v->cfg.editing;
+    int prefill, kv_bits;
+    char cur_p[16], cur_k[16], new_p[16], new_k[16];
+    row_current(v, row, &prefill, &kv_bits);
+    view_fmt_prefill(prefill, cur_p, sizeof cur_p);
+    if (kv_bits > 0)
+        snprintf(cur_k, sizeof cur_k, "%d", kv_bits);
+    else
+        snprintf(cur_k, sizeof cur_k, "-");
+    if (drafting && v->cfg.typed[0] && v->cfg.field == VIEW_CFG_PREFILL)
+        snprintf(new_p, sizeof new_p, "%s_", v->cfg.typed);
+    else
+        view_fmt_prefill(v->cfg.draft.prefill_step, new_p, sizeof new_p);
+    if (drafting && v->cfg.typed[0] && v->cfg.field == VIEW_CFG_KV_BITS)
+        snprintf(new_k, sizeof new_k, "%s_", v->cfg.typed);
+    else
+        snprintf(new_k, sizeof new_k, "%d", v->cfg.draft.kv_bits);
+
+    if (sel) draw_text(w, v->g, y, 0, 1, palette_attr(v->pal, PAL_SELECT), v->g->select);
+    draw_text(w, v->g, y, COL_NAME, COL_STATE - COL_NAME - 1, A_BOLD, row_name(v, row));
+    if (row < v->n_nodes) {
+        enum state_live l = state_node_live(v->st, row, v->now);
+        draw_text(w, v->g, y, COL_STATE, COL_PREFILL - COL_STATE - 1,
+                  palette_attr(v->pal, view_live_role(l)), view_live_word(l));
+        int eff = state_node_config(v->st, row)->prefill_effective;
+        char eff_s[16];
+        view_fmt_prefill(eff > 0 ? eff : -1, eff_s, sizeof eff_s);
+        draw_text(w, v->g, y, COL_EFFECTIVE, COL_KV - COL_EFFECTIVE - 1, A_NORMAL, eff_s);
+    } else {
+        int up = 0;
+        for (int i = 0; i < v->n_nodes; i++) up += state_node_live(v->st, i, v->now) == STATE_UP;
+        draw_textf(w, v->g, y, COL_STATE, COL_PREFILL - COL_STATE - 1, A_NORMAL, "%d/%d up", up,
+                   v->n_nodes);
+    }
+    draw_value(v, w, y, COL_PREFILL, COL_EFFECTIVE - COL_PREFILL - 1, cur_p,
+               drafting && v->cfg.draft.has_prefill_step ? new_p : NULL,
+               sel && v->cfg.field == VIEW_CFG_PREFILL);
+    draw_value(v, w, y, COL_KV, COL_STATUS - COL_KV - 1, cur_k,
+               drafting && v->cfg.draft.has_kv_bits ? new_k : NULL,
+               sel && v->cfg.field == VIEW_CFG_KV_BITS);
+    if (row < v->n_nodes)
+        draw_status(v, w, y, width - COL_STATUS, state_node_config(v->st, row));
+    else
+        draw_all_status(v, w, y, width - COL_STATUS);
+}
+
+static void draw_table(struct view_ctx *v)
+{
+    WINDOW *w = v->win[LAYOUT_CONFIG_TABLE];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_CONFIG_TABLE];
+    static const struct {
+        int x;
+        const char *title;
+    } cols[] = {{COL_NAME, "node"},         {COL_STATE, "state"},  {COL_PREFILL, "prefill_step"},
+                {COL_EFFECTIVE, "in steps"}, {COL_KV, "kv_bits"}, {COL_STATUS, "change"}};
+    if (!w) return;
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+        draw_text(w, v->g, 0, cols[i].x, p->w - cols[i].x, palette_attr(v->pal, PAL_TITLE),
+                  cols[i].title);
+    int rows = p->h - 1;
+    view_scroll_to(v->cfg.row, rows, &v->cfg.top);
+    for (int i = 0; i < rows && v->cfg.top + i <= v->n_nodes; i++)
+        draw_row(v, w, 1 + i, v->cfg.top + i, p->w);
+}
+
+static void draw_edit(struct view_ctx *v)
+{
+    WINDOW *w = v->win[LAYOUT_CONFIG_EDIT];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_CONFIG_EDIT];
+    char want[64];
+    if (!w) return;
+    draw_repeat(w, 0, 0, p->w, palette_attr(v->pal, PAL_DIM), v->g->hline);
+    if (v->cfg.editing) {
+        describe_set(&v->cfg.draft, want, sizeof want);
+        draw_textf(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_PENDING), "%s: %s%s",
+                   row_name(v, v->cfg.row), want[0] ? want : "(no change yet)",
+                   want[0] ? "   Enter: apply   Esc: cancel" : "");
+    } else if (!all_row(v)) {
+        const struct state_config *c = state_node_config(v->st, v->cfg.row);
+        if (c->stage == STATE_CFG_FAILED)
+            draw_textf(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_ERROR), "%s: %s",
+                       row_name(v, v->cfg.row), c->error);
+        else if (c->stage == STATE_CFG_REQUESTED || c->stage == STATE_CFG_ACKED) {
+            describe_set(&c->want, want, sizeof want);
+            draw_textf(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_PENDING), "%s: %s pending, %s",
+                       row_name(v, v->cfg.row), want,
+                       c->stage == STATE_CFG_REQUESTED ? "waiting for the node to answer"
+                                                       : "acknowledged, waiting for telemetry to show it");
+        } else if (c->stage == STATE_CFG_CONFIRMED)
+            draw_textf(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_OK),
+                       "%s: confirmed by telemetry %.1fs after the request",
+                       row_name(v, v->cfg.row), c->t_confirmed - c->t_requested);
+    }
+    if (v->opt->readonly)
+        draw_text(w, v->g, 2, 0, p->w, palette_attr(v->pal, PAL_DIM),
+                  "read-only (--readonly): config changes are disabled");
+    else
+        draw_text(w, v->g, 2, 0, p->w, palette_attr(v->pal, PAL_DIM),
+                  "prefill_step: digits, +/- x2 /2, a auto   kv_bits: b, +/- (32 16 8 4)");
+}
+
+static void config_draw(struct view_ctx *v)
+{
+    if (v->cfg.row > v->n_nodes) v->cfg.row = v->n_nodes;
+    draw_table(v);
+    draw_edit(v);
+}
+
+/* ---- editing ---- */
+
+static void begin_edit(struct view_ctx *v)
+{
+    int prefill, kv_bits;
+    if (v->cfg.editing) return;
+    row_current(v, v->cfg.row, &prefill, &kv_bits);
+    memset(&v->cfg.draft, 0, sizeof v->cfg.draft);
+    v->cfg.draft.prefill_step = prefill;
+    v->cfg.draft.kv_bits = kv_bits;
+    v->cfg.typed[0] = '\0';
+    v->cfg.editing = 1;
+}
+
+static void cancel_edit(struct view_ctx *v)
+{
+    v->cfg.editing = 0;
+    v->cfg.typed[0] = '\0';
+}
+
+/* +/- on prefill_step: double or halve, from the size steps use when the
+ * setting is auto or unknown. */
+static void step_prefill(struct view_ctx *v, int up)
+{
+    int p = v->cfg.draft.prefill_step;
+    if (p <= 0 && !all_row(v)) p = state_node_config(v->st, v->cfg.row)->prefill_effective;
+    if (p <= 0) p = PREFILL_DEFAULT;
+    else p = up ? p * 2 : p / 2;
+    if (p < PREFILL_STEP_MIN) p = PREFILL_STEP_MIN;
+    if (p > PREFILL_PLUS_MAX) p = PREFILL_PLUS_MAX;
+    v->cfg.draft.prefill_step = p;
+    v->cfg.draft.has_prefill_step = 1;
+}
+
+/* delta +1 toward more bits, -1 toward fewer; 0 cycles down and wraps. */
+static void step_kv_bits(struct view_ctx *v, int delta)
+{
+    int i = 0;
+    while (i < KV_BITS_N && kv_bits_all[i] != v->cfg.draft.kv_bits) i++;
+    if (i == KV_BITS_N)
+        i = 0;
+    else if (delta == 0)
+        i = (i + 1) % KV_BITS_N;
+    else
+        i = delta > 0 ? (i > 0 ? i - 1 : 0) : (i + 1 < KV_BITS_N ? i + 1 : i);
+    v->cfg.draft.kv_bits = kv_bits_all[i];
+    v->cfg.draft.has_kv_bits = 1;
+}
+
+/* Digits go into the selected field; the field's value follows them. */
+static void type_digit(struct view_ctx *v, int key)
+{
+    size_t n = strlen(v->cfg.typed);
+    if (n >= TYPED_DIGITS) return;
+    v->cfg.typed[n] = (char)key;
+    v->cfg.typed[n + 1] = '\0';
+    int val = atoi(v->cfg.typed);
+    if (v->cfg.field == VIEW_CFG_PREFILL) {
+        v->cfg.draft.prefill_step = val;
+        v->cfg.draft.has_prefill_step = 1;
+    } else {
+        v->cfg.draft.kv_bits = val;
+        v->cfg.draft.has_kv_bits = 1;
+    }
+}
+
+static void backspace(struct view_ctx *v)
+{
+    size_t n = strlen(v->cfg.typed);
+    if (n == 0) return;
+    v->cfg.typed[n - 1] = '\0';
+    int val = atoi(v->cfg.typed);
+    if (v->cfg.field == VIEW_CFG_PREFILL) {
+        v->cfg.draft.prefill_step = val;
+        v->cfg.draft.has_prefill_step = n > 1;
+    } else {
+        v->cfg.draft.kv_bits = val;
+        v->cfg.draft.has_kv_bits = n > 1;
+    }
+}
+
+static int valid_kv_bits(int b)
+{
+    for (int i = 0; i < KV_BITS_N; i++)
+        if (kv_bits_all[i] == b) return 1;
+    return 0;
+}
+
+static void apply_edit(struct view_ctx *v)
+{
+    const proto_set_args *d = &v->cfg.draft;
+    char what[64];
+    if (!v->cfg.editing || (!d->has_prefill_step && !d->has_kv_bits)) {
+        view_message(v, 0, "nothing to apply: type a value, +/-, a or b first");
+        return;
+    }
+    if (d->has_prefill_step && d->prefill_step != PROTO_PREFILL_AUTO &&
+        (d->prefill_step < PREFILL_STEP_MIN || d->prefill_step > PROTO_PREFILL_STEP_MAX)) {
+        view_message(v, 1, "prefill_step %d is out of range: %d..%d or auto", d->prefill_step,
+                     PREFILL_STEP_MIN, PROTO_PREFILL_STEP_MAX);
+        return;
+    }
+    if (d->has_kv_bits && !valid_kv_bits(d->kv_bits)) {
+        view_message(v, 1, "kv_bits %d is not one of 32, 16, 8, 4", d->kv_bits);
+        return;
+    }
+    struct ui_action a = {.kind = UI_ACT_SET_CONFIG,
+                          .node = all_row(v) ? UI_ALL_NODES : v->cfg.row,
+                          .set = *d};
+    view_emit(v, &a);
+    describe_set(d, what, sizeof what);
+    view_message(v, 0, "sent to %s: %s", row_name(v, v->cfg.row), what);
+    cancel_edit(v);
+}
+
+static int is_edit_key(int key)
+{
+    return (key >= '0' && key <= '9') || key == '+' || key == '=' || key == '-' || key == 'a' ||
+           key == 'b';
+}
+
+static int config_key(struct view_ctx *v, int key)
+{
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_CONFIG_TABLE];
+    int to = view_move(key, v->cfg.row, v->n_nodes + 1, p->h - 1);
+    if (to >= 0) {
+        if (to != v->cfg.row) cancel_edit(v);
+        v->cfg.row = to;
+        if (to < v->n_nodes) v->node = to;
+        return 1;
+    }
+    switch (key) {
+    case KEY_LEFT: case 'h': v->cfg.field = VIEW_CFG_PREFILL; v->cfg.typed[0] = '\0'; return 1;
+    case KEY_RIGHT: case 'l': v->cfg.field = VIEW_CFG_KV_BITS; v->cfg.typed[0] = '\0'; return 1;
+    case 27: cancel_edit(v); return 1;
+    case '\n': case '\r': case KEY_ENTER: apply_edit(v); return 1;
+    case KEY_BACKSPACE: case 127: case 8: backspace(v); return 1;
+    }
+    if (!is_edit_key(key)) return 0;
+    if (view_refuse_readonly(v, "config changes")) return 1;
+    begin_edit(v);
+    if (key >= '0' && key <= '9') {
+        type_digit(v, key);
+        return 1;
+    }
+    v->cfg.typed[0] = '\0';
+    if (key == 'a') {
+        v->cfg.field = VIEW_CFG_PREFILL;
+        v->cfg.draft.prefill_step = PROTO_PREFILL_AUTO;
+        v->cfg.draft.has_prefill_step = 1;
+    } else if (key == 'b') {
+        v->cfg.field = VIEW_CFG_KV_BITS;
+        step_kv_bits(v, 0);
+    } else if (v->cfg.field == VIEW_CFG_PREFILL) {
+        step_prefill(v, key != '-');
+    } else {
+        step_kv_bits(v, key == '-' ? -1 : 1);
+    }
+    return 1;
+}
+
+static int config_click(struct view_ctx *v, int y, int x)
+{
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_CONFIG_TABLE];
+    int row = v->cfg.top + y - p->y - 1;
+    if (x < p->x || y <= p->y || y >= p->y + p->h || row > v->n_nodes) return 0;
+    if (row != v->cfg.row) cancel_edit(v);
+    v->cfg.row = row;
+    if (row < v->n_nodes) v->node = row;
+    if (x - p->x >= COL_KV && x - p->x < COL_STATUS) v->cfg.field = VIEW_CFG_KV_BITS;
+    else if (x - p->x >= COL_PREFILL && x - p->x < COL_EFFECTIVE) v->cfg.field = VIEW_CFG_PREFILL;
+    return 1;
+}
+
+const struct ui_view view_config = {
+    .name = "Config",
+    .layout = LAYOUT_CONFIG,
+    .draw = config_draw,
+    .key = config_key,
+    .click = config_click,
+    .footer = "j/k:row|h/l:field|0-9 + - a b:edit|Enter:apply|Esc:cancel|?:help|q:quit",
+};

@@ -1,0 +1,203 @@
+/* view_dashboard.c: a row per node and the newest events.
+ *
+ * The cells that explain a highlight are drawn in the alert style (eval ms
+ * for an orchestration-bound node, the headroom figure when low, the
+ * name for bad activations or a different model), and the events pane's
+ * title lists the reasons in words, so they show without colour too.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "draw.h"
+#include "meter.h"
+#include "view.h"
+
+static int cfg_pending(const struct state_config *c)
+{
+    return c->stage == STATE_CFG_REQUESTED || c->stage == STATE_CFG_ACKED;
+}
+
+static void draw_titles(struct view_ctx *v, WINDOW *w, int x0)
+{
+    for (int c = 0; c < LAYOUT_COL_COUNT; c++) {
+        const struct layout_rect *r = &v->lay->col[c];
+        if (!r->w) continue;
+        const char *t = layout_col_title((enum layout_col)c);
+        /* Numbers are right-aligned, and so are their titles. */
+        int right = c == LAYOUT_COL_STEPS || c == LAYOUT_COL_MODEL || c == LAYOUT_COL_EVAL ||
+                    c == LAYOUT_COL_KV_BITS || c == LAYOUT_COL_PREFILL;
+        if (right)
+            draw_rjust(w, v->g, 0, r->x - x0, r->w, palette_attr(v->pal, PAL_TITLE), t);
+        else
+            draw_text(w, v->g, 0, r->x - x0, r->w, palette_attr(v->pal, PAL_TITLE), t);
+    }
+}
+
+/* Column c of the node table, or NULL when the layout gave it up. */
+static const struct layout_rect *cell(struct view_ctx *v, enum layout_col c)
+{
+    return v->lay->col[c].w ? &v->lay->col[c] : NULL;
+}
+
+static void draw_num(struct view_ctx *v, WINDOW *w, int y, int x0, enum layout_col c, double val,
+                     attr_t a)
+{
+    const struct layout_rect *r = cell(v, c);
+    char buf[16];
+    if (!r) return;
+    meter_fmt_num(val, buf, sizeof buf);
+    draw_rjust(w, v->g, y, r->x - x0, r->w, a, buf);
+}
+
+static void draw_node_row(struct view_ctx *v, WINDOW *w, int y, int x0, int node)
+{
+    struct state_node_view nv;
+    const struct layout_rect *r;
+    const struct state_config *cfg = state_node_config(v->st, node);
+    char buf[32];
+    state_node_view(v->st, node, v->now, &nv);
+    int live = nv.live == STATE_UP || nv.live == STATE_STALE;
+    attr_t alert = palette_attr(v->pal, PAL_ALERT);
+    attr_t dim = palette_attr(v->pal, PAL_DIM);
+
+    if ((r = cell(v, LAYOUT_COL_NAME))) {
+        int sel = node == v->node;
+        unsigned name_flags = STATE_FLAG_NONFINITE | STATE_FLAG_ACT_SPIKE | STATE_FLAG_FINGERPRINT;
+        attr_t a = nv.flags & name_flags ? alert : sel ? palette_attr(v->pal, PAL_SELECT) : A_BOLD;
+        if (sel) draw_text(w, v->g, y, r->x - x0, 1, palette_attr(v->pal, PAL_SELECT), v->g->select);
+        draw_text(w, v->g, y, r->x - x0 + 1, r->w - 1, a, nv.name);
+    }
+    if ((r = cell(v, LAYOUT_COL_STATE)))
+        draw_text(w, v->g, y, r->x - x0, r->w, palette_attr(v->pal, view_live_role(nv.live)),
+                  view_live_word(nv.live));
+    if ((r = cell(v, LAYOUT_COL_LAYERS))) {
+        if (nv.layer_first >= 0)
+            snprintf(buf, sizeof buf, "%d:%d", nv.layer_first, nv.layer_last);
+        else
+            snprintf(buf, sizeof buf, "-");
+        draw_text(w, v->g, y, r->x - x0, r->w, A_NORMAL, buf);
+    }
+    if ((r = cell(v, LAYOUT_COL_PHASE))) {
+        const char *ph = !live ? "-" : nv.phase == STATE_PREFILL ? "prefill"
+                                     : nv.phase == STATE_DECODE  ? "decode"
+                                                                 : "idle";
+        draw_text(w, v->g, y, r->x - x0, r->w, nv.phase < 0 ? dim : A_NORMAL, ph);
+    }
+    draw_num(v, w, y, x0, LAYOUT_COL_STEPS, nv.steps_per_s, A_NORMAL);
+    draw_num(v, w, y, x0, LAYOUT_COL_MODEL, nv.model_p50, A_NORMAL);
+    draw_num(v, w, y, x0, LAYOUT_COL_EVAL, nv.eval_p50,
+             nv.flags & STATE_FLAG_ORCH_BOUND ? alert : A_NORMAL);
+    if ((r = cell(v, LAYOUT_COL_MEMORY))) {
+        draw_membar(w, v->g, v->pal, y, r->x - x0, r->w, &nv.mem,
+                    (nv.flags & STATE_FLAG_LOW_HEADROOM) != 0);
+    }
+    attr_t cfg_a = cfg_pending(cfg) ? palette_attr(v->pal, PAL_PENDING)
+                   : cfg->stage == STATE_CFG_FAILED ? palette_attr(v->pal, PAL_ERROR)
+                                                    : A_NORMAL;
+    if ((r = cell(v, LAYOUT_COL_KV_BITS))) {
+        if (cfg->kv_bits > 0)
+            snprintf(buf, sizeof buf, "%d", cfg->kv_bits);
+        else
+            snprintf(buf, sizeof buf, "-");
+        draw_rjust(w, v->g, y, r->x - x0, r->w, cfg_a, buf);
+    }
+    if ((r = cell(v, LAYOUT_COL_PREFILL))) {
+        view_fmt_prefill(cfg->prefill_step >= 0 ? cfg->prefill_step
+                         : cfg->prefill_effective > 0 ? cfg->prefill_effective
+                                                      : -1,
+                         buf, sizeof buf);
+        draw_rjust(w, v->g, y, r->x - x0, r->w, cfg_a, buf);
+    }
+    if ((r = cell(v, LAYOUT_COL_SPARK))) {
+        double series[DRAW_CHART_MAX_COLS];
+        int n = r->w - 1 < DRAW_CHART_MAX_COLS ? r->w - 1 : DRAW_CHART_MAX_COLS;
+        state_series(v->st, node, STATE_SERIES_STEP_MS, STATE_ANY, n, v->now, series);
+        draw_spark(w, v->g, v->pal, y, r->x - x0 + 1, n, series, n);
+    }
+}
+
+static void draw_nodes(struct view_ctx *v)
+{
+    WINDOW *w = v->win[LAYOUT_NODES];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_NODES];
+    if (!w) return;
+    int rows = p->h - 1;
+    draw_titles(v, w, p->x);
+    view_scroll_to(v->node, rows, &v->node_top);
+    for (int i = 0; i < rows && v->node_top + i < v->n_nodes; i++)
+        draw_node_row(v, w, 1 + i, p->x, v->node_top + i);
+}
+
+/* "alerts: b EVAL>MODEL  c LOW MEM NaN" after the pane title. */
+static void draw_alerts(struct view_ctx *v, WINDOW *w, int x, int width)
+{
+    char text[512], reasons[128];
+    size_t n = 0;
+    text[0] = '\0';
+    for (int i = 0; i < v->n_nodes; i++) {
+        unsigned f = state_node_flags(v->st, i, v->now);
+        if (!f) continue;
+        view_flags_text(v->g, f, reasons, sizeof reasons);
+        int k = snprintf(text + n, sizeof text - n, "%s%s %s", n ? "  " : "alerts: ",
+                         state_node_name(v->st, i), reasons);
+        if (k < 0 || (size_t)k >= sizeof text - n) break;
+        n += (size_t)k;
+    }
+    if (n) draw_text(w, v->g, 0, x, width, palette_attr(v->pal, PAL_ERROR), text);
+}
+
+static void draw_events_pane(struct view_ctx *v)
+{
+    WINDOW *w = v->win[LAYOUT_EVENTS_PANE];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_EVENTS_PANE];
+    const struct state_event *ev[256];
+    struct state_event_filter all = {.node = -1};
+    if (!w) return;
+    int x = draw_text(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "events ");
+    draw_repeat(w, 0, x, 2, palette_attr(v->pal, PAL_DIM), v->g->hline);
+    draw_alerts(v, w, x + 3, p->w - x - 3);
+    int max = p->h - 1 < 256 ? p->h - 1 : 256;
+    int n = state_events(v->st, &all, 0, max, ev);
+    for (int i = 0; i < n; i++) view_event_line(v, w, 1 + i, p->w, ev[i]);
+    if (n == 0) draw_text(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_DIM), "no events yet");
+}
+
+static void dashboard_draw(struct view_ctx *v)
+{
+    draw_nodes(v);
+    draw_events_pane(v);
+}
+
+static int dashboard_key(struct view_ctx *v, int key)
+{
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_NODES];
+    int to = view_move(key, v->node, v->n_nodes, p->h - 1);
+    if (to >= 0) {
+        v->node = to;
+        return 1;
+    }
+    if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+        if (v->n_nodes > 0) v->goto_view = LAYOUT_NODE;
+        return 1;
+    }
+    return view_node_action_key(v, key, v->node);
+}
+
+static int dashboard_click(struct view_ctx *v, int y, int x)
+{
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_NODES];
+    int row = y - p->y - 1;
+    if (x < p->x || x >= p->x + p->w || row < 0 || row >= p->h - 1) return 0;
+    if (v->node_top + row >= v->n_nodes) return 0;
+    v->node = v->node_top + row;
+    return 1;
+}
+
+const struct ui_view view_dashboard = {
+    .name = "Dashboard",
+    .layout = LAYOUT_DASHBOARD,
+    .draw = dashboard_draw,
+    .key = dashboard_key,
+    .click = dashboard_click,
+    .footer = "j/k:select|Enter:detail|Tab:view|c:config|e:events|?:help|q:quit",
+};

@@ -1,0 +1,78 @@
+/* view_help.c: the help overlay (F1 or ?), drawn over the current view. */
+#include "draw.h"
+#include "view.h"
+
+/* "key\tmeaning"; a line without a tab is a heading. */
+static const char *const help_lines[] = {
+    "Views",
+    "1 d\tdashboard: a row per node, cluster totals, events",
+    "2 n Enter\tnode detail of the selected node",
+    "3 c\tconfig: prefill_step and kv_bits, live",
+    "4 e\tevents of all nodes",
+    "Tab S-Tab\tnext / previous view",
+    "Moving",
+    "j k arrows\tselect a row or scroll",
+    "h l arrows\tprevious / next node (detail), field (config)",
+    "g G\tfirst / last;  PgUp PgDn: a page",
+    "mouse\tclick a row to select it, a tab to switch",
+    "Config (digits there are values, use Tab to switch views)",
+    "0-9\ttype prefill_step or kv_bits; Backspace erases",
+    "+ -\tprefill_step x2 or /2 (1..8192); kv_bits up/down",
+    "a  b\tprefill_step auto;  cycle kv_bits 32/16/8/4",
+    "Enter Esc\tapply the change / drop it",
+    "Events",
+    "/\ttype a filter (Enter keeps it, Esc clears it)",
+    "Nodes",
+    "S X R\tstart / stop / restart the selected node (asks y/n)",
+    "Anywhere",
+    "? F1\tthis help;  Ctrl-L redraw;  q quit",
+    "Highlights",
+    "EVAL>MODEL\teval_ms p50 above model_ms p50: orchestration-bound",
+    "LOW MEM\theadroom under 10% of the budget",
+    "NaN  ACT!\tnon-finite activations; act_max far above its level",
+    "FP!=\tthis stage's model fingerprint differs from the others",
+    "Memory bar\tweights, KV, other, headroom against the budget",
+};
+
+#define HELP_LINES ((int)(sizeof help_lines / sizeof help_lines[0]))
+#define KEY_COLS 12
+
+static int help_rows(const struct view_ctx *v)
+{
+    return v->lay->pane[LAYOUT_HELP].h - 2;
+}
+
+void view_help_draw(struct view_ctx *v)
+{
+    WINDOW *w = v->win[LAYOUT_HELP];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_HELP];
+    if (!w) return;
+    draw_box(w, v->g, palette_attr(v->pal, PAL_TITLE));
+    draw_text(w, v->g, 0, 2, p->w - 4, palette_attr(v->pal, PAL_TITLE),
+              " infertop help: j/k scroll, any other key closes ");
+    int rows = help_rows(v), inner = p->w - 4;
+    if (v->help_top > HELP_LINES - rows) v->help_top = HELP_LINES - rows > 0 ? HELP_LINES - rows : 0;
+    for (int i = 0; i < rows && v->help_top + i < HELP_LINES; i++) {
+        const char *line = help_lines[v->help_top + i];
+        const char *tab = line;
+        while (*tab && *tab != '\t') tab++;
+        if (!*tab) {
+            draw_text(w, v->g, 1 + i, 2, inner, palette_attr(v->pal, PAL_TITLE), line);
+            continue;
+        }
+        char key[KEY_COLS + 1];
+        int n = (int)(tab - line) < KEY_COLS ? (int)(tab - line) : KEY_COLS;
+        for (int k = 0; k < n; k++) key[k] = line[k];
+        key[n] = '\0';
+        draw_text(w, v->g, 1 + i, 3, KEY_COLS, palette_attr(v->pal, PAL_KEY), key);
+        draw_text(w, v->g, 1 + i, 3 + KEY_COLS, inner - KEY_COLS - 1, A_NORMAL, tab + 1);
+    }
+}
+
+int view_help_key(struct view_ctx *v, int key)
+{
+    int to = view_move(key, v->help_top, HELP_LINES - help_rows(v) + 1, help_rows(v));
+    if (to < 0) return 0;
+    v->help_top = to;
+    return 1;
+}

@@ -1,0 +1,251 @@
+/* view_node.c: one node in detail: its facts and config, step timing by
+ * phase over time, memory and KV over time, and its own events. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "draw.h"
+#include "meter.h"
+#include "view.h"
+
+#define FACT_MAX 40
+#define FACT_KEY_COLS 10
+#define FACT_CELL_COLS 26 /* a fact's width when they are laid out in columns */
+
+struct fact {
+    const char *key;
+    char value[160];
+    enum palette_role role;
+};
+
+struct facts {
+    struct fact f[FACT_MAX];
+    int n;
+};
+
+static void fact(struct facts *fs, const char *key, enum palette_role role, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fact(struct facts *fs, const char *key, enum palette_role role, const char *fmt, ...)
+{
+    va_list ap;
+    if (fs->n == FACT_MAX) return;
+    struct fact *f = &fs->f[fs->n++];
+    f->key = key;
+    f->role = role;
+    va_start(ap, fmt);
+    vsnprintf(f->value, sizeof f->value, fmt, ap);
+    va_end(ap);
+}
+
+static void fact_bytes(struct facts *fs, const char *key, uint64_t b)
+{
+    char buf[16];
+    meter_fmt_bytes(b, buf, sizeof buf);
+    fact(fs, key, PAL_TEXT, "%s", buf);
+}
+
+static const char *cfg_stage_word(enum state_cfg_stage s)
+{
+    switch (s) {
+    case STATE_CFG_REQUESTED: return "pending (sent)";
+    case STATE_CFG_ACKED: return "pending (acknowledged)";
+    case STATE_CFG_CONFIRMED: return "confirmed";
+    case STATE_CFG_FAILED: return "failed";
+    case STATE_CFG_NONE: break;
+    }
+    return "";
+}
+
+/* Most useful first: when the facts sit above the charts only the first
+ * few fit. */
+static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
+{
+    struct state_node_view nv;
+    const struct state_config *cfg = state_node_config(v->st, node);
+    const proto_status *s = state_node_status(v->st, node);
+    char buf[64], flags[128];
+    state_node_view(v->st, node, v->now, &nv);
+
+    fs->n = 0;
+    fact(fs, "node", PAL_TEXT, "%s", nv.name);
+    fact(fs, "state", view_live_role(nv.live), "%s", view_live_word(nv.live));
+    if (nv.flags) {
+        view_flags_text(v->g, nv.flags, flags, sizeof flags);
+        fact(fs, "alerts", PAL_ALERT, "%s", flags);
+    }
+    view_fmt_prefill(cfg->prefill_step, buf, sizeof buf);
+    fact(fs, "prefill", PAL_TEXT, "%s (steps of %d)", buf, cfg->prefill_effective);
+    if (cfg->kv_bits > 0)
+        fact(fs, "kv_bits", PAL_TEXT, "%d", cfg->kv_bits);
+    else
+        fact(fs, "kv_bits", PAL_DIM, "-");
+    if (cfg->stage != STATE_CFG_NONE)
+        fact(fs, "change", cfg->stage == STATE_CFG_FAILED ? PAL_ERROR : PAL_PENDING, "%s%s%s",
+             cfg_stage_word(cfg->stage), cfg->error[0] ? ": " : "", cfg->error);
+    if (nv.mem.known) {
+        fact_bytes(fs, "budget", nv.mem.budget);
+        fact_bytes(fs, "weights", nv.mem.weights);
+        fact_bytes(fs, "kv", nv.mem.kv);
+        fact_bytes(fs, "other", nv.mem.other);
+        meter_fmt_bytes(nv.mem.headroom, buf, sizeof buf);
+        fact(fs, "headroom", nv.flags & STATE_FLAG_LOW_HEADROOM ? PAL_ALERT : PAL_TEXT, "%s%s",
+             nv.mem.headroom_signed < 0 ? "over by " : "", buf);
+    }
+    if (s) {
+        fact(fs, "layers", PAL_TEXT, "%d:%d of %d", s->model.layer_first, s->model.layer_last,
+             s->model.n_layers);
+        fact(fs, "stage", PAL_TEXT, "%d of %d", s->stage + 1, s->n_stages);
+        fact(fs, "model", PAL_TEXT, "%s", s->model.name);
+        fact(fs, "fingerprt", nv.flags & STATE_FLAG_FINGERPRINT ? PAL_ALERT : PAL_TEXT, "%.16s",
+             s->model.fingerprint);
+        fact(fs, "shape", PAL_TEXT, "dim %d, %d heads (%d kv), seq %d", s->model.dim,
+             s->model.n_heads, s->model.n_kv_heads, s->model.seq_len);
+        fact(fs, "threads", PAL_TEXT, "%d", s->config.threads);
+        if (s->config.max_ctx)
+            fact(fs, "max_ctx", PAL_TEXT, "%d", s->config.max_ctx);
+        else
+            fact(fs, "max_ctx", PAL_TEXT, "no cap");
+        fact_bytes(fs, "rss", s->memory.rss);
+        fact(fs, "sessions", PAL_TEXT, "%d, %d active", s->sessions, s->active);
+        meter_fmt_duration(s->uptime_s, buf, sizeof buf);
+        fact(fs, "uptime", PAL_TEXT, "%s", buf);
+        fact(fs, "version", PAL_TEXT, "%s", s->version);
+        fact(fs, "curve", s->curve ? PAL_TEXT : PAL_PENDING, "%s", s->curve ? "on" : "off");
+        if (s->warning[0]) fact(fs, "warning", PAL_ERROR, "%s", s->warning);
+    }
+    fact(fs, "messages", nv.lost ? PAL_PENDING : PAL_TEXT, "%llu, %llu lost",
+         (unsigned long long)nv.received, (unsigned long long)nv.lost);
+    fact(fs, "restarts", PAL_TEXT, "%llu", (unsigned long long)nv.restarts);
+    const struct cluster *c = v->opt->cluster;
+    const struct cluster_node *cn = c && node < c->n_nodes ? &c->nodes[node] : NULL;
+    if (cn) {
+        fact(fs, "ssh", PAL_TEXT, "%s%s%s", cn->ssh_user, cn->ssh_user[0] ? "@" : "", cn->ssh_host);
+        fact(fs, "control", PAL_TEXT, "%s", cn->control);
+        fact(fs, "telemetry", PAL_TEXT, "%s", cn->telemetry);
+    }
+}
+
+/* Facts down as many columns of FACT_CELL_COLS as the pane needs and has. */
+static void draw_facts(struct view_ctx *v, int node)
+{
+    WINDOW *w = v->win[LAYOUT_FACTS];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_FACTS];
+    struct facts fs;
+    if (!w) return;
+    collect_facts(v, node, &fs);
+    int cols = fs.n > p->h && p->w >= 2 * FACT_CELL_COLS ? p->w / FACT_CELL_COLS : 1;
+    int cw = cols > 1 ? p->w / cols : p->w;
+    for (int i = 0; i < fs.n; i++) {
+        int col = i / p->h, row = i % p->h;
+        if (col >= cols) break;
+        int x = col * cw;
+        draw_text(w, v->g, row, x, FACT_KEY_COLS, palette_attr(v->pal, PAL_DIM), fs.f[i].key);
+        draw_text(w, v->g, row, x + FACT_KEY_COLS, cw - FACT_KEY_COLS - 1,
+                  palette_attr(v->pal, fs.f[i].role), fs.f[i].value);
+    }
+}
+
+static void fmt_bytes(double v, char *buf, size_t len)
+{
+    meter_fmt_bytes(v > 0 ? (uint64_t)v : 0, buf, len);
+}
+
+/* Points of a chart of that width, within what the state keeps. */
+static int chart_points(struct view_ctx *v, int width)
+{
+    int n = draw_chart_points(v->g, width);
+    return n < STATE_SECONDS ? n : STATE_SECONDS;
+}
+
+static void draw_timing(struct view_ctx *v, int node)
+{
+    WINDOW *w = v->win[LAYOUT_TIMING];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_TIMING];
+    static const struct {
+        int phase;
+        const char *title;
+    } ph[2] = {{STATE_PREFILL, "prefill ms"}, {STATE_DECODE, "decode ms"}};
+    double model[STATE_SECONDS], eval[STATE_SECONDS];
+    if (!w) return;
+    /* Two charts side by side, a column apart and a column from the facts. */
+    int half = p->w / 2;
+    for (int i = 0; i < 2; i++) {
+        int x = i * half, width = half - 1;
+        int n = chart_points(v, width);
+        state_series(v->st, node, STATE_SERIES_MODEL_MS, ph[i].phase, n, v->now, model);
+        state_series(v->st, node, STATE_SERIES_EVAL_MS, ph[i].phase, n, v->now, eval);
+        struct draw_series s[2] = {{"model", model, n}, {"eval", eval, n}};
+        draw_chart(w, v->g, v->pal, 0, x, width, p->h, ph[i].title, s, 2, 0, meter_fmt_num);
+    }
+}
+
+static void draw_memory(struct view_ctx *v, int node)
+{
+    WINDOW *w = v->win[LAYOUT_MEMORY];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_MEMORY];
+    double rss[STATE_SECONDS], kv[STATE_SECONDS];
+    struct state_node_view nv;
+    char title[48], budget[16];
+    if (!w) return;
+    state_node_view(v->st, node, v->now, &nv);
+    int n = chart_points(v, p->w - 1);
+    state_series(v->st, node, STATE_SERIES_RSS, STATE_ANY, n, v->now, rss);
+    state_series(v->st, node, STATE_SERIES_KV_BYTES, STATE_ANY, n, v->now, kv);
+    struct draw_series s[2] = {{"rss", rss, n}, {"kv", kv, n}};
+    meter_fmt_bytes(nv.mem.budget, budget, sizeof budget);
+    snprintf(title, sizeof title, "memory of %s budget", budget);
+    draw_chart(w, v->g, v->pal, 0, 0, p->w - 1, p->h, nv.mem.budget ? title : "memory", s, 2,
+               (double)nv.mem.budget, fmt_bytes);
+}
+
+static void draw_log(struct view_ctx *v, int node)
+{
+    WINDOW *w = v->win[LAYOUT_LOG];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_LOG];
+    struct state_event_filter f = {.node = node};
+    const struct state_event *ev[256];
+    if (!w) return;
+    draw_textf(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "events of %s",
+               state_node_name(v->st, node));
+    int n = state_events(v->st, &f, 0, p->h - 1 < 256 ? p->h - 1 : 256, ev);
+    for (int i = 0; i < n; i++) view_event_line(v, w, 1 + i, p->w, ev[i]);
+}
+
+static void node_draw(struct view_ctx *v)
+{
+    if (v->n_nodes == 0) return;
+    draw_facts(v, v->node);
+    draw_timing(v, v->node);
+    draw_memory(v, v->node);
+    draw_log(v, v->node);
+}
+
+static int node_key(struct view_ctx *v, int key)
+{
+    int to = -1;
+    if (key == KEY_LEFT || key == 'h')
+        to = v->node > 0 ? v->node - 1 : 0;
+    else if (key == KEY_RIGHT || key == 'l')
+        to = v->node + 1 < v->n_nodes ? v->node + 1 : v->node;
+    else
+        to = view_move(key, v->node, v->n_nodes, 1);
+    if (to >= 0) {
+        v->node = to;
+        return 1;
+    }
+    if (key == 27) {
+        v->goto_view = LAYOUT_DASHBOARD;
+        return 1;
+    }
+    return view_node_action_key(v, key, v->node);
+}
+
+const struct ui_view view_node = {
+    .name = "Node",
+    .layout = LAYOUT_NODE,
+    .draw = node_draw,
+    .key = node_key,
+    .click = NULL,
+    .footer = "h/l:node|Esc:back|S/X/R:start/stop/restart|Tab:view|?:help|q:quit",
+};
