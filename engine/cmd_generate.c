@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "clock.h"
 #include "commands.h"
 #include "forward.h"
@@ -25,13 +27,13 @@ typedef struct gen_options {
     const char *model;     /* NULL: embedded */
     const char *tokenizer; /* NULL: embedded */
     const char *prompt;
-    long steps;
+    int steps;
     double temperature;
     double top_p;
     unsigned long long seed;
-    long kv_bits;
-    long prefill_step;
-    long threads;
+    int kv_bits;
+    int prefill_step;
+    int threads;
 } gen_options;
 
 /* Everything one generation holds; released by gen_close(). */
@@ -97,62 +99,11 @@ static void usage(FILE *out)
                  "  --help               this text\n");
 }
 
-static const char *flag_name(int opt)
-{
-    for (const struct option *o = long_options; o->name; o++)
-        if (o->val == opt)
-            return o->name;
-    return "?";
-}
+static const args_spec spec;
 
-static int bad_value(int opt, const char *text, const char *expected)
+static int take_option(void *ctx, int opt, const char *arg)
 {
-    fprintf(stderr, "inferd generate: --%s: '%s' is not valid, expected %s\n", flag_name(opt), text,
-            expected);
-    return -1;
-}
-
-static int parse_long(int opt, const char *text, long min, long max, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
-        char expected[64];
-        snprintf(expected, sizeof expected, "an integer in %ld..%ld", min, max);
-        return bad_value(opt, text, expected);
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_double(int opt, const char *text, double min, double max, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !(v >= min && v <= max)) {
-        char expected[64];
-        snprintf(expected, sizeof expected, "a number in %g..%g", min, max);
-        return bad_value(opt, text, expected);
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_seed(const char *text, unsigned long long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || text[0] == '-')
-        return bad_value(OPT_SEED, text, "a non-negative integer");
-    *out = v;
-    return 0;
-}
-
-static int parse_option(gen_options *o, int opt, const char *arg)
-{
+    gen_options *o = ctx;
     switch (opt) {
     case OPT_MODEL:
         o->model = arg;
@@ -164,24 +115,32 @@ static int parse_option(gen_options *o, int opt, const char *arg)
         o->prompt = arg;
         return 0;
     case OPT_STEPS:
-        return parse_long(opt, arg, 1, 1000000, &o->steps);
+        return args_int(&spec, opt, arg, 1, 1000000, &o->steps);
     case OPT_TEMPERATURE:
-        return parse_double(opt, arg, 0.0, 100.0, &o->temperature);
+        return args_double(&spec, opt, arg, 0.0, 100.0, &o->temperature);
     case OPT_TOP_P:
-        return parse_double(opt, arg, 0.0, 1.0, &o->top_p);
+        return args_double(&spec, opt, arg, 0.0, 1.0, &o->top_p);
     case OPT_SEED:
-        return parse_seed(arg, &o->seed);
+        return args_size(&spec, opt, arg, 0, ULLONG_MAX, &o->seed);
     case OPT_KV_BITS:
-        if (parse_long(opt, arg, 4, 32, &o->kv_bits) != 0)
+        if (args_int(&spec, opt, arg, 4, 32, &o->kv_bits) != 0)
             return -1;
-        return kv_bits_valid((int)o->kv_bits) ? 0 : bad_value(opt, arg, "32, 16, 8 or 4");
+        return kv_bits_valid(o->kv_bits) ? 0 : args_bad(&spec, opt, arg, "32, 16, 8 or 4");
     case OPT_PREFILL_STEP:
-        return parse_long(opt, arg, 1, 1 << 20, &o->prefill_step);
+        return args_int(&spec, opt, arg, 1, 1 << 20, &o->prefill_step);
     case OPT_THREADS:
-        return parse_long(opt, arg, 1, 1024, &o->threads);
+        return args_int(&spec, opt, arg, 1, 1024, &o->threads);
     }
     return -1;
 }
+
+static const args_spec spec = {
+    .verb = "generate",
+    .options = long_options,
+    .help = OPT_HELP,
+    .usage = usage,
+    .take = take_option,
+};
 
 /* Returns 0 to run, 1 when --help was printed, -1 on bad usage. */
 static int parse_options(int argc, char **argv, gen_options *o)
@@ -194,32 +153,11 @@ static int parse_options(int argc, char **argv, gen_options *o)
         .seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 32),
         .kv_bits = 16,
         .prefill_step = 512,
-        .threads = cpus > 0 ? cpus : 1,
+        .threads = cpus > 0 ? (int)cpus : 1,
     };
-    optind = 0; /* glibc: restart scanning from scratch */
-    opterr = 0;
-    int opt;
-    while ((opt = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        if (opt == OPT_HELP || opt == 'h') {
-            usage(stdout);
-            return 1;
-        }
-        if (opt == ':') {
-            fprintf(stderr, "inferd generate: --%s needs a value\n", flag_name(optopt));
-            return -1;
-        }
-        if (opt == '?') {
-            fprintf(stderr, "inferd generate: unknown option '%s' (see --help)\n",
-                    argv[optind - 1]);
-            return -1;
-        }
-        if (parse_option(o, opt, optarg) != 0)
-            return -1;
-    }
-    if (optind < argc) {
-        fprintf(stderr, "inferd generate: unexpected argument '%s'\n", argv[optind]);
-        return -1;
-    }
+    int rc = args_parse(&spec, argc, argv, o);
+    if (rc != 0)
+        return rc;
     if (!o->prompt) {
         fprintf(stderr, "inferd generate: missing --prompt TEXT (see --help)\n");
         return -1;

@@ -19,6 +19,7 @@
 
 #include <zmq.h>
 
+#include "args.h"
 #include "clock.h"
 #include "commands.h"
 #include "memstat.h"
@@ -134,105 +135,26 @@ static void usage(FILE *out)
                  "cleanly: requests in flight get a `shutdown` error.\n");
 }
 
-static const char *flag_name(int opt)
-{
-    for (const struct option *o = long_options; o->name; o++)
-        if (o->val == opt)
-            return o->name;
-    return "?";
-}
-
-static int bad_value(int opt, const char *text, const char *expected)
-{
-    fprintf(stderr, "inferd serve: --%s: '%s' is not valid, expected %s\n", flag_name(opt), text,
-            expected);
-    return -1;
-}
-
-/* An integer with an optional K, M, G or T suffix (powers of 1024). */
-static int parse_size(int opt, const char *text, unsigned long long min, unsigned long long max,
-                      unsigned long long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    int shift = 0;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        shift = 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        shift = 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        shift = 30;
-        end++;
-        break;
-    case 't':
-    case 'T':
-        shift = 40;
-        end++;
-        break;
-    default:
-        break;
-    }
-    char expected[96];
-    snprintf(expected, sizeof expected, "an integer in %llu..%llu (K/M/G/T suffixes allowed)", min,
-             max);
-    if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || (v << shift) >> shift != v)
-        return bad_value(opt, text, expected);
-    v <<= shift;
-    if (v < min || v > max)
-        return bad_value(opt, text, expected);
-    *out = v;
-    return 0;
-}
-
-static int parse_int(int opt, const char *text, int min, int max, int *out)
-{
-    unsigned long long v;
-    if (parse_size(opt, text, (unsigned long long)min, (unsigned long long)max, &v) != 0)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-static int parse_seconds(int opt, const char *text, double min, double max, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !(v >= min && v <= max)) {
-        char expected[64];
-        snprintf(expected, sizeof expected, "a number in %g..%g", min, max);
-        return bad_value(opt, text, expected);
-    }
-    *out = v;
-    return 0;
-}
+static const args_spec spec;
 
 static int parse_layers(const char *text, serve_opts *o)
 {
     int a, b, n;
     if (sscanf(text, "%d:%d%n", &a, &b, &n) != 2 || text[n] != '\0' || a < 0 || b <= a)
-        return bad_value(OPT_LAYERS, text, "A:B with 0 <= A < B");
+        return args_bad(&spec, OPT_LAYERS, text, "A:B with 0 <= A < B");
     o->first = a;
     o->last = b;
     return 0;
 }
 
-static int parse_option(serve_opts *o, int opt, const char *arg)
+static int take_option(void *ctx, int opt, const char *arg)
 {
+    serve_opts *o = ctx;
     unsigned long long v;
     switch (opt) {
     case OPT_NAME:
         if (!arg[0] || strlen(arg) > PROTO_NAME_MAX)
-            return bad_value(opt, arg, "1..64 bytes");
+            return args_bad(&spec, opt, arg, "1..64 bytes");
         o->name = arg;
         return 0;
     case OPT_MODEL:
@@ -272,34 +194,42 @@ static int parse_option(serve_opts *o, int opt, const char *arg)
             o->mem_limit = 0;
             return 0;
         }
-        if (parse_size(opt, arg, 1ull << 20, 1ull << 50, &v) != 0)
+        if (args_size(&spec, opt, arg, 1ull << 20, 1ull << 50, &v) != 0)
             return -1;
         o->mem_limit = (size_t)v;
         return 0;
     case OPT_MAX_CTX:
-        return parse_int(opt, arg, 1, 1 << 30, &o->max_ctx);
+        return args_int(&spec, opt, arg, 1, 1 << 30, &o->max_ctx);
     case OPT_THREADS:
-        return parse_int(opt, arg, 1, 1024, &o->threads);
+        return args_int(&spec, opt, arg, 1, 1024, &o->threads);
     case OPT_PREFILL_STEP:
         if (strcmp(arg, "auto") == 0) {
             o->prefill_step = PROTO_PREFILL_AUTO;
             return 0;
         }
-        return parse_int(opt, arg, 1, PROTO_PREFILL_STEP_MAX, &o->prefill_step);
+        return args_int(&spec, opt, arg, 1, PROTO_PREFILL_STEP_MAX, &o->prefill_step);
     case OPT_KV_BITS:
-        if (parse_int(opt, arg, 4, 32, &o->kv_bits) != 0)
+        if (args_int(&spec, opt, arg, 4, 32, &o->kv_bits) != 0)
             return -1;
-        return kv_bits_valid(o->kv_bits) ? 0 : bad_value(opt, arg, "32, 16, 8 or 4");
+        return kv_bits_valid(o->kv_bits) ? 0 : args_bad(&spec, opt, arg, "32, 16, 8 or 4");
     case OPT_STEP_TIMEOUT:
-        if (parse_seconds(opt, arg, 0.1, 86400.0, &o->step_timeout_ms) != 0)
+        if (args_double(&spec, opt, arg, 0.1, 86400.0, &o->step_timeout_ms) != 0)
             return -1;
         o->step_timeout_ms *= 1000.0;
         return 0;
     case OPT_STEP_TARGET:
-        return parse_seconds(opt, arg, 1.0, 86400000.0, &o->step_target_ms);
+        return args_double(&spec, opt, arg, 1.0, 86400000.0, &o->step_target_ms);
     }
     return -1;
 }
+
+static const args_spec spec = {
+    .verb = "serve",
+    .options = long_options,
+    .help = OPT_HELP,
+    .usage = usage,
+    .take = take_option,
+};
 
 /* Returns 0 to run, 1 when --help was printed, -1 on bad usage. */
 static int parse_options(int argc, char **argv, serve_opts *o)
@@ -316,29 +246,9 @@ static int parse_options(int argc, char **argv, serve_opts *o)
         .step_timeout_ms = 30000.0,
         .step_target_ms = 2000.0,
     };
-    optind = 0; /* glibc: restart scanning from scratch */
-    opterr = 0;
-    int opt;
-    while ((opt = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        if (opt == OPT_HELP || opt == 'h') {
-            usage(stdout);
-            return 1;
-        }
-        if (opt == ':') {
-            fprintf(stderr, "inferd serve: --%s needs a value\n", flag_name(optopt));
-            return -1;
-        }
-        if (opt == '?') {
-            fprintf(stderr, "inferd serve: unknown option '%s' (see --help)\n", argv[optind - 1]);
-            return -1;
-        }
-        if (parse_option(o, opt, optarg) != 0)
-            return -1;
-    }
-    if (optind < argc) {
-        fprintf(stderr, "inferd serve: unexpected argument '%s'\n", argv[optind]);
-        return -1;
-    }
+    int rc = args_parse(&spec, argc, argv, o);
+    if (rc != 0)
+        return rc;
     if (!o->curve_secret != !o->curve_clients) {
         fprintf(stderr, "inferd serve: --curve-secret and --curve-clients go together\n");
         return -1;

@@ -37,8 +37,9 @@ enum {
 };
 
 static const char *const opt_names[N_MODE_OPTS] = {
-    "--from", "--to",   "--factor",   "--step",     "--gen",         "--requests", "--prompt-tokens",
-    "--concurrency", "--rate", "--seed", "--duration", "--kv-bits", "--prefill-step", "--leg"};
+    "--from",          "--to",          "--factor", "--step", "--gen",      "--requests",
+    "--prompt-tokens", "--concurrency", "--rate",   "--seed", "--duration", "--kv-bits",
+    "--prefill-step",  "--leg"};
 
 #define GROWTH_OPTS (O_FROM | O_TO | O_FACTOR | O_STEP | O_GEN)
 #define FIXED_OPTS (O_REQUESTS | O_PROMPT | O_GEN | O_CONC | O_RATE | O_SEED)
@@ -56,48 +57,47 @@ typedef struct sopts {
 
 void cli_stress_usage(FILE *out)
 {
-    fputs(
-        "usage: infertop stress growth|fixed|soak|sweep [OPTIONS]\n"
-        "\n"
-        "Drives the head of a ring with synthetic requests and records every request,\n"
-        "every step of every node and every event to the history database.\n"
-        "\n"
-        "  growth  one session; the context grows from --from to --to (by --factor,\n"
-        "          or by --step tokens), each request generating --gen tokens; stops\n"
-        "          at --to or at the first failure (kv_oom, ctx_limit, timeout, ...)\n"
-        "          --from N (64)  --to N (required)  --factor F (2) | --step N  --gen N (8)\n"
-        "  fixed   --requests N (16) of --prompt-tokens N (128) + --gen N (8), at most\n"
-        "          --concurrency C (1) in flight, optionally at Poisson arrivals of\n"
-        "          --rate R per second (--seed S, 1); reports requests/s and tokens/s\n"
-        "  soak    fixed-shape requests for --duration D (required: 90, 90s, 15m, 2h);\n"
-        "          reports drift: the first against the last decile of requests\n"
-        "  sweep   --kv-bits LIST and --prefill-step LIST (comma-separated): one leg per\n"
-        "          pair, applied live with `set` and checked in every node's telemetry\n"
-        "          before the leg; --leg growth|fixed (growth) and that leg's options\n"
-        "\n"
-        "target (a cluster file, or the endpoints of every node of a local ring):\n"
-        "  -c, --config FILE     cluster file (default ./infertop.conf, then\n"
-        "                        $XDG_CONFIG_HOME/infertop/cluster.conf)\n"
-        "  --control EP,...      every node's control endpoint\n"
-        "  --telemetry EP,...    their telemetry endpoints, in the same order\n"
-        "\n"
-        "every mode:\n"
-        "  --timeout SEC         a request that hears nothing (no token, no step) this\n"
-        "                        long fails as `timeout` (default 60)\n"
-        "  --stop-on-failure     stop the run at the first failed request\n"
-        "  --name TEXT, --notes TEXT   recorded with the run\n"
-        "  --db PATH             the history database (default\n"
-        "                        $XDG_DATA_HOME/infertop/history.db)\n"
-        "  --json                the result as JSON on stdout\n"
-        "\n"
-        "A node without a heartbeat for 3 s is down: the request in flight fails as\n"
-        "`node_down`. Ctrl-C stops the run cleanly; it is recorded as aborted.\n"
-        "\n"
-        "exit codes: 0 the run completed, 1 it failed before any request (node\n"
-        "unreachable, incomplete ring) or an output error, 2 bad command line,\n"
-        "4 database cannot be opened, 5 a request or leg failed (recorded), 130\n"
-        "interrupted (recorded as aborted)\n",
-        out);
+    fputs("usage: infertop stress growth|fixed|soak|sweep [OPTIONS]\n"
+          "\n"
+          "Drives the head of a ring with synthetic requests and records every request,\n"
+          "every step of every node and every event to the history database.\n"
+          "\n"
+          "  growth  one session; the context grows from --from to --to (by --factor,\n"
+          "          or by --step tokens), each request generating --gen tokens; stops\n"
+          "          at --to or at the first failure (kv_oom, ctx_limit, timeout, ...)\n"
+          "          --from N (64)  --to N (required)  --factor F (2) | --step N  --gen N (8)\n"
+          "  fixed   --requests N (16) of --prompt-tokens N (128) + --gen N (8), at most\n"
+          "          --concurrency C (1) in flight, optionally at Poisson arrivals of\n"
+          "          --rate R per second (--seed S, 1); reports requests/s and tokens/s\n"
+          "  soak    fixed-shape requests for --duration D (required: 90, 90s, 15m, 2h);\n"
+          "          reports drift: the first against the last decile of requests\n"
+          "  sweep   --kv-bits LIST and --prefill-step LIST (comma-separated): one leg per\n"
+          "          pair, applied live with `set` and checked in every node's telemetry\n"
+          "          before the leg; --leg growth|fixed (growth) and that leg's options\n"
+          "\n"
+          "target (a cluster file, or the endpoints of every node of a local ring):\n"
+          "  -c, --config FILE     cluster file (default ./infertop.conf, then\n"
+          "                        $XDG_CONFIG_HOME/infertop/cluster.conf)\n"
+          "  --control EP,...      every node's control endpoint\n"
+          "  --telemetry EP,...    their telemetry endpoints, in the same order\n"
+          "\n"
+          "every mode:\n"
+          "  --timeout SEC         a request that hears nothing (no token, no step) this\n"
+          "                        long fails as `timeout` (default 60)\n"
+          "  --stop-on-failure     stop the run at the first failed request\n"
+          "  --name TEXT, --notes TEXT   recorded with the run\n"
+          "  --db PATH             the history database (default\n"
+          "                        $XDG_DATA_HOME/infertop/history.db)\n"
+          "  --json                the result as JSON on stdout\n"
+          "\n"
+          "A node without a heartbeat for 3 s is down: the request in flight fails as\n"
+          "`node_down`. Ctrl-C stops the run cleanly; it is recorded as aborted.\n"
+          "\n"
+          "exit codes: 0 the run completed, 1 it failed before any request (node\n"
+          "unreachable, incomplete ring) or an output error, 2 bad command line,\n"
+          "4 database cannot be opened, 5 a request or leg failed (recorded), 130\n"
+          "interrupted (recorded as aborted)\n",
+          out);
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -185,8 +185,18 @@ static int parse_mode(const char *s, store_mode *m)
 /* Returns -1 to go on, else an exit code (--help, a bad option). */
 static int parse_options(int argc, char **argv, sopts *o)
 {
-    enum { L_CONFIG = 1 << 16, L_CONTROL, L_TELEMETRY, L_TIMEOUT, L_STOP, L_NAME, L_NOTES,
-           L_DB, L_JSON, L_HELP };
+    enum {
+        L_CONFIG = 1 << 16,
+        L_CONTROL,
+        L_TELEMETRY,
+        L_TIMEOUT,
+        L_STOP,
+        L_NAME,
+        L_NOTES,
+        L_DB,
+        L_JSON,
+        L_HELP
+    };
     static const struct option longs[] = {
         {"config", required_argument, NULL, L_CONFIG},
         {"control", required_argument, NULL, L_CONTROL},
@@ -220,8 +230,8 @@ static int parse_options(int argc, char **argv, sopts *o)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "hc:", longs, NULL)) != -1) {
-        if (c > 0 && c < L_CONFIG)
-            o->seen |= (unsigned)c;
+        if (c > 0 && c < (1 << N_MODE_OPTS) && (c & (c - 1)) == 0)
+            o->seen |= (unsigned)c; /* a mode option (short options are no power of two) */
         switch (c) {
         case 'c':
         case L_CONFIG:
@@ -263,7 +273,10 @@ static int parse_options(int argc, char **argv, sopts *o)
         case O_REQUESTS:
             if (parse_i64(optarg, 1, INT64_MAX / 2, &n) != 0)
                 return usage_error("\"%s\" is not a positive number", optarg);
-            *(c == O_FROM ? &r->from : c == O_TO ? &r->to : c == O_STEP ? &r->step : &r->requests) = n;
+            *(c == O_FROM   ? &r->from
+              : c == O_TO   ? &r->to
+              : c == O_STEP ? &r->step
+                            : &r->requests) = n;
             if (c == O_STEP)
                 r->factor = 0;
             break;
@@ -317,10 +330,9 @@ static int check_applicable(const sopts *o)
     const stress_opts *r = &o->run;
     unsigned ok = r->mode == STORE_MODE_GROWTH  ? GROWTH_OPTS
                   : r->mode == STORE_MODE_FIXED ? FIXED_OPTS
-                  : r->mode == STORE_MODE_SOAK  ? SOAK_OPTS
-                                                : SWEEP_OPTS | (r->leg_mode == STORE_MODE_GROWTH
-                                                                    ? GROWTH_OPTS
-                                                                    : FIXED_OPTS);
+                  : r->mode == STORE_MODE_SOAK
+                      ? SOAK_OPTS
+                      : SWEEP_OPTS | (r->leg_mode == STORE_MODE_GROWTH ? GROWTH_OPTS : FIXED_OPTS);
     unsigned extra = o->seen & ~ok;
     if (extra) {
         for (int i = 0; i < N_MODE_OPTS; i++)
@@ -432,7 +444,7 @@ static void fmt_where(const stress_progress *p, char *buf, size_t len)
 
 static void draw_bar(const stress_progress *p)
 {
-    double f = p->ctx_target > 0        ? (double)p->ctx / (double)p->ctx_target
+    double f = p->ctx_target > 0       ? (double)p->ctx / (double)p->ctx_target
                : p->requests_total > 0 ? (double)p->requests_done / (double)p->requests_total
                : p->eta_s >= 0 && p->elapsed_s > 0 ? p->elapsed_s / (p->elapsed_s + p->eta_s)
                                                    : 0.0;
@@ -461,10 +473,11 @@ static void print_line(const stress_progress *p)
     fmt_where(p, where, sizeof where);
     fmt_clock(p->elapsed_s, el, sizeof el);
     fmt_clock(p->eta_s, eta, sizeof eta);
-    fprintf(stderr, "stress: leg %d/%d (kv_bits %d, prefill_step %d): request %lld ended, %s, "
-                    "%.1f tok/s, %s elapsed",
-            p->leg + 1, p->n_legs, p->kv_bits, p->prefill_step, (long long)p->requests_done,
-            where, p->tok_s, el);
+    fprintf(stderr,
+            "stress: leg %d/%d (kv_bits %d, prefill_step %d): request %lld ended, %s, "
+            "%.1f tok/s, %s elapsed",
+            p->leg + 1, p->n_legs, p->kv_bits, p->prefill_step, (long long)p->requests_done, where,
+            p->tok_s, el);
     if (p->eta_s >= 0)
         fprintf(stderr, ", ETA %s", eta);
     if (p->requests_failed)
@@ -503,8 +516,8 @@ static void watch(stress_run *run)
 
 static void print_leg_table(const store_summary *sum)
 {
-    static const char *const head[] = {"LEG",      "KV_BITS",  "PREFILL", "STATUS",
-                                       "REQS",     "FAILED",   "MAX_CTX", "TTFT_P50",
+    static const char *const head[] = {"LEG",      "KV_BITS",  "PREFILL",        "STATUS",
+                                       "REQS",     "FAILED",   "MAX_CTX",        "TTFT_P50",
                                        "TTFT_P99", "TPOT_P50", "DECODE_TPS_P50", "E2E_P99"};
     cli_table *t = cli_table_new(12, head);
     for (size_t i = 0; t && i < sum->n_legs; i++) {
@@ -524,8 +537,8 @@ static void print_leg_table(const store_summary *sum)
         snprintf(c[8], 32, "%.2f", l->tpot_ms.p50);
         snprintf(c[9], 32, "%.1f", l->decode_tps.p50);
         snprintf(c[10], 32, "%.2f", l->e2e_ms.p99);
-        const char *row[] = {c[0], c[1], c[2], l->status, c[3], c[4], c[5], c[6], c[7], c[8],
-                             c[9], c[10]};
+        const char *row[] = {c[0], c[1], c[2], l->status, c[3], c[4],
+                             c[5], c[6], c[7], c[8],      c[9], c[10]};
         cli_table_add(t, row);
     }
     if (t)
@@ -566,12 +579,12 @@ static int print_json(const stress_result *res, const store_summary *sum)
         return -1;
     json_object_set_new(o, "failure", res->failure[0] ? json_string(res->failure) : json_null());
     if (res->drift.valid)
-        json_object_set_new(
-            o, "drift",
-            json_pack("{sf sf sf sf sf sf}", "ttft_ms_first", res->drift.ttft_first,
-                      "ttft_ms_last", res->drift.ttft_last, "e2e_ms_first", res->drift.e2e_first,
-                      "e2e_ms_last", res->drift.e2e_last, "decode_tps_first",
-                      res->drift.decode_first, "decode_tps_last", res->drift.decode_last));
+        json_object_set_new(o, "drift",
+                            json_pack("{sf sf sf sf sf sf}", "ttft_ms_first", res->drift.ttft_first,
+                                      "ttft_ms_last", res->drift.ttft_last, "e2e_ms_first",
+                                      res->drift.e2e_first, "e2e_ms_last", res->drift.e2e_last,
+                                      "decode_tps_first", res->drift.decode_first,
+                                      "decode_tps_last", res->drift.decode_last));
     if (sum)
         json_object_set_new(o, "summary", store_summary_json(sum));
     int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
@@ -598,8 +611,7 @@ static int report(store *db, const stress_result *res, int json)
     char err[512];
     int have = res->run_id > 0 && store_run_summary(db, res->run_id, &sum, err, sizeof err) == 0;
     if (res->run_id > 0 && !have)
-        fprintf(stderr, "infertop stress: summary of run %lld: %s\n", (long long)res->run_id,
-                err);
+        fprintf(stderr, "infertop stress: summary of run %lld: %s\n", (long long)res->run_id, err);
     int failed = json ? print_json(res, have ? &sum : NULL) != 0 : 0;
     if (!json)
         print_text(res, have ? &sum : NULL);

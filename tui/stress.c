@@ -88,8 +88,8 @@ void stress_abort(stress_run *r)
 
 static json_t *growth_params(const stress_opts *o)
 {
-    json_t *p = json_pack("{sI sI si}", "from", (json_int_t)o->from, "to", (json_int_t)o->to,
-                          "gen", o->gen);
+    json_t *p = json_pack("{sI sI si}", "from", (json_int_t)o->from, "to", (json_int_t)o->to, "gen",
+                          o->gen);
     if (p && o->step > 0)
         json_object_set_new(p, "step", json_integer(o->step));
     else if (p)
@@ -171,12 +171,12 @@ static void record_result(stress_run *r, const stress_result *res)
                           (json_int_t)res->failed, "wall_s", res->wall_s, "req_per_s",
                           res->req_per_s, "tok_per_s", res->tok_per_s);
     if (d && res->drift.valid)
-        json_object_set_new(
-            d, "drift",
-            json_pack("{sf sf sf sf sf sf}", "ttft_ms_first", res->drift.ttft_first,
-                      "ttft_ms_last", res->drift.ttft_last, "e2e_ms_first", res->drift.e2e_first,
-                      "e2e_ms_last", res->drift.e2e_last, "decode_tps_first",
-                      res->drift.decode_first, "decode_tps_last", res->drift.decode_last));
+        json_object_set_new(d, "drift",
+                            json_pack("{sf sf sf sf sf sf}", "ttft_ms_first", res->drift.ttft_first,
+                                      "ttft_ms_last", res->drift.ttft_last, "e2e_ms_first",
+                                      res->drift.e2e_first, "e2e_ms_last", res->drift.e2e_last,
+                                      "decode_tps_first", res->drift.decode_first,
+                                      "decode_tps_last", res->drift.decode_last));
     if (d && r->telemetry_lost)
         json_object_set_new(d, "telemetry_lost", json_integer(r->telemetry_lost));
     st_event(r, NULL, "result", d);

@@ -36,10 +36,9 @@
 
 #include "store.h"
 
-#define STRESS_LIST_MAX 8      /* values in a sweep's kv_bits / prefill_step list */
-#define STRESS_NODES_MAX 16    /* nodes of a ring (PROTO_RING_MAX) */
-#define STRESS_LEVELS_MAX 4096 /* context levels of one growth leg */
-#define STRESS_EP_MAX 300      /* an endpoint, with its NUL */
+#define STRESS_LIST_MAX 8   /* values in a sweep's kv_bits / prefill_step list */
+#define STRESS_NODES_MAX 16 /* nodes of a ring (PROTO_RING_MAX) */
+#define STRESS_EP_MAX 300   /* an endpoint, with its NUL */
 #define STRESS_TEXT_MAX 256
 
 typedef struct stress_opts {
@@ -107,7 +106,7 @@ typedef struct stress_progress {
     int64_t ctx, ctx_target; /* growth: context reached and the leg's target */
     double tok_s;            /* decode tok/s of the last ok request */
     double elapsed_s;
-    double eta_s; /* < 0: unknown */
+    double eta_s;           /* < 0: unknown */
     int64_t telemetry_lost; /* messages lost, counted from seq gaps */
     store_status status;    /* STORE_RUNNING until finished */
     char last_error[STRESS_TEXT_MAX];
@@ -115,7 +114,7 @@ typedef struct stress_progress {
 
 /* What the run measured beyond the store's rows, once finished. */
 typedef struct stress_drift {
-    int valid; /* at least 10 ok requests */
+    int valid;                        /* at least 10 ok requests */
     double ttft_first, ttft_last;     /* mean TTFT ms, first and last decile */
     double e2e_first, e2e_last;       /* mean E2E ms */
     double decode_first, decode_last; /* mean decode tok/s */
@@ -125,10 +124,10 @@ typedef struct stress_result {
     store_status status;
     int64_t run_id;
     int64_t requests, failed;
-    double wall_s;     /* from the first request sent to the last ended */
-    double req_per_s;  /* ok requests / wall_s */
-    double tok_per_s;  /* generated tokens of ok requests / wall_s */
-    stress_drift drift;/* soak */
+    double wall_s;                     /* from the first request sent to the last ended */
+    double req_per_s;                  /* ok requests / wall_s */
+    double tok_per_s;                  /* generated tokens of ok requests / wall_s */
+    stress_drift drift;                /* soak */
     char failure[STRESS_TEXT_MAX * 2]; /* the first failure or the setup error, "" when none */
 } stress_result;
 
@@ -154,11 +153,10 @@ void stress_free(stress_run *r);
 
 /* ---- the pure parts, exposed for the tests ---- */
 
-/* Context levels of a growth leg: from, then times factor (or plus step),
- * the last one clipped to `to`. Returns how many, or -1 when more than
- * max. */
-int stress_growth_levels(int64_t from, int64_t to, double factor, int64_t step, int64_t *levels,
-                         int max);
+/* The context level after `level` in a growth leg: times factor (or plus
+ * step), clipped to `to`; always above level while level < to. A leg's
+ * levels are from, stress_growth_next(from, ...), ... up to to. */
+int64_t stress_growth_next(int64_t level, int64_t to, double factor, int64_t step);
 
 /* Synthetic prompt tokens that bring a session from ctx to target, given
  * that a session which generated before carries one pending token and a

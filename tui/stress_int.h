@@ -1,7 +1,7 @@
 /* stress_int.h: what the files of the stress runner share (stress.c the
- * run's life and thread, stress_wire.c the connection to the ring and the
- * recording of what comes back, stress_modes.c the legs). Not for other
- * modules: they use stress.h. */
+ * run's life and thread, stress_wire.c the connection to the ring,
+ * stress_record.c the recording of what comes back, stress_modes.c the
+ * legs). Other modules use stress.h. */
 #ifndef STRESS_INT_H
 #define STRESS_INT_H
 
@@ -12,18 +12,18 @@
 #include "protocol.h"
 #include "stress.h"
 
-#define ST_INFLIGHT_MAX 16  /* the most requests in flight (--concurrency) */
-#define ST_IDMAP 256        /* recent request ids kept to attribute late steps */
+#define ST_INFLIGHT_MAX 16     /* the most requests in flight (--concurrency) */
+#define ST_IDMAP 256           /* recent request ids kept to attribute late steps */
 #define ST_NODE_DOWN_MS 3000.0 /* a node without a heartbeat this long is down */
 
 /* One node of the ring, as its status and telemetry describe it. */
 typedef struct st_node {
     char name[PROTO_NAME_MAX + 1];
     stress_node_ep ep;
-    proto_status status; /* its status reply at start */
-    double seen_ms;      /* clock_ms() of its last telemetry message; 0: none yet */
-    int down;            /* no heartbeat for ST_NODE_DOWN_MS (+ 2 x slowest_ms) */
-    double slowest_ms;   /* its longest step so far */
+    proto_status status;       /* its status reply at start */
+    double seen_ms;            /* clock_ms() of its last telemetry message; 0: none yet */
+    int down;                  /* no heartbeat for ST_NODE_DOWN_MS (+ 2 x slowest_ms) */
+    double slowest_ms;         /* its longest step so far */
     int kv_bits, prefill_step; /* last seen in its telemetry; -1: not since reset */
     int has_seq;
     uint64_t seq;
@@ -87,7 +87,7 @@ struct stress_run {
     /* What the result reports. */
     double t_first_sent, t_last_end; /* clock_ms(); 0: none */
     int64_t ok_requests, failed_requests, gen_tokens_ok;
-    double *soak_v;  /* soak: ttft, e2e, decode tok/s of each ok request, 3 per request */
+    double *soak_v; /* soak: ttft, e2e, decode tok/s of each ok request, 3 per request */
     size_t soak_n, soak_cap;
     char failure[STRESS_TEXT_MAX * 2];
     stress_result res; /* filled when the run ends */
@@ -117,8 +117,8 @@ int st_pump(stress_run *r, int timeout_ms, char *err, size_t errlen);
 
 /* Sends a generate request (args: the op's fields, a session among them
  * when it has one) and tracks it. */
-int st_send(stress_run *r, json_t *args, int64_t ctx_before, int64_t ctx_target,
-            int prompt_tokens, int gen, char *err, size_t errlen);
+int st_send(stress_run *r, json_t *args, int64_t ctx_before, int64_t ctx_target, int prompt_tokens,
+            int gen, char *err, size_t errlen);
 
 /* Takes the oldest ended request: 1, or 0 when none has ended. */
 int st_take(stress_run *r, st_outcome *out);
@@ -131,6 +131,17 @@ int st_call(stress_run *r, const char *op, json_t *args, proto_reply *out, int t
 /* Ends every request in flight with code and message (recorded as failed)
  * and cancels them on the head. */
 void st_end_all(stress_run *r, const char *code, const char *message);
+
+/* ---- stress_record.c ---- */
+
+/* Ends inflight[i]: records its row and hands its outcome to the leg. ok:
+ * stats is the node's final stats; else code and message say why. */
+void st_finish(stress_run *r, int i, int ok, const json_t *stats, const char *code,
+               const char *message);
+
+/* Records a telemetry message (steps, events) and follows each node's
+ * liveness, config and message loss. */
+void st_on_telemetry(stress_run *r, const proto_tel *t);
 
 /* Records a runner event (kind, detail: stolen, may be NULL). */
 void st_event(stress_run *r, const char *node, const char *kind, json_t *detail);

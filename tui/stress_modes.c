@@ -104,47 +104,45 @@ static void drop_session(stress_run *r, const char *session)
 static store_status leg_growth(stress_run *r)
 {
     const stress_opts *o = &r->o;
-    int64_t *levels = malloc(STRESS_LEVELS_MAX * sizeof *levels);
-    if (!levels) {
-        note_failure(r, "leg %d: out of memory", r->leg);
-        return STORE_FAILED;
-    }
-    int n = stress_growth_levels(o->from, o->to, o->factor, o->step, levels, STRESS_LEVELS_MAX);
     char session[PROTO_ID_MAX + 1];
     snprintf(session, sizeof session, "stress-%lld-%d", (long long)r->run, r->leg);
-    st_progress_leg(r, n, o->to);
+    int64_t levels = 1;
+    for (int64_t l = o->from; l < o->to; l = stress_growth_next(l, o->to, o->factor, o->step))
+        levels++;
+    st_progress_leg(r, levels, o->to);
     store_status status = STORE_COMPLETED;
     int64_t ctx = 0;
-    for (int i = 0; i < n && status == STORE_COMPLETED; i++) {
+    for (int64_t level = o->from;; level = stress_growth_next(level, o->to, o->factor, o->step)) {
         /* From the context the node reports, not the plan: a level the
          * context already passed is skipped. */
-        int64_t prompt = stress_prompt_for(ctx, levels[i], o->gen);
-        if (prompt < 1)
-            continue;
-        if (send_request(r, prompt, session, ctx, levels[i]) != 0) {
-            status = STORE_FAILED;
-            break;
+        int64_t prompt = stress_prompt_for(ctx, level, o->gen);
+        if (prompt >= 1) {
+            if (send_request(r, prompt, session, ctx, level) != 0) {
+                status = STORE_FAILED;
+                break;
+            }
+            st_outcome out;
+            int w = await(r, INFINITY, &out);
+            if (w != WAIT_ENDED) {
+                status = status_of_wait(w);
+                break;
+            }
+            st_progress_request(r, &out, out.ok ? out.ctx_after : ctx);
+            if (!out.ok) {
+                note_request_failure(r, &out);
+                status = STORE_FAILED;
+                break;
+            }
+            ctx = out.ctx_after;
+            st_progress_work(r, (double)ctx, (double)o->to);
         }
-        st_outcome out;
-        int w = await(r, INFINITY, &out);
-        if (w != WAIT_ENDED) {
-            status = status_of_wait(w);
+        if (level == o->to)
             break;
-        }
-        st_progress_request(r, &out, out.ok ? out.ctx_after : ctx);
-        if (!out.ok) {
-            note_request_failure(r, &out);
-            status = STORE_FAILED;
-            break;
-        }
-        ctx = out.ctx_after;
-        st_progress_work(r, (double)ctx, (double)o->to);
     }
     /* After an abort the cancelled request may still hold the session:
      * leave it to the node's eviction rather than wait. */
     if (status != STORE_ABORTED)
         drop_session(r, session);
-    free(levels);
     return status;
 }
 
@@ -263,15 +261,15 @@ static int apply_settings(stress_run *r, int kv_bits, int prefill_step)
                      prefill_step, a ? err : "out of memory");
         return -1;
     }
-    json_t *d = json_pack("{si si sb}", "kv_bits", kv_bits, "prefill_step", prefill_step, "acked",
-                          rep.ok);
+    json_t *d =
+        json_pack("{si si sb}", "kv_bits", kv_bits, "prefill_step", prefill_step, "acked", rep.ok);
     if (d && rep.ok)
         json_object_set(d, "stages", json_object_get(rep.json, "stages"));
     if (!rep.ok) {
         note_failure(r, "leg %d: set kv_bits %d, prefill_step %d: %s: %s", r->leg, kv_bits,
                      prefill_step, rep.code, rep.message);
-        json_object_set_new(d, "error", json_pack("{ss ss}", "code", rep.code, "message",
-                                                   rep.message));
+        json_object_set_new(d, "error",
+                            json_pack("{ss ss}", "code", rep.code, "message", rep.message));
         st_event(r, r->nodes[0].name, "config", d);
         proto_reply_free(&rep);
         return -1;
@@ -308,8 +306,8 @@ store_status st_run_legs(stress_run *r)
     for (int leg = 0; leg < r->n_legs; leg++) {
         r->leg = leg;
         r->kv_bits = sweep ? o->kv_bits[leg / o->n_prefill_step] : r->nodes[0].kv_bits;
-        r->prefill_step = sweep ? o->prefill_step[leg % o->n_prefill_step]
-                                : r->nodes[0].prefill_step;
+        r->prefill_step =
+            sweep ? o->prefill_step[leg % o->n_prefill_step] : r->nodes[0].prefill_step;
         st_progress_work(r, 0, 1);
         store_leg_begin(r->db, r->run, leg, r->kv_bits, r->prefill_step);
         store_status st = STORE_FAILED;

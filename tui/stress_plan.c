@@ -28,21 +28,13 @@ void stress_opts_init(stress_opts *o)
     o->seed = 1;
 }
 
-int stress_growth_levels(int64_t from, int64_t to, double factor, int64_t step, int64_t *levels,
-                         int max)
+int64_t stress_growth_next(int64_t level, int64_t to, double factor, int64_t step)
 {
-    int n = 0;
-    int64_t c = from;
-    for (;;) {
-        if (n == max)
-            return -1;
-        levels[n++] = c < to ? c : to;
-        if (c >= to)
-            return n;
-        /* A factor so close to 1 that rounding would stall still moves on. */
-        int64_t next = step > 0 ? c + step : (int64_t)floor((double)c * factor);
-        c = next > c ? next : c + 1;
-    }
+    int64_t next = step > 0 ? level + step : (int64_t)floor((double)level * factor);
+    /* A factor so close to 1 that rounding would stall still moves on. */
+    if (next <= level)
+        next = level + 1;
+    return next < to ? next : to;
 }
 
 int64_t stress_prompt_for(int64_t ctx, int64_t target, int gen)
@@ -72,30 +64,18 @@ static int check_growth(const stress_opts *o, char *err, size_t errlen)
         snprintf(err, errlen, "--factor %g: expected a number above 1 and at most 1000", o->factor);
         return -1;
     }
-    int64_t *levels = malloc(STRESS_LEVELS_MAX * sizeof *levels);
-    if (!levels) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int n = stress_growth_levels(o->from, o->to, o->factor, o->step, levels, STRESS_LEVELS_MAX);
-    int rc = 0;
-    if (n < 0) {
-        snprintf(err, errlen, "--from %lld --to %lld: more than %d context levels",
-                 (long long)o->from, (long long)o->to, STRESS_LEVELS_MAX);
-        rc = -1;
-    }
-    for (int i = 0; rc == 0 && i < n; i++) {
-        int64_t prev = i ? levels[i - 1] : 0;
-        if (stress_prompt_for(prev, levels[i], o->gen) < 1) {
+    for (int64_t prev = 0, level = o->from;;
+         prev = level, level = stress_growth_next(level, o->to, o->factor, o->step)) {
+        if (stress_prompt_for(prev, level, o->gen) < 1) {
             snprintf(err, errlen,
                      "--gen %d: the context cannot grow from %lld to %lld with one request "
                      "generating %d tokens (each step must exceed --gen)",
-                     o->gen, (long long)prev, (long long)levels[i], o->gen);
-            rc = -1;
+                     o->gen, (long long)prev, (long long)level, o->gen);
+            return -1;
         }
+        if (level == o->to)
+            return 0;
     }
-    free(levels);
-    return rc;
 }
 
 static int check_fixed(const stress_opts *o, int need_requests, char *err, size_t errlen)
@@ -168,8 +148,8 @@ int stress_opts_check(const stress_opts *o, char *err, size_t errlen)
         }
         return check_fixed(o, 0, err, errlen);
     case STORE_MODE_SWEEP:
-        if (check_list("--kv-bits", o->kv_bits, o->n_kv_bits, valid_kv_bits,
-                       "one of 32, 16, 8, 4", err, errlen) ||
+        if (check_list("--kv-bits", o->kv_bits, o->n_kv_bits, valid_kv_bits, "one of 32, 16, 8, 4",
+                       err, errlen) ||
             check_list("--prefill-step", o->prefill_step, o->n_prefill_step, valid_prefill_step,
                        "a chunk size in 1..65536", err, errlen))
             return -1;

@@ -1,13 +1,10 @@
 /* stress_wire.c: the stress runner's side of the wire. One DEALER to the
  * head carries every request (replies are matched by id), one SUB hears
- * every node's telemetry. What comes back is recorded as it arrives: each
- * step message as a step row (attributed to the runner's request by its
- * id), each event, each ended request with its client-side timings and the
- * node's stats. Silence is a failure too: a request that hears nothing
- * (no frame, no step) for the timeout ends as `timeout`, and a node
- * without a heartbeat for 3 s is down. */
+ * every node's telemetry; stress_record.c records what comes back. Silence
+ * is a failure too: a request that hears nothing (no frame, no step) for
+ * the timeout ends as `timeout`, and a node without a heartbeat for 3 s is
+ * down. */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,143 +178,21 @@ char *st_cluster_json(const stress_run *r)
     json_t *nodes = json_array();
     for (int i = 0; nodes && i < r->n_nodes; i++) {
         const st_node *n = &r->nodes[i];
-        json_array_append_new(nodes, json_pack("{ss s[ii] ss ss}", "name", n->name, "layers",
-                                               n->status.model.layer_first,
-                                               n->status.model.layer_last, "control",
-                                               n->ep.control, "telemetry", n->ep.telemetry));
+        json_array_append_new(nodes,
+                              json_pack("{ss s[ii] ss ss}", "name", n->name, "layers",
+                                        n->status.model.layer_first, n->status.model.layer_last,
+                                        "control", n->ep.control, "telemetry", n->ep.telemetry));
     }
     const proto_status *h = &r->nodes[0].status;
-    json_t *o = json_pack("{ss ss ss ss so*}", "name", r->target.cluster[0] ? r->target.cluster : "local",
-                          "model", h->model.name, "fingerprint", h->model.fingerprint, "engine",
-                          h->version, "nodes", nodes);
+    json_t *o = json_pack(
+        "{ss ss ss ss so*}", "name", r->target.cluster[0] ? r->target.cluster : "local", "model",
+        h->model.name, "fingerprint", h->model.fingerprint, "engine", h->version, "nodes", nodes);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return text;
 }
 
-/* ---- recording ---- */
-
-static st_node *node_named(stress_run *r, const char *name)
-{
-    for (int i = 0; i < r->n_nodes; i++)
-        if (strcmp(r->nodes[i].name, name) == 0)
-            return &r->nodes[i];
-    return NULL;
-}
-
-void st_event(stress_run *r, const char *node, const char *kind, json_t *detail)
-{
-    char *text = detail ? json_dumps(detail, JSON_COMPACT) : NULL;
-    store_event e = {.run = r->run, .node = node, .kind = kind, .detail = text};
-    if (r->run > 0)
-        store_event_add(r->db, &e);
-    free(text);
-    json_decref(detail);
-}
-
-static const st_req *req_by_id(const stress_run *r, const char *id)
-{
-    for (int i = 0; i < r->n_inflight; i++)
-        if (strcmp(r->inflight[i].id, id) == 0)
-            return &r->inflight[i];
-    return NULL;
-}
-
-/* The runner's request index and leg of a request id; 0 when not ours. */
-static int idmap_find(const stress_run *r, const char *id, int64_t *idx, int *leg)
-{
-    for (int i = 0; i < ST_IDMAP; i++)
-        if (r->idmap[i].id[0] && strcmp(r->idmap[i].id, id) == 0) {
-            *idx = r->idmap[i].idx;
-            *leg = r->idmap[i].leg;
-            return 1;
-        }
-    return 0;
-}
-
-static double or_unknown(const json_t *stats, const char *key)
-{
-    const json_t *v = json_object_get(stats, key);
-    return json_is_number(v) ? json_number_value(v) : -1.0;
-}
-
-static double mean_itl(const st_req *q)
-{
-    double s = 0.0;
-    for (int i = 0; i < q->n_tokens - 1; i++)
-        s += q->itl[i];
-    return q->n_tokens > 1 ? s / (q->n_tokens - 1) : -1.0;
-}
-
-/* The inter-token latencies of one request, which the requests table has
- * no columns for: p50/p99 go in a `request` event. */
-static void record_itl(stress_run *r, st_req *q, const json_t *stats)
-{
-    int n = q->n_tokens - 1;
-    if (n < 1)
-        return;
-    double p50 = stress_percentile(q->itl, (size_t)n, 50);
-    double p99 = stress_percentile(q->itl, (size_t)n, 99);
-    double max = q->itl[n - 1]; /* sorted by the percentiles */
-    json_t *d = json_pack("{sI si sf sf sf}", "request", (json_int_t)q->idx, "itl_count", n,
-                          "itl_p50_ms", p50, "itl_p99_ms", p99, "itl_max_ms", max);
-    if (d && stats)
-        json_object_set(d, "node_stats", (json_t *)stats);
-    st_event(r, r->nodes[0].name, "request", d);
-}
-
-/* Ends inflight[i]: records its row and hands its outcome to the leg. ok:
- * stats is the node's; else code and message say why. */
-static void finish(stress_run *r, int i, int ok, const json_t *stats, const char *code,
-                   const char *message)
-{
-    st_req *q = &r->inflight[i];
-    double now = clock_ms();
-    st_outcome out = {.idx = q->idx, .ok = ok, .ctx_before = q->ctx_before};
-    json_int_t ctx = json_integer_value(json_object_get(stats, "ctx"));
-    out.ctx_after = ok && ctx > 0 ? ctx : q->ctx_target;
-    out.gen_tokens = q->n_tokens;
-    out.ttft_ms = q->t_first > 0 ? q->t_first - q->t_sent : -1.0;
-    out.e2e_ms = now - q->t_sent;
-    out.decode_tps = ok ? or_unknown(stats, "decode_tps") : -1.0;
-    snprintf(out.code, sizeof out.code, "%s", ok ? "" : code);
-    snprintf(out.message, sizeof out.message, "%s", ok ? "" : message);
-
-    store_request row = {
-        .run = r->run,
-        .leg = q->leg,
-        .idx = q->idx,
-        .session = q->session[0] ? q->session : NULL,
-        .ctx_before = q->ctx_before,
-        .ctx_after = out.ctx_after,
-        .prompt_tokens = ok ? json_integer_value(json_object_get(stats, "prompt_tokens"))
-                            : q->prompt_tokens,
-        .gen_tokens = q->n_tokens,
-        .ttft_ms = out.ttft_ms,
-        .prefill_ms = ok ? or_unknown(stats, "prefill_ms") : -1.0,
-        .prefill_tps = ok ? or_unknown(stats, "prefill_tps") : -1.0,
-        .decode_tps = out.decode_tps,
-        .tpot_ms = mean_itl(q),
-        .e2e_ms = out.e2e_ms,
-        .ok = ok,
-        .error_code = ok ? NULL : code,
-        .error_message = ok ? NULL : message,
-    };
-    store_request_add(r->db, &row);
-    record_itl(r, q, stats);
-
-    if (ok) {
-        r->ok_requests++;
-        r->gen_tokens_ok += q->n_tokens;
-    } else {
-        r->failed_requests++;
-    }
-    r->t_last_end = now;
-    if (r->n_done < ST_INFLIGHT_MAX)
-        r->done[r->n_done++] = out;
-    free(q->itl);
-    r->inflight[i] = r->inflight[--r->n_inflight];
-}
+/* ---- requests ---- */
 
 /* Asks the head to drop a request the runner gave up on; its late reply
  * is ignored (no request in flight has its id). */
@@ -334,12 +209,12 @@ void st_end_all(stress_run *r, const char *code, const char *message)
 {
     while (r->n_inflight > 0) {
         cancel(r, r->inflight[0].id);
-        finish(r, 0, 0, NULL, code, message);
+        st_finish(r, 0, 0, NULL, code, message);
     }
 }
 
-int st_send(stress_run *r, json_t *args, int64_t ctx_before, int64_t ctx_target,
-            int prompt_tokens, int gen, char *err, size_t errlen)
+int st_send(stress_run *r, json_t *args, int64_t ctx_before, int64_t ctx_target, int prompt_tokens,
+            int gen, char *err, size_t errlen)
 {
     if (r->n_inflight == ST_INFLIGHT_MAX) {
         snprintf(err, errlen, "%d requests already in flight", ST_INFLIGHT_MAX);
@@ -412,148 +287,10 @@ static void on_reply(stress_run *r, proto_reply *rep)
         }
         if (rep->done) {
             json_t *stats = json_object_get(rep->json, "stats");
-            finish(r, i, rep->ok, stats, rep->code, rep->message);
+            st_finish(r, i, rep->ok, stats, rep->code, rep->message);
         }
     }
     proto_reply_free(rep);
-}
-
-/* ---- telemetry ---- */
-
-/* The stage a head's error message names ("stage 'b' (layers 2:4) ..."). */
-static void stage_named(const char *message, char *out, size_t len)
-{
-    const char *p = strstr(message, "stage '");
-    out[0] = '\0';
-    if (!p)
-        return;
-    p += strlen("stage '");
-    const char *q = strchr(p, '\'');
-    if (q && (size_t)(q - p) < len)
-        snprintf(out, len, "%.*s", (int)(q - p), p);
-}
-
-static void on_step(stress_run *r, const proto_tel *t)
-{
-    const proto_step *s = &t->step;
-    int64_t idx = -1;
-    int leg = r->leg;
-    idmap_find(r, s->req, &idx, &leg);
-    st_req *q = (st_req *)req_by_id(r, s->req);
-    if (q)
-        q->t_activity = clock_ms(); /* a long prefill is not silence */
-    st_node *n = node_named(r, t->head.node);
-    if (n) {
-        n->kv_bits = s->kv_bits;
-        n->prefill_step = s->prefill_step;
-        if (s->step_ms > n->slowest_ms)
-            n->slowest_ms = s->step_ms;
-    }
-    /* The store's pos is the step's first position; telemetry's is the
-     * context after the step. */
-    store_step row = {
-        .run = r->run,
-        .leg = leg,
-        .req = idx,
-        .node = t->head.node,
-        .step = s->step,
-        .phase = s->phase == PROTO_PHASE_PREFILL ? STORE_PHASE_PREFILL : STORE_PHASE_DECODE,
-        .tokens = s->tokens,
-        .pos = s->pos - s->tokens,
-        .step_ms = s->step_ms,
-        .model_ms = s->model_ms,
-        .eval_ms = s->eval_ms,
-        .wait_ms = s->wait_ms,
-        .comm_ms = s->comm_ms,
-        .kv_bytes = (int64_t)s->kv_bytes,
-        .kv_bits = s->kv_bits,
-        .prefill_step = s->prefill_step,
-        .rss = (int64_t)s->rss,
-        .headroom = s->headroom,
-        .t = (double)t->head.t_ms / 1000.0,
-    };
-    store_step_add(r->db, &row);
-}
-
-static const char *store_kind(const proto_event *e)
-{
-    switch (e->kind) {
-    case PROTO_EV_CONFIG_APPLIED:
-        return "config";
-    case PROTO_EV_REFUSED:
-        return "refusal";
-    case PROTO_EV_STAGE_TIMEOUT:
-        return "timeout";
-    default:
-        return e->kind_name;
-    }
-}
-
-static void on_event(stress_run *r, const proto_tel *t)
-{
-    const proto_event *e = &t->event;
-    st_node *n = node_named(r, t->head.node);
-    if (n && e->kind == PROTO_EV_CONFIG_APPLIED) {
-        json_t *kb = json_object_get(t->json, "kv_bits");
-        json_t *ps = json_object_get(t->json, "prefill_step");
-        if (json_is_integer(kb))
-            n->kv_bits = (int)json_integer_value(kb);
-        if (json_is_integer(ps))
-            n->prefill_step = (int)json_integer_value(ps);
-        else if (json_is_string(ps))
-            n->prefill_step = PROTO_PREFILL_AUTO;
-    }
-    json_t *d = json_deep_copy(t->json);
-    int64_t idx;
-    int leg;
-    if (d && e->req[0] && idmap_find(r, e->req, &idx, &leg))
-        json_object_set_new(d, "request", json_integer(idx));
-    /* Which stage refused or fell silent: the head reports for the ring. */
-    char stage[PROTO_NAME_MAX + 1] = "";
-    if (e->kind == PROTO_EV_REFUSED || e->kind == PROTO_EV_STAGE_TIMEOUT ||
-        e->kind == PROTO_EV_ERROR)
-        stage_named(e->message, stage, sizeof stage);
-    if (d && stage[0])
-        json_object_set_new(d, "stage", json_string(stage));
-    st_event(r, stage[0] ? stage : t->head.node, store_kind(e), d);
-}
-
-static void on_heartbeat(stress_run *r, const proto_tel *t)
-{
-    st_node *n = node_named(r, t->head.node);
-    if (!n)
-        return;
-    n->kv_bits = t->status.config.kv_bits;
-    n->prefill_step = t->status.config.prefill_step;
-}
-
-static void on_telemetry(stress_run *r, const proto_tel *t)
-{
-    st_node *n = node_named(r, t->head.node);
-    if (n) {
-        if (n->has_seq && t->head.seq > n->seq + 1)
-            r->telemetry_lost += (int64_t)(t->head.seq - n->seq - 1);
-        n->has_seq = 1;
-        n->seq = t->head.seq;
-        n->seen_ms = clock_ms();
-        if (n->down) {
-            n->down = 0;
-            st_event(r, n->name, "node_up", json_pack("{ss}", "node", n->name));
-        }
-    }
-    switch (t->topic) {
-    case PROTO_TOPIC_STEP:
-        on_step(r, t);
-        break;
-    case PROTO_TOPIC_EVENT:
-        on_event(r, t);
-        break;
-    case PROTO_TOPIC_NODE:
-        on_heartbeat(r, t);
-        break;
-    default:
-        break;
-    }
 }
 
 /* Reads one telemetry message if there is one: 1, 0 when none. */
@@ -579,10 +316,9 @@ static int read_telemetry(stress_run *r)
     }
     proto_tel t;
     char err[256];
-    if (more && proto_tel_decode(zmq_msg_data(&topic), zmq_msg_size(&topic),
-                                 zmq_msg_data(&payload), zmq_msg_size(&payload), &t, err,
-                                 sizeof err) == 0) {
-        on_telemetry(r, &t);
+    if (more && proto_tel_decode(zmq_msg_data(&topic), zmq_msg_size(&topic), zmq_msg_data(&payload),
+                                 zmq_msg_size(&payload), &t, err, sizeof err) == 0) {
+        st_on_telemetry(r, &t);
         proto_tel_free(&t);
     }
     zmq_msg_close(&topic);
@@ -620,7 +356,7 @@ static void check_timers(stress_run *r)
         snprintf(msg, sizeof msg, "no reply and no step for %.1f s (--timeout)",
                  (now - q->t_activity) / 1000.0);
         cancel(r, q->id);
-        finish(r, i, 0, NULL, "timeout", msg);
+        st_finish(r, i, 0, NULL, "timeout", msg);
     }
 }
 

@@ -1,0 +1,131 @@
+/* nodelog.c: the log ring (nodelog.h). Lines live in one block of
+ * cap * NODELOG_LINE_MAX bytes allocated once: feeding never allocates. */
+#include "nodelog.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nodelog {
+    char (*lines)[NODELOG_LINE_MAX];
+    int cap;
+    int first, n; /* the oldest line's slot, and how many are kept */
+    char partial[NODELOG_LINE_MAX];
+    size_t plen;
+    int full; /* the partial line was cut: drop the rest up to its newline */
+};
+
+nodelog *nodelog_new(int cap)
+{
+    if (cap < 1)
+        return NULL;
+    nodelog *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->lines = calloc((size_t)cap, sizeof *l->lines);
+    if (!l->lines) {
+        free(l);
+        return NULL;
+    }
+    l->cap = cap;
+    return l;
+}
+
+void nodelog_free(nodelog *l)
+{
+    if (!l)
+        return;
+    free(l->lines);
+    free(l);
+}
+
+void nodelog_clear(nodelog *l)
+{
+    l->first = l->n = 0;
+    l->plen = 0;
+    l->full = 0;
+}
+
+/* The partial line becomes the newest line of the ring, pushing out the
+ * oldest when full. */
+static void push_partial(nodelog *l)
+{
+    int slot = (l->first + l->n) % l->cap;
+    if (l->n == l->cap)
+        l->first = (l->first + 1) % l->cap;
+    else
+        l->n++;
+    memcpy(l->lines[slot], l->partial, l->plen);
+    l->lines[slot][l->plen] = '\0';
+    l->plen = 0;
+    l->full = 0;
+}
+
+/* The bytes a UTF-8 sequence takes, from its lead byte. */
+static size_t utf8_len(unsigned char lead)
+{
+    if (lead >= 0xF0) return 4;
+    if (lead >= 0xE0) return 3;
+    if (lead >= 0xC0) return 2;
+    return 1;
+}
+
+/* A cut must not split a UTF-8 sequence: the terminal would show its
+ * stray bytes as garbage. Drops the last sequence when it is incomplete
+ * (continuation bytes are 10xxxxxx). */
+static void cut_to_char(nodelog *l)
+{
+    size_t k = l->plen;
+    while (k > 0 && ((unsigned char)l->partial[k - 1] & 0xC0) == 0x80)
+        k--;
+    if (k > 0 && ((unsigned char)l->partial[k - 1] & 0x80) &&
+        k - 1 + utf8_len((unsigned char)l->partial[k - 1]) > l->plen)
+        l->plen = k - 1;
+    l->full = 1;
+}
+
+void nodelog_feed(nodelog *l, const char *data, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)data[i];
+        if (c == '\n') {
+            push_partial(l);
+            continue;
+        }
+        if (c == '\r')
+            continue; /* CRLF logs end their lines at the '\n' */
+        if (l->full)
+            continue;
+        l->partial[l->plen++] = c < 0x20 || c == 0x7F ? ' ' : (char)c;
+        if (l->plen + 1 == NODELOG_LINE_MAX)
+            cut_to_char(l);
+    }
+}
+
+void nodelog_note(nodelog *l, const char *fmt, ...)
+{
+    char line[NODELOG_LINE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        return;
+    if (l->plen > 0)
+        push_partial(l);
+    nodelog_feed(l, line, strlen(line));
+    push_partial(l);
+}
+
+int nodelog_count(const nodelog *l)
+{
+    return l->n;
+}
+
+const char *nodelog_line(const nodelog *l, int i)
+{
+    if (i < 0 || i >= l->n)
+        return NULL;
+    return l->lines[(l->first + i) % l->cap];
+}
