@@ -104,15 +104,17 @@ FUZZ_TIME  ?= 60
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -Iengine -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all
 
-fuzz: $(B)/fuzz/fuzz_request
-	@mkdir -p $(B)/fuzz/corpus/request
+fuzz: $(B)/fuzz/fuzz_request $(B)/fuzz/fuzz_telemetry
+	@mkdir -p $(B)/fuzz/corpus/request $(B)/fuzz/corpus/telemetry
 	$(B)/fuzz/fuzz_request -max_total_time=$(FUZZ_TIME) -max_len=70000 -dict=tests/fuzz/request.dict \
 	  $(B)/fuzz/corpus/request tests/fuzz/corpus/request
+	$(B)/fuzz/fuzz_telemetry -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+	  $(B)/fuzz/corpus/telemetry tests/fuzz/corpus/telemetry
 
-$(B)/fuzz/fuzz_request: tests/fuzz/fuzz_request.c engine/protocol.c engine/proto_reply.c \
-                        engine/jsonr.c engine/jsonw.c $(wildcard engine/*.h)
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c engine/protocol.c engine/proto_reply.c engine/proto_tel.c \
+                  engine/proto_step_scan.c engine/jsonr.c engine/jsonw.c $(wildcard engine/*.h)
 	@mkdir -p $(@D)
-	clang $(FUZZ_FLAGS) -o $@ $(filter %.c,$^) $(call pc_libs,jansson)
+	clang $(FUZZ_FLAGS) -o $@ $(filter %.c,$^) $(call pc_libs,jansson libzmq)
 
 $(B)/engine/embedded.o: engine/embedded.S engine/models/stories260K.bin engine/models/tok512.bin
 	@mkdir -p $(@D)

@@ -15,8 +15,8 @@ static const char *flag_name(const args_spec *s, int opt)
 
 int args_bad(const args_spec *s, int opt, const char *text, const char *expected)
 {
-    fprintf(stderr, "inferd %s: --%s: '%s' is not valid, expected %s\n", s->verb,
-            flag_name(s, opt), text, expected);
+    fprintf(stderr, "inferd %s: --%s: '%s' is not valid, expected %s\n", s->verb, flag_name(s, opt),
+            text, expected);
     return -1;
 }
 
@@ -100,8 +100,7 @@ int args_int(const args_spec *s, int opt, const char *text, int min, int max, in
     return 0;
 }
 
-int args_double(const args_spec *s, int opt, const char *text, double min, double max,
-                double *out)
+int args_double(const args_spec *s, int opt, const char *text, double min, double max, double *out)
 {
     char *end;
     errno = 0;

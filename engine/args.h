@@ -12,9 +12,9 @@
 #include <stdio.h>
 
 typedef struct args_spec {
-    const char *verb;              /* "generate", "serve" */
-    const struct option *options;  /* getopt_long table, NULL-terminated */
-    int help;                      /* the value of the --help option */
+    const char *verb;             /* "generate", "serve" */
+    const struct option *options; /* getopt_long table, NULL-terminated */
+    int help;                     /* the value of the --help option */
     void (*usage)(FILE *out);
     /* Takes one option; returns 0, or -1 after printing why (args_bad). */
     int (*take)(void *ctx, int opt, const char *arg);
@@ -37,7 +37,6 @@ int args_size(const args_spec *s, int opt, const char *text, unsigned long long 
 int args_int(const args_spec *s, int opt, const char *text, int min, int max, int *out);
 
 /* A decimal number in [min, max]. */
-int args_double(const args_spec *s, int opt, const char *text, double min, double max,
-                double *out);
+int args_double(const args_spec *s, int opt, const char *text, double min, double max, double *out);
 
 #endif

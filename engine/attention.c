@@ -178,27 +178,6 @@ static void gemm(int R, const float *const *a, int k, const float *b, int ldb, i
     }
 }
 
-/* e^x for x <= 0 (larger x and NaN are clamped into [-87, 0]), relative
- * error about 2e-7: Cephes' expf polynomial, vectorized. */
-static inline f32x8 exp8(f32x8 x)
-{
-    f32x8 lo = vec8_splat(-87.0f), zero = vec8_splat(0.0f);
-    x = vec8_min(vec8_max(x, lo), zero);
-    /* n = round(x / ln 2): adding 1.5 * 2^23 rounds to an integer. */
-    f32x8 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    f32x8 r = x - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
-    f32x8 p = vec8_splat(1.9875691500e-4f);
-    p = vec8_fma(p, r, vec8_splat(1.3981999507e-3f));
-    p = vec8_fma(p, r, vec8_splat(8.3334519073e-3f));
-    p = vec8_fma(p, r, vec8_splat(4.1665795894e-2f));
-    p = vec8_fma(p, r, vec8_splat(1.6666665459e-1f));
-    p = vec8_fma(p, r, vec8_splat(5.0000001201e-1f));
-    p = vec8_fma(p, r * r, r + 1.0f);
-    i32x8 e = (__builtin_convertvector(n, i32x8) + 127) << 23;
-    return p * (f32x8)e;
-}
-
 /* Folds one row of raw scores s[0, block), valid in [0, vc), into the
  * row's running max m and sum l (both in units of scaled scores). Leaves
  * the probabilities in s (0 past vc) and returns the factor by which the
@@ -219,7 +198,7 @@ static float softmax_fold(float *s, int block, int vc, float scale, float *m, fl
     float m_new = row_max * scale > *m ? row_max * scale : *m;
     f32x8 sum = vec8_splat(0.0f), zero = sum, vs = vec8_splat(scale), vm = vec8_splat(m_new);
     for (int j = 0; j < block; j += 8) {
-        f32x8 p = exp8(vec8_load(s + j) * vs - vm);
+        f32x8 p = vec8_exp(vec8_load(s + j) * vs - vm);
         p = vec8_select(lane + j < vc, p, zero);
         vec8_store(s + j, p);
         sum += p;

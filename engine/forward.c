@@ -16,6 +16,8 @@
 #include "attention.h"
 #include "blas.h"
 #include "clock.h"
+#include "matvec.h"
+#include "vec8.h"
 #include "weights.h"
 
 #define RMS_EPS 1e-5f
@@ -28,8 +30,6 @@ struct fwd_stage {
     int kv_dim;
     pool *pool;
     float *inv_freq; /* [head_dim / 2] RoPE frequency of each pair */
-    float *rope_cos; /* [head_dim / 2] rotation of the current position */
-    float *rope_sin;
 
     /* Activations for up to `cap` positions, grown to the largest chunk. */
     int cap;
@@ -42,6 +42,8 @@ struct fwd_stage {
     float *proj; /* [cap][dim] a block's output before the residual add */
     float *hb;   /* [cap][hidden_dim] */
     float *hb2;  /* [cap][hidden_dim] */
+    float *rope_cos; /* [cap][head_dim / 2] rotation of each position */
+    float *rope_sin; /* [cap][head_dim / 2] */
 
     attn_scratch *attn; /* sized for attn_n positions and attn_shape */
     int attn_n;
@@ -60,12 +62,9 @@ int fwd_create(fwd_stage **out, const model *m, int first, int last, pool *pool,
     }
     fwd_stage *s = calloc(1, sizeof *s);
     int pairs = c->head_dim / 2;
-    if (s) {
+    if (s)
         s->inv_freq = malloc(pairs * sizeof(float));
-        s->rope_cos = malloc(pairs * sizeof(float));
-        s->rope_sin = malloc(pairs * sizeof(float));
-    }
-    if (!s || !s->inv_freq || !s->rope_cos || !s->rope_sin) {
+    if (!s || !s->inv_freq) {
         fwd_free(s);
         snprintf(err, errlen, "out of memory creating the forward stage");
         return -1;
@@ -93,8 +92,6 @@ void fwd_free(fwd_stage *s)
     attn_scratch_free(s->attn);
     free(s->acts);
     free(s->inv_freq);
-    free(s->rope_cos);
-    free(s->rope_sin);
     free(s);
 }
 
@@ -131,13 +128,14 @@ kv_shape fwd_kv_shape(const fwd_stage *s)
 
 static size_t acts_floats_per_position(const fwd_stage *s)
 {
-    return 5 * (size_t)s->c.dim + 2 * (size_t)s->kv_dim + 2 * (size_t)s->c.hidden_dim;
+    return 5 * (size_t)s->c.dim + 2 * (size_t)s->kv_dim + 2 * (size_t)s->c.hidden_dim +
+           (size_t)s->c.head_dim;
 }
 
 size_t fwd_scratch_bytes(const fwd_stage *s)
 {
     size_t bytes = (size_t)s->cap * acts_floats_per_position(s) * sizeof(float);
-    bytes += 3 * (size_t)(s->c.head_dim / 2) * sizeof(float);
+    bytes += (size_t)(s->c.head_dim / 2) * sizeof(float);
     return bytes + (s->attn ? attn_scratch_bytes(s->attn) : 0);
 }
 
@@ -175,6 +173,8 @@ static int grow_activations(fwd_stage *s, int n, char *err, size_t errlen)
     s->proj = carve(&p, n * dim);
     s->hb = carve(&p, n * hidden);
     s->hb2 = carve(&p, n * hidden);
+    s->rope_cos = carve(&p, n * (size_t)(s->c.head_dim / 2));
+    s->rope_sin = carve(&p, n * (size_t)(s->c.head_dim / 2));
     return 0;
 }
 
@@ -252,23 +252,35 @@ static void rmsnorm(float *out, const float *x, const float *weight, int n, int 
     for (int i = 0; i < n; i++) {
         const float *xi = x + (size_t)i * dim;
         float *oi = out + (size_t)i * dim;
-        float ss = 0.0f;
-        for (int j = 0; j < dim; j++)
+        f32x8 acc = vec8_splat(0.0f);
+        int j = 0;
+        for (; j + 8 <= dim; j += 8)
+            acc = vec8_fma(vec8_load(xi + j), vec8_load(xi + j), acc);
+        float ss = vec8_sum(acc);
+        for (; j < dim; j++)
             ss += xi[j] * xi[j];
         ss = 1.0f / sqrtf(ss / dim + RMS_EPS);
-        for (int j = 0; j < dim; j++)
+        f32x8 scale = vec8_splat(ss);
+        for (j = 0; j + 8 <= dim; j += 8)
+            vec8_store(oi + j, vec8_load(weight + j) * (scale * vec8_load(xi + j)));
+        for (; j < dim; j++)
             oi[j] = weight[j] * (ss * xi[j]);
     }
 }
 
-/* out[n][rows] = x[n][cols] W^T, W being [rows][cols]. */
-static void matmul(float *out, const float *x, const float *w, int n, int cols, int rows)
+/* outs[k].y[n][rows_k] = x[n][cols] W_k^T for every k, W_k being
+ * [rows_k][cols]. A chunk multiplies its rows by each matrix in one
+ * sgemm; a single position is a matrix-vector product, bound by memory
+ * bandwidth, and runs all the matrices in one pass over the pool. */
+static void matmul(fwd_stage *s, const float *x, int n, int cols, const mv_out *outs, int n_outs)
 {
-    if (n == 1)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, w, cols, x, 1, 0.0f, out, 1);
-    else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rows, cols, 1.0f, x, cols, w, cols,
-                    0.0f, out, rows);
+    if (n == 1) {
+        mv_multiply(s->pool, x, cols, outs, n_outs);
+        return;
+    }
+    for (int k = 0; k < n_outs; k++)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, outs[k].rows, cols, 1.0f, x, cols,
+                    outs[k].w, cols, 0.0f, outs[k].y, outs[k].rows);
 }
 
 static void rotate(float *vec, int n_heads, int head_dim, const float *cs, const float *sn)
@@ -283,19 +295,29 @@ static void rotate(float *vec, int n_heads, int head_dim, const float *cs, const
     }
 }
 
-/* RoPE on the queries and keys of positions [pos, pos + n). The angles
- * are computed per position, so nothing grows with the context. */
-static void rope(fwd_stage *s, int pos, int n)
+/* The RoPE rotations of positions [pos, pos + n), once per step for all
+ * layers. They are computed per position, so nothing grows with the
+ * context. */
+static void rope_angles(fwd_stage *s, int pos, int n)
+{
+    int pairs = s->c.head_dim / 2;
+    for (int i = 0; i < n; i++) {
+        float p = (float)(pos + i);
+        for (int j = 0; j < pairs; j++) {
+            s->rope_cos[(size_t)i * pairs + j] = cosf(p * s->inv_freq[j]);
+            s->rope_sin[(size_t)i * pairs + j] = sinf(p * s->inv_freq[j]);
+        }
+    }
+}
+
+/* RoPE on the queries and keys of the step's n positions. */
+static void rope(fwd_stage *s, int n)
 {
     int hd = s->c.head_dim;
     for (int i = 0; i < n; i++) {
-        float p = (float)(pos + i);
-        for (int j = 0; j < hd / 2; j++) {
-            s->rope_cos[j] = cosf(p * s->inv_freq[j]);
-            s->rope_sin[j] = sinf(p * s->inv_freq[j]);
-        }
-        rotate(s->q + (size_t)i * s->c.dim, s->c.n_heads, hd, s->rope_cos, s->rope_sin);
-        rotate(s->k + (size_t)i * s->kv_dim, s->c.n_kv_heads, hd, s->rope_cos, s->rope_sin);
+        const float *cs = s->rope_cos + (size_t)i * (hd / 2), *sn = s->rope_sin + (size_t)i * (hd / 2);
+        rotate(s->q + (size_t)i * s->c.dim, s->c.n_heads, hd, cs, sn);
+        rotate(s->k + (size_t)i * s->kv_dim, s->c.n_kv_heads, hd, cs, sn);
     }
 }
 
@@ -305,13 +327,19 @@ static void residual_add(float *x, const float *delta, size_t count)
         x[i] += delta[i];
 }
 
-/* hb = silu(hb) * hb2 */
+/* hb = silu(hb) * hb2. The last count % 8 values go through the same
+ * vector code, padded, so every value is computed the same way. */
 static void swiglu(float *hb, const float *hb2, size_t count)
 {
-    for (size_t i = 0; i < count; i++) {
-        float val = hb[i];
-        val *= 1.0f / (1.0f + expf(-val));
-        hb[i] = val * hb2[i];
+    size_t i = 0;
+    for (; i + 8 <= count; i += 8)
+        vec8_store(hb + i, vec8_silu(vec8_load(hb + i)) * vec8_load(hb2 + i));
+    if (i < count) {
+        float a[8] = {0}, b[8] = {0};
+        memcpy(a, hb + i, (count - i) * sizeof(float));
+        memcpy(b, hb2 + i, (count - i) * sizeof(float));
+        vec8_store(a, vec8_silu(vec8_load(a)) * vec8_load(b));
+        memcpy(hb + i, a, (count - i) * sizeof(float));
     }
 }
 
@@ -322,13 +350,12 @@ static void attention_block(fwd_stage *s, kv_cache *kv, int layer, int pos, int 
     const layer_weights *w = model_layer(s->m, layer);
     int dim = s->c.dim, kv_dim = s->kv_dim, local = layer - s->first;
     rmsnorm(s->xb, s->x, w->rms_att, n, dim);
-    matmul(s->q, s->xb, w->wq, n, dim, dim);
-    matmul(s->k, s->xb, w->wk, n, dim, kv_dim);
-    matmul(s->v, s->xb, w->wv, n, dim, kv_dim);
-    rope(s, pos, n);
+    mv_out qkv[] = {{w->wq, s->q, dim}, {w->wk, s->k, kv_dim}, {w->wv, s->v, kv_dim}};
+    matmul(s, s->xb, n, dim, qkv, 3);
+    rope(s, n);
     kv_write(kv, local, pos, n, s->k, s->v);
     attn_forward(s->attn, kv, local, s->q, n, pos, s->xb);
-    matmul(s->proj, s->xb, w->wo, n, dim, dim);
+    matmul(s, s->xb, n, dim, &(mv_out){w->wo, s->proj, dim}, 1);
     residual_add(s->x, s->proj, (size_t)n * dim);
 }
 
@@ -337,10 +364,10 @@ static void ffn_block(fwd_stage *s, int layer, int n)
     const layer_weights *w = model_layer(s->m, layer);
     int dim = s->c.dim, hidden = s->c.hidden_dim;
     rmsnorm(s->xb, s->x, w->rms_ffn, n, dim);
-    matmul(s->hb, s->xb, w->w1, n, dim, hidden);
-    matmul(s->hb2, s->xb, w->w3, n, dim, hidden);
+    mv_out gate_up[] = {{w->w1, s->hb, hidden}, {w->w3, s->hb2, hidden}};
+    matmul(s, s->xb, n, dim, gate_up, 2);
     swiglu(s->hb, s->hb2, (size_t)n * hidden);
-    matmul(s->proj, s->hb, w->w2, n, hidden, dim);
+    matmul(s, s->hb, n, hidden, &(mv_out){w->w2, s->proj, dim}, 1);
     residual_add(s->x, s->proj, (size_t)n * dim);
 }
 
@@ -349,7 +376,7 @@ static void classify(fwd_stage *s, int n, float *logits)
 {
     int dim = s->c.dim;
     rmsnorm(s->xb, s->x + (size_t)(n - 1) * dim, model_rms_final(s->m), 1, dim);
-    matmul(logits, s->xb, model_classifier(s->m), 1, dim, s->c.vocab_size);
+    matmul(s, s->xb, 1, dim, &(mv_out){model_classifier(s->m), logits, s->c.vocab_size}, 1);
 }
 
 static void hidden_stats(const float *x, size_t count, fwd_stats *st)
@@ -384,6 +411,7 @@ int fwd_step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, i
         embed(s, tokens, n);
     else
         memcpy(s->x, x_in, count * sizeof(float));
+    rope_angles(s, pos, n);
     for (int layer = s->first; layer < s->last; layer++) {
         attention_block(s, kv, layer, pos, n);
         ffn_block(s, layer, n);

@@ -4,7 +4,9 @@
  * The step encoder runs once per step of every request and must cost a
  * small fraction of the step: it writes into the caller's buffer with
  * jsonw (no allocation, no tree). The other topics are rare (a heartbeat a
- * second, two per request, events) and use jansson.
+ * second, two per request, events) and use jansson. On the subscriber's
+ * side, step messages are read by proto_step_scan.c for the same reason,
+ * with the jansson decoder below as its reference and fallback.
  */
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 
 #include "jsonr.h"
 #include "jsonw.h"
+#include "proto_step_scan.h"
 #include "protocol.h"
 
 static const char *const topic_names[] = {
@@ -299,8 +302,8 @@ static int decode_event(const json_t *o, proto_event *ev, char *err, size_t errl
     return 0;
 }
 
-int proto_tel_decode(const void *topic, size_t topic_len, const void *payload, size_t len,
-                     proto_tel *out, char *err, size_t errlen)
+int proto_tel_decode_json(const void *topic, size_t topic_len, const void *payload, size_t len,
+                          proto_tel *out, char *err, size_t errlen)
 {
     json_error_t jerr;
     int rc = 0;
@@ -332,6 +335,18 @@ int proto_tel_decode(const void *topic, size_t topic_len, const void *payload, s
     if (rc)
         proto_tel_free(out);
     return rc;
+}
+
+/* Step messages, nearly all of the traffic, go through the scanner (see
+ * proto_step_scan.c for why); whatever it does not take, jansson decides. */
+int proto_tel_decode(const void *topic, size_t topic_len, const void *payload, size_t len,
+                     proto_tel *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->topic = topic_of(topic, topic_len);
+    if (out->topic == PROTO_TOPIC_STEP && proto_step_scan(payload, len, &out->head, &out->step))
+        return 0;
+    return proto_tel_decode_json(topic, topic_len, payload, len, out, err, errlen);
 }
 
 void proto_tel_free(proto_tel *t)

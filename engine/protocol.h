@@ -344,8 +344,10 @@ char *proto_event_encode(const proto_head *h, const proto_event *ev, const json_
 int proto_publish(void *pub, proto_topic topic, const char *payload, size_t len);
 
 /* A telemetry message as a subscriber sees it. Only the struct of the
- * message's topic is filled; json holds the whole payload for every topic
- * (the heartbeat's status and event details are read from it). */
+ * message's topic is filled; json holds the whole payload for the node,
+ * req and event topics (the heartbeat's status and event details are read
+ * from it). For step it is usually NULL: step messages are decoded
+ * without building a tree (proto_step_scan.h), so read `step`. */
 typedef struct proto_tel {
     proto_topic topic;
     proto_head head;

@@ -63,4 +63,42 @@ static inline f32x8 vec8_max(f32x8 a, f32x8 b)
     return vec8_select(a > b, a, b);
 }
 
+/* The sum of the lanes, pairwise. */
+static inline float vec8_sum(f32x8 v)
+{
+    return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
+
+/* e^x for x <= 0 (larger x and NaN are clamped into [-87, 0]), relative
+ * error about 2e-7: Cephes' expf polynomial, vectorized. */
+static inline f32x8 vec8_exp(f32x8 x)
+{
+    f32x8 lo = vec8_splat(-87.0f), zero = vec8_splat(0.0f);
+    x = vec8_min(vec8_max(x, lo), zero);
+    /* n = round(x / ln 2): adding 1.5 * 2^23 rounds to an integer. */
+    f32x8 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    f32x8 r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    f32x8 p = vec8_splat(1.9875691500e-4f);
+    p = vec8_fma(p, r, vec8_splat(1.3981999507e-3f));
+    p = vec8_fma(p, r, vec8_splat(8.3334519073e-3f));
+    p = vec8_fma(p, r, vec8_splat(4.1665795894e-2f));
+    p = vec8_fma(p, r, vec8_splat(1.6666665459e-1f));
+    p = vec8_fma(p, r, vec8_splat(5.0000001201e-1f));
+    p = vec8_fma(p, r * r, r + 1.0f);
+    i32x8 e = (__builtin_convertvector(n, i32x8) + 127) << 23;
+    return p * (f32x8)e;
+}
+
+/* x * sigmoid(x) = x / (1 + e^-x), relative error a few 1e-7 (about
+ * 2 ulp) wherever the result is a normal float. e^-|x| never overflows:
+ * sigmoid(x) is 1 / (1 + e) for x >= 0 and e / (1 + e) below. A NaN x
+ * gives NaN. */
+static inline f32x8 vec8_silu(f32x8 x)
+{
+    f32x8 zero = vec8_splat(0.0f), one = vec8_splat(1.0f);
+    f32x8 e = vec8_exp(vec8_select(x < zero, x, -x));
+    return x * (vec8_select(x < zero, e, one) / (one + e));
+}
+
 #endif

@@ -376,8 +376,8 @@ static void bind_step(sqlite3_stmt *st, int base, store_rec *r, store_active *a)
 static void note_context(store_active *a, const store_rec *r)
 {
     const store_step *v = &r->u.step.v;
-    if (v->pos + v->tokens > a->last_context)
-        a->last_context = v->pos + v->tokens;
+    if (v->pos > a->last_context)
+        a->last_context = v->pos;
 }
 
 static int apply_step(store *s, store_rec *r, store_active *a)

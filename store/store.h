@@ -150,7 +150,7 @@ typedef struct store_run {
         *failure;          /* failure may be NULL */
     double started, ended; /* ended 0 while running */
     int64_t max_context;   /* largest ctx_after of an ok request; -1 none */
-    int64_t last_context;  /* furthest position a step reached; -1 none */
+    int64_t last_context;  /* furthest context (max step pos) reached; -1 none */
     int64_t dropped_rows;
     int64_t n_legs, n_requests, n_failed;
 } store_run;

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "cluster.h"
+#include "remote.h"
 
 /* The longest the loop sleeps with nothing due: a resize that lands just
  * before zmq_poll is seen by then at the latest. */
@@ -111,6 +112,7 @@ struct loop {
     double next_tick;  /* state_tick */
     double next_hook;  /* the latest next turn hooks->tick asked for */
     double next_tel;   /* telemetry is read again from then on */
+    int watched;       /* the node the node view showed at the last turn, -1 none */
     int quit;
 };
 
@@ -146,6 +148,19 @@ static void act(struct loop *lp, const struct ui_action *a, double now)
     }
 }
 
+/* Tells the hooks when the node view opened, closed or moved to another
+ * node. */
+static void watch(struct loop *lp, double now)
+{
+    int shown = ui_node_shown(lp->u);
+    if (shown == lp->watched)
+        return;
+    lp->watched = shown;
+    if (lp->hooks && lp->hooks->watch)
+        lp->hooks->watch(lp->hooks->ctx, shown, now);
+    ui_mark_dirty(lp->u);
+}
+
 /* The poll timeout: up to the first thing due, at most APP_MAX_WAIT_S. */
 static long poll_timeout_ms(const struct loop *lp, int telemetry, double now)
 {
@@ -171,7 +186,11 @@ static int turn(struct loop *lp, struct signals *sig, zmq_pollitem_t *items, int
     int telemetry = now >= lp->next_tel;
     items[0] = (zmq_pollitem_t){NULL, STDIN_FILENO, ZMQ_POLLIN, 0};
     items[1] = (zmq_pollitem_t){NULL, sig->fd[0], ZMQ_POLLIN, 0};
-    int n = 2 + links_poll_items(lp->l, telemetry, items + 2, max - 2);
+    int nl = links_poll_items(lp->l, telemetry, items + 2, max - 3);
+    int n = 2 + nl;
+    int hook_fd = lp->hooks && lp->hooks->fd ? lp->hooks->fd(lp->hooks->ctx) : -1;
+    if (hook_fd >= 0)
+        items[n++] = (zmq_pollitem_t){NULL, hook_fd, ZMQ_POLLIN, 0};
     if (zmq_poll(items, n, poll_timeout_ms(lp, telemetry, now)) < 0 && errno != EINTR) {
         snprintf(err, errlen, "poll: %s", zmq_strerror(errno));
         return -1;
@@ -180,10 +199,10 @@ static int turn(struct loop *lp, struct signals *sig, zmq_pollitem_t *items, int
     int changed = 0;
     if (signals_read(sig))
         lp->quit = 1;
-    if (links_process(lp->l, items + 2, n - 2, now) > 0)
+    if (links_process(lp->l, items + 2, nl, now) > 0)
         changed = 1;
     /* Read again one frame later: see the header. */
-    if (telemetry && (items[2].revents & ZMQ_POLLIN))
+    if (telemetry && nl > 0 && (items[2].revents & ZMQ_POLLIN))
         lp->next_tel = now + 1.0 / UI_FPS;
     if (links_tick(lp->l, now) > 0)
         changed = 1;
@@ -202,6 +221,7 @@ static int turn(struct loop *lp, struct signals *sig, zmq_pollitem_t *items, int
     int na = ui_handle_input(lp->u, lp->st, now, acts, UI_ACTIONS_MAX);
     for (int i = 0; i < na; i++)
         act(lp, &acts[i], now);
+    watch(lp, now);
     if (changed)
         ui_mark_dirty(lp->u);
     ui_draw(lp->u, lp->st, now);
@@ -213,10 +233,11 @@ int app_run(const struct ui_options *uo, state *st, links *l, const struct app_h
 {
     struct signals sig;
     double now = app_now();
-    struct loop lp = {uo, st, l, hooks, NULL, now, now, now, 0};
+    struct loop lp = {uo, st, l, hooks, NULL, now, now, now, -1, 0};
     if (!hooks || !hooks->tick)
         lp.next_hook = INFINITY;
-    int max = 2 + links_poll_max(l);
+    /* stdin, the signals, the links, the hooks' fd. */
+    int max = 3 + links_poll_max(l);
     zmq_pollitem_t items[max];
 
     /* Before ui_open: curses installs its own SIGINT and SIGTERM handlers
@@ -308,7 +329,17 @@ int app_main(int argc, char **argv)
     links *l;
     int rc = app_connect(c, app_now(), &st, &l, err, sizeof err);
     if (rc == 0) {
-        rc = app_run(&uo, st, l, NULL, err, sizeof err);
+        remote *r = NULL;
+        struct app_hooks hooks;
+        rc = remote_new(c, st, &r, err, sizeof err);
+        if (rc == 0) {
+            remote_hooks(r, &hooks);
+            uo.remote = r;
+            rc = app_run(&uo, st, l, &hooks, err, sizeof err);
+        }
+        /* Before the state it writes to; may wait for a connect in
+         * progress to time out, with the terminal already given back. */
+        remote_free(r);
         links_close(l);
         state_free(st);
     }

@@ -1,11 +1,12 @@
 /* app.h: the console's one loop, and `infertop` without a verb.
  *
- * app_run polls the links' sockets, the terminal (STDIN_FILENO) and a
- * self-pipe for signals together with zmq_poll, with a timeout up to the
- * next thing due (the state's liveness tick, a request's deadline, the
- * next frame, the hooks' next wish). It feeds the state, turns the
- * operator's keys into requests and redraws: it never blocks on the
- * network, on disk or on SSH.
+ * app_run polls the links' sockets, the terminal (STDIN_FILENO), a
+ * self-pipe for signals and the hooks' descriptor (SSH results) together
+ * with zmq_poll, with a timeout up to the next thing due (the state's
+ * liveness tick, a request's deadline, the next frame, the hooks' next
+ * wish). It feeds the state, turns the operator's keys into requests and
+ * node actions, and redraws: it never blocks on the network, on disk or on
+ * SSH (remote.h runs that on threads of its own).
  *
  * Telemetry is read at most once per frame: between two frames it waits in
  * ZeroMQ's queue, so nodes publishing hundreds of steps a second cost the
@@ -23,20 +24,27 @@
 /* How often liveness is recomputed (stale, down) and the rates redrawn. */
 #define APP_TICK_S 0.5
 
-/* What the caller adds to the loop (the demo: its child processes and its
- * load). Every field may be NULL. */
+/* What the caller adds to the loop: node control and whatever runs beside
+ * the console (the demo: its child processes and its load; a cluster file:
+ * its nodes over SSH, remote.h). Every field may be NULL. */
 struct app_hooks {
     void *ctx;
     /* Called on every turn of the loop; a child process that changes
-     * state (SIGCHLD) makes a turn at once. Returns when it wants the next
-     * turn at the latest (INFINITY: no wish), and 1 in *changed when it
-     * changed the state. */
+     * state (SIGCHLD) or a readable fd (below) makes a turn at once.
+     * Returns when it wants the next turn at the latest (INFINITY: no
+     * wish), and 1 in *changed when it changed the state. */
     double (*tick)(void *ctx, double now, int *changed);
-    /* A node action the operator confirmed (UI_ACT_NODE_START, _STOP,
-     * _RESTART). 0, or -1 with err filled. NULL: node control is not
-     * available for this cluster. */
+    /* A node action the operator asked for (UI_ACT_NODE_START, _STOP,
+     * _RESTART; stop and restart confirmed). 0, or -1 with err filled.
+     * NULL: node control is not available for this cluster. */
     int (*node_action)(void *ctx, enum ui_action_kind kind, int node, double now, char *err,
                        size_t errlen);
+    /* A descriptor polled with the rest, for results that other threads
+     * post; -1 when there is none. Asked on every turn. */
+    int (*fd)(void *ctx);
+    /* The node view shows `node` now, or no node at all (-1). Called when
+     * that changes. */
+    void (*watch)(void *ctx, int node, double now);
 };
 
 /* The app's clock: seconds on CLOCK_MONOTONIC, the `now` of state, links

@@ -4,6 +4,7 @@
 #define CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "protocol.h"
@@ -20,6 +21,15 @@ enum {
     CLI_INTERRUPTED = 130,  /* stress: stopped by SIGINT/SIGTERM, recorded as aborted
                                (128 + SIGINT, as shells report it) */
 };
+
+/* Prints "infertop VERB: " + fmt (with arg) + " (see infertop VERB --help)"
+ * to stderr and returns CLI_USAGE, so every verb words usage errors alike. */
+int cli_usage_error(const char *verb, const char *fmt, const char *arg);
+
+/* A whole decimal number in [min, max] (no sign tricks, no trailing text);
+ * 0, or -1 when s is anything else. */
+int cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+int cli_parse_int(const char *s, int min, int max, int *out);
 
 /* `infertop history ...`; argv[0] is "history". Returns an exit code. */
 int cli_history(int argc, char **argv);

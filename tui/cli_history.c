@@ -98,26 +98,7 @@ void cli_history_usage(FILE *out)
           out);
 }
 
-static int usage_error(const char *fmt, const char *arg)
-{
-    fputs("infertop history: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (see infertop history --help)\n", stderr);
-    return CLI_USAGE;
-}
-
 /* ---- argument values ---- */
-
-static int parse_int(const char *s, long min, long max, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 /* Local time, "YYYY-MM-DD" or "YYYY-MM-DD HH:MM[:SS]" (or with a T).
  * The fields must survive mktime unchanged: 2024-02-30 is refused, not
@@ -203,9 +184,11 @@ static int run_list(store *s, const hopts *o, const int64_t *runs)
                           .text = o->grep,
                           .limit = o->limit};
     if (o->since && parse_date(o->since, &f.since) != 0)
-        return usage_error("--since: \"%s\" is not a date (YYYY-MM-DD [HH:MM[:SS]])", o->since);
+        return cli_usage_error("history", "--since: \"%s\" is not a date (YYYY-MM-DD [HH:MM[:SS]])",
+                               o->since);
     if (o->until && parse_date(o->until, &f.until) != 0)
-        return usage_error("--until: \"%s\" is not a date (YYYY-MM-DD [HH:MM[:SS]])", o->until);
+        return cli_usage_error("history", "--until: \"%s\" is not a date (YYYY-MM-DD [HH:MM[:SS]])",
+                               o->until);
     f.offset = (o->page - 1) * o->limit;
     store_run_list l;
     char err[512];
@@ -522,7 +505,7 @@ static int export_file(store *s, int64_t run, store_export_what what, store_form
         return rc ? store_failed(rc, err) : CLI_OK;
     }
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
-        return usage_error("--out: path too long: %s", path);
+        return cli_usage_error("history", "--out: path too long: %s", path);
     FILE *f = fopen(tmp, "w");
     if (!f) {
         fprintf(stderr, "infertop history: cannot write %s: %s\n", path, strerror(errno));
@@ -554,17 +537,19 @@ static int run_export(store *s, const hopts *o, const int64_t *runs)
     else if (strcmp(o->what, "summary") == 0)
         what = STORE_EXPORT_SUMMARY;
     else
-        return usage_error("--what: \"%s\" is not one of requests, steps, summary", o->what);
+        return cli_usage_error("history", "--what: \"%s\" is not one of requests, steps, summary",
+                               o->what);
     const char *format = o->json ? "json" : o->format ? o->format : "table";
     if (o->json && o->format && strcmp(o->format, "json") != 0)
-        return usage_error("--json contradicts --format %s", o->format);
+        return cli_usage_error("history", "--json contradicts --format %s", o->format);
     if (strcmp(format, "table") == 0) {
         if (o->out)
-            return usage_error("--out takes csv or json, not %s", "a table");
+            return cli_usage_error("history", "--out takes csv or json, not %s", "a table");
         return export_table(s, runs[0], what);
     }
     if (strcmp(format, "csv") != 0 && strcmp(format, "json") != 0)
-        return usage_error("--format: \"%s\" is not one of table, csv, json", format);
+        return cli_usage_error("history", "--format: \"%s\" is not one of table, csv, json",
+                               format);
     return export_file(s, runs[0], what,
                        strcmp(format, "csv") == 0 ? STORE_FORMAT_CSV : STORE_FORMAT_JSON, o->out);
 }
@@ -575,12 +560,13 @@ static int run_prune(store *s, const hopts *o, const int64_t *runs)
 {
     (void)runs;
     if (!o->older_than)
-        return usage_error("prune needs --older-than DAYS%s", "");
+        return cli_usage_error("history", "prune needs --older-than DAYS%s", "");
     char *end;
     errno = 0;
     double days = strtod(o->older_than, &end);
     if (errno || end == o->older_than || *end || !isfinite(days) || days < 0)
-        return usage_error("--older-than: \"%s\" is not a number of days >= 0", o->older_than);
+        return cli_usage_error("history", "--older-than: \"%s\" is not a number of days >= 0",
+                               o->older_than);
     double before = (double)time(NULL) - days * 86400;
     int64_t deleted;
     char err[512];
@@ -621,7 +607,6 @@ static int parse_options(int argc, char **argv, hopts *o)
         {"vacuum", no_argument, NULL, OPT_VACUUM},
         {NULL, 0, NULL, 0},
     };
-    long n;
     int c;
     optind = 1;
     opterr = 0;
@@ -661,14 +646,14 @@ static int parse_options(int argc, char **argv, hopts *o)
             o->until = optarg;
             break;
         case OPT_LIMIT:
-            if (parse_int(optarg, 1, 100000, &n) != 0)
-                return usage_error("--limit: \"%s\" is not a number in 1..100000", optarg);
-            o->limit = (int)n;
+            if (cli_parse_int(optarg, 1, 100000, &o->limit) != 0)
+                return cli_usage_error("history", "--limit: \"%s\" is not a number in 1..100000",
+                                       optarg);
             break;
         case OPT_PAGE:
-            if (parse_int(optarg, 1, 1000000, &n) != 0)
-                return usage_error("--page: \"%s\" is not a page number >= 1", optarg);
-            o->page = (int)n;
+            if (cli_parse_int(optarg, 1, 1000000, &o->page) != 0)
+                return cli_usage_error("history", "--page: \"%s\" is not a page number >= 1",
+                                       optarg);
             break;
         case OPT_WHAT:
             o->what = optarg;
@@ -686,7 +671,7 @@ static int parse_options(int argc, char **argv, hopts *o)
             o->vacuum = 1;
             break;
         default:
-            return usage_error("unknown or incomplete option %s", argv[optind - 1]);
+            return cli_usage_error("history", "unknown or incomplete option %s", argv[optind - 1]);
         }
     }
     return 0;
@@ -710,17 +695,19 @@ int cli_history(int argc, char **argv)
     if (rc != 0)
         return rc == 1 ? CLI_OK : rc;
     if (optind >= argc)
-        return usage_error("missing verb: list, show, compare, best, export or prune%s", "");
+        return cli_usage_error("history",
+                               "missing verb: list, show, compare, best, export or prune%s", "");
     const char *name = argv[optind];
     const verb *v = NULL;
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         if (strcmp(verbs[i].name, name) == 0)
             v = &verbs[i];
     if (!v)
-        return usage_error("unknown verb \"%s\"", name);
+        return cli_usage_error("history", "unknown verb \"%s\"", name);
     unsigned extra = o.seen & ~v->options;
     if (extra)
-        return usage_error("%s does not apply to this verb", option_name(extra & -extra));
+        return cli_usage_error("history", "%s does not apply to this verb",
+                               option_name(extra & -extra));
     int nargs = argc - optind - 1;
     if (nargs != v->nargs) {
         fprintf(stderr, "infertop history: %s takes %d run id%s, got %d (see --help)\n", v->name,
@@ -729,10 +716,9 @@ int cli_history(int argc, char **argv)
     }
     int64_t runs[2];
     for (int i = 0; i < nargs; i++) {
-        long id;
-        if (parse_int(argv[optind + 1 + i], 1, INT32_MAX, &id) != 0)
-            return usage_error("\"%s\" is not a run id (a positive number)", argv[optind + 1 + i]);
-        runs[i] = id;
+        if (cli_parse_i64(argv[optind + 1 + i], 1, INT32_MAX, &runs[i]) != 0)
+            return cli_usage_error("history", "\"%s\" is not a run id (a positive number)",
+                                   argv[optind + 1 + i]);
     }
 
     char err[1024];

@@ -63,7 +63,8 @@ static void usage(FILE *out)
           "  -c FILE        the cluster file (default ./infertop.conf, then\n"
           "                 $XDG_CONFIG_HOME/infertop/cluster.conf)\n"
           "  --accept-new   record the host key of a node seen for the first time\n"
-          "  --timeout SEC  SSH connect timeout (default 5)\n"
+          "  --timeout SEC  SSH connect timeout (default: the cluster file's\n"
+          "                 connect_timeout, else 5)\n"
           "  --grace SEC    stop, restart: wait before SIGKILL (default 10)\n"
           "  --json         JSON on stdout (not with logs -f)\n"
           "\n"
@@ -73,25 +74,6 @@ static void usage(FILE *out)
           "host key or authentication, operation failed, command exited non-zero) or\n"
           "the cluster file is bad, 2 bad command line, 3 no such node\n",
           out);
-}
-
-static int usage_error(const char *fmt, const char *arg)
-{
-    fputs("infertop nodes: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (see infertop nodes --help)\n", stderr);
-    return CLI_USAGE;
-}
-
-static int parse_int(const char *s, int min, int max, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max)
-        return -1;
-    *out = (int)v;
-    return 0;
 }
 
 /* The words of COMMAND joined by spaces, as ssh(1) sends them. */
@@ -128,7 +110,7 @@ static int parse_args(int argc, char **argv, nopts *o)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    *o = (nopts){.timeout_s = 5, .grace_s = NODECTL_GRACE_DEFAULT, .lines = NODECTL_LINES_DEFAULT};
+    *o = (nopts){.grace_s = NODECTL_GRACE_DEFAULT, .lines = NODECTL_LINES_DEFAULT};
     opterr = 0;
     optind = 1;
     int ch;
@@ -141,20 +123,23 @@ static int parse_args(int argc, char **argv, nopts *o)
             o->accept_new = 1;
             break;
         case OPT_TIMEOUT:
-            if (parse_int(optarg, 1, 600, &o->timeout_s) != 0)
-                return usage_error("--timeout '%s': expected seconds, 1 to 600", optarg);
+            if (cli_parse_int(optarg, 1, 600, &o->timeout_s) != 0)
+                return cli_usage_error("nodes", "--timeout '%s': expected seconds, 1 to 600",
+                                       optarg);
             break;
         case OPT_GRACE:
-            if (parse_int(optarg, 1, 3600, &o->grace_s) != 0)
-                return usage_error("--grace '%s': expected seconds, 1 to 3600", optarg);
+            if (cli_parse_int(optarg, 1, 3600, &o->grace_s) != 0)
+                return cli_usage_error("nodes", "--grace '%s': expected seconds, 1 to 3600",
+                                       optarg);
             o->grace_given = 1;
             break;
         case OPT_JSON:
             o->json = 1;
             break;
         case 'n':
-            if (parse_int(optarg, 1, 1000000, &o->lines) != 0)
-                return usage_error("-n '%s': expected a number of lines, 1 to 1000000", optarg);
+            if (cli_parse_int(optarg, 1, 1000000, &o->lines) != 0)
+                return cli_usage_error("nodes", "-n '%s': expected a number of lines, 1 to 1000000",
+                                       optarg);
             o->lines_given = 1;
             break;
         case 'f':
@@ -164,36 +149,37 @@ static int parse_args(int argc, char **argv, nopts *o)
             usage(stdout);
             return CLI_OK;
         case ':':
-            return usage_error("%s needs a value", argv[optind - 1]);
+            return cli_usage_error("nodes", "%s needs a value", argv[optind - 1]);
         default:
-            return usage_error("unknown option '%s' (a command for exec goes after --)",
-                               argv[optind - 1]);
+            return cli_usage_error("nodes",
+                                   "unknown option '%s' (a command for exec goes after --)",
+                                   argv[optind - 1]);
         }
     }
     int npos = argc - optind;
     if (npos < 1)
-        return usage_error("%s", "missing OPERATION");
+        return cli_usage_error("nodes", "%s", "missing OPERATION");
     if (nodectl_op_parse(argv[optind], &o->op) != 0)
-        return usage_error("unknown operation '%s'", argv[optind]);
+        return cli_usage_error("nodes", "unknown operation '%s'", argv[optind]);
     if (npos < 2)
-        return usage_error("%s", "missing NODE (a node name, or all)");
+        return cli_usage_error("nodes", "%s", "missing NODE (a node name, or all)");
     o->target = argv[optind + 1];
     if (o->op == NODECTL_EXEC) {
         if (npos < 3)
-            return usage_error("%s", "exec needs a command: exec NODE -- COMMAND...");
+            return cli_usage_error("nodes", "%s", "exec needs a command: exec NODE -- COMMAND...");
         if (!(o->command = join_words(npos - 2, argv + optind + 2))) {
             fputs("infertop nodes: out of memory\n", stderr);
             return CLI_ERROR;
         }
     } else if (npos > 2) {
-        return usage_error("unexpected argument '%s'", argv[optind + 2]);
+        return cli_usage_error("nodes", "unexpected argument '%s'", argv[optind + 2]);
     }
     if ((o->lines_given || o->follow) && o->op != NODECTL_LOGS)
-        return usage_error("%s", "-n and -f are options of logs");
+        return cli_usage_error("nodes", "%s", "-n and -f are options of logs");
     if (o->grace_given && o->op != NODECTL_STOP && o->op != NODECTL_RESTART)
-        return usage_error("%s", "--grace is an option of stop and restart");
+        return cli_usage_error("nodes", "%s", "--grace is an option of stop and restart");
     if (o->json && o->follow)
-        return usage_error("%s", "--json and -f do not go together");
+        return cli_usage_error("nodes", "%s", "--json and -f do not go together");
     return -1;
 }
 
@@ -566,7 +552,9 @@ int cli_nodes(int argc, char **argv)
     nodeout *outs = NULL;
     int n = 0;
     nodepool *pool = NULL;
-    nodepool_opts popts = {.timeout_ms = o.timeout_s * 1000, .accept_new = o.accept_new};
+    /* 0 ms: the pool's own default. */
+    int timeout_s = o.timeout_s ? o.timeout_s : c->connect_timeout_s;
+    nodepool_opts popts = {.timeout_ms = timeout_s * 1000, .accept_new = o.accept_new};
     rc = select_nodes(c, o.target, &outs, &n);
     if (rc == CLI_OK && open_collectors(&o, outs, n) != 0) {
         fputs("infertop nodes: out of memory\n", stderr);

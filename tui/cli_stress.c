@@ -100,26 +100,7 @@ void cli_stress_usage(FILE *out)
           out);
 }
 
-static int usage_error(const char *fmt, const char *arg)
-{
-    fputs("infertop stress: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (see infertop stress --help)\n", stderr);
-    return CLI_USAGE;
-}
-
 /* ---- values ---- */
-
-static int parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 static int parse_double(const char *s, double *out)
 {
@@ -161,7 +142,7 @@ static int parse_list(const char *s, int *v, int *n)
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int64_t x;
-        if (*n == STRESS_LIST_MAX || parse_i64(tok, 1, 1 << 20, &x) != 0)
+        if (*n == STRESS_LIST_MAX || cli_parse_i64(tok, 1, 1 << 20, &x) != 0)
             return -1;
         v[(*n)++] = (int)x;
     }
@@ -245,7 +226,8 @@ static int parse_options(int argc, char **argv, sopts *o)
             break;
         case L_TIMEOUT:
             if (parse_double(optarg, &r->timeout_s) != 0)
-                return usage_error("--timeout: \"%s\" is not a number of seconds", optarg);
+                return cli_usage_error("stress", "--timeout: \"%s\" is not a number of seconds",
+                                       optarg);
             break;
         case L_STOP:
             r->stop_on_failure = 1;
@@ -254,7 +236,8 @@ static int parse_options(int argc, char **argv, sopts *o)
         case L_NOTES: {
             char *dst = c == L_NAME ? r->name : r->notes;
             if (snprintf(dst, STRESS_TEXT_MAX, "%s", optarg) >= STRESS_TEXT_MAX)
-                return usage_error("%s: at most 255 bytes", c == L_NAME ? "--name" : "--notes");
+                return cli_usage_error("stress", "%s: at most 255 bytes",
+                                       c == L_NAME ? "--name" : "--notes");
             break;
         }
         case L_DB:
@@ -271,8 +254,8 @@ static int parse_options(int argc, char **argv, sopts *o)
         case O_TO:
         case O_STEP:
         case O_REQUESTS:
-            if (parse_i64(optarg, 1, INT64_MAX / 2, &n) != 0)
-                return usage_error("\"%s\" is not a positive number", optarg);
+            if (cli_parse_i64(optarg, 1, INT64_MAX / 2, &n) != 0)
+                return cli_usage_error("stress", "\"%s\" is not a positive number", optarg);
             *(c == O_FROM   ? &r->from
               : c == O_TO   ? &r->to
               : c == O_STEP ? &r->step
@@ -282,42 +265,43 @@ static int parse_options(int argc, char **argv, sopts *o)
             break;
         case O_FACTOR:
             if (parse_double(optarg, &r->factor) != 0)
-                return usage_error("--factor: \"%s\" is not a number", optarg);
+                return cli_usage_error("stress", "--factor: \"%s\" is not a number", optarg);
             break;
         case O_GEN:
         case O_PROMPT:
         case O_CONC:
-            if (parse_i64(optarg, 0, 1 << 24, &n) != 0)
-                return usage_error("\"%s\" is not a number in 0..16777216", optarg);
+            if (cli_parse_i64(optarg, 0, 1 << 24, &n) != 0)
+                return cli_usage_error("stress", "\"%s\" is not a number in 0..16777216", optarg);
             *(c == O_GEN ? &r->gen : c == O_PROMPT ? &r->prompt_tokens : &r->concurrency) = (int)n;
             break;
         case O_RATE:
             if (parse_double(optarg, &r->rate) != 0)
-                return usage_error("--rate: \"%s\" is not a number", optarg);
+                return cli_usage_error("stress", "--rate: \"%s\" is not a number", optarg);
             break;
         case O_SEED:
-            if (parse_i64(optarg, 0, INT64_MAX, &n) != 0)
-                return usage_error("--seed: \"%s\" is not a number >= 0", optarg);
+            if (cli_parse_i64(optarg, 0, INT64_MAX, &n) != 0)
+                return cli_usage_error("stress", "--seed: \"%s\" is not a number >= 0", optarg);
             r->seed = (uint64_t)n;
             break;
         case O_DURATION:
             if (parse_duration(optarg, &r->duration_s) != 0)
-                return usage_error("--duration: \"%s\" is not a duration (90, 90s, 15m, 2h)",
-                                   optarg);
+                return cli_usage_error(
+                    "stress", "--duration: \"%s\" is not a duration (90, 90s, 15m, 2h)", optarg);
             break;
         case O_KV_BITS:
         case O_PREFILL:
             if (parse_list(optarg, c == O_KV_BITS ? r->kv_bits : r->prefill_step,
                            c == O_KV_BITS ? &r->n_kv_bits : &r->n_prefill_step) != 0)
-                return usage_error("\"%s\" is not a list of up to 8 numbers (16,4)", optarg);
+                return cli_usage_error("stress", "\"%s\" is not a list of up to 8 numbers (16,4)",
+                                       optarg);
             break;
         case O_LEG:
             if (parse_mode(optarg, &r->leg_mode) != 0 ||
                 (r->leg_mode != STORE_MODE_GROWTH && r->leg_mode != STORE_MODE_FIXED))
-                return usage_error("--leg: \"%s\" is not growth or fixed", optarg);
+                return cli_usage_error("stress", "--leg: \"%s\" is not growth or fixed", optarg);
             break;
         default:
-            return usage_error("unknown or incomplete option %s", argv[optind - 1]);
+            return cli_usage_error("stress", "unknown or incomplete option %s", argv[optind - 1]);
         }
     }
     return -1;
@@ -337,14 +321,14 @@ static int check_applicable(const sopts *o)
     if (extra) {
         for (int i = 0; i < N_MODE_OPTS; i++)
             if (extra & (1u << i))
-                return usage_error("%s does not apply to this mode", opt_names[i]);
+                return cli_usage_error("stress", "%s does not apply to this mode", opt_names[i]);
     }
     int growth = r->mode == STORE_MODE_GROWTH ||
                  (r->mode == STORE_MODE_SWEEP && r->leg_mode == STORE_MODE_GROWTH);
     if (growth && !(o->seen & O_TO))
-        return usage_error("growth needs --to (the target context)%s", "");
+        return cli_usage_error("stress", "growth needs --to (the target context)%s", "");
     if ((o->seen & O_FACTOR) && (o->seen & O_STEP))
-        return usage_error("--factor and --step exclude each other%s", "");
+        return cli_usage_error("stress", "--factor and --step exclude each other%s", "");
     return -1;
 }
 
@@ -372,13 +356,15 @@ static int load_target(const sopts *o, stress_target *t)
     memset(t, 0, sizeof *t);
     if (o->control || o->telemetry) {
         if (o->config)
-            return usage_error("-c and --control/--telemetry exclude each other%s", "");
+            return cli_usage_error("stress", "-c and --control/--telemetry exclude each other%s",
+                                   "");
         if (!o->control || !o->telemetry)
-            return usage_error("--control and --telemetry go together%s", "");
+            return cli_usage_error("stress", "--control and --telemetry go together%s", "");
         int nc = split_endpoints(o->control, t, 0);
         int nt = split_endpoints(o->telemetry, t, 1);
         if (nc < 1 || nt < 1)
-            return usage_error("--control/--telemetry: expected 1..16 endpoints%s", "");
+            return cli_usage_error("stress", "--control/--telemetry: expected 1..16 endpoints%s",
+                                   "");
         if (nc != nt) {
             fprintf(stderr, "infertop stress: %d control but %d telemetry endpoints given\n", nc,
                     nt);
@@ -634,17 +620,17 @@ int cli_stress(int argc, char **argv)
         return CLI_OK;
     }
     if (argc < 2 || parse_mode(argv[1], &o.run.mode) != 0)
-        return usage_error("expected a mode: growth, fixed, soak or sweep%s", "");
+        return cli_usage_error("stress", "expected a mode: growth, fixed, soak or sweep%s", "");
     int rc = parse_options(argc - 1, argv + 1, &o);
     if (rc >= 0)
         return rc;
     if (optind < argc - 1)
-        return usage_error("unexpected argument \"%s\"", argv[optind + 1]);
+        return cli_usage_error("stress", "unexpected argument \"%s\"", argv[optind + 1]);
     if ((rc = check_applicable(&o)) >= 0)
         return rc;
     char err[1024];
     if (stress_opts_check(&o.run, err, sizeof err) != 0)
-        return usage_error("%s", err);
+        return cli_usage_error("stress", "%s", err);
     stress_target target;
     if ((rc = load_target(&o, &target)) >= 0)
         return rc;

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-enum key_kind { KEY_TEXT, KEY_SSH, KEY_ENDPOINT, KEY_LAYERS, KEY_BOOL };
+enum key_kind { KEY_TEXT, KEY_SSH, KEY_ENDPOINT, KEY_LAYERS, KEY_BOOL, KEY_SECONDS };
 
 /* Where a key may appear. */
 #define IN_CLUSTER 1u
@@ -48,6 +48,7 @@ static const struct key keys[] = {
     {"identity", KEY_TEXT, FIELD(identity), IN_CLUSTER | IN_NODE, 0},
     {"known_hosts", KEY_TEXT, FIELD(known_hosts), IN_CLUSTER | IN_NODE, 0},
     {"accept_new", KEY_BOOL, 0, 0, IN_CLUSTER | IN_NODE, 0},
+    {"connect_timeout", KEY_SECONDS, 0, 0, IN_CLUSTER, 0},
 };
 #define N_KEYS ((int)(sizeof keys / sizeof keys[0]))
 
@@ -64,6 +65,7 @@ struct loader {
     int last_key;     /* keys[] index of the previous key, for continuations */
     int cluster_seen; /* a [cluster] section was already read */
     struct cluster_node defaults;
+    int connect_timeout_s;
     struct cluster *c;
     int cap;
     int failed;
@@ -205,6 +207,18 @@ static int set_bool(int *out, const char *v, const char **why)
     return bad(why, "expected yes or no");
 }
 
+/* Whole seconds, bounded so that a typo cannot hang the console for hours. */
+static int set_seconds(int *out, const char *v, const char **why)
+{
+    char *end;
+    errno = 0;
+    long s = strtol(v, &end, 10);
+    if (!isdigit((unsigned char)*v) || *end || errno || s < 1 || s > 600)
+        return bad(why, "expected whole seconds from 1 to 600");
+    *out = (int)s;
+    return 0;
+}
+
 static int set_text(char *field, size_t size, const char *v, const char **why)
 {
     if (*v == '\0') return bad(why, "the value is empty");
@@ -230,6 +244,7 @@ static int set_value(struct loader *ld, const struct key *k, struct cluster_node
     case KEY_SSH: return set_ssh(n, v, why);
     case KEY_LAYERS: return set_layers(n, v, why);
     case KEY_BOOL: return set_bool(&n->accept_new, v, why);
+    case KEY_SECONDS: return set_seconds(&ld->connect_timeout_s, v, why);
     case KEY_ENDPOINT: {
         if (check_endpoint(v, why) < 0) return -1;
         if (endpoint_taken(ld, v)) return bad(why, "another node already uses it");
@@ -473,6 +488,7 @@ int cluster_load(const char *path, struct cluster **out, char *err, size_t errle
     }
     strcpy(ld.c->path, path);
     strcpy(ld.c->name, ld.defaults.name[0] ? ld.defaults.name : "cluster");
+    ld.c->connect_timeout_s = ld.connect_timeout_s;
     apply_defaults(ld.c, &ld.defaults);
     *out = ld.c;
     return 0;

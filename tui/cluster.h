@@ -7,6 +7,7 @@
  *   identity = ~/.ssh/id_ed25519     ; defaults for every node's SSH session
  *   known_hosts = ~/.ssh/known_hosts
  *   accept_new = no
+ *   connect_timeout = 5              ; seconds an SSH connect may take, 1..600
  *
  *   [node a]
  *   ssh = [user@]host[:port]         ; required
@@ -57,6 +58,7 @@ struct cluster_node {
 struct cluster {
     char path[CLUSTER_PATH_MAX];
     char name[CLUSTER_NAME_MAX];
+    int connect_timeout_s; /* [cluster] connect_timeout; 0 when not given */
     int n_nodes;
     struct cluster_node *nodes; /* in file order */
 };

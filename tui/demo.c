@@ -503,7 +503,7 @@ static int demo_run(struct demo *d, struct ui_options *uo, char *err, size_t err
     for (int i = 0; rc == 0 && i < d->n; i++)
         rc = spawn(d, i, now, err, errlen);
     if (rc == 0) {
-        struct app_hooks hooks = {d, demo_tick, node_action};
+        struct app_hooks hooks = {.ctx = d, .tick = demo_tick, .node_action = node_action};
         state_event_add(d->st, -1, "demo", now, "cluster file %s", d->config);
         uo->cluster = c;
         rc = app_run(uo, d->st, d->l, &hooks, err, errlen);

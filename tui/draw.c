@@ -1,10 +1,12 @@
 /* draw.c: clipped text, rules, boxes, and the meters on screen. */
 #include "draw.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <wchar.h>
 
 #include "meter.h"
 
@@ -25,9 +27,16 @@ int draw_width(const char *s)
     return cols;
 }
 
+/* Writes the bytes [from, to) as they are: one curses call for a run of
+ * plain characters rather than one per character. */
+static void flush_run(WINDOW *w, const unsigned char *from, const unsigned char *to)
+{
+    if (to > from) waddnstr(w, (const char *)from, (int)(to - from));
+}
+
 int draw_text(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t a, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *p = (const unsigned char *)s, *run = p;
     int total = draw_width(s), cols = 0;
     if (width <= 0) return 0;
     wattr_set(w, a, PAIR_NUMBER(a), NULL);
@@ -35,19 +44,23 @@ int draw_text(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t
     while (*p && cols < width) {
         int n = char_len(p);
         if (cols == width - 1 && total > width) {
+            flush_run(w, run, p);
             waddstr(w, g->ellipsis);
+            run = p;
             cols++;
             break;
         }
-        if (!g->utf8 && *p >= 0x80)
-            waddch(w, '?');
-        else if (*p < 0x20 || *p == 0x7F)
-            waddch(w, ' '); /* a control character would move the cursor */
-        else
-            waddnstr(w, (const char *)p, n);
+        int ascii_only = !g->utf8 && *p >= 0x80;
+        int control = *p < 0x20 || *p == 0x7F; /* would move the cursor */
+        if (ascii_only || control) {
+            flush_run(w, run, p);
+            waddch(w, ascii_only ? '?' : ' ');
+            run = p + n;
+        }
         p += n;
         cols++;
     }
+    flush_run(w, run, p);
     wattr_set(w, A_NORMAL, 0, NULL);
     return cols;
 }
@@ -70,13 +83,25 @@ void draw_rjust(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr
     draw_text(w, g, y, x, width, a, s);
 }
 
+/* One conversion of the glyph and one curses call for the whole run:
+ * waddstr would decode the glyph again for every cell, and the memory
+ * bars and rules are drawn every frame. */
 void draw_repeat(WINDOW *w, int y, int x, int n, attr_t a, const char *glyph)
 {
+    wchar_t wc[2] = {0, 0};
+    mbstate_t ps;
+    cchar_t cc;
     if (n <= 0) return;
-    wattr_set(w, a, PAIR_NUMBER(a), NULL);
+    memset(&ps, 0, sizeof ps);
+    size_t len = mbrtowc(wc, glyph, strlen(glyph), &ps);
     wmove(w, y, x);
-    for (int i = 0; i < n; i++) waddstr(w, glyph);
-    wattr_set(w, A_NORMAL, 0, NULL);
+    if (len == 0 || len > MB_LEN_MAX || setcchar(&cc, wc, a, PAIR_NUMBER(a), NULL) != OK) {
+        wattr_set(w, a, PAIR_NUMBER(a), NULL);
+        for (int i = 0; i < n; i++) waddstr(w, glyph);
+        wattr_set(w, A_NORMAL, 0, NULL);
+        return;
+    }
+    whline_set(w, &cc, n);
 }
 
 /* Box lines from the glyph set rather than the ACS characters, which an
@@ -93,8 +118,8 @@ void draw_box(WINDOW *w, const struct glyphs *g, attr_t a)
     draw_repeat(w, 0, 0, 1, a, g->corner[0]);
     draw_repeat(w, 0, wd - 1, 1, a, g->corner[1]);
     draw_repeat(w, h - 1, 0, 1, a, g->corner[2]);
-    /* The bottom-right cell of the screen cannot be written without
-     * scrolling; waddstr there fails harmlessly. */
+    /* draw_repeat does not move the cursor: even the bottom-right cell
+     * of the screen takes its corner without scrolling. */
     draw_repeat(w, h - 1, wd - 1, 1, a, g->corner[3]);
 }
 

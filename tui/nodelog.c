@@ -9,6 +9,7 @@
 
 struct nodelog {
     char (*lines)[NODELOG_LINE_MAX];
+    unsigned char *marks; /* an enum nodelog_mark per line */
     int cap;
     int first, n; /* the oldest line's slot, and how many are kept */
     char partial[NODELOG_LINE_MAX];
@@ -24,7 +25,10 @@ nodelog *nodelog_new(int cap)
     if (!l)
         return NULL;
     l->lines = calloc((size_t)cap, sizeof *l->lines);
-    if (!l->lines) {
+    l->marks = calloc((size_t)cap, 1);
+    if (!l->lines || !l->marks) {
+        free(l->lines);
+        free(l->marks);
         free(l);
         return NULL;
     }
@@ -37,6 +41,7 @@ void nodelog_free(nodelog *l)
     if (!l)
         return;
     free(l->lines);
+    free(l->marks);
     free(l);
 }
 
@@ -49,13 +54,14 @@ void nodelog_clear(nodelog *l)
 
 /* The partial line becomes the newest line of the ring, pushing out the
  * oldest when full. */
-static void push_partial(nodelog *l)
+static void push_partial(nodelog *l, enum nodelog_mark mark)
 {
     int slot = (l->first + l->n) % l->cap;
     if (l->n == l->cap)
         l->first = (l->first + 1) % l->cap;
     else
         l->n++;
+    l->marks[slot] = (unsigned char)mark;
     memcpy(l->lines[slot], l->partial, l->plen);
     l->lines[slot][l->plen] = '\0';
     l->plen = 0;
@@ -65,9 +71,12 @@ static void push_partial(nodelog *l)
 /* The bytes a UTF-8 sequence takes, from its lead byte. */
 static size_t utf8_len(unsigned char lead)
 {
-    if (lead >= 0xF0) return 4;
-    if (lead >= 0xE0) return 3;
-    if (lead >= 0xC0) return 2;
+    if (lead >= 0xF0)
+        return 4;
+    if (lead >= 0xE0)
+        return 3;
+    if (lead >= 0xC0)
+        return 2;
     return 1;
 }
 
@@ -90,7 +99,7 @@ void nodelog_feed(nodelog *l, const char *data, size_t n)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)data[i];
         if (c == '\n') {
-            push_partial(l);
+            push_partial(l, NODELOG_TEXT);
             continue;
         }
         if (c == '\r')
@@ -103,7 +112,7 @@ void nodelog_feed(nodelog *l, const char *data, size_t n)
     }
 }
 
-void nodelog_note(nodelog *l, const char *fmt, ...)
+void nodelog_note(nodelog *l, enum nodelog_mark mark, const char *fmt, ...)
 {
     char line[NODELOG_LINE_MAX];
     va_list ap;
@@ -113,9 +122,13 @@ void nodelog_note(nodelog *l, const char *fmt, ...)
     if (k < 0)
         return;
     if (l->plen > 0)
-        push_partial(l);
+        push_partial(l, NODELOG_TEXT);
+    /* Through the feed, for the same cleaning; a newline in the note
+     * would end a line early, so there is none. */
+    for (char *p = line; (p = strchr(p, '\n'));)
+        *p = ' ';
     nodelog_feed(l, line, strlen(line));
-    push_partial(l);
+    push_partial(l, mark);
 }
 
 int nodelog_count(const nodelog *l)
@@ -123,9 +136,12 @@ int nodelog_count(const nodelog *l)
     return l->n;
 }
 
-const char *nodelog_line(const nodelog *l, int i)
+const char *nodelog_line(const nodelog *l, int i, enum nodelog_mark *mark)
 {
     if (i < 0 || i >= l->n)
         return NULL;
-    return l->lines[(l->first + i) % l->cap];
+    int slot = (l->first + i) % l->cap;
+    if (mark)
+        *mark = (enum nodelog_mark)l->marks[slot];
+    return l->lines[slot];
 }

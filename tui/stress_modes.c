@@ -163,6 +163,15 @@ static void soak_keep(stress_run *r, const st_outcome *out)
     r->soak_v[r->soak_n++] = out->decode_tps;
 }
 
+/* The first node that is down, or NULL. */
+static const st_node *node_down(const stress_run *r)
+{
+    for (int i = 0; i < r->n_nodes; i++)
+        if (r->nodes[i].down)
+            return &r->nodes[i];
+    return NULL;
+}
+
 /* requests > 0: that many; else for duration_s. At most `concurrency` in
  * flight; with a rate, requests start at Poisson arrival times (an arrival
  * finding every slot taken waits for one). */
@@ -180,6 +189,14 @@ static store_status leg_fixed(stress_run *r, int64_t requests, double duration_s
     st_progress_leg(r, requests > 0 ? requests : -1, -1);
     for (;;) {
         double now = clock_ms();
+        /* Every request needs every stage: with one down, sending more
+         * would only pile up timeouts (a soak would for its whole duration). */
+        const st_node *down = node_down(r);
+        if (down && !stop) {
+            note_failure(r, "leg %d: node '%s' is down", r->leg, down->name);
+            status = STORE_FAILED;
+            stop = 1;
+        }
         int more = !stop && (requests > 0 ? sent < requests : now < t_end);
         if (!more && r->n_inflight == 0)
             break;
@@ -195,9 +212,10 @@ static store_status leg_fixed(stress_run *r, int64_t requests, double duration_s
                 next += stress_rng_gap(&rng, o->rate) * 1000.0;
             continue;
         }
-        double until = more && slot ? next : now + 100.0;
+        /* Wake for the next arrival or the end of a soak, while sending. */
+        double until = !more ? now + 100.0 : slot ? fmin(next, t_end) : fmin(now + 100.0, t_end);
         st_outcome out;
-        int w = await(r, fmin(until, t_end), &out);
+        int w = await(r, until, &out);
         if (w == WAIT_ABORTED || w == WAIT_BROKEN) {
             status = status_of_wait(w);
             break;

@@ -164,8 +164,6 @@ static void on_step(stress_run *r, const proto_tel *t)
         if (s->step_ms > n->slowest_ms)
             n->slowest_ms = s->step_ms;
     }
-    /* The store's pos is the step's first position; telemetry's is the
-     * context after the step. */
     store_step row = {
         .run = r->run,
         .leg = leg,
@@ -174,7 +172,7 @@ static void on_step(stress_run *r, const proto_tel *t)
         .step = s->step,
         .phase = s->phase == PROTO_PHASE_PREFILL ? STORE_PHASE_PREFILL : STORE_PHASE_DECODE,
         .tokens = s->tokens,
-        .pos = s->pos - s->tokens,
+        .pos = s->pos,
         .step_ms = s->step_ms,
         .model_ms = s->model_ms,
         .eval_ms = s->eval_ms,

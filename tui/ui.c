@@ -3,8 +3,10 @@
  *
  * Each pane of the layout gets its own window, made again whenever the
  * layout changes (size, view, help, node count). A frame erases and draws
- * every window, queues each with wnoutrefresh and ends with one doupdate,
- * so curses sends only the cells that differ from the screen.
+ * every window (a view with own_erase leaves rows whose data did not change
+ * alone: erasing and copying them costs more than the rest of a frame),
+ * queues each with wnoutrefresh and ends with one doupdate, so curses
+ * sends only the cells that differ from the screen.
  */
 #include "ui.h"
 
@@ -128,6 +130,7 @@ static void ensure_layout(ui *u)
         if (r->w > 0 && r->h > 0) u->win[p] = newwin(r->h, r->w, r->y, r->x);
     }
     u->erase_screen = 1;
+    u->v.fresh = 1;
     u->dirty = 1;
 }
 
@@ -170,6 +173,10 @@ ui *ui_open(const struct ui_options *o, char *err, size_t errlen)
     keypad(stdscr, TRUE);
     nodelay(stdscr, TRUE);
     set_escdelay(ESC_DELAY_MS);
+    /* With typeahead checks, doupdate flushes and polls stdin between
+     * lines: a dozen writes and polls per frame. A frame is small enough
+     * that keys never wait long for it; one write is far cheaper. */
+    typeahead(-1);
     curs_set(0);
     if (o->mouse) {
         mousemask(BUTTON1_CLICKED | BUTTON1_PRESSED, NULL);
@@ -226,6 +233,11 @@ void ui_message(ui *u, const char *fmt, ...)
     vmessage(&u->v, 0, fmt, ap);
     va_end(ap);
     u->dirty = 1;
+}
+
+int ui_node_shown(const ui *u)
+{
+    return u->view->layout == LAYOUT_NODE && u->v.n_nodes > 0 ? u->v.node : -1;
 }
 
 double ui_frame_due(const ui *u, double now)
@@ -455,7 +467,9 @@ int ui_draw(ui *u, const state *st, double now)
         draw_too_small(u);
     } else {
         for (int p = 0; p < LAYOUT_PANE_COUNT; p++)
-            if (u->win[p]) werase(u->win[p]);
+            if (u->win[p] && (!u->view->own_erase || p == LAYOUT_HEADER || p == LAYOUT_FOOTER ||
+                              p == LAYOUT_HELP))
+                werase(u->win[p]);
         draw_header(u);
         draw_footer(u);
         u->view->draw(&u->v);
@@ -465,6 +479,7 @@ int ui_draw(ui *u, const state *st, double now)
         if (u->win[LAYOUT_HELP]) wnoutrefresh(u->win[LAYOUT_HELP]);
     }
     doupdate();
+    u->v.fresh = u->help; /* the overlay covers rows a view would leave alone */
     u->dirty = 0;
     u->last_frame = now;
     return 1;

@@ -32,6 +32,7 @@
 #include "state.h"
 
 struct cluster;
+struct remote;
 
 #define UI_FPS 10
 /* Enough room for every action one call can produce from a burst of keys. */
@@ -50,6 +51,9 @@ struct ui_options {
      * command). NULL when there is no cluster file (e.g. a demo). Borrowed:
      * must outlive the ui. */
     const struct cluster *cluster;
+    /* Optional: the nodes' logs and facts over SSH for node detail (remote.h).
+     * NULL: the log pane shows the node's events. Borrowed like cluster. */
+    const struct remote *remote;
 };
 
 enum ui_action_kind {
@@ -88,6 +92,10 @@ void ui_mark_dirty(ui *u);
 /* Shows a one-line message in the footer until the next key (e.g. the
  * app's "cannot reach node b"). Marks the UI dirty. */
 void ui_message(ui *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The node the node view shows, -1 when another view is open: the app
+ * follows that node's log while it is shown. */
+int ui_node_shown(const ui *u);
 
 /* Seconds until ui_draw would draw: 0 when due now, a small positive wait
  * when dirty but the last frame was less than 1/UI_FPS s ago, -1 when

@@ -49,6 +49,7 @@ struct view_ctx {
     const struct glyphs *g;
     const struct palette *pal;
     const struct ui_options *opt;
+    int fresh;                      /* the panes are new or blank since the last frame */
 
     /* Kept across frames. */
     int node;                       /* the selected node: dashboard and node detail */
@@ -56,6 +57,7 @@ struct view_ctx {
     struct view_config_edit cfg;
     struct view_events_pos ev;
     int help_top;
+    uint64_t events_key;            /* what the dashboard's events rows show (own_erase) */
 
     /* Requests back to ui.c. */
     int goto_view;                  /* a layout_view, or -1 */
@@ -78,6 +80,10 @@ struct ui_view {
     int (*click)(struct view_ctx *v, int y, int x);
     /* "key:what" pairs separated by '|'. */
     const char *footer;
+    /* 1: draw erases what it redraws, so that rows whose data did not change
+     * are left alone (fresh says when everything must be drawn); 0: ui.c
+     * erases every pane before draw. */
+    int own_erase;
 };
 
 extern const struct ui_view view_dashboard;
@@ -111,7 +117,8 @@ void view_flags_text(const struct glyphs *g, unsigned flags, char *buf, size_t l
 int view_move(int key, int sel, int n, int page);
 /* Keeps sel visible in a list of `rows` rows starting at *top. */
 void view_scroll_to(int sel, int rows, int *top);
-/* Node start/stop/restart keys (S, X, R) on node `node`, confirmed first. */
+/* Node start/stop/restart keys (S, X, R) on node `node`; stop and restart
+ * are confirmed first. */
 int view_node_action_key(struct view_ctx *v, int key, int node);
 /* One event as a line at row y of w, in width columns. */
 void view_event_line(struct view_ctx *v, WINDOW *w, int y, int width, const struct state_event *e);

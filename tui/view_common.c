@@ -71,19 +71,28 @@ void view_scroll_to(int sel, int rows, int *top)
 
 int view_node_action_key(struct view_ctx *v, int key, int node)
 {
+    /* Stop and restart end the node's work, so they ask first; a start
+     * harms nothing (a running node refuses it). */
     static const struct {
         int key;
         enum ui_action_kind kind;
         const char *verb;
-    } acts[] = {{'S', UI_ACT_NODE_START, "start"},
-                {'X', UI_ACT_NODE_STOP, "stop"},
-                {'R', UI_ACT_NODE_RESTART, "restart"}};
+        int ask;
+    } acts[] = {{'S', UI_ACT_NODE_START, "start", 0},
+                {'X', UI_ACT_NODE_STOP, "stop", 1},
+                {'R', UI_ACT_NODE_RESTART, "restart", 1}};
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
         if (key != acts[i].key) continue;
         if (node < 0 || node >= v->n_nodes) return 1;
         if (view_refuse_readonly(v, "node actions")) return 1;
         struct ui_action a = {.kind = acts[i].kind, .node = node};
-        view_ask(v, &a, "%s node %s?", acts[i].verb, state_node_name(v->st, node));
+        if (acts[i].ask) {
+            view_ask(v, &a, "%s node %s?", acts[i].verb, state_node_name(v->st, node));
+        } else {
+            view_emit(v, &a);
+            view_message(v, 0, "%s node %s: see the events", acts[i].verb,
+                         state_node_name(v->st, node));
+        }
         return 1;
     }
     return 0;

@@ -49,13 +49,13 @@ static void draw_num(struct view_ctx *v, WINDOW *w, int y, int x0, enum layout_c
     draw_rjust(w, v->g, y, r->x - x0, r->w, a, buf);
 }
 
-static void draw_node_row(struct view_ctx *v, WINDOW *w, int y, int x0, int node)
+static void draw_node_row(struct view_ctx *v, WINDOW *w, int y, int x0, int node,
+                          const struct state_node_view *row)
 {
-    struct state_node_view nv;
+    const struct state_node_view nv = *row;
     const struct layout_rect *r;
     const struct state_config *cfg = state_node_config(v->st, node);
     char buf[32];
-    state_node_view(v->st, node, v->now, &nv);
     int live = nv.live == STATE_UP || nv.live == STATE_STALE;
     attr_t alert = palette_attr(v->pal, PAL_ALERT);
     attr_t dim = palette_attr(v->pal, PAL_DIM);
@@ -116,26 +116,28 @@ static void draw_node_row(struct view_ctx *v, WINDOW *w, int y, int x0, int node
     }
 }
 
-static void draw_nodes(struct view_ctx *v)
+static void draw_nodes(struct view_ctx *v, const struct state_node_view *nv)
 {
     WINDOW *w = v->win[LAYOUT_NODES];
     const struct layout_rect *p = &v->lay->pane[LAYOUT_NODES];
     if (!w) return;
     int rows = p->h - 1;
+    werase(w);
     draw_titles(v, w, p->x);
     view_scroll_to(v->node, rows, &v->node_top);
     for (int i = 0; i < rows && v->node_top + i < v->n_nodes; i++)
-        draw_node_row(v, w, 1 + i, p->x, v->node_top + i);
+        draw_node_row(v, w, 1 + i, p->x, v->node_top + i, &nv[v->node_top + i]);
 }
 
 /* "alerts: b EVAL>MODEL  c LOW MEM NaN" after the pane title. */
-static void draw_alerts(struct view_ctx *v, WINDOW *w, int x, int width)
+static void draw_alerts(struct view_ctx *v, WINDOW *w, int x, int width,
+                        const struct state_node_view *nv)
 {
     char text[512], reasons[128];
     size_t n = 0;
     text[0] = '\0';
     for (int i = 0; i < v->n_nodes; i++) {
-        unsigned f = state_node_flags(v->st, i, v->now);
+        unsigned f = nv[i].flags;
         if (!f) continue;
         view_flags_text(v->g, f, reasons, sizeof reasons);
         int k = snprintf(text + n, sizeof text - n, "%s%s %s", n ? "  " : "alerts: ",
@@ -146,26 +148,57 @@ static void draw_alerts(struct view_ctx *v, WINDOW *w, int x, int width)
     if (n) draw_text(w, v->g, 0, x, width, palette_attr(v->pal, PAL_ERROR), text);
 }
 
-static void draw_events_pane(struct view_ctx *v)
+/* Which events the rows show, and where: FNV-1a over each shown slot and
+ * its time (a slot is written once, when its event comes) and the pane's size. */
+static uint64_t events_key(const struct state_event *const *ev, int n, int w, int h)
+{
+    uint64_t k = 0xcbf29ce484222325ull;
+    const int size[2] = {w, h};
+    const unsigned char *b = (const unsigned char *)size;
+    for (size_t i = 0; i < sizeof size; i++) k = (k ^ b[i]) * 0x100000001b3ull;
+    for (int i = 0; i < n; i++) {
+        const void *slot = ev[i];
+        b = (const unsigned char *)&slot;
+        for (size_t j = 0; j < sizeof slot; j++) k = (k ^ b[j]) * 0x100000001b3ull;
+        b = (const unsigned char *)&ev[i]->t;
+        for (size_t j = 0; j < sizeof ev[i]->t; j++) k = (k ^ b[j]) * 0x100000001b3ull;
+    }
+    return k;
+}
+
+/* The title row changes with the alerts; the event rows only when an event
+ * comes, which is rare next to frames: they are left alone otherwise. */
+static void draw_events_pane(struct view_ctx *v, const struct state_node_view *nv)
 {
     WINDOW *w = v->win[LAYOUT_EVENTS_PANE];
     const struct layout_rect *p = &v->lay->pane[LAYOUT_EVENTS_PANE];
     const struct state_event *ev[256];
     struct state_event_filter all = {.node = -1};
     if (!w) return;
+    wmove(w, 0, 0);
+    wclrtoeol(w);
     int x = draw_text(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "events ");
     draw_repeat(w, 0, x, 2, palette_attr(v->pal, PAL_DIM), v->g->hline);
-    draw_alerts(v, w, x + 3, p->w - x - 3);
+    draw_alerts(v, w, x + 3, p->w - x - 3, nv);
     int max = p->h - 1 < 256 ? p->h - 1 : 256;
     int n = state_events(v->st, &all, 0, max, ev);
+    uint64_t key = events_key(ev, n, p->w, p->h);
+    if (!v->fresh && key == v->events_key) return;
+    v->events_key = key;
+    wmove(w, 1, 0);
+    wclrtobot(w);
     for (int i = 0; i < n; i++) view_event_line(v, w, 1 + i, p->w, ev[i]);
     if (n == 0) draw_text(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_DIM), "no events yet");
 }
 
+/* Each node's view once per frame: rows and alerts share it, and its
+ * percentiles are the frame's costliest queries. */
 static void dashboard_draw(struct view_ctx *v)
 {
-    draw_nodes(v);
-    draw_events_pane(v);
+    struct state_node_view nv[v->n_nodes > 0 ? v->n_nodes : 1];
+    for (int i = 0; i < v->n_nodes; i++) state_node_view(v->st, i, v->now, &nv[i]);
+    draw_nodes(v, nv);
+    draw_events_pane(v, nv);
 }
 
 static int dashboard_key(struct view_ctx *v, int key)
@@ -200,4 +233,5 @@ const struct ui_view view_dashboard = {
     .key = dashboard_key,
     .click = dashboard_click,
     .footer = "j/k:select|Enter:detail|Tab:view|c:config|e:events|?:help|q:quit",
+    .own_erase = 1,
 };

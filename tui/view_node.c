@@ -1,5 +1,6 @@
 /* view_node.c: one node in detail: its facts and config, step timing by
- * phase over time, memory and KV over time, and its own events. */
+ * phase over time, memory and KV over time, and its log over SSH (with a
+ * cluster file; remote.h) or else its own events. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "cluster.h"
 #include "draw.h"
 #include "meter.h"
+#include "remote.h"
 #include "view.h"
 
 #define FACT_MAX 40
@@ -55,6 +57,37 @@ static const char *cfg_stage_word(enum state_cfg_stage s)
     case STATE_CFG_NONE: break;
     }
     return "";
+}
+
+/* What the node's host said over SSH (remote.h). */
+static void host_facts(struct facts *fs, const struct remote *r, int node)
+{
+    const char *why;
+    int failed;
+    const nodectl_facts *f = remote_facts(r, node, &why, &failed);
+    char total[16], avail[16];
+    if (!f) {
+        if (why[0]) fact(fs, "host", failed ? PAL_ERROR : PAL_PENDING, "%s", why);
+        return;
+    }
+    fact(fs, "cores", PAL_TEXT, "%d", f->cores);
+    if (f->mem_total_kb >= 0) {
+        meter_fmt_bytes((uint64_t)f->mem_total_kb * 1024, total, sizeof total);
+        fact(fs, "MemTotal", PAL_TEXT, "%s (%lld kB)", total, f->mem_total_kb);
+    }
+    if (f->mem_available_kb >= 0) {
+        meter_fmt_bytes((uint64_t)f->mem_available_kb * 1024, avail, sizeof avail);
+        fact(fs, "MemAvail", PAL_TEXT, "%s (%lld kB)", avail, f->mem_available_kb);
+    }
+    if (f->load[0] >= 0)
+        fact(fs, "load", PAL_TEXT, "%.2f %.2f %.2f", f->load[0], f->load[1], f->load[2]);
+    if (f->os[0]) fact(fs, "os", PAL_TEXT, "%s", f->os);
+    if (f->kernel[0]) fact(fs, "kernel", PAL_TEXT, "%s", f->kernel);
+    if (f->inferd_path[0])
+        fact(fs, "inferd", PAL_TEXT, "%s",
+             f->inferd_version[0] ? f->inferd_version : f->inferd_path);
+    else
+        fact(fs, "inferd", PAL_DIM, "not on the PATH");
 }
 
 /* Most useful first: when the facts sit above the charts only the first
@@ -124,6 +157,7 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
         fact(fs, "control", PAL_TEXT, "%s", cn->control);
         fact(fs, "telemetry", PAL_TEXT, "%s", cn->telemetry);
     }
+    if (v->opt->remote) host_facts(fs, v->opt->remote, node);
 }
 
 /* Facts down as many columns of FACT_CELL_COLS as the pane needs and has. */
@@ -199,6 +233,25 @@ static void draw_memory(struct view_ctx *v, int node)
                (double)nv.mem.budget, fmt_bytes);
 }
 
+/* The newest lines of the node's log that fit, the oldest on top. */
+static void draw_remote_log(struct view_ctx *v, WINDOW *w, const struct layout_rect *p, int node)
+{
+    const struct remote *r = v->opt->remote;
+    const nodelog *l = remote_log(r, node);
+    char src[CLUSTER_HOST_MAX + CLUSTER_PATH_MAX + 80];
+    remote_log_source(r, node, src, sizeof src);
+    draw_textf(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "log (%s)", src);
+    int n = nodelog_count(l), rows = p->h - 1;
+    int first = n > rows ? n - rows : 0;
+    for (int i = first; i < n; i++) {
+        enum nodelog_mark m;
+        const char *line = nodelog_line(l, i, &m);
+        enum palette_role role =
+            m == NODELOG_ERROR ? PAL_ERROR : m == NODELOG_INFO ? PAL_DIM : PAL_TEXT;
+        draw_text(w, v->g, 1 + i - first, 0, p->w, palette_attr(v->pal, role), line);
+    }
+}
+
 static void draw_log(struct view_ctx *v, int node)
 {
     WINDOW *w = v->win[LAYOUT_LOG];
@@ -206,6 +259,10 @@ static void draw_log(struct view_ctx *v, int node)
     struct state_event_filter f = {.node = node};
     const struct state_event *ev[256];
     if (!w) return;
+    if (v->opt->remote) {
+        draw_remote_log(v, w, p, node);
+        return;
+    }
     draw_textf(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "events of %s",
                state_node_name(v->st, node));
     int n = state_events(v->st, &f, 0, p->h - 1 < 256 ? p->h - 1 : 256, ev);

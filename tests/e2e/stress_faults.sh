@@ -62,6 +62,7 @@ infertop stress growth --from 64 --to 1000000 --step 64 --gen 4 --control "$H,$(
     --telemetry "$(ep "$P10"),$(ep "$P2")" --db "$DB" >"$tmp/kill.out" 2>"$tmp/kill.err" &
 spid=$!
 pids="$pids $spid"
+: >>"$tmp/kill.err" # the job may not have opened it yet
 n=0
 while [ "$(grep -c ' ended' "$tmp/kill.err")" -lt 3 ] && [ $n -lt 300 ]; do
     sleep 0.1

@@ -26,7 +26,7 @@ static void steps(store *s, int64_t run, int leg, int64_t req, int64_t from, int
                              .step = from + k,
                              .phase = k == 0 ? STORE_PHASE_PREFILL : STORE_PHASE_DECODE,
                              .tokens = 1,
-                             .pos = from + k,
+                             .pos = from + k + 1,
                              .step_ms = 30 + (k * 7 + node * 3) % 10,
                              .model_ms = 7 + (k * 3) % 4,
                              .eval_ms = 23 + (k * 5 + node) % 6,

@@ -51,7 +51,7 @@ void fx_step(store *s, int64_t run, int leg, int64_t req, const char *node, stor
                      .step = pos,
                      .phase = phase,
                      .tokens = 1,
-                     .pos = pos,
+                     .pos = pos + 1,
                      .step_ms = step_ms,
                      .model_ms = model_ms,
                      .eval_ms = eval_ms,

@@ -36,7 +36,7 @@ static void child(const char *path, int fd)
                          .node = "n1",
                          .phase = STORE_PHASE_DECODE,
                          .tokens = 1,
-                         .pos = k,
+                         .pos = k + 1,
                          .step_ms = 30,
                          .model_ms = 7,
                          .eval_ms = 23};

@@ -148,7 +148,21 @@ Test(cluster, name_defaults_and_accept_new_unset)
     cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(c->name, "cluster");
     cr_assert_eq(c->nodes[0].accept_new, CLUSTER_UNSET);
+    cr_assert_eq(c->connect_timeout_s, 0, "no connect_timeout: the driver's default");
     cluster_free(c);
+}
+
+Test(cluster, connect_timeout)
+{
+    const char *path = write_file("t.conf", "[cluster]\nconnect_timeout = 20\n" NODE_A);
+    char err[512];
+    struct cluster *c;
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c->connect_timeout_s, 20);
+    cluster_free(c);
+    expect_error("[cluster]\nconnect_timeout = 0\n" NODE_A, ":2:", "`connect_timeout`", "1 to 600");
+    expect_error("[cluster]\nconnect_timeout = 5s\n" NODE_A, ":2:", "`connect_timeout`", "seconds");
+    expect_error(NODE_A "connect_timeout = 5\n", ":6:", "`connect_timeout`", "unknown key");
 }
 
 Test(cluster, errors_name_line_and_key)

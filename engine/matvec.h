@@ -1,0 +1,29 @@
+/* matvec.h: matrix-vector products of a decode step, over the pool.
+ *
+ * A decode step multiplies every weight matrix by one vector, so it is
+ * bound by the memory bandwidth of reading the weights. mv_multiply runs
+ * up to MV_MAX_OUTS matrices that read the same input (q, k and v; w1 and
+ * w3) as one parallel-for, instead of one fork/join per matrix.
+ */
+#ifndef MATVEC_H
+#define MATVEC_H
+
+#include "pool.h"
+
+#define MV_MAX_OUTS 3
+
+/* y[rows] = w[rows][cols] x: one matrix of a product. */
+typedef struct mv_out {
+    const float *w;
+    float *y;
+    int rows;
+} mv_out;
+
+/* Every outs[k].y = outs[k].w x, x being [cols]. The matrices' rows are
+ * spread over the pool's threads (run inline when pool is NULL or the
+ * matrices are too small to be worth waking threads for). n_outs is 1 to
+ * MV_MAX_OUTS. Each y[r] is one dot product summed in the same order
+ * whatever the thread count, so results do not depend on it. */
+void mv_multiply(pool *p, const float *x, int cols, const mv_out *outs, int n_outs);
+
+#endif

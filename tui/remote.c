@@ -1,0 +1,381 @@
+/* remote.c: the console's node control over SSH (remote.h).
+ *
+ * Every job submitted is remembered (its node and what it was for) until
+ * its DONE event comes back, so that an outcome can be told in words. A
+ * node's jobs run one after another on its connection, which shapes two
+ * rules: a log follow (which never ends by itself) is cancelled before an
+ * action on its node and started again after it, and facts are asked
+ * before the follow starts.
+ */
+#include "remote.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "cluster.h"
+#include "nodepool.h"
+
+/* Lines of a node's log kept, and how many a follow starts with: enough
+ * for a tall log pane. */
+#define REMOTE_LOG_LINES 500
+#define REMOTE_FOLLOW_LINES 100
+/* Jobs in flight over the whole cluster. Jobs queue behind a node that is
+ * slow to connect; an operator pressing keys faster than that is told to
+ * wait rather than piling up work. */
+#define REMOTE_JOBS_MAX 64
+/* Events taken per turn of the loop: a chatty log must not starve the
+ * keys. The rest keeps the pool's fd readable for the next turn. */
+#define REMOTE_EVENTS_PER_TURN 256
+
+enum job_kind { JOB_ACTION, JOB_FACTS, JOB_FOLLOW };
+
+struct job {
+    long id;
+    int node;
+    enum job_kind kind;
+    enum ui_action_kind action; /* JOB_ACTION only */
+};
+
+enum facts_state { FACTS_NONE, FACTS_ASKED, FACTS_KNOWN, FACTS_FAILED };
+
+struct rnode {
+    nodelog *log;
+    long follow; /* the running or queued logs -f job, 0 when none */
+    int fresh;   /* the follow's first output replaces what the log shows */
+    enum facts_state facts_state;
+    nodectl_facts facts;
+    char facts_error[sizeof(((nodectl_result *)0)->error)];
+};
+
+struct remote {
+    const struct cluster *c;
+    state *st;
+    nodepool *pool;
+    struct rnode *nodes;
+    struct job jobs[REMOTE_JOBS_MAX];
+    int n_jobs;
+    int watched; /* the node the node view shows, -1 when none */
+};
+
+/* How each action is told in the events pane. */
+struct action_words {
+    nodectl_op op;
+    const char *asked, *done, *failed; /* event kinds */
+};
+
+static const struct action_words *action_words(enum ui_action_kind k)
+{
+    static const struct action_words start = {NODECTL_START, "start", "started", "start_failed"};
+    static const struct action_words stop = {NODECTL_STOP, "stop", "stopped", "stop_failed"};
+    static const struct action_words restart = {NODECTL_RESTART, "restart", "restarted",
+                                                "restart_failed"};
+    return k == UI_ACT_NODE_START ? &start : k == UI_ACT_NODE_STOP ? &stop : &restart;
+}
+
+/* "user@host:port" as the cluster file gave it. */
+static void ssh_target(const struct cluster_node *n, char *buf, size_t len)
+{
+    char port[16] = "";
+    if (n->ssh_port)
+        snprintf(port, sizeof port, ":%d", n->ssh_port);
+    snprintf(buf, len, "%s%s%s%s", n->ssh_user, n->ssh_user[0] ? "@" : "", n->ssh_host, port);
+}
+
+/* ---- jobs ----------------------------------------------------------------- */
+
+/* Submits req for what->node and remembers what it is for: the job id,
+ * or -1 with err filled. */
+static long submit(remote *r, const nodectl_req *req, struct job what, char *err, size_t errlen)
+{
+    if (r->n_jobs == REMOTE_JOBS_MAX) {
+        snprintf(err, errlen, "%d SSH jobs are waiting already: let some finish", r->n_jobs);
+        return -1;
+    }
+    what.id = nodepool_submit(r->pool, what.node, req, err, errlen);
+    if (what.id > 0)
+        r->jobs[r->n_jobs++] = what;
+    return what.id;
+}
+
+/* Forgets job id; 1 with *j filled when it was known. */
+static int untrack(remote *r, long id, struct job *j)
+{
+    for (int i = 0; i < r->n_jobs; i++) {
+        if (r->jobs[i].id != id)
+            continue;
+        *j = r->jobs[i];
+        r->jobs[i] = r->jobs[--r->n_jobs];
+        return 1;
+    }
+    return 0;
+}
+
+static void follow_start(remote *r, int node, double now)
+{
+    struct rnode *n = &r->nodes[node];
+    nodectl_req req = {.op = NODECTL_LOGS, .lines = REMOTE_FOLLOW_LINES, .follow = 1};
+    char err[256], target[CLUSTER_HOST_MAX + CLUSTER_NAME_MAX + 16];
+    long id = submit(r, &req, (struct job){.node = node, .kind = JOB_FOLLOW}, err, sizeof err);
+    if (id < 0) {
+        nodelog_note(n->log, NODELOG_ERROR, "cannot follow the log: %s", err);
+        state_event_add(r->st, node, "log_failed", now, "%s", err);
+        return;
+    }
+    n->follow = id;
+    n->fresh = 1;
+    if (nodelog_count(n->log) == 0) {
+        ssh_target(&r->c->nodes[node], target, sizeof target);
+        nodelog_note(n->log, NODELOG_INFO, "connecting to %s over SSH ...", target);
+    }
+}
+
+static void follow_stop(remote *r, int node)
+{
+    struct rnode *n = &r->nodes[node];
+    if (!n->follow)
+        return;
+    /* Its DONE comes later, and finds n->follow no longer naming it. */
+    nodepool_cancel(r->pool, n->follow);
+    n->follow = 0;
+}
+
+/* Once per opening of the node view: facts change slowly, and a node
+ * that did not answer is asked again at the next opening. */
+static void facts_fetch(remote *r, int node, double now)
+{
+    struct rnode *n = &r->nodes[node];
+    nodectl_req req = {.op = NODECTL_FACTS};
+    if (n->facts_state == FACTS_ASKED)
+        return;
+    struct job what = {.node = node, .kind = JOB_FACTS};
+    if (submit(r, &req, what, n->facts_error, sizeof n->facts_error) < 0) {
+        n->facts_state = FACTS_FAILED;
+        state_event_add(r->st, node, "facts_failed", now, "%s", n->facts_error);
+        return;
+    }
+    n->facts_state = FACTS_ASKED;
+}
+
+/* ---- results -------------------------------------------------------------- */
+
+static void action_done(remote *r, const struct job *j, const nodectl_result *res, double now)
+{
+    const struct action_words *w = action_words(j->action);
+    if (!res->ok) {
+        state_event_add(r->st, j->node, w->failed, now, "%s", res->error);
+        /* Only a start marks the node starting: undo that, unless a
+         * heartbeat has shown the node up meanwhile. */
+        if (state_node_live(r->st, j->node, now) == STATE_STARTING)
+            state_mark_down(r->st, j->node, "the start over SSH failed", now);
+        return;
+    }
+    state_event_add(r->st, j->node, w->done, now, "%s", res->detail);
+    if (j->action == UI_ACT_NODE_STOP)
+        state_mark_down(r->st, j->node, "stopped over SSH", now);
+    else if (j->action == UI_ACT_NODE_RESTART)
+        state_mark_starting(r->st, j->node, now);
+}
+
+static void facts_done(remote *r, int node, const nodectl_result *res, double now)
+{
+    struct rnode *n = &r->nodes[node];
+    if (res->ok && !res->cancelled) {
+        n->facts = res->facts;
+        n->facts_state = FACTS_KNOWN;
+        return;
+    }
+    n->facts_state = FACTS_FAILED;
+    snprintf(n->facts_error, sizeof n->facts_error, "%s", res->ok ? "cancelled" : res->error);
+    if (!res->ok)
+        state_event_add(r->st, node, "facts_failed", now, "%s", res->error);
+}
+
+static void follow_done(remote *r, long id, int node, const nodectl_result *res, double now)
+{
+    struct rnode *n = &r->nodes[node];
+    if (id != n->follow)
+        return; /* one the console cancelled */
+    n->follow = 0;
+    if (!res->ok) {
+        nodelog_note(n->log, NODELOG_ERROR, "%s", res->error);
+        state_event_add(r->st, node, "log_failed", now, "%s", res->error);
+    } else {
+        nodelog_note(n->log, NODELOG_INFO, "the log follow ended");
+    }
+}
+
+static void on_event(remote *r, const nodepool_event *ev, double now)
+{
+    struct rnode *n = &r->nodes[ev->node];
+    struct job j;
+    if (ev->kind == NODEPOOL_OUTPUT) {
+        if (!n->follow || ev->job != n->follow)
+            return;
+        if (n->fresh) {
+            nodelog_clear(n->log);
+            n->fresh = 0;
+        }
+        nodelog_feed(n->log, ev->data, ev->len);
+        return;
+    }
+    if (!untrack(r, ev->job, &j))
+        return;
+    switch (j.kind) {
+    case JOB_ACTION:
+        action_done(r, &j, &ev->result, now);
+        break;
+    case JOB_FACTS:
+        facts_done(r, j.node, &ev->result, now);
+        break;
+    case JOB_FOLLOW:
+        follow_done(r, j.id, j.node, &ev->result, now);
+        break;
+    }
+}
+
+/* ---- the app's hooks ------------------------------------------------------ */
+
+static double remote_tick(void *ctx, double now, int *changed)
+{
+    remote *r = ctx;
+    nodepool_event ev;
+    for (int i = 0; i < REMOTE_EVENTS_PER_TURN && nodepool_next(r->pool, &ev); i++) {
+        on_event(r, &ev, now);
+        nodepool_event_free(&ev);
+        *changed = 1;
+    }
+    return INFINITY;
+}
+
+static int remote_action(void *ctx, enum ui_action_kind kind, int node, double now, char *err,
+                         size_t errlen)
+{
+    remote *r = ctx;
+    const struct action_words *w = action_words(kind);
+    char target[CLUSTER_HOST_MAX + CLUSTER_NAME_MAX + 16];
+    if (node < 0 || node >= r->c->n_nodes) {
+        snprintf(err, errlen, "pick one node for this action");
+        return -1;
+    }
+    /* The follow would hold the action back for ever: it is cancelled,
+     * and started again behind the action, to show what the action did. */
+    int refollow = node == r->watched;
+    if (r->n_jobs + 1 + refollow > REMOTE_JOBS_MAX) {
+        snprintf(err, errlen, "%d SSH jobs are waiting already: let some finish", r->n_jobs);
+        return -1;
+    }
+    follow_stop(r, node);
+    nodectl_req req = {.op = w->op};
+    long id = submit(r, &req, (struct job){.node = node, .kind = JOB_ACTION, .action = kind}, err,
+                     errlen);
+    if (id > 0) {
+        ssh_target(&r->c->nodes[node], target, sizeof target);
+        state_event_add(r->st, node, w->asked, now, "asked over SSH (%s)", target);
+        if (kind == UI_ACT_NODE_START)
+            state_mark_starting(r->st, node, now);
+    }
+    if (refollow)
+        follow_start(r, node, now);
+    return id > 0 ? 0 : -1;
+}
+
+static int remote_fd(void *ctx)
+{
+    remote *r = ctx;
+    return nodepool_fd(r->pool);
+}
+
+static void remote_watch(void *ctx, int node, double now)
+{
+    remote *r = ctx;
+    if (r->watched >= 0)
+        follow_stop(r, r->watched);
+    r->watched = node;
+    if (node < 0)
+        return;
+    facts_fetch(r, node, now);
+    follow_start(r, node, now);
+}
+
+void remote_hooks(remote *r, struct app_hooks *h)
+{
+    *h = (struct app_hooks){
+        .ctx = r,
+        .tick = remote_tick,
+        .node_action = remote_action,
+        .fd = remote_fd,
+        .watch = remote_watch,
+    };
+}
+
+/* ---- setting up ----------------------------------------------------------- */
+
+int remote_new(const struct cluster *c, state *st, remote **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    remote *r = calloc(1, sizeof *r);
+    if (!r || !(r->nodes = calloc((size_t)c->n_nodes, sizeof *r->nodes))) {
+        free(r);
+        snprintf(err, errlen, "out of memory for node control");
+        return -1;
+    }
+    r->c = c;
+    r->st = st;
+    r->watched = -1;
+    for (int i = 0; i < c->n_nodes; i++) {
+        if (!(r->nodes[i].log = nodelog_new(REMOTE_LOG_LINES))) {
+            snprintf(err, errlen, "out of memory for the nodes' logs");
+            remote_free(r);
+            return -1;
+        }
+    }
+    /* The pool's threads start with their node's first job: nothing
+     * connects until the operator asks for something. */
+    nodepool_opts o = {.timeout_ms = c->connect_timeout_s * 1000};
+    if (nodepool_new(c, &o, &r->pool, err, errlen) != 0) {
+        remote_free(r);
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+void remote_free(remote *r)
+{
+    if (!r)
+        return;
+    nodepool_free(r->pool);
+    for (int i = 0; i < r->c->n_nodes; i++)
+        nodelog_free(r->nodes[i].log);
+    free(r->nodes);
+    free(r);
+}
+
+/* ---- for the node view ---------------------------------------------------- */
+
+const nodelog *remote_log(const remote *r, int node)
+{
+    return r->nodes[node].log;
+}
+
+void remote_log_source(const remote *r, int node, char *buf, size_t len)
+{
+    const struct cluster_node *n = &r->c->nodes[node];
+    char target[CLUSTER_HOST_MAX + CLUSTER_NAME_MAX + 16];
+    ssh_target(n, target, sizeof target);
+    if (n->log[0])
+        snprintf(buf, len, "ssh: %s:%s", target, n->log);
+    else
+        snprintf(buf, len, "ssh: %s:~/.infertop/%s.log", target, n->name);
+}
+
+const nodectl_facts *remote_facts(const remote *r, int node, const char **why, int *failed)
+{
+    const struct rnode *n = &r->nodes[node];
+    *failed = n->facts_state == FACTS_FAILED;
+    *why = n->facts_state == FACTS_ASKED ? "asking over SSH" : *failed ? n->facts_error : "";
+    return n->facts_state == FACTS_KNOWN ? &n->facts : NULL;
+}
