@@ -33,15 +33,15 @@ struct fwd_stage {
 
     /* Activations for up to `cap` positions, grown to the largest chunk. */
     int cap;
-    float *acts; /* the one allocation below pointers carve up */
-    float *x;    /* [cap][dim] residual stream */
-    float *xb;   /* [cap][dim] normed block input, then attention output */
-    float *q;    /* [cap][dim] */
-    float *k;    /* [cap][kv_dim] */
-    float *v;    /* [cap][kv_dim] */
-    float *proj; /* [cap][dim] a block's output before the residual add */
-    float *hb;   /* [cap][hidden_dim] */
-    float *hb2;  /* [cap][hidden_dim] */
+    float *acts;     /* the one allocation below pointers carve up */
+    float *x;        /* [cap][dim] residual stream */
+    float *xb;       /* [cap][dim] normed block input, then attention output */
+    float *q;        /* [cap][dim] */
+    float *k;        /* [cap][kv_dim] */
+    float *v;        /* [cap][kv_dim] */
+    float *proj;     /* [cap][dim] a block's output before the residual add */
+    float *hb;       /* [cap][hidden_dim] */
+    float *hb2;      /* [cap][hidden_dim] */
     float *rope_cos; /* [cap][head_dim / 2] rotation of each position */
     float *rope_sin; /* [cap][head_dim / 2] */
 
@@ -315,7 +315,8 @@ static void rope(fwd_stage *s, int n)
 {
     int hd = s->c.head_dim;
     for (int i = 0; i < n; i++) {
-        const float *cs = s->rope_cos + (size_t)i * (hd / 2), *sn = s->rope_sin + (size_t)i * (hd / 2);
+        const float *cs = s->rope_cos + (size_t)i * (hd / 2);
+        const float *sn = s->rope_sin + (size_t)i * (hd / 2);
         rotate(s->q + (size_t)i * s->c.dim, s->c.n_heads, hd, cs, sn);
         rotate(s->k + (size_t)i * s->kv_dim, s->c.n_kv_heads, hd, cs, sn);
     }
@@ -343,6 +344,35 @@ static void swiglu(float *hb, const float *hb2, size_t count)
     }
 }
 
+/* swiglu over a chunk's rows, spread over the pool: with 512 positions
+ * it is millions of exps, which one thread would do while the others
+ * wait. A single position's few thousand are done inline. */
+#define SWIGLU_PART 65536 /* values per task, a multiple of 8 */
+
+typedef struct swiglu_job {
+    float *hb;
+    const float *hb2;
+    size_t count;
+} swiglu_job;
+
+static void swiglu_part(void *arg, int i)
+{
+    const swiglu_job *j = arg;
+    size_t lo = (size_t)i * SWIGLU_PART;
+    size_t len = j->count - lo < SWIGLU_PART ? j->count - lo : SWIGLU_PART;
+    swiglu(j->hb + lo, j->hb2 + lo, len);
+}
+
+static void swiglu_chunk(fwd_stage *s, size_t count)
+{
+    swiglu_job j = {s->hb, s->hb2, count};
+    int parts = (int)((count + SWIGLU_PART - 1) / SWIGLU_PART);
+    if (s->pool)
+        pool_run(s->pool, parts, swiglu_part, &j);
+    else
+        swiglu(s->hb, s->hb2, count);
+}
+
 /* ---- one layer ---- */
 
 static void attention_block(fwd_stage *s, kv_cache *kv, int layer, int pos, int n)
@@ -366,7 +396,7 @@ static void ffn_block(fwd_stage *s, int layer, int n)
     rmsnorm(s->xb, s->x, w->rms_ffn, n, dim);
     mv_out gate_up[] = {{w->w1, s->hb, hidden}, {w->w3, s->hb2, hidden}};
     matmul(s, s->xb, n, dim, gate_up, 2);
-    swiglu(s->hb, s->hb2, (size_t)n * hidden);
+    swiglu_chunk(s, (size_t)n * hidden);
     matmul(s, s->hb, n, hidden, &(mv_out){w->w2, s->proj, dim}, 1);
     residual_add(s->x, s->proj, (size_t)n * dim);
 }

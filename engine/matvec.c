@@ -21,7 +21,6 @@ typedef struct job {
     const float *x;
     int cols;
     int task_rows;
-    int n_outs;
     const mv_out *outs;
     int first_task[MV_MAX_OUTS + 1]; /* outs[k] has tasks [first_task[k], first_task[k + 1]) */
 } job;
@@ -29,9 +28,8 @@ typedef struct job {
 /* y[r * ystride] = w[r * wstride] . x for r < R (inlined with R constant,
  * the R accumulators stay in registers). The order of a row's sum does
  * not depend on R, so a row gets the same value in a group or alone. */
-static inline __attribute__((always_inline)) void dot_rows(int R, const float *w, size_t wstride,
-                                                           const float *x, int cols, float *y,
-                                                           size_t ystride)
+static inline __attribute__((always_inline)) void
+dot_rows(int R, const float *w, size_t wstride, const float *x, int cols, float *y, size_t ystride)
 {
     f32x8 acc[ROWS];
 #pragma GCC unroll 4
@@ -81,7 +79,7 @@ static void run_task(void *arg, int task)
 
 void mv_multiply(pool *p, const float *x, int cols, const mv_out *outs, int n_outs)
 {
-    job jb = {.x = x, .cols = cols, .n_outs = n_outs, .outs = outs};
+    job jb = {.x = x, .cols = cols, .outs = outs};
     size_t row_bytes = (size_t)cols * sizeof(float);
     int rows = (int)(TASK_BYTES / row_bytes) / ROWS * ROWS;
     jb.task_rows = rows > ROWS ? rows : ROWS;

@@ -58,25 +58,29 @@ static ptrdiff_t rank_index(size_t pct, size_t n)
     return rank ? (ptrdiff_t)rank - 1 : 0;
 }
 
-void store_dist_of(store_dvec *d, store_dist *out)
+void store_dist_compute(double *v, size_t n, store_dist *out)
 {
     memset(out, 0, sizeof *out);
-    size_t n = d->n;
     if (n == 0)
         return;
     out->count = (int64_t)n;
-    double max = d->v[0];
+    double max = v[0];
     for (size_t i = 1; i < n; i++)
-        if (d->v[i] > max)
-            max = d->v[i];
+        if (v[i] > max)
+            max = v[i];
     out->max = max;
     /* After selecting p99, the values at or below it are the first i99+1:
      * p90 is found among them, then p50 among the first i90+1. */
     ptrdiff_t i99 = rank_index(99, n), i90 = rank_index(90, n), i50 = rank_index(50, n);
-    select_kth(d->v, (ptrdiff_t)n, i99);
-    out->p99 = d->v[i99];
-    select_kth(d->v, i99 + 1, i90);
-    out->p90 = d->v[i90];
-    select_kth(d->v, i90 + 1, i50);
-    out->p50 = d->v[i50];
+    select_kth(v, (ptrdiff_t)n, i99);
+    out->p99 = v[i99];
+    select_kth(v, i99 + 1, i90);
+    out->p90 = v[i90];
+    select_kth(v, i90 + 1, i50);
+    out->p50 = v[i50];
+}
+
+void store_dist_of(store_dvec *d, store_dist *out)
+{
+    store_dist_compute(d->v, d->n, out);
 }

@@ -223,7 +223,9 @@ int store_request_add(store *s, const store_request *q)
 int store_step_add(store *s, const store_step *st)
 {
     size_t len = st->node ? strlen(st->node) : 0;
-    if (len == 0 || len >= STORE_NODE_MAX || !store_phase_name(st->phase))
+    /* A step belongs to a run (the writer keeps the run's step sequence):
+     * one with run 0 would have nowhere to go. */
+    if (st->run <= 0 || len == 0 || len >= STORE_NODE_MAX || !store_phase_name(st->phase))
         return refuse(s, st->run);
     store_rec r = {.kind = REC_STEP, .run = st->run, .t = st->t > 0 ? st->t : store_now()};
     r.u.step.v = *st;
@@ -284,8 +286,9 @@ int store_wstmts_prepare(sqlite3 *db, store_wstmts *w, char *err, size_t errlen)
         {&w->steps, multi},
         {&w->request, "INSERT INTO requests(run, leg, idx, session, ctx_before, ctx_after,"
                       " prompt_tokens, gen_tokens, ttft_ms, prefill_ms, prefill_tps,"
-                      " decode_tps, tpot_ms, e2e_ms, status, error_code, error_message, t)"
-                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+                      " decode_tps, tpot_ms, e2e_ms, status, error_code, error_message, t,"
+                      " itl_p50_ms, itl_p99_ms)"
+                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
         {&w->event, "INSERT INTO events(run, t, node, kind, detail) VALUES (?,?,?,?,?)"},
         {&w->leg_begin, "INSERT INTO legs(run, idx, kv_bits, prefill_step, status, started)"
                         " VALUES (?,?,?,?,'running',?)"},
@@ -427,6 +430,8 @@ static int apply_request(store *s, store_rec *r)
     bind_text_or_null(st, 16, q->error_code);
     bind_text_or_null(st, 17, q->error_message);
     sqlite3_bind_double(st, 18, r->t);
+    store_bind_measure(st, 19, q->itl_p50_ms);
+    store_bind_measure(st, 20, q->itl_p99_ms);
     return run_stmt(st);
 }
 

@@ -104,6 +104,7 @@ typedef struct store_request {
     int64_t ctx_before, ctx_after;
     int64_t prompt_tokens, gen_tokens;
     double ttft_ms, prefill_ms, prefill_tps, decode_tps, tpot_ms, e2e_ms; /* < 0: unknown */
+    double itl_p50_ms, itl_p99_ms; /* inter-token latencies; < 0: unknown */
     int ok;                                                               /* 1 ok, 0 failed */
     const char *error_code; /* failed requests: "timeout", "refused", "node_down", ... */
     const char *error_message;
@@ -184,6 +185,9 @@ typedef struct store_dist {
     int64_t count;
     double p50, p90, p99, max;
 } store_dist;
+
+/* The store_dist of v's n values, which it reorders. */
+void store_dist_compute(double *v, size_t n, store_dist *out);
 
 typedef struct store_step_group {
     int leg;

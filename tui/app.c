@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "cluster.h"
+#include "console_runs.h"
 #include "remote.h"
 
 /* The longest the loop sleeps with nothing due: a resize that lands just
@@ -113,6 +114,7 @@ struct loop {
     double next_hook;  /* the latest next turn hooks->tick asked for */
     double next_tel;   /* telemetry is read again from then on */
     int watched;       /* the node the node view showed at the last turn, -1 none */
+    int stress_active; /* a stress run of the Stress view is going */
     int quit;
 };
 
@@ -170,6 +172,9 @@ static long poll_timeout_ms(const struct loop *lp, int telemetry, double now)
     wake = fmin(wake, links_next_deadline(lp->l));
     if (!telemetry)
         wake = fmin(wake, lp->next_tel);
+    /* A stress run going: its progress is taken in every frame. */
+    if (lp->stress_active)
+        wake = fmin(wake, now + 1.0 / UI_FPS);
     double due = ui_frame_due(lp->u, now);
     if (due >= 0)
         wake = fmin(wake, now + due);
@@ -217,6 +222,8 @@ static int turn(struct loop *lp, struct signals *sig, zmq_pollitem_t *items, int
         lp->next_hook = lp->hooks->tick(lp->hooks->ctx, now, &hook_changed);
         changed |= hook_changed;
     }
+    lp->stress_active = console_runs_tick(lp->uo->runs);
+    changed |= lp->stress_active;
     struct ui_action acts[UI_ACTIONS_MAX];
     int na = ui_handle_input(lp->u, lp->st, now, acts, UI_ACTIONS_MAX);
     for (int i = 0; i < na; i++)
@@ -224,7 +231,10 @@ static int turn(struct loop *lp, struct signals *sig, zmq_pollitem_t *items, int
     watch(lp, now);
     if (changed)
         ui_mark_dirty(lp->u);
-    ui_draw(lp->u, lp->st, now);
+    /* Once a frame is drawn, telemetry is next read when the next frame is
+     * due, so that one wake-up serves both. */
+    if (ui_draw(lp->u, lp->st, now))
+        lp->next_tel = now + 1.0 / UI_FPS;
     return 0;
 }
 
@@ -233,7 +243,7 @@ int app_run(const struct ui_options *uo, state *st, links *l, const struct app_h
 {
     struct signals sig;
     double now = app_now();
-    struct loop lp = {uo, st, l, hooks, NULL, now, now, now, -1, 0};
+    struct loop lp = {uo, st, l, hooks, NULL, now, now, now, -1, 0, 0};
     if (!hooks || !hooks->tick)
         lp.next_hook = INFINITY;
     /* stdin, the signals, the links, the hooks' fd. */
@@ -254,6 +264,13 @@ int app_run(const struct ui_options *uo, state *st, links *l, const struct app_h
     ui_close(lp.u);
     signals_release(&sig);
     return rc;
+}
+
+int app_open_runs(const char *db, const struct cluster *c, struct ui_options *uo, char *err,
+                  size_t errlen)
+{
+    uo->runs = console_runs_open(db, c, err, errlen);
+    return uo->runs || !db ? 0 : -1;
 }
 
 int app_connect(const struct cluster *c, double now, state **st, links **l, char *err,
@@ -280,12 +297,14 @@ int app_connect(const struct cluster *c, double now, state **st, links **l, char
 
 static void app_usage(FILE *out)
 {
-    fputs("usage: infertop [-c FILE] [--no-color] [--ascii] [--readonly]\n"
+    fputs("usage: infertop [-c FILE] [--db PATH] [--no-color] [--ascii] [--readonly]\n"
           "\n"
           "Opens the dashboard on the cluster described by FILE, else ./infertop.conf,\n"
           "else $XDG_CONFIG_HOME/infertop/cluster.conf (see contrib/cluster.example.conf).\n"
           "\n"
           "  -c, --config FILE  the cluster file\n"
+          "  --db PATH          the run history of the Stress and History views\n"
+          "                     (default $XDG_DATA_HOME/infertop/history.db)\n"
           "  --no-color         no colours (also when NO_COLOR is set)\n"
           "  --ascii            ASCII only, no UTF-8 line drawing or blocks\n"
           "  --readonly         refuse config changes and node actions\n"
@@ -297,7 +316,7 @@ static void app_usage(FILE *out)
 int app_main(int argc, char **argv)
 {
     struct ui_options uo = {.mouse = 1};
-    const char *given = NULL;
+    const char *given = NULL, *db = NULL;
     char path[CLUSTER_PATH_MAX], err[1024];
 
     for (int i = 1; i < argc; i++) {
@@ -307,12 +326,13 @@ int app_main(int argc, char **argv)
         }
         if (app_ui_option(argv[i], &uo))
             continue;
-        if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
+        int is_db = strcmp(argv[i], "--db") == 0;
+        if (is_db || strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
             if (i + 1 == argc) {
                 fprintf(stderr, "infertop: %s needs a file (see infertop --help)\n", argv[i]);
                 return CLI_USAGE;
             }
-            given = argv[++i];
+            *(is_db ? &db : &given) = argv[++i];
             continue;
         }
         fprintf(stderr, "infertop: unknown option \"%s\" (see infertop --help)\n", argv[i]);
@@ -325,6 +345,11 @@ int app_main(int argc, char **argv)
         return CLI_ERROR;
     }
     uo.cluster = c;
+    if (app_open_runs(db, c, &uo, err, sizeof err) != 0) {
+        fprintf(stderr, "infertop: %s\n", err);
+        cluster_free(c);
+        return CLI_NO_DB;
+    }
     state *st;
     links *l;
     int rc = app_connect(c, app_now(), &st, &l, err, sizeof err);
@@ -345,6 +370,7 @@ int app_main(int argc, char **argv)
     }
     if (rc != 0)
         fprintf(stderr, "infertop: %s\n", err);
+    console_runs_free(uo.runs);
     cluster_free(c);
     return rc == 0 ? CLI_OK : CLI_ERROR;
 }

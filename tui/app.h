@@ -55,6 +55,14 @@ double app_now(void);
  * (--no-color, --ascii, --readonly). Returns 1 when arg was one. */
 int app_ui_option(const char *arg, struct ui_options *o);
 
+/* Opens the run history of the Stress and History views (db: --db, or
+ * NULL for the default path) with the cluster's nodes as the stress
+ * target, into uo->runs (the caller frees it with console_runs_free).
+ * -1 with err when a given db cannot be opened; when the default one
+ * cannot, uo->runs stays NULL and those views say so. */
+int app_open_runs(const char *db, const struct cluster *c, struct ui_options *uo, char *err,
+                  size_t errlen);
+
 /* The state and the links of a cluster's nodes, in the file's order; the
  * links ask the nodes to identify themselves (links_identify). -1 with err
  * filled and nothing to free on failure. */

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "cluster.h"
+#include "console_runs.h"
 #include "stress.h"
 
 /* Options, by the modes that take them (bits of `seen`). */
@@ -382,17 +383,10 @@ static int load_target(const sopts *o, stress_target *t)
         return CLI_ERROR;
     }
     int rc = -1;
-    if (c->n_nodes > STRESS_NODES_MAX) {
-        fprintf(stderr, "infertop stress: %s has %d nodes; at most %d\n", path, c->n_nodes,
-                STRESS_NODES_MAX);
+    if (console_runs_target(c, t, err, sizeof err) != 0) {
+        fprintf(stderr, "infertop stress: %s\n", err);
         rc = CLI_ERROR;
     }
-    for (int i = 0; rc < 0 && i < c->n_nodes; i++) {
-        snprintf(t->nodes[i].control, STRESS_EP_MAX, "%s", c->nodes[i].control);
-        snprintf(t->nodes[i].telemetry, STRESS_EP_MAX, "%s", c->nodes[i].telemetry);
-    }
-    t->n_nodes = c->n_nodes;
-    snprintf(t->cluster, sizeof t->cluster, "%s", c->name);
     cluster_free(c);
     return rc;
 }

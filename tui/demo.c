@@ -33,6 +33,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "cluster.h"
+#include "console_runs.h"
 #include "model.h"
 
 /* How long the stages get to stop after SIGTERM before SIGKILL. */
@@ -71,6 +72,7 @@ struct demo {
     struct child child[DEMO_STAGES_MAX];
     pid_t pgid;             /* the stages' process group, 0 when none runs */
     char config[PATH_MAX];  /* the cluster file */
+    const char *db;         /* --db: the run history; NULL for the default */
     state *st;
     links *l;
     /* The load. */
@@ -95,8 +97,8 @@ static void demo_usage(FILE *out)
 {
     int most = max_stages();
     fprintf(out,
-            "usage: infertop demo [--stages N] [--write-config PATH] [--no-color] [--ascii]\n"
-            "                     [--readonly]\n"
+            "usage: infertop demo [--stages N] [--write-config PATH] [--db PATH] [--no-color]\n"
+            "                     [--ascii] [--readonly]\n"
             "\n"
             "Starts a ring of N `inferd serve` stages (default %d, at most %d) on loopback\n"
             "with the embedded model, sends it a light continuous load, and opens the\n"
@@ -112,6 +114,7 @@ static void demo_usage(FILE *out)
             "\n"
             "  --stages N           stages of the ring, 1..%d\n"
             "  --write-config PATH  where to write the cluster file\n"
+            "  --db PATH            the run history of the Stress and History views\n"
             "  --no-color, --ascii, --readonly   as for `infertop` (see infertop --help)\n",
             DEMO_STAGES, most, most);
 }
@@ -465,7 +468,8 @@ static int parse_args(int argc, char **argv, struct demo *d, struct ui_options *
             demo_usage(stdout);
             return 1;
         }
-        if (i + 1 >= argc || (strcmp(a, "--stages") != 0 && strcmp(a, "--write-config") != 0)) {
+        if (i + 1 >= argc || (strcmp(a, "--stages") != 0 && strcmp(a, "--write-config") != 0 &&
+                              strcmp(a, "--db") != 0)) {
             fprintf(stderr, "infertop demo: %s \"%s\" (see infertop demo --help)\n",
                     i + 1 >= argc && a[0] == '-' && a[1] == '-' ? "missing value or unknown option"
                                                                  : "unknown option",
@@ -475,6 +479,10 @@ static int parse_args(int argc, char **argv, struct demo *d, struct ui_options *
         const char *v = argv[++i];
         if (strcmp(a, "--write-config") == 0) {
             snprintf(d->config, sizeof d->config, "%s", v);
+            continue;
+        }
+        if (strcmp(a, "--db") == 0) {
+            d->db = v;
             continue;
         }
         char *end;
@@ -499,7 +507,9 @@ static int demo_run(struct demo *d, struct ui_options *uo, char *err, size_t err
     if (write_config(d, err, errlen) != 0 || cluster_load(d->config, &c, err, errlen) != 0)
         return -1;
     double now = app_now();
-    int rc = app_connect(c, now, &d->st, &d->l, err, errlen);
+    int rc = app_open_runs(d->db, c, uo, err, errlen);
+    if (rc == 0)
+        rc = app_connect(c, now, &d->st, &d->l, err, errlen);
     for (int i = 0; rc == 0 && i < d->n; i++)
         rc = spawn(d, i, now, err, errlen);
     if (rc == 0) {
@@ -508,6 +518,7 @@ static int demo_run(struct demo *d, struct ui_options *uo, char *err, size_t err
         uo->cluster = c;
         rc = app_run(uo, d->st, d->l, &hooks, err, errlen);
     }
+    console_runs_free(uo->runs); /* before the nodes stop: a run going is aborted cleanly */
     stop_all(d);
     links_close(d->l);
     state_free(d->st);

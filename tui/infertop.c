@@ -35,9 +35,10 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         fprintf(out, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
     fputs("\n`infertop VERB --help` describes a verb.\n"
-          "\nexit codes: 0 ok, 1 failed (database or output error), 2 bad command line\n"
-          "(unknown verb or option, bad date or number), 3 no such run, 4 database cannot\n"
-          "be opened (unwritable path, not a database, newer schema)\n",
+          "\nexit codes: 0 ok, 1 failed (a node, the database or output), 2 bad command\n"
+          "line (unknown verb or option, bad date or number), 3 no such run or node,\n"
+          "4 database cannot be opened (unwritable path, not a database, newer schema),\n"
+          "5 a stress run recorded a failed request or leg, 130 interrupted (Ctrl-C)\n",
           out);
 }
 

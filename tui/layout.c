@@ -144,6 +144,24 @@ static void layout_events(struct layout *l, struct layout_rect body)
     l->pane[LAYOUT_LIST] = rect(body.x, body.y + 1, body.w, body.h - 1);
 }
 
+/* The form on the left, progress above the chart on the right. */
+static void layout_stress(struct layout *l, struct layout_rect body)
+{
+    l->pane[LAYOUT_FORM] = rect(body.x, body.y, LAYOUT_FORM_COLS, body.h);
+    int x = body.x + LAYOUT_FORM_COLS + 1, w = body.w - LAYOUT_FORM_COLS - 1;
+    l->pane[LAYOUT_PROGRESS] = rect(x, body.y, w, LAYOUT_PROGRESS_ROWS);
+    l->pane[LAYOUT_CHART] = rect(x, body.y + LAYOUT_PROGRESS_ROWS, w, body.h - LAYOUT_PROGRESS_ROWS);
+}
+
+/* A status line, the runs (a third of the rest), the detail below. */
+static void layout_history(struct layout *l, struct layout_rect body)
+{
+    l->pane[LAYOUT_FILTER] = rect(body.x, body.y, body.w, 1);
+    int runs = (body.h - 1) / 3 > LAYOUT_RUNS_MIN_ROWS ? (body.h - 1) / 3 : LAYOUT_RUNS_MIN_ROWS;
+    l->pane[LAYOUT_RUNS] = rect(body.x, body.y + 1, body.w, runs);
+    l->pane[LAYOUT_DETAIL] = rect(body.x, body.y + 1 + runs, body.w, body.h - 1 - runs);
+}
+
 struct layout layout_compute(int cols, int rows, enum layout_view view, int n_nodes, int help)
 {
     struct layout l = {.cols = cols, .rows = rows, .view = view};
@@ -160,6 +178,8 @@ struct layout layout_compute(int cols, int rows, enum layout_view view, int n_no
     case LAYOUT_NODE: layout_node(&l, body); break;
     case LAYOUT_CONFIG: layout_config(&l, body, n_nodes); break;
     case LAYOUT_EVENTS: layout_events(&l, body); break;
+    case LAYOUT_STRESS: layout_stress(&l, body); break;
+    case LAYOUT_HISTORY: layout_history(&l, body); break;
     case LAYOUT_VIEW_COUNT: break;
     }
     if (help) {

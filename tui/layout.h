@@ -19,7 +19,19 @@
 #define LAYOUT_HELP_MAX_COLS 76
 #define LAYOUT_HELP_MAX_ROWS 24
 
-enum layout_view { LAYOUT_DASHBOARD, LAYOUT_NODE, LAYOUT_CONFIG, LAYOUT_EVENTS, LAYOUT_VIEW_COUNT };
+enum layout_view {
+    LAYOUT_DASHBOARD,
+    LAYOUT_NODE,
+    LAYOUT_CONFIG,
+    LAYOUT_EVENTS,
+    LAYOUT_STRESS,
+    LAYOUT_HISTORY,
+    LAYOUT_VIEW_COUNT
+};
+
+#define LAYOUT_FORM_COLS 34     /* stress view: the form */
+#define LAYOUT_PROGRESS_ROWS 7  /* stress view: the progress lines */
+#define LAYOUT_RUNS_MIN_ROWS 6  /* history view: column titles and 5 runs */
 
 /* The panes; a view uses some of them and leaves the others empty. */
 enum layout_pane {
@@ -35,6 +47,11 @@ enum layout_pane {
     LAYOUT_CONFIG_EDIT,  /* config: the edit line and its status */
     LAYOUT_FILTER,       /* events view: the filter line */
     LAYOUT_LIST,         /* events view: the events */
+    LAYOUT_FORM,         /* stress view: the run's options */
+    LAYOUT_PROGRESS,     /* stress view: state, leg, context, failures */
+    LAYOUT_CHART,        /* stress view: decode tok/s against context */
+    LAYOUT_RUNS,         /* history view: the runs, one a row */
+    LAYOUT_DETAIL,       /* history view: the chosen run's summary, or the comparison */
     LAYOUT_HELP,         /* the help overlay: drawn over the others */
     LAYOUT_MESSAGE,      /* "terminal too small", alone */
     LAYOUT_PANE_COUNT

@@ -174,10 +174,6 @@ void stress_rng_seed(stress_rng *g, uint64_t seed);
 double stress_rng_uniform(stress_rng *g); /* in (0, 1) */
 double stress_rng_gap(stress_rng *g, double rate);
 
-/* Nearest-rank percentile (as the store's): the ceil(p/100 * n)-th
- * smallest of v (sorted in place). 0 when n is 0. */
-double stress_percentile(double *v, size_t n, double p);
-
 /* Seconds left given the elapsed time and the work done out of total; < 0
  * when it cannot be told yet (nothing done, or total unknown). */
 double stress_eta(double elapsed_s, double done, double total);

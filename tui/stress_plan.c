@@ -3,7 +3,6 @@
  * percentiles, ETA and drift. Kept apart so the unit tests can pin them. */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "protocol.h"
@@ -188,25 +187,6 @@ double stress_rng_gap(stress_rng *g, double rate)
 }
 
 /* ---- statistics ---- */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double stress_percentile(double *v, size_t n, double p)
-{
-    if (n == 0)
-        return 0.0;
-    qsort(v, n, sizeof *v, cmp_double);
-    size_t rank = (size_t)ceil(p / 100.0 * (double)n);
-    if (rank < 1)
-        rank = 1;
-    if (rank > n)
-        rank = n;
-    return v[rank - 1];
-}
 
 double stress_eta(double elapsed_s, double done, double total)
 {

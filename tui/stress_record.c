@@ -3,7 +3,7 @@
  * the runner's request by its id, so late steps land on the right request
  * and leg), each event (the stage a refusal or timeout names becomes the
  * event's node), and each ended request with its client-side timings, its
- * inter-token latencies and the node's stats. */
+ * inter-token latencies and the node's stats, as one requests row. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,21 +65,18 @@ static double mean_itl(const st_req *q)
     return q->n_tokens > 1 ? s / (q->n_tokens - 1) : -1.0;
 }
 
-/* The inter-token latencies of one request, which the requests table has
- * no columns for: p50/p99 go in a `request` event. */
-static void record_itl(stress_run *r, st_req *q, const json_t *stats)
+/* Nearest-rank p50/p99 of a request's inter-token latencies (the gaps
+ * between its generated tokens, reordered here); < 0 with fewer than two
+ * tokens. */
+static void itl_dist(st_req *q, double *p50, double *p99)
 {
-    int n = q->n_tokens - 1;
-    if (n < 1)
+    *p50 = *p99 = -1.0;
+    if (q->n_tokens < 2)
         return;
-    double p50 = stress_percentile(q->itl, (size_t)n, 50);
-    double p99 = stress_percentile(q->itl, (size_t)n, 99);
-    double max = q->itl[n - 1]; /* sorted by the percentiles */
-    json_t *d = json_pack("{sI si sf sf sf}", "request", (json_int_t)q->idx, "itl_count", n,
-                          "itl_p50_ms", p50, "itl_p99_ms", p99, "itl_max_ms", max);
-    if (d && stats)
-        json_object_set(d, "node_stats", (json_t *)stats);
-    st_event(r, r->nodes[0].name, "request", d);
+    store_dist d;
+    store_dist_compute(q->itl, (size_t)(q->n_tokens - 1), &d);
+    *p50 = d.p50;
+    *p99 = d.p99;
 }
 
 void st_finish(stress_run *r, int i, int ok, const json_t *stats, const char *code,
@@ -96,6 +93,8 @@ void st_finish(stress_run *r, int i, int ok, const json_t *stats, const char *co
     out.decode_tps = ok ? or_unknown(stats, "decode_tps") : -1.0;
     snprintf(out.code, sizeof out.code, "%s", ok ? "" : code);
     snprintf(out.message, sizeof out.message, "%s", ok ? "" : message);
+    double tpot = mean_itl(q), itl_p50, itl_p99;
+    itl_dist(q, &itl_p50, &itl_p99);
 
     store_request row = {
         .run = r->run,
@@ -111,14 +110,15 @@ void st_finish(stress_run *r, int i, int ok, const json_t *stats, const char *co
         .prefill_ms = ok ? or_unknown(stats, "prefill_ms") : -1.0,
         .prefill_tps = ok ? or_unknown(stats, "prefill_tps") : -1.0,
         .decode_tps = out.decode_tps,
-        .tpot_ms = mean_itl(q),
+        .tpot_ms = tpot,
+        .itl_p50_ms = itl_p50,
+        .itl_p99_ms = itl_p99,
         .e2e_ms = out.e2e_ms,
         .ok = ok,
         .error_code = ok ? NULL : code,
         .error_message = ok ? NULL : message,
     };
     store_request_add(r->db, &row);
-    record_itl(r, q, stats);
 
     if (ok) {
         r->ok_requests++;
@@ -164,6 +164,11 @@ static void on_step(stress_run *r, const proto_tel *t)
         if (s->step_ms > n->slowest_ms)
             n->slowest_ms = s->step_ms;
     }
+    /* Steps of other clients' requests (a console's demo load) can come
+     * while the run is being set up, before it has an id to file them
+     * under. */
+    if (r->run <= 0)
+        return;
     store_step row = {
         .run = r->run,
         .leg = leg,

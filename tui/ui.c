@@ -4,7 +4,7 @@
  * Each pane of the layout gets its own window, made again whenever the
  * layout changes (size, view, help, node count). A frame erases and draws
  * every window (a view with own_erase leaves rows whose data did not change
- * alone: erasing and copying them costs more than the rest of a frame),
+ * alone: erasing and copying them again was a large part of a frame's cost),
  * queues each with wnoutrefresh and ends with one doupdate, so curses
  * sends only the cells that differ from the screen.
  */
@@ -36,6 +36,8 @@ static const struct ui_view *const views[LAYOUT_VIEW_COUNT] = {
     [LAYOUT_NODE] = &view_node,
     [LAYOUT_CONFIG] = &view_config,
     [LAYOUT_EVENTS] = &view_events,
+    [LAYOUT_STRESS] = &view_stress,
+    [LAYOUT_HISTORY] = &view_history,
 };
 
 struct ui {
@@ -173,9 +175,9 @@ ui *ui_open(const struct ui_options *o, char *err, size_t errlen)
     keypad(stdscr, TRUE);
     nodelay(stdscr, TRUE);
     set_escdelay(ESC_DELAY_MS);
-    /* With typeahead checks, doupdate flushes and polls stdin between
-     * lines: a dozen writes and polls per frame. A frame is small enough
-     * that keys never wait long for it; one write is far cheaper. */
+    /* With typeahead checks, doupdate polls stdin every few lines it
+     * sends: a syscall each time, for a frame small enough that keys never
+     * wait long for it anyway. */
     typeahead(-1);
     curs_set(0);
     if (o->mouse) {
@@ -271,7 +273,8 @@ static void global_key(ui *u, int key)
         enum layout_view view;
     } jumps[] = {{'1', LAYOUT_DASHBOARD}, {'d', LAYOUT_DASHBOARD}, {'2', LAYOUT_NODE},
                  {'n', LAYOUT_NODE},      {'3', LAYOUT_CONFIG},    {'c', LAYOUT_CONFIG},
-                 {'4', LAYOUT_EVENTS},    {'e', LAYOUT_EVENTS}};
+                 {'4', LAYOUT_EVENTS},    {'e', LAYOUT_EVENTS},    {'5', LAYOUT_STRESS},
+                 {'s', LAYOUT_STRESS},    {'6', LAYOUT_HISTORY},   {'H', LAYOUT_HISTORY}};
     if (key == 'q') {
         struct ui_action a = {.kind = UI_ACT_QUIT, .node = UI_ALL_NODES};
         view_emit(&u->v, &a);

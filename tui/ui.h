@@ -32,6 +32,7 @@
 #include "state.h"
 
 struct cluster;
+struct console_runs;
 struct remote;
 
 #define UI_FPS 10
@@ -54,6 +55,10 @@ struct ui_options {
     /* Optional: the nodes' logs and facts over SSH for node detail (remote.h).
      * NULL: the log pane shows the node's events. Borrowed like cluster. */
     const struct remote *remote;
+    /* Optional: the stress runs and run history of the Stress and History
+     * views (console_runs.h). NULL: those views say there is no store.
+     * Borrowed like cluster. */
+    struct console_runs *runs;
 };
 
 enum ui_action_kind {

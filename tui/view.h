@@ -14,6 +14,7 @@
 #include "layout.h"
 #include "palette.h"
 #include "state.h"
+#include "stress.h"
 #include "ui.h"
 
 #define VIEW_MESSAGE_MAX 256
@@ -38,6 +39,29 @@ struct view_events_pos {
     int editing;                    /* typing into the filter */
 };
 
+/* The Stress view's form: the field under the cursor and, while one is
+ * being edited, the text typed into it. */
+#define VIEW_FORM_TEXT 64
+struct view_stress_form {
+    int field, editing;
+    char text[VIEW_FORM_TEXT];
+    int ready;          /* opts holds the defaults */
+    stress_opts opts;
+};
+
+/* The History view: the selected run, the marked one (0: none), what the
+ * detail pane shows, the status filter and the sort. */
+enum view_hist_detail { VIEW_HIST_SUMMARY, VIEW_HIST_COMPARE };
+struct view_history_pos {
+    int sel, top, detail_top;
+    int64_t marked;
+    int64_t compare_a, compare_b;
+    enum view_hist_detail detail;
+    int status;         /* index into the statuses the filter cycles through */
+    int sort_context;
+    int stale;          /* list again before drawing */
+};
+
 struct view_ctx {
     /* Set by ui.c before each draw and key. */
     const state *st;
@@ -58,6 +82,8 @@ struct view_ctx {
     struct view_events_pos ev;
     int help_top;
     uint64_t events_key;            /* what the dashboard's events rows show (own_erase) */
+    struct view_stress_form form;
+    struct view_history_pos hist;
 
     /* Requests back to ui.c. */
     int goto_view;                  /* a layout_view, or -1 */
@@ -90,6 +116,8 @@ extern const struct ui_view view_dashboard;
 extern const struct ui_view view_node;
 extern const struct ui_view view_config;
 extern const struct ui_view view_events;
+extern const struct ui_view view_stress;
+extern const struct ui_view view_history;
 
 /* The help overlay, over any view; its keys scroll it (1) or close it (0). */
 void view_help_draw(struct view_ctx *v);

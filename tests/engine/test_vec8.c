@@ -44,7 +44,8 @@ Test(vec8, silu_within_three_ulp)
     f32x8 ends = {-1000.0f, -88.0f, 100.0f, 1000.0f, 0.0f, -0.0f, NAN, -NAN};
     f32x8 y = vec8_silu(ends);
     for (int t = 0; t < 4; t++)
-        cr_assert(fabs(y[t] - ends[t] / (1.0 + exp(-(double)ends[t]))) <= 1e-35 + 1e-6 * fabs(ends[t]),
+        cr_assert(fabs(y[t] - ends[t] / (1.0 + exp(-(double)ends[t]))) <=
+                      1e-35 + 1e-6 * fabs(ends[t]),
                   "silu(%g) = %g", ends[t], y[t]);
     cr_assert(y[4] == 0.0f && y[5] == 0.0f, "silu(+-0) = %g, %g", y[4], y[5]);
     cr_assert(isnan(y[6]) && isnan(y[7]), "silu(NaN) = %g, %g", y[6], y[7]);

@@ -1,5 +1,5 @@
-/* test_migrate.c: schema versions. A version-1 database upgrades with its
- * data intact; a newer one (or a non-database) is refused untouched. */
+/* test_migrate.c: schema versions. A version-1 or version-2 database
+ * upgrades with its data intact; a newer one (or a non-database) is refused untouched. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,14 +30,16 @@ static void make_dir(fx *f)
     f->s = NULL;
 }
 
-Test(store_migrate, version_1_upgrades_with_data_intact)
+/* Fills a database at schema version `from` with a run of each kind, then
+ * opens it with the store and checks that every row survived the upgrade. */
+static void upgrade_keeps_data(int from)
 {
     fx f;
     make_dir(&f);
     sqlite3 *db;
     char err[512];
     cr_assert_eq(sqlite3_open(f.path, &db), SQLITE_OK);
-    cr_assert_eq(store_migrate(db, 1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_migrate(db, from, err, sizeof err), 0, "%s", err);
     char *msg = NULL;
     int rc = sqlite3_exec(
         db,
@@ -55,7 +57,7 @@ Test(store_migrate, version_1_upgrades_with_data_intact)
         NULL, NULL, &msg);
     cr_assert_eq(rc, SQLITE_OK, "%s", msg ? msg : "");
     sqlite3_close(db);
-    cr_assert_eq(fx_int(f.path, "PRAGMA user_version"), 1);
+    cr_assert_eq(fx_int(f.path, "PRAGMA user_version"), from);
 
     f.s = store_open(f.path, NULL, err, sizeof err);
     cr_assert_not_null(f.s, "%s", err);
@@ -73,12 +75,26 @@ Test(store_migrate, version_1_upgrades_with_data_intact)
     cr_assert_eq(sum.groups[0].eval_ms.max, 30);
     store_summary_free(&sum);
     cr_assert_eq(fx_int(f.path, "SELECT count(*) FROM events WHERE kind = 'config'"), 1);
-    /* A version-1 run left running has no owner to ask: it was interrupted. */
+    /* Requests recorded before v3 have no inter-token latencies. */
+    cr_assert_eq(fx_int(f.path, "SELECT count(*) FROM requests WHERE run = 1"
+                                " AND itl_p50_ms IS NULL AND itl_p99_ms IS NULL"),
+                 1);
+    /* An older run left running has no owner to ask: it was interrupted. */
     store_run r;
     cr_assert_eq(store_run_get(f.s, 2, &r, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(r.status, "aborted");
     store_run_free(&r);
     fx_close(&f);
+}
+
+Test(store_migrate, version_1_upgrades_with_data_intact)
+{
+    upgrade_keeps_data(1);
+}
+
+Test(store_migrate, version_2_upgrades_with_data_intact)
+{
+    upgrade_keeps_data(2);
 }
 
 Test(store_migrate, newer_database_is_refused_untouched)

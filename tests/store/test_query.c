@@ -418,12 +418,12 @@ Test(store_query, export_csv_and_json)
     char *csv = export_text(h.f.s, h.fr, STORE_EXPORT_REQUESTS, STORE_FORMAT_CSV);
     const char *want_head = "leg,idx,session,ctx_before,ctx_after,prompt_tokens,gen_tokens,"
                             "ttft_ms,prefill_ms,prefill_tps,decode_tps,tpot_ms,e2e_ms,status,"
-                            "error_code,error_message,t\r\n";
+                            "error_code,error_message,t,itl_p50_ms,itl_p99_ms\r\n";
     cr_assert_eq(strncmp(csv, want_head, strlen(want_head)), 0, "%s", csv);
-    cr_assert(strstr(csv, "\r\n0,1,s1,1024,2048,1008,16,11,10,1001,99,6,107,ok,,,1700000001\r\n"),
+    cr_assert(strstr(csv, "\r\n0,1,s1,1024,2048,1008,16,11,10,1001,99,6,107,ok,,,1700000001,5,12\r\n"),
               "%s", csv);
     cr_assert(strstr(csv, "\r\n0,4,s1,8192,8192,-16,16,,,1004,,,,failed,timeout,"
-                          "node2 did not answer in 30 s,1700000004\r\n"),
+                          "node2 did not answer in 30 s,1700000004,,\r\n"),
               "%s", csv);
     free(csv);
 

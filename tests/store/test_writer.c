@@ -148,6 +148,9 @@ Test(store_writer, unwritable_rows_are_refused)
     int64_t run = fx_run(f.s, STORE_MODE_FIXED, "refusals", "m1");
     store_step unknown = {.run = run + 100, .node = "n1", .phase = STORE_PHASE_DECODE};
     cr_assert_eq(store_step_add(f.s, &unknown), -1);
+    /* A step outside any run (run 0) has no step sequence to join. */
+    store_step runless = {.run = 0, .node = "n1", .phase = STORE_PHASE_DECODE};
+    cr_assert_eq(store_step_add(f.s, &runless), -1);
     char longname[STORE_NODE_MAX + 1];
     memset(longname, 'x', STORE_NODE_MAX);
     longname[STORE_NODE_MAX] = '\0';

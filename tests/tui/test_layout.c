@@ -12,7 +12,8 @@
 
 static const char *const pane_names[LAYOUT_PANE_COUNT] = {
     "header", "footer", "nodes", "events_pane", "facts", "timing", "memory",
-    "log",    "config_table", "config_edit", "filter", "list", "help", "message"};
+    "log",    "config_table", "config_edit", "filter", "list", "form", "progress", "chart",
+    "runs",   "detail", "help", "message"};
 
 static char why[256];
 
@@ -50,8 +51,13 @@ static int pane_of_view(enum layout_pane p, enum layout_view v)
     case LAYOUT_LOG: return v == LAYOUT_NODE;
     case LAYOUT_CONFIG_TABLE:
     case LAYOUT_CONFIG_EDIT: return v == LAYOUT_CONFIG;
-    case LAYOUT_FILTER:
+    case LAYOUT_FILTER: return v == LAYOUT_EVENTS || v == LAYOUT_HISTORY;
     case LAYOUT_LIST: return v == LAYOUT_EVENTS;
+    case LAYOUT_FORM:
+    case LAYOUT_PROGRESS:
+    case LAYOUT_CHART: return v == LAYOUT_STRESS;
+    case LAYOUT_RUNS:
+    case LAYOUT_DETAIL: return v == LAYOUT_HISTORY;
     default: return 0;
     }
 }
@@ -115,6 +121,17 @@ static const char *check_view(const struct layout *l, int n_nodes)
         break;
     case LAYOUT_EVENTS:
         if (p[LAYOUT_FILTER].h != 1 || p[LAYOUT_LIST].h < 10) return "events view panes";
+        break;
+    case LAYOUT_STRESS:
+        if (p[LAYOUT_FORM].h < 16 || p[LAYOUT_PROGRESS].h != LAYOUT_PROGRESS_ROWS)
+            return "stress form or progress too short";
+        if (p[LAYOUT_CHART].h < LAYOUT_CHART_MIN_ROWS || p[LAYOUT_CHART].w < 40)
+            return "stress chart below its minimum";
+        break;
+    case LAYOUT_HISTORY:
+        if (p[LAYOUT_FILTER].h != 1 || p[LAYOUT_RUNS].h < LAYOUT_RUNS_MIN_ROWS)
+            return "history runs pane too short";
+        if (p[LAYOUT_DETAIL].h < 10) return "history detail too short";
         break;
     case LAYOUT_VIEW_COUNT: break;
     }

@@ -98,21 +98,6 @@ Test(stress_plan, arrivals_are_reproducible_from_the_seed)
     cr_expect(differ);
 }
 
-Test(stress_plan, percentiles_are_nearest_rank)
-{
-    double v[] = {9, 1, 8, 2, 7, 3, 6, 4, 5, 10};
-    cr_expect_eq(stress_percentile(v, 10, 50), 5);
-    cr_expect_eq(stress_percentile(v, 10, 90), 9);
-    cr_expect_eq(stress_percentile(v, 10, 99), 10);
-    double one[] = {3.5};
-    cr_expect_eq(stress_percentile(one, 1, 50), 3.5);
-    cr_expect_eq(stress_percentile(NULL, 0, 50), 0);
-    double twelve[12];
-    for (int i = 0; i < 12; i++)
-        twelve[i] = 12 - i;
-    cr_expect_eq(stress_percentile(twelve, 12, 50), 6); /* ceil(6) = 6th smallest */
-}
-
 Test(stress_plan, eta_extrapolates_the_pace)
 {
     cr_expect_eq(stress_eta(10, 0.25, 1.0), 30);

@@ -8,6 +8,9 @@ root=${INFERTOP_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 CTL="$root/${B:-build}/tests/inferctl"
 tmp=$(mktemp -d)
 pids=""
+# The console opens the default run history when given no --db: keep the
+# tests' runs out of the user's.
+export XDG_DATA_HOME="$tmp/data"
 
 # KEEP_TMP=1 keeps the nodes' logs and replies for a post-mortem.
 cleanup() {

@@ -1,0 +1,99 @@
+#!/bin/sh
+# End to end: the console's Stress and History views on a demo ring,
+# driven through tmux (a private server socket, as console_tmux.sh).
+#   - `infertop demo --stages 2 --db DB`; the Stress view (s) sets a
+#     growth run to 1024 tokens with keys and starts it; the context
+#     shown grows while it runs, and the run ends completed;
+#   - a second growth run, headless against the demo's cluster file;
+#   - the History view (H) lists both, the first completed; marking the
+#     newer (m) and comparing it with the older (C) shows both run ids
+#     and a delta column; x writes the shown run's requests as CSV;
+#   - q exits 0.
+. "$(dirname "$0")/lib/serve.sh"
+
+SOCK="infertop-stress-$$"
+T() { tmux -L "$SOCK" "$@"; }
+printf 'set -g remain-on-exit on\nset -g status off\n' >"$tmp/tmux.conf"
+
+console_cleanup() {
+    T kill-server 2>/dev/null
+    for p in $(pgrep -f "$tmp/infertop-demo" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+    cleanup
+}
+trap console_cleanup EXIT
+
+if ! command -v tmux >/dev/null 2>&1; then
+    fail "tmux is installed"
+    finish
+    exit 1
+fi
+
+cap() { T capture-pane -p -t A; }
+says() { cap | grep -q "$1"; }
+wait_for() { # TENTHS COMMAND...
+    n=$1
+    shift
+    while [ "$n" -gt 0 ]; do
+        "$@" && return 0
+        sleep 0.1
+        n=$((n - 1))
+    done
+    return 1
+}
+both_up() { [ "$(cap | grep -cE 'stage[01] +up ')" = 2 ]; }
+
+DB="$tmp/history.db"
+CONF="$tmp/demo.conf"
+T -f "$tmp/tmux.conf" new-session -d -s A -x 140 -y 40 -c "$tmp" \
+    "env LC_ALL=C.UTF-8 XDG_RUNTIME_DIR=$tmp infertop demo --stages 2 --db $DB --write-config $CONF; echo \$? >$tmp/a.rc"
+check "demo: both stages up" wait_for 300 both_up
+
+# Stress view; the `to` field (the fourth) set to 1024; start (the last row).
+T send-keys -t A s
+check "s opens the Stress view with its form" wait_for 30 says 'stress run'
+T send-keys -t A j j j Enter 1 0 2 4 Enter
+check "the form takes to = 1024" wait_for 30 sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE '^to +1024'"
+T send-keys -t A G Enter
+
+# The context shown, sampled until the run ends.
+: >"$tmp/contexts"
+done_or_sample() {
+    cap | sed -n 's/.*context \([0-9]*\) \/ 1024.*/\1/p' >>"$tmp/contexts"
+    says 'growth completed'
+}
+check "the growth run completes in the Stress view" wait_for 400 done_or_sample
+check "the context shown grew while it ran (several values seen)" \
+    [ "$(sort -un "$tmp/contexts" | wc -l)" -ge 2 ]
+check "the last context shown is the target" says 'context 1024 / 1024'
+check "the run is recorded completed" \
+    [ "$(sqlite3 "$DB" "SELECT status || ' ' || max_context FROM runs WHERE id = 1")" = "completed 1024" ]
+
+infertop stress growth -c "$CONF" --from 64 --to 512 --gen 4 --db "$DB" >"$tmp/stress2.out" 2>&1
+check "a second, headless growth run against the demo completes" [ $? = 0 ]
+
+T send-keys -t A H
+check "H opens the History view listing both runs" \
+    wait_for 30 sh -c "tmux -L $SOCK capture-pane -p -t A | grep -q '2 runs'"
+check "run 1 is listed completed" \
+    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE '^ +1 +growth +completed +1024 '"
+check "the selected run's summary shows its nodes' step times" says 'step ms p50/p99'
+check "the bottleneck node is marked" says 'bottleneck'
+
+# Newest first: run 2 is selected. Mark it, select run 1, compare.
+T send-keys -t A m j C
+check "the comparison names both runs" wait_for 30 says 'compare run 2 .* with run 1'
+check "the comparison has both runs' columns and a delta" \
+    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE 'key +metric +run 2 +run 1 +delta +ratio'"
+check "the comparison has rows" says 'decode_tps'
+
+T send-keys -t A x
+check "x exports the shown run as CSV" wait_for 30 test -s "$tmp/infertop-run-1.csv"
+check "the footer names the file" says 'infertop-run-1.csv'
+check "the CSV holds the run's 5 requests with inter-token latencies" \
+    [ "$(grep -c ',ok,' "$tmp/infertop-run-1.csv")" = 5 ]
+check "the CSV header names the ITL columns" grep -q 'itl_p50_ms,itl_p99_ms' "$tmp/infertop-run-1.csv"
+
+T send-keys -t A q
+check "q exits the console" wait_for 100 test -s "$tmp/a.rc"
+check "the console exits with status 0" [ "$(cat "$tmp/a.rc")" = 0 ]
+finish

@@ -1,0 +1,230 @@
+/* console_runs.c: the console's stress run and history (console_runs.h). */
+#include "console_runs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+
+struct console_runs {
+    store *db;
+    stress_target target;
+    stress_run *run; /* NULL when none is going */
+    int have_progress;
+    stress_progress progress;
+    int64_t seen_done; /* requests_done at the last chart point */
+    size_t n_points;
+    double ctx[CONSOLE_RUNS_POINTS], tps[CONSOLE_RUNS_POINTS];
+
+    store_run_list list;
+    int have_summary;
+    store_summary summary;
+    int have_compare;
+    store_compare compare;
+};
+
+int console_runs_target(const struct cluster *c, stress_target *t, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    if (c->n_nodes > STRESS_NODES_MAX) {
+        snprintf(err, errlen, "%s has %d nodes; at most %d", c->path, c->n_nodes,
+                 STRESS_NODES_MAX);
+        return -1;
+    }
+    for (int i = 0; i < c->n_nodes; i++) {
+        snprintf(t->nodes[i].control, STRESS_EP_MAX, "%s", c->nodes[i].control);
+        snprintf(t->nodes[i].telemetry, STRESS_EP_MAX, "%s", c->nodes[i].telemetry);
+    }
+    t->n_nodes = c->n_nodes;
+    snprintf(t->cluster, sizeof t->cluster, "%s", c->name);
+    return 0;
+}
+
+console_runs *console_runs_open(const char *db_path, const struct cluster *c, char *err,
+                                size_t errlen)
+{
+    console_runs *cr = calloc(1, sizeof *cr);
+    if (!cr) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (console_runs_target(c, &cr->target, err, errlen) != 0 ||
+        !(cr->db = store_open(db_path, NULL, err, errlen))) {
+        free(cr);
+        return NULL;
+    }
+    return cr;
+}
+
+static void drop_history(console_runs *c)
+{
+    store_run_list_free(&c->list);
+    memset(&c->list, 0, sizeof c->list);
+    if (c->have_summary)
+        store_summary_free(&c->summary);
+    if (c->have_compare)
+        store_compare_free(&c->compare);
+    c->have_summary = c->have_compare = 0;
+}
+
+static void join(console_runs *c)
+{
+    stress_result res;
+    stress_wait(c->run, &res);
+    stress_progress_get(c->run, &c->progress);
+    stress_free(c->run);
+    c->run = NULL;
+}
+
+void console_runs_free(console_runs *c)
+{
+    if (!c)
+        return;
+    if (c->run) {
+        stress_abort(c->run);
+        join(c);
+    }
+    drop_history(c);
+    store_close(c->db);
+    free(c);
+}
+
+int console_runs_start(console_runs *c, const stress_opts *o, char *err, size_t errlen)
+{
+    if (c->run) {
+        snprintf(err, errlen, "run %lld is still going: abort it first (a)",
+                 (long long)c->progress.run_id);
+        return -1;
+    }
+    if (stress_start(&c->run, o, &c->target, c->db, err, errlen) != 0)
+        return -1;
+    c->n_points = 0;
+    c->seen_done = 0;
+    c->have_progress = 1;
+    stress_progress_get(c->run, &c->progress);
+    return 0;
+}
+
+void console_runs_abort(console_runs *c)
+{
+    if (c->run)
+        stress_abort(c->run);
+}
+
+int console_runs_tick(console_runs *c)
+{
+    if (!c || !c->run)
+        return 0;
+    stress_progress *p = &c->progress;
+    stress_progress_get(c->run, p);
+    /* A new ok request brings a new (context, decode tok/s) point. */
+    if (p->requests_done > c->seen_done && p->tok_s > 0 && p->ctx > 0 &&
+        c->n_points < CONSOLE_RUNS_POINTS) {
+        c->ctx[c->n_points] = (double)p->ctx;
+        c->tps[c->n_points] = p->tok_s;
+        c->n_points++;
+    }
+    c->seen_done = p->requests_done;
+    if (p->state == STRESS_FINISHED)
+        join(c);
+    return 1;
+}
+
+int console_runs_progress(const console_runs *c, stress_progress *p)
+{
+    if (!c || !c->have_progress)
+        return 0;
+    *p = c->progress;
+    return 1;
+}
+
+size_t console_runs_points(const console_runs *c, const double **ctx, const double **tps)
+{
+    *ctx = c->ctx;
+    *tps = c->tps;
+    return c->n_points;
+}
+
+/* ---- history ---- */
+
+static int by_context(const void *a, const void *b)
+{
+    const store_run *x = a, *y = b;
+    if (x->max_context != y->max_context)
+        return x->max_context < y->max_context ? 1 : -1;
+    return x->id < y->id ? 1 : x->id > y->id ? -1 : 0;
+}
+
+int console_runs_list(console_runs *c, const char *status, int sort_context, char *err,
+                      size_t errlen)
+{
+    store_run_filter f = {.status = status, .limit = CONSOLE_RUNS_PAGE};
+    store_run_list l;
+    if (store_runs_list(c->db, &f, &l, err, errlen) != 0)
+        return -1;
+    drop_history(c);
+    c->list = l;
+    if (sort_context && l.n > 1)
+        qsort(c->list.runs, c->list.n, sizeof *c->list.runs, by_context);
+    return 0;
+}
+
+const store_run_list *console_runs_listed(const console_runs *c)
+{
+    return &c->list;
+}
+
+const store_summary *console_runs_summary(console_runs *c, int64_t id, char *err, size_t errlen)
+{
+    if (c->have_summary && c->summary.run.id == id)
+        return &c->summary;
+    if (c->have_summary)
+        store_summary_free(&c->summary);
+    c->have_summary = 0;
+    int rc = store_run_summary(c->db, id, &c->summary, err, errlen);
+    if (rc == 1)
+        snprintf(err, errlen, "no run %lld in the history", (long long)id);
+    if (rc != 0)
+        return NULL;
+    c->have_summary = 1;
+    return &c->summary;
+}
+
+const store_compare *console_runs_compare(console_runs *c, int64_t a, int64_t b, char *err,
+                                          size_t errlen)
+{
+    if (c->have_compare && c->compare.a.run.id == a && c->compare.b.run.id == b)
+        return &c->compare;
+    if (c->have_compare)
+        store_compare_free(&c->compare);
+    c->have_compare = 0;
+    int rc = store_run_compare(c->db, a, b, &c->compare, err, errlen);
+    if (rc == 1)
+        snprintf(err, errlen, "run %lld or %lld is no longer in the history", (long long)a,
+                 (long long)b);
+    if (rc != 0)
+        return NULL;
+    c->have_compare = 1;
+    return &c->compare;
+}
+
+int console_runs_export(console_runs *c, int64_t id, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = store_export(c->db, id, STORE_EXPORT_REQUESTS, STORE_FORMAT_CSV, f, err, errlen);
+    if (rc == 1)
+        snprintf(err, errlen, "no run %lld in the history", (long long)id);
+    if (fclose(f) != 0 && rc == 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        rc = -1;
+    }
+    if (rc != 0)
+        remove(path);
+    return rc == 0 ? 0 : -1;
+}

@@ -1,0 +1,264 @@
+/* view_history.c: the runs of the history store, newest first (or by max
+ * context), filtered by status; the selected run's summary below them
+ * (per leg, then per node with the bottleneck node marked); two runs side
+ * by side once one is marked (m) and another compared with it (C); the
+ * shown run's requests exported as CSV (x).
+ *
+ * The queries run here, on the UI thread: see console_runs.h for why that
+ * is acceptable. The list is read again when the view opens and on r. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "console_runs.h"
+#include "draw.h"
+#include "meter.h"
+#include "view.h"
+
+static const char *const statuses[] = {NULL, "completed", "failed", "aborted", "running"};
+#define N_STATUSES ((int)(sizeof statuses / sizeof statuses[0]))
+
+static const store_run_list *listed(struct view_ctx *v)
+{
+    return console_runs_listed(v->opt->runs);
+}
+
+static const store_run *selected(struct view_ctx *v)
+{
+    const store_run_list *l = listed(v);
+    return l->n ? &l->runs[v->hist.sel] : NULL;
+}
+
+static void reload(struct view_ctx *v)
+{
+    char err[256];
+    if (console_runs_list(v->opt->runs, statuses[v->hist.status], v->hist.sort_context, err,
+                          sizeof err) != 0)
+        view_message(v, 1, "history: %s", err);
+    size_t n = listed(v)->n;
+    if ((size_t)v->hist.sel >= n) v->hist.sel = n ? (int)n - 1 : 0;
+}
+
+static void draw_status(struct view_ctx *v)
+{
+    WINDOW *w = v->win[LAYOUT_FILTER];
+    int width = v->lay->pane[LAYOUT_FILTER].w;
+    char marked[32] = "none";
+    if (v->hist.marked) snprintf(marked, sizeof marked, "run %lld", (long long)v->hist.marked);
+    draw_textf(w, v->g, 0, 0, width, palette_attr(v->pal, PAL_TITLE),
+               "status: %s   sort: %s   marked: %s   %zu runs",
+               statuses[v->hist.status] ? statuses[v->hist.status] : "any",
+               v->hist.sort_context ? "max context" : "newest", marked, listed(v)->n);
+}
+
+static void draw_runs(struct view_ctx *v)
+{
+    WINDOW *w = v->win[LAYOUT_RUNS];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_RUNS];
+    const store_run_list *l = listed(v);
+    draw_textf(w, v->g, 0, 0, p->w, A_BOLD, "%-3s %5s  %-16s %-7s %-10s %9s %5s %6s %6s  %s", "",
+               "run", "name", "mode", "status", "max ctx", "legs", "reqs", "failed", "started");
+    int rows = p->h - 1;
+    view_scroll_to(v->hist.sel, rows, &v->hist.top);
+    for (int i = 0; i < rows && (size_t)(v->hist.top + i) < l->n; i++) {
+        const store_run *r = &l->runs[v->hist.top + i];
+        char when[32];
+        time_t t = (time_t)r->started;
+        struct tm tm;
+        localtime_r(&t, &tm);
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M", &tm);
+        int sel = v->hist.top + i == v->hist.sel;
+        attr_t a = sel ? palette_attr(v->pal, PAL_SELECT) : A_NORMAL;
+        draw_textf(w, v->g, i + 1, 0, p->w, a, "%-3s %5lld  %-16.16s %-7s %-10s %9lld %5lld %6lld %6lld  %s",
+                   r->id == v->hist.marked ? "[m]" : "", (long long)r->id, r->name, r->mode,
+                   r->status, (long long)r->max_context, (long long)r->n_legs,
+                   (long long)r->n_requests, (long long)r->n_failed, when);
+    }
+    if (l->n == 0)
+        draw_text(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_DIM),
+                  "no runs in the history (start one from the Stress view)");
+}
+
+/* The node of a leg and phase with the largest eval_ms p50: the stage the
+ * ring waits on. */
+static int bottleneck(const store_summary *s, int leg, const char *phase)
+{
+    int best = -1;
+    for (size_t i = 0; i < s->n_groups; i++) {
+        const store_step_group *g = &s->groups[i];
+        if (g->leg != leg || strcmp(g->phase, phase) != 0) continue;
+        if (best < 0 || g->eval_ms.p50 > s->groups[best].eval_ms.p50) best = (int)i;
+    }
+    return best;
+}
+
+static void draw_summary(struct view_ctx *v, WINDOW *w, int width, int h)
+{
+    const store_run *sel = selected(v);
+    char err[256];
+    if (!sel) return;
+    const store_summary *s = console_runs_summary(v->opt->runs, sel->id, err, sizeof err);
+    if (!s) {
+        draw_text(w, v->g, 0, 0, width, palette_attr(v->pal, PAL_ERROR), err);
+        return;
+    }
+    int y = 0;
+    draw_textf(w, v->g, y++, 0, width, palette_attr(v->pal, PAL_TITLE),
+               "run %lld %s  %s %s  model %s  max context %lld", (long long)s->run.id, s->run.name,
+               s->run.mode, s->run.status, s->run.model, (long long)s->run.max_context);
+    draw_textf(w, v->g, y++, 0, width, A_BOLD, "%-4s %4s %7s %-10s %8s %5s %6s %11s %9s %9s %11s",
+               "leg", "kv", "prefill", "status", "max ctx", "reqs", "failed", "decode t/s",
+               "tpot ms", "ttft ms", "prefill t/s");
+    for (size_t i = 0; i < s->n_legs && y < h; i++) {
+        const store_leg_summary *l = &s->legs[i];
+        draw_textf(w, v->g, y++, 0, width, A_NORMAL,
+                   "%-4d %4d %7d %-10s %8lld %5lld %6lld %11.1f %9.1f %9.1f %11.1f", l->idx,
+                   l->kv_bits, l->prefill_step, l->status, (long long)l->max_context,
+                   (long long)l->requests, (long long)l->failed, l->decode_tps.p50, l->tpot_ms.p50,
+                   l->ttft_ms.p50, l->prefill_tps.p50);
+    }
+    if (s->failure.found && y < h)
+        draw_textf(w, v->g, y++, 0, width, palette_attr(v->pal, PAL_ERROR),
+                   "first failure: leg %d request %lld at context %lld: %s %s", s->failure.leg,
+                   (long long)s->failure.request, (long long)s->failure.ctx_before,
+                   s->failure.code, s->failure.message);
+    if (y < h)
+        draw_textf(w, v->g, y++, 0, width, A_BOLD, "%-4s %-12s %-8s %17s %17s %17s", "leg", "node",
+                   "phase", "step ms p50/p99", "model ms p50/p99", "eval ms p50/p99");
+    for (size_t i = 0; i < s->n_groups && y < h; i++) {
+        const store_step_group *g = &s->groups[i];
+        int slow = bottleneck(s, g->leg, g->phase) == (int)i;
+        attr_t a = slow ? palette_attr(v->pal, PAL_ALERT) | A_BOLD : A_NORMAL;
+        draw_textf(w, v->g, y++, 0, width, a, "%-4d %-12.12s %-8s %8.2f/%-8.2f %8.2f/%-8.2f %8.2f/%-8.2f%s",
+                   g->leg, g->node, g->phase, g->step_ms.p50, g->step_ms.p99, g->model_ms.p50,
+                   g->model_ms.p99, g->eval_ms.p50, g->eval_ms.p99, slow ? "  bottleneck" : "");
+    }
+}
+
+static void fmt_cell(int has, double x, char *buf, size_t len)
+{
+    if (!has || isnan(x))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.2f", x);
+}
+
+static void draw_compare(struct view_ctx *v, WINDOW *w, int width, int h)
+{
+    char err[256];
+    const store_compare *c =
+        console_runs_compare(v->opt->runs, v->hist.compare_a, v->hist.compare_b, err, sizeof err);
+    if (!c) {
+        draw_text(w, v->g, 0, 0, width, palette_attr(v->pal, PAL_ERROR), err);
+        return;
+    }
+    char ha[32], hb[32];
+    snprintf(ha, sizeof ha, "run %lld", (long long)c->a.run.id);
+    snprintf(hb, sizeof hb, "run %lld", (long long)c->b.run.id);
+    draw_textf(w, v->g, 0, 0, width, palette_attr(v->pal, PAL_TITLE),
+               "compare run %lld (%s, %s) with run %lld (%s, %s)", (long long)c->a.run.id,
+               c->a.run.name, c->a.run.status, (long long)c->b.run.id, c->b.run.name,
+               c->b.run.status);
+    draw_textf(w, v->g, 1, 0, width, A_BOLD, "%-26s %-18s %12s %12s %12s %8s", "key", "metric", ha,
+               hb, "delta", "ratio");
+    int rows = h - 2;
+    if (v->hist.detail_top > (int)c->n - rows) v->hist.detail_top = (int)c->n > rows ? (int)c->n - rows : 0;
+    for (int i = 0; i < rows && (size_t)(v->hist.detail_top + i) < c->n; i++) {
+        const store_delta *d = &c->rows[v->hist.detail_top + i];
+        char a[24], b[24], dl[24], r[24];
+        fmt_cell(d->has_a, d->a, a, sizeof a);
+        fmt_cell(d->has_b, d->b, b, sizeof b);
+        fmt_cell(d->has_a && d->has_b, d->delta, dl, sizeof dl);
+        fmt_cell(d->has_a && d->has_b, d->ratio, r, sizeof r);
+        draw_textf(w, v->g, 2 + i, 0, width, A_NORMAL, "%-26.26s %-18.18s %12s %12s %12s %8s",
+                   d->key, d->metric, a, b, dl, r);
+    }
+}
+
+static void history_draw(struct view_ctx *v)
+{
+    WINDOW *dw = v->win[LAYOUT_DETAIL];
+    if (!v->win[LAYOUT_FILTER] || !v->win[LAYOUT_RUNS] || !dw) return;
+    if (!v->opt->runs) {
+        draw_text(v->win[LAYOUT_FILTER], v->g, 0, 0, v->lay->pane[LAYOUT_FILTER].w,
+                  palette_attr(v->pal, PAL_ERROR), "no run history store (see --db)");
+        return;
+    }
+    if (v->fresh) reload(v);
+    draw_status(v);
+    draw_runs(v);
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_DETAIL];
+    if (v->hist.detail == VIEW_HIST_COMPARE)
+        draw_compare(v, dw, p->w, p->h);
+    else
+        draw_summary(v, dw, p->w, p->h);
+}
+
+static void mark(struct view_ctx *v)
+{
+    const store_run *r = selected(v);
+    if (!r) return;
+    v->hist.marked = v->hist.marked == r->id ? 0 : r->id;
+    if (v->hist.marked)
+        view_message(v, 0, "run %lld marked: select another run and press C to compare",
+                     (long long)r->id);
+}
+
+static void compare(struct view_ctx *v)
+{
+    const store_run *r = selected(v);
+    if (!r || !v->hist.marked || v->hist.marked == r->id) {
+        view_message(v, 1, "mark a run with m, select another, then C");
+        return;
+    }
+    v->hist.compare_a = v->hist.marked;
+    v->hist.compare_b = r->id;
+    v->hist.detail = VIEW_HIST_COMPARE;
+    v->hist.detail_top = 0;
+}
+
+static void export_shown(struct view_ctx *v)
+{
+    const store_run *r = selected(v);
+    char path[64], err[512];
+    if (!r) return;
+    int64_t id = v->hist.detail == VIEW_HIST_COMPARE ? v->hist.compare_b : r->id;
+    snprintf(path, sizeof path, "./infertop-run-%lld.csv", (long long)id);
+    if (console_runs_export(v->opt->runs, id, path, err, sizeof err) != 0)
+        view_message(v, 1, "export: %s", err);
+    else
+        view_message(v, 0, "run %lld's requests written to %s", (long long)id, path);
+}
+
+static int history_key(struct view_ctx *v, int key)
+{
+    if (!v->opt->runs) return 0;
+    switch (key) {
+    case '\n': case '\r': case KEY_ENTER: v->hist.detail = VIEW_HIST_SUMMARY; return 1;
+    case 'm': mark(v); return 1;
+    case 'C': compare(v); return 1;
+    case 'x': export_shown(v); return 1;
+    case 'r': reload(v); return 1;
+    case 'f': v->hist.status = (v->hist.status + 1) % N_STATUSES; v->hist.sel = 0; reload(v); return 1;
+    case 'o': v->hist.sort_context = !v->hist.sort_context; v->hist.sel = 0; reload(v); return 1;
+    case ']': v->hist.detail_top++; return 1;
+    case '[': if (v->hist.detail_top > 0) v->hist.detail_top--; return 1;
+    default: break;
+    }
+    int rows = v->lay->pane[LAYOUT_RUNS].h - 1;
+    int to = view_move(key, v->hist.sel, (int)listed(v)->n, rows);
+    if (to < 0) return 0;
+    v->hist.sel = to;
+    v->hist.detail = VIEW_HIST_SUMMARY;
+    return 1;
+}
+
+const struct ui_view view_history = {
+    .name = "History",
+    .layout = LAYOUT_HISTORY,
+    .draw = history_draw,
+    .key = history_key,
+    .click = NULL,
+    .footer = "j/k:run|Enter:summary|m:mark|C:compare|x:export|f:status|o:sort|r:reload|[/]:scroll|?:help",
+};

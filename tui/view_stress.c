@@ -1,0 +1,310 @@
+/* view_stress.c: set up a stress run, start it, watch it, abort it.
+ *
+ * The form holds the headless verb's options with the runner's defaults
+ * (stress_opts_init); j/k moves, Enter edits a field (mode cycles) and,
+ * on the last row, starts the run. The run itself lives in console_runs
+ * on the runner's thread: this view only draws the progress the app's
+ * loop copied from it and the decode tok/s of each request against the
+ * context it reached. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "console_runs.h"
+#include "draw.h"
+#include "meter.h"
+#include "view.h"
+
+enum field {
+    F_MODE, F_LEG, F_FROM, F_TO, F_FACTOR, F_GEN, F_REQUESTS, F_PROMPT, F_CONCURRENCY,
+    F_DURATION, F_KV_BITS, F_PREFILL, F_NAME, F_START, F_COUNT
+};
+
+static const char *const field_label[F_COUNT] = {
+    "mode", "sweep legs", "from", "to", "factor", "gen", "requests", "prompt tokens",
+    "concurrency", "duration s", "kv-bits", "prefill-step", "name", "start"};
+
+static const store_mode modes[] = {STORE_MODE_GROWTH, STORE_MODE_FIXED, STORE_MODE_SOAK,
+                                   STORE_MODE_SWEEP};
+
+static stress_opts *form_opts(struct view_ctx *v)
+{
+    if (!v->form.ready) {
+        stress_opts_init(&v->form.opts);
+        v->form.opts.to = 4096;
+        v->form.opts.duration_s = 60;
+        v->form.opts.n_kv_bits = 2;
+        v->form.opts.kv_bits[0] = 16;
+        v->form.opts.kv_bits[1] = 4;
+        v->form.opts.n_prefill_step = 1;
+        v->form.opts.prefill_step[0] = 256;
+        v->form.ready = 1;
+    }
+    return &v->form.opts;
+}
+
+static void fmt_list(const int *x, int n, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%d", i ? "," : "", x[i]);
+}
+
+/* A field's value as shown and as edited. */
+static void field_text(const stress_opts *o, enum field f, char *buf, size_t len)
+{
+    switch (f) {
+    case F_MODE: snprintf(buf, len, "%s", store_mode_name(o->mode)); break;
+    case F_LEG: snprintf(buf, len, "%s", store_mode_name(o->leg_mode)); break;
+    case F_FROM: snprintf(buf, len, "%lld", (long long)o->from); break;
+    case F_TO: snprintf(buf, len, "%lld", (long long)o->to); break;
+    case F_FACTOR: snprintf(buf, len, "%g", o->factor); break;
+    case F_GEN: snprintf(buf, len, "%d", o->gen); break;
+    case F_REQUESTS: snprintf(buf, len, "%lld", (long long)o->requests); break;
+    case F_PROMPT: snprintf(buf, len, "%d", o->prompt_tokens); break;
+    case F_CONCURRENCY: snprintf(buf, len, "%d", o->concurrency); break;
+    case F_DURATION: snprintf(buf, len, "%g", o->duration_s); break;
+    case F_KV_BITS: fmt_list(o->kv_bits, o->n_kv_bits, buf, len); break;
+    case F_PREFILL: fmt_list(o->prefill_step, o->n_prefill_step, buf, len); break;
+    case F_NAME: snprintf(buf, len, "%s", o->name); break;
+    case F_START:
+    case F_COUNT: buf[0] = '\0'; break;
+    }
+}
+
+/* Whether the field applies to the mode (others are dimmed). */
+static int field_used(const stress_opts *o, enum field f)
+{
+    int growth = o->mode == STORE_MODE_GROWTH ||
+                 (o->mode == STORE_MODE_SWEEP && o->leg_mode == STORE_MODE_GROWTH);
+    int fixed = o->mode == STORE_MODE_FIXED || o->mode == STORE_MODE_SOAK ||
+                (o->mode == STORE_MODE_SWEEP && o->leg_mode == STORE_MODE_FIXED);
+    switch (f) {
+    case F_LEG:
+    case F_KV_BITS:
+    case F_PREFILL: return o->mode == STORE_MODE_SWEEP;
+    case F_FROM:
+    case F_TO:
+    case F_FACTOR: return growth;
+    case F_REQUESTS: return fixed && o->mode != STORE_MODE_SOAK;
+    case F_PROMPT:
+    case F_CONCURRENCY: return fixed;
+    case F_DURATION: return o->mode == STORE_MODE_SOAK;
+    default: return 1;
+    }
+}
+
+static int parse_list(const char *s, int *out, int *n)
+{
+    char buf[VIEW_FORM_TEXT], *save = NULL;
+    int k = 0;
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long x = strtol(t, &end, 10);
+        if (end == t || *end || k == STRESS_LIST_MAX) return -1;
+        out[k++] = (int)x;
+    }
+    if (k == 0) return -1;
+    *n = k;
+    return 0;
+}
+
+/* Takes the typed text into the field; -1 when it is not a number there. */
+static int field_set(stress_opts *o, enum field f, const char *s)
+{
+    char *end;
+    double d = strtod(s, &end);
+    int number = end != s && *end == '\0';
+    switch (f) {
+    case F_KV_BITS: return parse_list(s, o->kv_bits, &o->n_kv_bits);
+    case F_PREFILL: return parse_list(s, o->prefill_step, &o->n_prefill_step);
+    case F_NAME: snprintf(o->name, sizeof o->name, "%s", s); return 0;
+    default: break;
+    }
+    if (!number) return -1;
+    switch (f) {
+    case F_FROM: o->from = (int64_t)d; break;
+    case F_TO: o->to = (int64_t)d; break;
+    case F_FACTOR: o->factor = d; o->step = 0; break;
+    case F_GEN: o->gen = (int)d; break;
+    case F_REQUESTS: o->requests = (int64_t)d; break;
+    case F_PROMPT: o->prompt_tokens = (int)d; break;
+    case F_CONCURRENCY: o->concurrency = (int)d; break;
+    case F_DURATION: o->duration_s = d; break;
+    default: return -1;
+    }
+    return 0;
+}
+
+static void draw_form(struct view_ctx *v)
+{
+    WINDOW *w = v->win[LAYOUT_FORM];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_FORM];
+    if (!w) return;
+    const stress_opts *o = form_opts(v);
+    draw_text(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "stress run");
+    for (int f = 0; f < F_COUNT && f + 2 < p->h; f++) {
+        int y = f + 2, sel = f == v->form.field;
+        attr_t a = sel ? palette_attr(v->pal, PAL_SELECT) : field_used(o, f) ? A_NORMAL
+                                                                            : palette_attr(v->pal, PAL_DIM);
+        if (f == F_START) {
+            draw_text(w, v->g, y, 0, p->w, a | A_BOLD, "[ start the run ]");
+            continue;
+        }
+        char val[STRESS_TEXT_MAX + 2];
+        if (sel && v->form.editing)
+            snprintf(val, sizeof val, "%s_", v->form.text);
+        else
+            field_text(o, f, val, sizeof val);
+        draw_textf(w, v->g, y, 0, p->w, a, "%-14s %s", field_label[f], val);
+    }
+}
+
+static void draw_progress(struct view_ctx *v, const stress_progress *pr)
+{
+    WINDOW *w = v->win[LAYOUT_PROGRESS];
+    int width = v->lay->pane[LAYOUT_PROGRESS].w;
+    if (!w) return;
+    char eta[32] = "-", el[32];
+    if (pr->eta_s >= 0) meter_fmt_duration(pr->eta_s, eta, sizeof eta);
+    meter_fmt_duration(pr->elapsed_s, el, sizeof el);
+    const char *state = pr->state == STRESS_STARTING  ? "starting"
+                        : pr->state == STRESS_RUNNING ? "running"
+                                                      : store_status_name(pr->status);
+    enum palette_role role = pr->state != STRESS_FINISHED           ? PAL_PENDING
+                             : pr->status == STORE_COMPLETED ? PAL_OK
+                                                              : PAL_ERROR;
+    int x = draw_textf(w, v->g, 0, 0, width, palette_attr(v->pal, PAL_TITLE), "run %lld %s ",
+                       (long long)pr->run_id, store_mode_name(pr->mode));
+    draw_text(w, v->g, 0, x, width - x, palette_attr(v->pal, role) | A_BOLD, state);
+    draw_textf(w, v->g, 1, 0, width, A_NORMAL, "leg %d/%d  kv_bits %d  prefill_step %d",
+               pr->leg + 1, pr->n_legs, pr->kv_bits, pr->prefill_step);
+    draw_textf(w, v->g, 2, 0, width, A_BOLD, "context %lld / %lld", (long long)pr->ctx,
+               (long long)pr->ctx_target);
+    draw_textf(w, v->g, 3, 0, width, A_NORMAL, "requests %lld ok  %lld failed  %d in flight",
+               (long long)pr->requests_done, (long long)pr->requests_failed, pr->in_flight);
+    draw_textf(w, v->g, 4, 0, width, A_NORMAL, "decode %.1f tok/s  elapsed %s  eta %s", pr->tok_s,
+               el, eta);
+    if (pr->last_error[0])
+        draw_textf(w, v->g, 5, 0, width, palette_attr(v->pal, PAL_ERROR), "failure: %s",
+                   pr->last_error);
+}
+
+static void draw_points(struct view_ctx *v)
+{
+    WINDOW *w = v->win[LAYOUT_CHART];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_CHART];
+    const double *ctx, *tps;
+    size_t n = console_runs_points(v->opt->runs, &ctx, &tps);
+    if (!w) return;
+    char title[96];
+    if (n)
+        snprintf(title, sizeof title, "decode tok/s per request, context %.0f .. %.0f", ctx[0],
+                 ctx[n - 1]);
+    else
+        snprintf(title, sizeof title, "decode tok/s per request (none yet)");
+    int cap = draw_chart_points(v->g, p->w - 1);
+    size_t first = n > (size_t)cap ? n - (size_t)cap : 0;
+    struct draw_series s = {"decode tok/s", tps + first, (int)(n - first)};
+    draw_chart(w, v->g, v->pal, 0, 0, p->w - 1, p->h, title, &s, 1, 0, meter_fmt_num);
+}
+
+static void stress_draw(struct view_ctx *v)
+{
+    WINDOW *pw = v->win[LAYOUT_PROGRESS];
+    if (!v->opt->runs) {
+        if (pw)
+            draw_text(pw, v->g, 0, 0, v->lay->pane[LAYOUT_PROGRESS].w, palette_attr(v->pal, PAL_ERROR),
+                      "no run history store: stress runs are off (see --db)");
+        return;
+    }
+    draw_form(v);
+    stress_progress pr;
+    if (console_runs_progress(v->opt->runs, &pr))
+        draw_progress(v, &pr);
+    else if (pw)
+        draw_text(pw, v->g, 0, 0, v->lay->pane[LAYOUT_PROGRESS].w, palette_attr(v->pal, PAL_DIM),
+                  "no run yet: fill the form, Enter on [ start the run ]");
+    draw_points(v);
+}
+
+static void start(struct view_ctx *v)
+{
+    char err[512];
+    if (view_refuse_readonly(v, "stress runs")) return;
+    if (console_runs_start(v->opt->runs, form_opts(v), err, sizeof err) != 0)
+        view_message(v, 1, "%s", err);
+    else
+        view_message(v, 0, "%s run started: a aborts it", store_mode_name(form_opts(v)->mode));
+}
+
+static void edit_key(struct view_ctx *v, int key)
+{
+    size_t n = strlen(v->form.text);
+    if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+        v->form.editing = 0;
+        if (field_set(form_opts(v), v->form.field, v->form.text) != 0)
+            view_message(v, 1, "%s: \"%s\" is not a valid value", field_label[v->form.field],
+                         v->form.text);
+    } else if (key == 27) {
+        v->form.editing = 0;
+    } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
+        if (n) v->form.text[n - 1] = '\0';
+    } else if (key >= 0x20 && key < 0x7F && n + 1 < sizeof v->form.text) {
+        v->form.text[n] = (char)key;
+        v->form.text[n + 1] = '\0';
+    }
+}
+
+/* Mode and sweep legs cycle through their values. */
+static void cycle(stress_opts *o, enum field f)
+{
+    if (f == F_MODE) {
+        size_t i = 0;
+        while (modes[i] != o->mode) i++;
+        o->mode = modes[(i + 1) % (sizeof modes / sizeof modes[0])];
+    } else {
+        o->leg_mode = o->leg_mode == STORE_MODE_GROWTH ? STORE_MODE_FIXED : STORE_MODE_GROWTH;
+    }
+}
+
+static int stress_key(struct view_ctx *v, int key)
+{
+    if (!v->opt->runs) return 0;
+    if (v->form.editing) {
+        edit_key(v, key);
+        return 1;
+    }
+    if (key == 'a') {
+        console_runs_abort(v->opt->runs);
+        view_message(v, 0, "abort asked: the run stops and is recorded as aborted");
+        return 1;
+    }
+    if (key == '\n' || key == '\r' || key == KEY_ENTER || key == ' ') {
+        enum field f = v->form.field;
+        if (f == F_START) {
+            start(v);
+        } else if (f == F_MODE || f == F_LEG) {
+            cycle(form_opts(v), f);
+        } else {
+            v->form.editing = 1;
+            v->form.text[0] = '\0';
+        }
+        return 1;
+    }
+    int to = view_move(key, v->form.field, F_COUNT, F_COUNT);
+    if (to < 0) return 0;
+    v->form.field = to;
+    return 1;
+}
+
+const struct ui_view view_stress = {
+    .name = "Stress",
+    .layout = LAYOUT_STRESS,
+    .draw = stress_draw,
+    .key = stress_key,
+    .click = NULL,
+    .footer = "j/k:field|Enter:edit/start|a:abort|Tab:view|?:help|q:quit",
+};
