@@ -217,7 +217,9 @@ static int print_tel(zmq_msg_t *topic, zmq_msg_t *payload, const char *until)
                          zmq_msg_size(payload), &t, err, sizeof err) != 0) {
         line = json_pack("{ss ss}", "topic", name, "invalid", err);
     } else {
-        line = json_deep_copy(t.json);
+        /* Print what was on the wire: the decoder's own tree is not kept
+         * for step messages (proto_step_scan.c). */
+        line = json_loadb(zmq_msg_data(payload), zmq_msg_size(payload), 0, NULL);
         json_object_set_new(line, "topic", json_string(name));
         end = until && t.topic == PROTO_TOPIC_REQ && t.req.end && strcmp(t.req.req, until) == 0;
         proto_tel_free(&t);
