@@ -88,7 +88,7 @@ check "the comparison has rows" says 'decode_tps'
 
 T send-keys -t A x
 check "x exports the shown run as CSV" wait_for 30 test -s "$tmp/infertop-run-1.csv"
-check "the footer names the file" says 'infertop-run-1.csv'
+check "the footer names the file" wait_for 30 says 'infertop-run-1.csv'
 check "the CSV holds the run's 5 requests with inter-token latencies" \
     [ "$(grep -c ',ok,' "$tmp/infertop-run-1.csv")" = 5 ]
 check "the CSV header names the ITL columns" grep -q 'itl_p50_ms,itl_p99_ms' "$tmp/infertop-run-1.csv"
