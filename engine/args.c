@@ -4,6 +4,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include "kvcache.h"
 
 static const char *flag_name(const args_spec *s, int opt)
 {
@@ -98,6 +101,23 @@ int args_int(const args_spec *s, int opt, const char *text, int min, int max, in
         return -1;
     *out = (int)v;
     return 0;
+}
+
+int args_kv_bits(const args_spec *s, int opt, const char *text, int *out)
+{
+    int bits;
+    if (args_int(s, opt, text, 4, 32, &bits) != 0)
+        return -1;
+    if (!kv_bits_valid(bits))
+        return args_bad(s, opt, text, "32, 16, 8 or 4");
+    *out = bits;
+    return 0;
+}
+
+int args_default_threads(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 ? (int)cpus : 1;
 }
 
 int args_double(const args_spec *s, int opt, const char *text, double min, double max, double *out)

@@ -36,6 +36,12 @@ int args_size(const args_spec *s, int opt, const char *text, unsigned long long 
 /* The same for an int; min >= 0. */
 int args_int(const args_spec *s, int opt, const char *text, int min, int max, int *out);
 
+/* A KV cache precision: 32, 16, 8 or 4. */
+int args_kv_bits(const args_spec *s, int opt, const char *text, int *out);
+
+/* The default thread count: the online CPUs. */
+int args_default_threads(void);
+
 /* A decimal number in [min, max]. */
 int args_double(const args_spec *s, int opt, const char *text, double min, double max, double *out);
 

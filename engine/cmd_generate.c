@@ -123,9 +123,7 @@ static int take_option(void *ctx, int opt, const char *arg)
     case OPT_SEED:
         return args_size(&spec, opt, arg, 0, ULLONG_MAX, &o->seed);
     case OPT_KV_BITS:
-        if (args_int(&spec, opt, arg, 4, 32, &o->kv_bits) != 0)
-            return -1;
-        return kv_bits_valid(o->kv_bits) ? 0 : args_bad(&spec, opt, arg, "32, 16, 8 or 4");
+        return args_kv_bits(&spec, opt, arg, &o->kv_bits);
     case OPT_PREFILL_STEP:
         return args_int(&spec, opt, arg, 1, 1 << 20, &o->prefill_step);
     case OPT_THREADS:
@@ -145,7 +143,6 @@ static const args_spec spec = {
 /* Returns 0 to run, 1 when --help was printed, -1 on bad usage. */
 static int parse_options(int argc, char **argv, gen_options *o)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (gen_options){
         .steps = 256,
         .temperature = 0.0,
@@ -153,7 +150,7 @@ static int parse_options(int argc, char **argv, gen_options *o)
         .seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 32),
         .kv_bits = 16,
         .prefill_step = 512,
-        .threads = cpus > 0 ? (int)cpus : 1,
+        .threads = args_default_threads(),
     };
     int rc = args_parse(&spec, argc, argv, o);
     if (rc != 0)

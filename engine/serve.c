@@ -209,9 +209,7 @@ static int take_option(void *ctx, int opt, const char *arg)
         }
         return args_int(&spec, opt, arg, 1, PROTO_PREFILL_STEP_MAX, &o->prefill_step);
     case OPT_KV_BITS:
-        if (args_int(&spec, opt, arg, 4, 32, &o->kv_bits) != 0)
-            return -1;
-        return kv_bits_valid(o->kv_bits) ? 0 : args_bad(&spec, opt, arg, "32, 16, 8 or 4");
+        return args_kv_bits(&spec, opt, arg, &o->kv_bits);
     case OPT_STEP_TIMEOUT:
         if (args_double(&spec, opt, arg, 0.1, 86400.0, &o->step_timeout_ms) != 0)
             return -1;
@@ -234,13 +232,12 @@ static const args_spec spec = {
 /* Returns 0 to run, 1 when --help was printed, -1 on bad usage. */
 static int parse_options(int argc, char **argv, serve_opts *o)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (serve_opts){
         .control = DEFAULT_CONTROL,
         .telemetry = DEFAULT_TELEMETRY,
         .first = 0,
         .last = -1,
-        .threads = cpus > 0 ? (int)cpus : 1,
+        .threads = args_default_threads(),
         .prefill_step = 512,
         .kv_bits = 16,
         .step_timeout_ms = 30000.0,
