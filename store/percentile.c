@@ -3,6 +3,7 @@
  * pN is the ceil(N/100 * count)-th smallest value (for count > 0): always a
  * value that occurred, never an interpolation. Ranks are found by selection
  * (O(n) per rank), not by sorting: a summary ranks millions of values. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,15 @@ static ptrdiff_t rank_index(size_t pct, size_t n)
 {
     size_t rank = (pct * n + 99) / 100;
     return rank ? (ptrdiff_t)rank - 1 : 0;
+}
+
+double store_percentile(double *v, size_t n, double pct)
+{
+    /* The slack absorbs binary fractions: 100 * 0.9 is 90.00000000000001. */
+    double rank = ceil(pct * (double)n / 100.0 - 1e-9);
+    ptrdiff_t k = rank < 1 ? 0 : rank > (double)n ? (ptrdiff_t)n - 1 : (ptrdiff_t)rank - 1;
+    select_kth(v, (ptrdiff_t)n, k);
+    return v[k];
 }
 
 void store_dist_compute(double *v, size_t n, store_dist *out)

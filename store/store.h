@@ -189,6 +189,11 @@ typedef struct store_dist {
 /* The store_dist of v's n values, which it reorders. */
 void store_dist_compute(double *v, size_t n, store_dist *out);
 
+/* The nearest-rank pct-th percentile (pct in [0, 100]) of v's n > 0 values,
+ * which it reorders: the definition every history summary uses, so that the
+ * console's live figures read the same as the history's. */
+double store_percentile(double *v, size_t n, double pct);
+
 typedef struct store_step_group {
     int leg;
     char node[STORE_NODE_MAX];

@@ -6,6 +6,7 @@
  * computed when a view asks, a few times a second.
  */
 #include "state.h"
+#include "store.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -459,55 +460,11 @@ const proto_status *state_node_status(const state *st, int node)
 
 /* ---- percentiles and rates ------------------------------------------ */
 
-/* Rearranges v[0..n) so that v[k] holds the k-th smallest value, with no
- * larger value before it and no smaller one after it (Hoare's selection:
- * linear time, where sorting every ring for every frame would not be). */
-static float select_kth(float *v, int n, int k)
-{
-    int lo = 0, hi = n - 1;
-    while (lo < hi) {
-        float pivot = v[lo + (hi - lo) / 2];
-        int i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot) i++;
-            while (v[j] > pivot) j--;
-            if (i <= j) {
-                float t = v[i];
-                v[i++] = v[j];
-                v[j--] = t;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            break;
-    }
-    return v[k];
-}
-
-/* Linear interpolation between the closest ranks (numpy's default). */
-static double quantile(float *v, int n, double q)
-{
-    if (!(q >= 0)) q = 0;
-    if (q > 1) q = 1;
-    double pos = q * (n - 1);
-    int lo = (int)floor(pos);
-    if (lo >= n - 1) lo = n - 1;
-    double a = select_kth(v, n, lo);
-    if (pos == lo) return a;
-    float b = v[lo + 1]; /* the next rank is the smallest of what follows */
-    for (int i = lo + 2; i < n; i++)
-        if (v[i] < b) b = v[i];
-    return a + (pos - lo) * (b - a);
-}
-
 int state_percentiles(const state *st, int node, enum state_metric m, int phase, double window,
                       double now, const double *q, int nq, double *out)
 {
     const struct node *n = &st->nodes[node];
-    float vals[STATE_STEP_RING];
+    double vals[STATE_STEP_RING];
     int cnt = 0;
     uint64_t have = n->n_steps < STATE_STEP_RING ? n->n_steps : STATE_STEP_RING;
     for (uint64_t k = 0; k < have; k++) {
@@ -516,7 +473,8 @@ int state_percentiles(const state *st, int node, enum state_metric m, int phase,
         if (phase != STATE_ANY && r->phase != phase) continue;
         if (isfinite(r->ms[m])) vals[cnt++] = r->ms[m];
     }
-    for (int i = 0; i < nq; i++) out[i] = cnt ? quantile(vals, cnt, q[i]) : NAN;
+    for (int i = 0; i < nq; i++)
+        out[i] = cnt ? store_percentile(vals, (size_t)cnt, 100.0 * fmin(fmax(q[i], 0.0), 1.0)) : NAN;
     return cnt;
 }
 

@@ -201,7 +201,8 @@ unsigned state_node_flags(const state *st, int node, double now);
 
 /* Percentiles of a metric over the steps of the last `window` seconds in
  * the given phase (at most the ring's STATE_STEP_RING newest steps). q in
- * [0, 1]. Returns how many steps there were; 0 leaves out[] NaN. */
+ * [0, 1]; nearest-rank, as in the history (store_percentile). Returns how
+ * many steps there were; 0 leaves out[] NaN. */
 int state_percentiles(const state *st, int node, enum state_metric m, int phase, double window,
                       double now, const double *q, int nq, double *out);
 

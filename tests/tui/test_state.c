@@ -73,13 +73,13 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The reference: sort, then interpolate linearly between closest ranks. */
+/* The reference: sort, then take the nearest rank, ceil(q * n), as the
+ * history's summaries do. */
 static double ref_quantile(double *v, int n, double q)
 {
     qsort(v, (size_t)n, sizeof v[0], cmp_d);
-    double pos = q * (n - 1);
-    int lo = (int)pos;
-    return lo + 1 < n ? v[lo] + (pos - lo) * (v[lo + 1] - v[lo]) : v[lo];
+    int rank = (int)ceil(q * n);
+    return v[rank < 1 ? 0 : rank - 1];
 }
 
 /* ---- aggregates and percentiles ---- */
