@@ -25,24 +25,14 @@ INFERD=$(cd "$(dirname "$(command -v inferd)")" && pwd)/inferd
 run="$tmp/run"
 mkdir -p "$run" "$tmp/home"
 user=$(id -un)
-SOCK="infertop-ssh-test-$$"
-T() { tmux -L "$SOCK" "$@"; }
+. "$(dirname "$0")/lib/tmux.sh"
 
 # The inferd started over SSH is not a child of this script: it is stopped
 # by its pidfile, and by the test's own paths in its command line.
-console_ssh_cleanup() {
-    T kill-server 2>/dev/null
+console_cleanup_extra() {
     [ -f "$run/s0.pid" ] && kill -KILL "$(cat "$run/s0.pid")" 2>/dev/null
     pkill -KILL -f -- "--log $run/" 2>/dev/null
-    cleanup
 }
-trap console_ssh_cleanup EXIT
-
-if ! command -v tmux >/dev/null 2>&1; then
-    fail "tmux is installed"
-    finish
-    exit 1
-fi
 
 # The SSH client sees only what the test made: no agent, no ~/.ssh. The
 # tmux server started below inherits this environment.
@@ -80,18 +70,6 @@ telemetry = tcp://127.0.0.5:$P6
 start = inferd serve
 EOF
 
-# wait_for TENTHS COMMAND...: polls every 0.1 s until COMMAND succeeds, at
-# most TENTHS times.
-wait_for() {
-    n=$1
-    shift
-    while [ "$n" -gt 0 ]; do
-        "$@" && return 0
-        sleep 0.1
-        n=$((n - 1))
-    done
-    return 1
-}
 cap() { T capture-pane -p -t C; }
 says() { cap | grep -qF -- "$1"; }
 row_is() { cap | grep -qE "$1 +$2 "; } # NODE STATE on the dashboard

@@ -10,36 +10,10 @@
 #     and a delta column; x writes the shown run's requests as CSV;
 #   - q exits 0.
 . "$(dirname "$0")/lib/serve.sh"
-
-SOCK="infertop-stress-$$"
-T() { tmux -L "$SOCK" "$@"; }
-printf 'set -g remain-on-exit on\nset -g status off\n' >"$tmp/tmux.conf"
-
-console_cleanup() {
-    T kill-server 2>/dev/null
-    for p in $(pgrep -f "$tmp/infertop-demo" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-    cleanup
-}
-trap console_cleanup EXIT
-
-if ! command -v tmux >/dev/null 2>&1; then
-    fail "tmux is installed"
-    finish
-    exit 1
-fi
+. "$(dirname "$0")/lib/tmux.sh"
 
 cap() { T capture-pane -p -t A; }
 says() { cap | grep -q "$1"; }
-wait_for() { # TENTHS COMMAND...
-    n=$1
-    shift
-    while [ "$n" -gt 0 ]; do
-        "$@" && return 0
-        sleep 0.1
-        n=$((n - 1))
-    done
-    return 1
-}
 both_up() { [ "$(cap | grep -cE 'stage[01] +up ')" = 2 ]; }
 
 DB="$tmp/history.db"

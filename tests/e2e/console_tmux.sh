@@ -15,42 +15,11 @@
 # >= 0x80 and no colour, refuses a config change, and when the console is
 # killed outright (SIGKILL) its stages die with it.
 . "$(dirname "$0")/lib/serve.sh"
-
-SOCK="infertop-test-$$"
-T() { tmux -L "$SOCK" "$@"; }
-# No status line: the console has the whole window. remain-on-exit keeps
-# the server up between the two runs.
-printf 'set -g remain-on-exit on\nset -g status off\n' >"$tmp/tmux.conf"
-
-console_cleanup() {
-    T kill-server 2>/dev/null
-    # Stages a failed step left behind: their command lines hold $tmp.
-    for p in $(pgrep -f "$tmp/infertop-demo" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-    cleanup
-}
-trap console_cleanup EXIT
-
-if ! command -v tmux >/dev/null 2>&1; then
-    fail "tmux is installed"
-    finish
-    exit 1
-fi
+. "$(dirname "$0")/lib/tmux.sh"
 
 cap() { T capture-pane -p -t "$1"; }
 pane() { T display-message -p -t "$1" "$2"; }
 
-# wait_for TENTHS COMMAND...: polls every 0.1 s until COMMAND succeeds, at
-# most TENTHS times.
-wait_for() {
-    n=$1
-    shift
-    while [ "$n" -gt 0 ]; do
-        "$@" && return 0
-        sleep 0.1
-        n=$((n - 1))
-    done
-    return 1
-}
 
 # The dashboard row of a stage: its state and steps/s (the state's word,
 # then layers and phase, then the rate).
