@@ -140,7 +140,8 @@ json_t *store_best_json(const store_best *b)
 static const char requests_sql[] =
     "SELECT leg, idx, session, ctx_before, ctx_after, prompt_tokens, gen_tokens, ttft_ms,"
     " prefill_ms, prefill_tps, decode_tps, tpot_ms, e2e_ms, status, error_code, error_message, t,"
-    " itl_p50_ms, itl_p99_ms FROM requests WHERE run = ? ORDER BY idx";
+    " itl_p50_ms, itl_p99_ms, prefill_step_ms, decode_step_ms FROM requests WHERE run = ?"
+    " ORDER BY idx";
 static const char steps_sql[] =
     "SELECT seq, leg, req, node, step, phase, tokens, pos, step_ms, model_ms, eval_ms, wait_ms,"
     " comm_ms, kv_bytes, kv_bits, prefill_step, rss, headroom, t"

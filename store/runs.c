@@ -287,8 +287,8 @@ int store_wstmts_prepare(sqlite3 *db, store_wstmts *w, char *err, size_t errlen)
         {&w->request, "INSERT INTO requests(run, leg, idx, session, ctx_before, ctx_after,"
                       " prompt_tokens, gen_tokens, ttft_ms, prefill_ms, prefill_tps,"
                       " decode_tps, tpot_ms, e2e_ms, status, error_code, error_message, t,"
-                      " itl_p50_ms, itl_p99_ms)"
-                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+                      " itl_p50_ms, itl_p99_ms, prefill_step_ms, decode_step_ms)"
+                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
         {&w->event, "INSERT INTO events(run, t, node, kind, detail) VALUES (?,?,?,?,?)"},
         {&w->leg_begin, "INSERT INTO legs(run, idx, kv_bits, prefill_step, status, started)"
                         " VALUES (?,?,?,?,'running',?)"},
@@ -432,6 +432,8 @@ static int apply_request(store *s, store_rec *r)
     sqlite3_bind_double(st, 18, r->t);
     store_bind_measure(st, 19, q->itl_p50_ms);
     store_bind_measure(st, 20, q->itl_p99_ms);
+    store_bind_measure(st, 21, q->prefill_step_ms);
+    store_bind_measure(st, 22, q->decode_step_ms);
     return run_stmt(st);
 }
 

@@ -105,6 +105,9 @@ typedef struct store_request {
     int64_t prompt_tokens, gen_tokens;
     double ttft_ms, prefill_ms, prefill_tps, decode_tps, tpot_ms, e2e_ms; /* < 0: unknown */
     double itl_p50_ms, itl_p99_ms; /* inter-token latencies; < 0: unknown */
+    /* Mean step_ms of the request's prefill (decode) steps on the node
+     * where that mean is largest; < 0: unknown. */
+    double prefill_step_ms, decode_step_ms;
     int ok;                                                               /* 1 ok, 0 failed */
     const char *error_code; /* failed requests: "timeout", "refused", "node_down", ... */
     const char *error_message;
@@ -227,6 +230,27 @@ typedef struct store_summary {
 
 int store_run_summary(store *s, int64_t run, store_summary *out, char *err, size_t errlen);
 void store_summary_free(store_summary *sum);
+
+/* One ok request of a run as a point of its charts against context. */
+typedef struct store_point {
+    int leg;
+    int64_t idx;
+    int64_t ctx; /* ctx_after */
+    double prefill_tps, decode_tps;
+    double prefill_step_ms, decode_step_ms; /* the slowest node's means */
+    /* Each figure is NaN where the request has none. */
+} store_point;
+
+typedef struct store_curve {
+    store_point *points; /* in request order */
+    size_t n;
+} store_curve;
+
+/* The ok requests of run as chart points. It reads the run's requests and
+ * not its steps, so it stays quick on the console's thread however long
+ * the run. 1 when there is no such run. */
+int store_run_curve(store *s, int64_t run, store_curve *out, char *err, size_t errlen);
+void store_curve_free(store_curve *c);
 
 /* One compared figure: key names the leg/node/phase ("run", "leg 0",
  * "leg 0 node1 decode"), metric the figure ("step_ms p50"). delta = b - a,

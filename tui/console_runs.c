@@ -14,15 +14,22 @@ struct console_runs {
     stress_run *run; /* NULL when none is going */
     int have_progress;
     stress_progress progress;
-    int64_t seen_done; /* requests_done at the last chart point */
+    size_t seen_points; /* the run's chart points taken in so far */
     size_t n_points;
-    double ctx[CONSOLE_RUNS_POINTS], tps[CONSOLE_RUNS_POINTS];
+    store_point points[CONSOLE_RUNS_POINTS]; /* the newest, oldest first */
 
     store_run_list list;
     int have_summary;
     store_summary summary;
     int have_compare;
     store_compare compare;
+    /* The chart points of the two runs shown last (a comparison shows
+     * two); the older one goes when a third is asked for. */
+    struct {
+        int64_t id; /* 0: empty */
+        store_curve curve;
+    } curves[2];
+    int curve_next;
 };
 
 int console_runs_target(const struct cluster *c, stress_target *t, char *err, size_t errlen)
@@ -67,6 +74,10 @@ static void drop_history(console_runs *c)
     if (c->have_compare)
         store_compare_free(&c->compare);
     c->have_summary = c->have_compare = 0;
+    for (int i = 0; i < 2; i++) {
+        store_curve_free(&c->curves[i].curve);
+        c->curves[i].id = 0;
+    }
 }
 
 static void join(console_runs *c)
@@ -101,7 +112,7 @@ int console_runs_start(console_runs *c, const stress_opts *o, char *err, size_t 
     if (stress_start(&c->run, o, &c->target, c->db, err, errlen) != 0)
         return -1;
     c->n_points = 0;
-    c->seen_done = 0;
+    c->seen_points = 0;
     c->have_progress = 1;
     stress_progress_get(c->run, &c->progress);
     return 0;
@@ -113,21 +124,25 @@ void console_runs_abort(console_runs *c)
         stress_abort(c->run);
 }
 
+/* Takes in the points of the requests that ended since the last tick,
+ * keeping the newest CONSOLE_RUNS_POINTS. */
+static void take_points(console_runs *c)
+{
+    store_point fresh[CONSOLE_RUNS_POINTS];
+    size_t n = stress_points_since(c->run, &c->seen_points, fresh, CONSOLE_RUNS_POINTS);
+    size_t keep = c->n_points + n > CONSOLE_RUNS_POINTS ? CONSOLE_RUNS_POINTS - n : c->n_points;
+    memmove(c->points, c->points + (c->n_points - keep), keep * sizeof *c->points);
+    memcpy(c->points + keep, fresh, n * sizeof *fresh);
+    c->n_points = keep + n;
+}
+
 int console_runs_tick(console_runs *c)
 {
     if (!c || !c->run)
         return 0;
-    stress_progress *p = &c->progress;
-    stress_progress_get(c->run, p);
-    /* A new ok request brings a new (context, decode tok/s) point. */
-    if (p->requests_done > c->seen_done && p->tok_s > 0 && p->ctx > 0 &&
-        c->n_points < CONSOLE_RUNS_POINTS) {
-        c->ctx[c->n_points] = (double)p->ctx;
-        c->tps[c->n_points] = p->tok_s;
-        c->n_points++;
-    }
-    c->seen_done = p->requests_done;
-    if (p->state == STRESS_FINISHED)
+    stress_progress_get(c->run, &c->progress);
+    take_points(c);
+    if (c->progress.state == STRESS_FINISHED)
         join(c);
     return 1;
 }
@@ -140,10 +155,9 @@ int console_runs_progress(const console_runs *c, stress_progress *p)
     return 1;
 }
 
-size_t console_runs_points(const console_runs *c, const double **ctx, const double **tps)
+size_t console_runs_points(const console_runs *c, const store_point **points)
 {
-    *ctx = c->ctx;
-    *tps = c->tps;
+    *points = c->points;
     return c->n_points;
 }
 
@@ -208,6 +222,24 @@ const store_compare *console_runs_compare(console_runs *c, int64_t a, int64_t b,
         return NULL;
     c->have_compare = 1;
     return &c->compare;
+}
+
+const store_curve *console_runs_curve(console_runs *c, int64_t id, char *err, size_t errlen)
+{
+    for (int i = 0; i < 2; i++)
+        if (c->curves[i].id == id)
+            return &c->curves[i].curve;
+    int slot = c->curve_next;
+    store_curve_free(&c->curves[slot].curve);
+    c->curves[slot].id = 0;
+    int rc = store_run_curve(c->db, id, &c->curves[slot].curve, err, errlen);
+    if (rc == 1)
+        snprintf(err, errlen, "no run %lld in the history", (long long)id);
+    if (rc != 0)
+        return NULL;
+    c->curves[slot].id = id;
+    c->curve_next = 1 - slot;
+    return &c->curves[slot].curve;
 }
 
 int console_runs_export(console_runs *c, int64_t id, const char *path, char *err, size_t errlen)

@@ -7,11 +7,11 @@
  * runner's own thread (stress.h), so that the console never waits on the
  * network or the disk for it; a tick only copies its progress.
  *
- * The history queries (list, summary, compare, export) run on the calling
+ * The history queries (list, summary, compare, curve, export) run on the calling
  * thread, the UI's. That is acceptable because each is bounded: the list
  * is one page, a finished run's summary reads its stored step aggregates
- * rather than its steps (store/stepstats.c), and an export is an explicit
- * operator action on one run.
+ * rather than its steps (store/stepstats.c), a curve reads requests and
+ * not steps, and an export is an explicit operator action on one run.
  */
 #ifndef CONSOLE_RUNS_H
 #define CONSOLE_RUNS_H
@@ -48,9 +48,9 @@ int console_runs_tick(console_runs *c);
 
 /* The last progress taken in; 0 when no run was started yet. */
 int console_runs_progress(const console_runs *c, stress_progress *p);
-/* Decode tok/s against context, one point per ok request of the current
- * (or last) run, oldest first. */
-size_t console_runs_points(const console_runs *c, const double **ctx, const double **tps);
+/* The chart points of the current (or last) run, one per ok request,
+ * oldest first: the newest CONSOLE_RUNS_POINTS. */
+size_t console_runs_points(const console_runs *c, const store_point **points);
 
 /* ---- history ---- */
 
@@ -66,6 +66,9 @@ const store_summary *console_runs_summary(console_runs *c, int64_t id, char *err
 /* Runs a against b (kept until another pair is asked for). NULL with err. */
 const store_compare *console_runs_compare(console_runs *c, int64_t a, int64_t b, char *err,
                                           size_t errlen);
+/* The chart points of run id (the two asked for last are kept). NULL with
+ * err. */
+const store_curve *console_runs_curve(console_runs *c, int64_t id, char *err, size_t errlen);
 /* Writes run id's requests as CSV to path. */
 int console_runs_export(console_runs *c, int64_t id, const char *path, char *err, size_t errlen);
 

@@ -179,19 +179,70 @@ int draw_chart_points(const struct glyphs *g, int width)
     return cols > 0 ? cols * (g->utf8 ? 2 : 1) : 0;
 }
 
+static const enum palette_role series_role[2] = {PAL_SERIES_A, PAL_SERIES_B};
+
+/* The title, then each series' line style and label. */
 static void chart_legend(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
-                         int width, const char *title, const struct draw_series *s, int ns)
+                         int width, const char *title, const char *const *labels, int ns)
 {
-    static const enum palette_role role[2] = {PAL_SERIES_A, PAL_SERIES_B};
     int cx = x + draw_text(w, g, y, x, width, palette_attr(p, PAL_TITLE), title);
     for (int i = 0; i < ns && i < 2; i++) {
         int room = x + width - cx;
         if (room < 4) return;
         cx += 2;
-        draw_text(w, g, y, cx, 2, palette_attr(p, role[i]), i == 0 ? g->solid : g->dashed);
+        draw_text(w, g, y, cx, 2, palette_attr(p, series_role[i]), i == 0 ? g->solid : g->dashed);
         cx += 3;
-        cx += draw_text(w, g, y, cx, x + width - cx, A_NORMAL, s[i].label);
+        cx += draw_text(w, g, y, cx, x + width - cx, A_NORMAL, labels[i]);
     }
+}
+
+/* The canvas's cells at (y, x), each in the colour of the series in it. */
+static void chart_blit(WINDOW *w, const struct palette *p, int y, int x,
+                       const struct meter_canvas *c)
+{
+    char cell[5];
+    for (int r = 0; r < c->rows; r++)
+        for (int col = 0; col < c->cols; col++) {
+            uint8_t who = c->series[r * c->cols + col];
+            if (!who) continue;
+            enum palette_role role = who == 3 ? PAL_SERIES_AB : who == 2 ? PAL_SERIES_B : PAL_SERIES_A;
+            meter_canvas_cell(c, col, r, cell);
+            draw_repeat(w, y + r, x + col, 1, palette_attr(p, role), cell);
+        }
+}
+
+/* A y axis of `rows` rows at (y, x): hi (none when not positive) at the
+ * top and 0 at the bottom in AXIS_COLS - 1 columns, the rule beside them
+ * on the side of the plot. */
+static void chart_axis(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
+                       int rows, double hi, int right, void (*fmt)(double v, char *buf, size_t len))
+{
+    char label[16] = "";
+    attr_t dim = palette_attr(p, PAL_DIM);
+    if (hi > 0) fmt(hi, label, sizeof label);
+    int lx = right ? x + 1 : x, rule = right ? x : x + AXIS_COLS - 1;
+    for (int r = 0; r < rows; r++) draw_repeat(w, y + r, rule, 1, dim, g->vline);
+    if (right) {
+        draw_text(w, g, y, lx, AXIS_COLS - 1, dim, label);
+        draw_text(w, g, y + rows - 1, lx, AXIS_COLS - 1, dim, "0");
+    } else {
+        draw_rjust(w, g, y, lx, AXIS_COLS - 1, dim, label);
+        draw_rjust(w, g, y + rows - 1, lx, AXIS_COLS - 1, dim, "0");
+    }
+}
+
+static void chart_empty(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
+                        int cols, int rows)
+{
+    draw_text(w, g, y + rows / 2, x + 1, cols - 1, palette_attr(p, PAL_DIM), "no data yet");
+}
+
+static double largest(const double *v, int n)
+{
+    double hi = 0;
+    for (int j = 0; j < n; j++)
+        if (isfinite(v[j]) && v[j] > hi) hi = v[j];
+    return hi;
 }
 
 void draw_chart(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
@@ -201,39 +252,105 @@ void draw_chart(WINDOW *w, const struct glyphs *g, const struct palette *p, int 
     uint8_t dots[DRAW_CHART_MAX_COLS * DRAW_CHART_MAX_ROWS];
     uint8_t series[DRAW_CHART_MAX_COLS * DRAW_CHART_MAX_ROWS];
     struct meter_canvas c;
-    char label[16], cell[5];
+    const char *labels[2] = {ns > 0 ? s[0].label : "", ns > 1 ? s[1].label : ""};
     int cols = width - AXIS_COLS, rows = height - 1;
 
-    chart_legend(w, g, p, y, x, width, title, s, ns);
+    chart_legend(w, g, p, y, x, width, title, labels, ns);
     if (cols <= 0 || rows <= 0) return;
     if (cols > DRAW_CHART_MAX_COLS) cols = DRAW_CHART_MAX_COLS;
     if (rows > DRAW_CHART_MAX_ROWS) rows = DRAW_CHART_MAX_ROWS;
     if (ns > 2) ns = 2;
-    if (hi <= 0) {
-        for (int i = 0; i < ns; i++)
-            for (int j = 0; j < s[i].n; j++)
-                if (isfinite(s[i].v[j]) && s[i].v[j] > hi) hi = s[i].v[j];
-    }
+    if (hi <= 0)
+        for (int i = 0; i < ns; i++) hi = fmax(hi, largest(s[i].v, s[i].n));
     int empty = hi <= 0;
     if (empty) hi = 1;
 
     meter_canvas_init(&c, cols, rows, g->utf8, dots, series);
     for (int i = 0; i < ns; i++) meter_canvas_plot(&c, s[i].v, s[i].n, 0, hi, i, i == 1);
 
-    fmt(hi, label, sizeof label);
-    draw_rjust(w, g, y + 1, x, AXIS_COLS - 1, palette_attr(p, PAL_DIM), empty ? "" : label);
-    draw_rjust(w, g, y + rows, x, AXIS_COLS - 1, palette_attr(p, PAL_DIM), "0");
-    for (int r = 0; r < rows; r++) {
-        draw_repeat(w, y + 1 + r, x + AXIS_COLS - 1, 1, palette_attr(p, PAL_DIM), g->vline);
-        for (int col = 0; col < cols; col++) {
-            uint8_t who = series[r * cols + col];
-            if (!who) continue;
-            enum palette_role role = who == 3 ? PAL_SERIES_AB : who == 2 ? PAL_SERIES_B : PAL_SERIES_A;
-            meter_canvas_cell(&c, col, r, cell);
-            draw_repeat(w, y + 1 + r, x + AXIS_COLS + col, 1, palette_attr(p, role), cell);
+    chart_axis(w, g, p, y + 1, x, rows, empty ? 0 : hi, 0, fmt);
+    chart_blit(w, p, y + 1, x + AXIS_COLS, &c);
+    if (empty) chart_empty(w, g, p, y + 1, x + AXIS_COLS, cols, rows);
+}
+
+/* The x range of the plot's points, log10 of it on a log scale. */
+static void plot_x_range(const struct draw_plot *pl, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int i = 0; i < pl->ns; i++)
+        for (int j = 0; j < pl->s[i].n; j++) {
+            double v = pl->s[i].x[j];
+            if (!isfinite(v) || (pl->log_x && v <= 0)) continue;
+            *lo = fmin(*lo, v);
+            *hi = fmax(*hi, v);
         }
+}
+
+/* An x label: contexts and request numbers are whole, so "64" and not
+ * "64.0"; large ones compact ("200k"). */
+static void fmt_x(double v, char *buf, size_t len)
+{
+    if (v == floor(v) && fabs(v) < 1e5)
+        snprintf(buf, len, "%.0f", v);
+    else
+        meter_fmt_num(v, buf, len);
+}
+
+/* The bottom row: the x range under the plot, the axis's name between. */
+static void plot_x_axis(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
+                        int cols, const struct draw_plot *pl, double lo, double hi)
+{
+    char a[16], b[16], name[48];
+    attr_t dim = palette_attr(p, PAL_DIM);
+    fmt_x(lo, a, sizeof a);
+    fmt_x(hi, b, sizeof b);
+    snprintf(name, sizeof name, "%s%s", pl->xname, pl->log_x ? " (log)" : "");
+    int la = draw_text(w, g, y, x, cols, dim, a);
+    int lb = draw_width(b);
+    draw_rjust(w, g, y, x + cols - lb, lb, dim, b);
+    int ln = draw_width(name);
+    if (la + ln + lb + 2 <= cols) draw_text(w, g, y, x + (cols - ln) / 2, ln, dim, name);
+}
+
+void draw_plot(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
+               int width, int height, const struct draw_plot *pl)
+{
+    uint8_t dots[DRAW_CHART_MAX_COLS * DRAW_CHART_MAX_ROWS];
+    uint8_t series[DRAW_CHART_MAX_COLS * DRAW_CHART_MAX_ROWS];
+    struct meter_canvas c;
+    int ns = pl->ns < 2 ? pl->ns : 2;
+    const char *labels[2] = {ns > 0 ? pl->s[0].label : "", ns > 1 ? pl->s[1].label : ""};
+    int two_axes = ns == 2 && !pl->shared;
+    int cols = width - AXIS_COLS * (two_axes ? 2 : 1), rows = height - 2;
+
+    chart_legend(w, g, p, y, x, width, pl->title, labels, ns);
+    if (cols <= 0 || rows <= 0) return;
+    if (cols > DRAW_CHART_MAX_COLS) cols = DRAW_CHART_MAX_COLS;
+    if (rows > DRAW_CHART_MAX_ROWS) rows = DRAW_CHART_MAX_ROWS;
+    double hi[2] = {0, 0};
+    for (int i = 0; i < ns; i++) hi[i] = largest(pl->s[i].y, pl->s[i].n);
+    if (!two_axes) hi[0] = hi[1] = fmax(hi[0], hi[1]);
+    double xlo, xhi;
+    plot_x_range(pl, &xlo, &xhi);
+
+    chart_axis(w, g, p, y + 1, x, rows, hi[0], 0, meter_fmt_num);
+    if (two_axes) chart_axis(w, g, p, y + 1, x + AXIS_COLS + cols, rows, hi[1], 1, meter_fmt_num);
+    if (xlo > xhi || (hi[0] <= 0 && hi[1] <= 0)) {
+        chart_empty(w, g, p, y + 1, x + AXIS_COLS, cols, rows);
+        return;
     }
-    if (empty)
-        draw_text(w, g, y + 1 + rows / 2, x + AXIS_COLS + 1, cols - 1, palette_attr(p, PAL_DIM),
-                  "no data yet");
+    meter_canvas_init(&c, cols, rows, g->utf8, dots, series);
+    for (int i = 0; i < ns; i++) {
+        const struct draw_xy *s = &pl->s[i];
+        double xs[DRAW_PLOT_MAX_POINTS];
+        int n = s->n < DRAW_PLOT_MAX_POINTS ? s->n : DRAW_PLOT_MAX_POINTS;
+        const double *sx = s->x + (s->n - n), *sy = s->y + (s->n - n);
+        for (int j = 0; j < n; j++)
+            xs[j] = !pl->log_x ? sx[j] : sx[j] > 0 ? log10(sx[j]) : NAN;
+        double lo = pl->log_x ? log10(xlo) : xlo, top = pl->log_x ? log10(xhi) : xhi;
+        meter_canvas_plot_xy(&c, xs, sy, n, lo, top, 0, hi[i] > 0 ? hi[i] : 1, i, i == 1);
+    }
+    chart_blit(w, p, y + 1, x + AXIS_COLS, &c);
+    plot_x_axis(w, g, p, y + 1 + rows, x + AXIS_COLS, cols, pl, xlo, xhi);
 }

@@ -61,4 +61,32 @@ void draw_chart(WINDOW *w, const struct glyphs *g, const struct palette *p, int 
 /* The dot columns a chart of that width has (so callers fetch enough). */
 int draw_chart_points(const struct glyphs *g, int width);
 
+/* The most points of a series draw_plot plots: the newest are kept. */
+#define DRAW_PLOT_MAX_POINTS 4096
+
+/* A series of an x-y plot: n points (x[i], y[i]) joined in that order; a
+ * NaN breaks the line. */
+struct draw_xy {
+    const char *label;
+    const double *x, *y;
+    int n;
+};
+
+struct draw_plot {
+    const char *title;
+    const char *xname; /* what x is: "context", "request" */
+    int log_x;         /* x on a log scale (points with x <= 0 are left out) */
+    int shared;        /* both series on one y scale */
+    const struct draw_xy *s;
+    int ns; /* 1 or 2 */
+};
+
+/* An x-y plot in the rectangle (y, x, width, height) of w: a title row
+ * with a legend, the plot with a y axis on the left for the first series
+ * and, unless shared, one on the right for the second (each from 0 to its
+ * largest value), and a bottom row with the x range and the axis name.
+ * The first series is solid, the second dashed. */
+void draw_plot(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
+               int width, int height, const struct draw_plot *pl);
+
 #endif

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void meter_fmt_bytes(uint64_t bytes, char *buf, size_t len)
@@ -126,15 +127,28 @@ static void canvas_set(struct meter_canvas *c, int x, int y, int series)
     c->series[cell] |= (uint8_t)(1u << series);
 }
 
-/* The dot row (from the top) of a value; -1 for NaN. */
-static int canvas_row(const struct meter_canvas *c, double v, double lo, double hi)
+/* The dot of v in 0..dots-1 scaled from lo to hi (clamped); -1 for NaN. */
+static int scale_dot(double v, double lo, double hi, int dots)
 {
-    int h = c->rows * c->dy;
     if (isnan(v)) return -1;
     double f = hi > lo ? (v - lo) / (hi - lo) : 0;
     if (f < 0) f = 0;
     if (f > 1) f = 1;
-    return h - 1 - (int)lround(f * (h - 1));
+    return (int)lround(f * (dots - 1));
+}
+
+/* The dot row (from the top) of a value; -1 for NaN. */
+static int canvas_row(const struct meter_canvas *c, double v, double lo, double hi)
+{
+    int h = c->rows * c->dy;
+    int d = scale_dot(v, lo, hi, h);
+    return d < 0 ? -1 : h - 1 - d;
+}
+
+/* A dashed series keeps every other cell column. */
+static void plot_dot(struct meter_canvas *c, int x, int y, int series, int dashed)
+{
+    if (!dashed || (x / c->dx) % 2 == 0) canvas_set(c, x, y, series);
 }
 
 void meter_canvas_plot(struct meter_canvas *c, const double *v, int n, double lo, double hi,
@@ -146,15 +160,49 @@ void meter_canvas_plot(struct meter_canvas *c, const double *v, int n, double lo
     for (int x = 0; x < w; x++) {
         int i = n - w + x;
         int y = i >= 0 ? canvas_row(c, v[i], lo, hi) : -1;
-        int skip = dashed && (x / c->dx) % 2 == 1;
-        if (y >= 0 && !skip) {
+        if (y >= 0) {
             int from = prev >= 0 ? prev : y;
             int a = from < y ? from : y, b = from < y ? y : from;
             /* The vertical run from the previous value goes in this
              * column, so that a jump reads as one stroke. */
-            for (int yy = a; yy <= b; yy++) canvas_set(c, x, yy, series);
+            for (int yy = a; yy <= b; yy++) plot_dot(c, x, yy, series, dashed);
         }
         prev = y;
+    }
+}
+
+/* The dots of the straight line from (x0, y0) to (x1, y1): one per step
+ * along the longer axis, so the line has no holes. */
+static void plot_line(struct meter_canvas *c, int x0, int y0, int x1, int y1, int series,
+                      int dashed)
+{
+    int steps = abs(x1 - x0) > abs(y1 - y0) ? abs(x1 - x0) : abs(y1 - y0);
+    for (int t = 0; t <= steps; t++) {
+        double f = steps ? (double)t / steps : 0.0;
+        plot_dot(c, x0 + (int)lround(f * (x1 - x0)), y0 + (int)lround(f * (y1 - y0)), series,
+                 dashed);
+    }
+}
+
+void meter_canvas_plot_xy(struct meter_canvas *c, const double *x, const double *y, int n,
+                          double xlo, double xhi, double ylo, double yhi, int series, int dashed)
+{
+    int w = c->cols * c->dx;
+    int px = -1, py = -1;
+    if (w == 0 || c->rows == 0) return;
+    for (int i = 0; i < n; i++) {
+        int cx = scale_dot(x[i], xlo, xhi, w);
+        int cy = canvas_row(c, y[i], ylo, yhi);
+        if (cx < 0 || cy < 0) {
+            px = -1;
+            continue;
+        }
+        if (px >= 0)
+            plot_line(c, px, py, cx, cy, series, dashed);
+        else
+            plot_dot(c, cx, cy, series, dashed);
+        px = cx;
+        py = cy;
     }
 }
 

@@ -60,6 +60,13 @@ void meter_canvas_init(struct meter_canvas *c, int cols, int rows, int braille, 
 void meter_canvas_plot(struct meter_canvas *c, const double *v, int n, double lo, double hi,
                        int series, int dashed);
 
+/* Plots n points (x[i], y[i]) joined in order by straight lines: x scales
+ * from xlo (left dot column) to xhi (right), y from ylo (bottom) to yhi,
+ * both clamped. A point with a NaN coordinate is left out and breaks the
+ * line; a point alone is one dot. series and dashed as above. */
+void meter_canvas_plot_xy(struct meter_canvas *c, const double *x, const double *y, int n,
+                          double xlo, double xhi, double ylo, double yhi, int series, int dashed);
+
 /* The unicode braille character (U+2800..U+28FF) of a cell's dots (2x4). */
 unsigned meter_braille(unsigned dots);
 

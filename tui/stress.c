@@ -42,6 +42,8 @@ void st_progress_request(stress_run *r, const st_outcome *o, int64_t ctx)
     r->prog.ctx = ctx;
     if (o->ok && o->decode_tps > 0)
         r->prog.tok_s = o->decode_tps;
+    if (o->ok)
+        r->points[r->n_points++ % STRESS_POINTS_MAX] = o->point;
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -62,6 +64,20 @@ void st_progress_error(stress_run *r, const char *fmt, ...)
     vsnprintf(r->prog.last_error, sizeof r->prog.last_error, fmt, ap);
     va_end(ap);
     pthread_mutex_unlock(&r->mu);
+}
+
+size_t stress_points_since(stress_run *r, size_t *seen, store_point *out, size_t max)
+{
+    pthread_mutex_lock(&r->mu);
+    size_t from = *seen;
+    if (r->n_points > STRESS_POINTS_MAX && from < r->n_points - STRESS_POINTS_MAX)
+        from = r->n_points - STRESS_POINTS_MAX;
+    size_t n = 0;
+    for (; from < r->n_points && n < max; from++)
+        out[n++] = r->points[from % STRESS_POINTS_MAX];
+    *seen = from;
+    pthread_mutex_unlock(&r->mu);
+    return n;
 }
 
 void stress_progress_get(stress_run *r, stress_progress *p)

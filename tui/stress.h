@@ -40,6 +40,7 @@
 #define STRESS_NODES_MAX 16 /* nodes of a ring (PROTO_RING_MAX) */
 #define STRESS_EP_MAX 300   /* an endpoint, with its NUL */
 #define STRESS_TEXT_MAX 256
+#define STRESS_POINTS_MAX 512 /* newest chart points a run keeps for its watchers */
 
 typedef struct stress_opts {
     store_mode mode;
@@ -141,6 +142,12 @@ int stress_start(stress_run **out, const stress_opts *o, const stress_target *t,
                  char *err, size_t errlen);
 
 void stress_progress_get(stress_run *r, stress_progress *p);
+
+/* Copies the chart points of the ok requests after the first `seen`
+ * (counted from the run's start) into out, at most max, oldest first, and
+ * returns how many; *seen becomes the count copied up to. Points older
+ * than the newest STRESS_POINTS_MAX are skipped. */
+size_t stress_points_since(stress_run *r, size_t *seen, store_point *out, size_t max);
 
 /* Asks the run to stop: requests in flight are cancelled and recorded,
  * the run is marked aborted. Safe from any thread (not a signal handler). */

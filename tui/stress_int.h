@@ -40,6 +40,10 @@ typedef struct st_req {
     double t_sent, t_first, t_prev, t_activity;
     double *itl; /* gaps between token frames, ms; room for gen */
     int n_tokens;
+    /* step_ms of the request's steps, by node (ring order) and phase
+     * (0 prefill, 1 decode), summed as they come. */
+    double step_sum[STRESS_NODES_MAX][2];
+    int step_n[STRESS_NODES_MAX][2];
 } st_req;
 
 /* A request that ended, for the leg that sent it. */
@@ -51,6 +55,7 @@ typedef struct st_outcome {
     int64_t ctx_before, ctx_after;
     int gen_tokens;
     double ttft_ms, e2e_ms, decode_tps; /* < 0: unknown */
+    store_point point;                  /* ok requests: the request as a chart point */
 } st_outcome;
 
 struct stress_run {
@@ -95,8 +100,10 @@ struct stress_run {
     pthread_t thread;
     int started;
     atomic_int abort;
-    pthread_mutex_t mu; /* guards prog, leg_fraction, t0_ms, t_end_ms */
+    pthread_mutex_t mu; /* guards prog, points, leg_fraction, t0_ms, t_end_ms */
     stress_progress prog;
+    store_point points[STRESS_POINTS_MAX]; /* a ring of the newest chart points */
+    size_t n_points;                       /* every point so far; the ring holds the newest */
     double leg_fraction; /* how far the current leg is, 0..1, for the ETA */
     double t0_ms, t_end_ms;
 };

@@ -4,6 +4,7 @@
  * and leg), each event (the stage a refusal or timeout names becomes the
  * event's node), and each ended request with its client-side timings, its
  * inter-token latencies and the node's stats, as one requests row. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,23 @@ static void itl_dist(st_req *q, double *p50, double *p99)
     *p99 = d.p99;
 }
 
+/* The mean step_ms of a phase on the node where it is largest: in a ring
+ * every token waits for every stage, so the slowest stage sets the pace.
+ * < 0 when no step of the phase was seen. */
+static double slowest_mean(const st_req *q, int n_nodes, int phase)
+{
+    double worst = -1.0;
+    for (int i = 0; i < n_nodes; i++)
+        if (q->step_n[i][phase] > 0 && q->step_sum[i][phase] / q->step_n[i][phase] > worst)
+            worst = q->step_sum[i][phase] / q->step_n[i][phase];
+    return worst;
+}
+
+static double nan_if_unknown(double v)
+{
+    return v < 0 ? NAN : v;
+}
+
 void st_finish(stress_run *r, int i, int ok, const json_t *stats, const char *code,
                const char *message)
 {
@@ -95,6 +113,8 @@ void st_finish(stress_run *r, int i, int ok, const json_t *stats, const char *co
     snprintf(out.message, sizeof out.message, "%s", ok ? "" : message);
     double tpot = mean_itl(q), itl_p50, itl_p99;
     itl_dist(q, &itl_p50, &itl_p99);
+    double prefill_step_ms = slowest_mean(q, r->n_nodes, 0);
+    double decode_step_ms = slowest_mean(q, r->n_nodes, 1);
 
     store_request row = {
         .run = r->run,
@@ -113,12 +133,23 @@ void st_finish(stress_run *r, int i, int ok, const json_t *stats, const char *co
         .tpot_ms = tpot,
         .itl_p50_ms = itl_p50,
         .itl_p99_ms = itl_p99,
+        .prefill_step_ms = prefill_step_ms,
+        .decode_step_ms = decode_step_ms,
         .e2e_ms = out.e2e_ms,
         .ok = ok,
         .error_code = ok ? NULL : code,
         .error_message = ok ? NULL : message,
     };
     store_request_add(r->db, &row);
+    out.point = (store_point){
+        .leg = q->leg,
+        .idx = q->idx,
+        .ctx = out.ctx_after,
+        .prefill_tps = nan_if_unknown(row.prefill_tps),
+        .decode_tps = nan_if_unknown(row.decode_tps),
+        .prefill_step_ms = nan_if_unknown(prefill_step_ms),
+        .decode_step_ms = nan_if_unknown(decode_step_ms),
+    };
 
     if (ok) {
         r->ok_requests++;
@@ -158,6 +189,11 @@ static void on_step(stress_run *r, const proto_tel *t)
     if (q)
         q->t_activity = clock_ms(); /* a long prefill is not silence */
     st_node *n = node_named(r, t->head.node);
+    if (q && n) {
+        int phase = s->phase == PROTO_PHASE_PREFILL ? 0 : 1;
+        q->step_sum[n - r->nodes][phase] += s->step_ms;
+        q->step_n[n - r->nodes][phase]++;
+    }
     if (n) {
         n->kv_bits = s->kv_bits;
         n->prefill_step = s->prefill_step;

@@ -50,13 +50,15 @@ struct view_stress_form {
 };
 
 /* The History view: the selected run, the marked one (0: none), what the
- * detail pane shows, the status filter and the sort. */
+ * detail pane shows and how, the status filter and the sort. */
 enum view_hist_detail { VIEW_HIST_SUMMARY, VIEW_HIST_COMPARE };
 struct view_history_pos {
     int sel, top, detail_top;
     int64_t marked;
     int64_t compare_a, compare_b;
     enum view_hist_detail detail;
+    int charts; /* the detail pane charts the run(s) rather than tabulating them */
+    int leg;    /* the leg charted */
     int status;         /* index into the statuses the filter cycles through */
     int sort_context;
     int stale;          /* list again before drawing */
@@ -152,5 +154,17 @@ int view_node_action_key(struct view_ctx *v, int key, int node);
 void view_event_line(struct view_ctx *v, WINDOW *w, int y, int width, const struct state_event *e);
 /* prefill_step as shown: "auto", a size, or "-" when unknown. */
 void view_fmt_prefill(int prefill, char *buf, size_t len);
+
+/* ---- a run's requests charted against context, in view_curves.c ---- */
+
+/* The points of leg `leg` in the rectangle r of w: tok/s (prefill and
+ * decode) and the slowest node's step ms (prefill chunk and decode step),
+ * each series on its own axis. scope ends the first chart's title. */
+void view_curves_run(struct view_ctx *v, WINDOW *w, struct layout_rect r, const store_point *p,
+                     size_t n, int leg, const char *scope);
+/* Runs a (solid) and b (dashed), leg `leg` of each, on shared axes:
+ * decode tok/s, prefill tok/s, decode step ms, as many as fit in r. */
+void view_curves_compare(struct view_ctx *v, WINDOW *w, struct layout_rect r, const store_curve *a,
+                         int64_t ida, const store_curve *b, int64_t idb, int leg, const char *scope);
 
 #endif

@@ -30,6 +30,7 @@ static const char *const help_lines[] = {
     "History",
     "Enter\tthe selected run's legs and nodes (bottleneck marked)",
     "m C\tmark a run; compare the marked run with the selected one",
+    "g l\tchart tok/s and step ms against context; next leg",
     "x\twrite the shown run's requests to ./infertop-run-ID.csv",
     "f o r\tcycle the status filter; sort by max context; reload",
     "[ ]\tscroll the comparison",

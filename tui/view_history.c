@@ -1,8 +1,9 @@
 /* view_history.c: the runs of the history store, newest first (or by max
  * context), filtered by status; the selected run's summary below them
  * (per leg, then per node with the bottleneck node marked); two runs side
- * by side once one is marked (m) and another compared with it (C); the
- * shown run's requests exported as CSV (x).
+ * by side once one is marked (m) and another compared with it (C); either
+ * charted against context instead of tabulated (g), a leg at a time (l);
+ * the shown run's requests exported as CSV (x).
  *
  * The queries run here, on the UI thread: see console_runs.h for why that
  * is acceptable. The list is read again when the view opens and on r. */
@@ -176,6 +177,39 @@ static void draw_compare(struct view_ctx *v, WINDOW *w, int width, int h)
     }
 }
 
+/* The charted leg as a title's scope: "" for a run of one leg. */
+static void leg_scope(struct view_ctx *v, int64_t id, char *buf, size_t len)
+{
+    char err[256];
+    const store_summary *s = console_runs_summary(v->opt->runs, id, err, sizeof err);
+    buf[0] = '\0';
+    if (!s) return;
+    if (v->hist.leg >= (int)s->n_legs) v->hist.leg = 0;
+    if (s->n_legs < 2) return;
+    const store_leg_summary *l = &s->legs[v->hist.leg];
+    snprintf(buf, len, "leg %d/%zu kv %d prefill %d", l->idx + 1, s->n_legs, l->kv_bits,
+             l->prefill_step);
+}
+
+static void draw_charts(struct view_ctx *v, WINDOW *w, struct layout_rect r)
+{
+    char err[256], scope[96];
+    int cmp = v->hist.detail == VIEW_HIST_COMPARE;
+    int64_t a = cmp ? v->hist.compare_a : selected(v) ? selected(v)->id : 0;
+    if (!a) return;
+    leg_scope(v, a, scope, sizeof scope);
+    const store_curve *ca = console_runs_curve(v->opt->runs, a, err, sizeof err);
+    const store_curve *cb = ca && cmp ? console_runs_curve(v->opt->runs, v->hist.compare_b, err,
+                                                           sizeof err)
+                                      : NULL;
+    if (!ca || (cmp && !cb))
+        draw_text(w, v->g, r.y, r.x, r.w, palette_attr(v->pal, PAL_ERROR), err);
+    else if (cmp)
+        view_curves_compare(v, w, r, ca, a, cb, v->hist.compare_b, v->hist.leg, scope);
+    else
+        view_curves_run(v, w, r, ca->points, ca->n, v->hist.leg, scope);
+}
+
 static void history_draw(struct view_ctx *v)
 {
     WINDOW *dw = v->win[LAYOUT_DETAIL];
@@ -189,7 +223,10 @@ static void history_draw(struct view_ctx *v)
     draw_status(v);
     draw_runs(v);
     const struct layout_rect *p = &v->lay->pane[LAYOUT_DETAIL];
-    if (v->hist.detail == VIEW_HIST_COMPARE)
+    struct layout_rect r = {0, 0, p->w - 1, p->h};
+    if (v->hist.charts)
+        draw_charts(v, dw, r);
+    else if (v->hist.detail == VIEW_HIST_COMPARE)
         draw_compare(v, dw, p->w, p->h);
     else
         draw_summary(v, dw, p->w, p->h);
@@ -239,6 +276,8 @@ static int history_key(struct view_ctx *v, int key)
     case 'm': mark(v); return 1;
     case 'C': compare(v); return 1;
     case 'x': export_shown(v); return 1;
+    case 'g': v->hist.charts = !v->hist.charts; return 1;
+    case 'l': v->hist.leg++; return 1; /* back to 0 past the last (leg_scope) */
     case 'r': reload(v); return 1;
     case 'f': v->hist.status = (v->hist.status + 1) % N_STATUSES; v->hist.sel = 0; reload(v); return 1;
     case 'o': v->hist.sort_context = !v->hist.sort_context; v->hist.sel = 0; reload(v); return 1;
@@ -251,6 +290,7 @@ static int history_key(struct view_ctx *v, int key)
     if (to < 0) return 0;
     v->hist.sel = to;
     v->hist.detail = VIEW_HIST_SUMMARY;
+    v->hist.leg = 0;
     return 1;
 }
 
@@ -260,5 +300,5 @@ const struct ui_view view_history = {
     .draw = history_draw,
     .key = history_key,
     .click = NULL,
-    .footer = "j/k:run|Enter:summary|m:mark|C:compare|x:export|f:status|o:sort|r:reload|[/]:scroll|?:help",
+    .footer = "j/k:run|Enter:summary|g:charts|l:leg|m:mark|C:compare|x:export|f:status|o:sort|r:reload|?:help",
 };

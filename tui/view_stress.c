@@ -4,8 +4,8 @@
  * (stress_opts_init); j/k moves, Enter edits a field (mode cycles) and,
  * on the last row, starts the run. The run itself lives in console_runs
  * on the runner's thread: this view only draws the progress the app's
- * loop copied from it and the decode tok/s of each request against the
- * context it reached. */
+ * loop copied from it, and the requests of the current leg charted
+ * against the context they reached (view_curves.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,23 +192,19 @@ static void draw_progress(struct view_ctx *v, const stress_progress *pr)
                    pr->last_error);
 }
 
-static void draw_points(struct view_ctx *v)
+/* The current leg's requests against context, as they end. */
+static void draw_curves(struct view_ctx *v, const stress_progress *pr)
 {
     WINDOW *w = v->win[LAYOUT_CHART];
     const struct layout_rect *p = &v->lay->pane[LAYOUT_CHART];
-    const double *ctx, *tps;
-    size_t n = console_runs_points(v->opt->runs, &ctx, &tps);
+    const store_point *points;
+    size_t n = console_runs_points(v->opt->runs, &points);
+    char scope[64] = "";
     if (!w) return;
-    char title[96];
-    if (n)
-        snprintf(title, sizeof title, "decode tok/s per request, context %.0f .. %.0f", ctx[0],
-                 ctx[n - 1]);
-    else
-        snprintf(title, sizeof title, "decode tok/s per request (none yet)");
-    int cap = draw_chart_points(v->g, p->w - 1);
-    size_t first = n > (size_t)cap ? n - (size_t)cap : 0;
-    struct draw_series s = {"decode tok/s", tps + first, (int)(n - first)};
-    draw_chart(w, v->g, v->pal, 0, 0, p->w - 1, p->h, title, &s, 1, 0, meter_fmt_num);
+    if (pr && pr->n_legs > 1)
+        snprintf(scope, sizeof scope, "leg %d/%d", pr->leg + 1, pr->n_legs);
+    struct layout_rect r = {0, 0, p->w - 1, p->h};
+    view_curves_run(v, w, r, points, n, pr ? pr->leg : 0, scope);
 }
 
 static void stress_draw(struct view_ctx *v)
@@ -222,12 +218,13 @@ static void stress_draw(struct view_ctx *v)
     }
     draw_form(v);
     stress_progress pr;
-    if (console_runs_progress(v->opt->runs, &pr))
+    int have = console_runs_progress(v->opt->runs, &pr);
+    if (have)
         draw_progress(v, &pr);
     else if (pw)
         draw_text(pw, v->g, 0, 0, v->lay->pane[LAYOUT_PROGRESS].w, palette_attr(v->pal, PAL_DIM),
                   "no run yet: fill the form, Enter on [ start the run ]");
-    draw_points(v);
+    draw_curves(v, have ? &pr : NULL);
 }
 
 static void start(struct view_ctx *v)

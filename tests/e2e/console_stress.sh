@@ -5,15 +5,20 @@
 #     growth run to 1024 tokens with keys and starts it; the context
 #     shown grows while it runs, and the run ends completed;
 #   - a second growth run, headless against the demo's cluster file;
-#   - the History view (H) lists both, the first completed; marking the
-#     newer (m) and comparing it with the older (C) shows both run ids
-#     and a delta column; x writes the shown run's requests as CSV;
+#   - while and after it runs, the Stress view charts tok/s and step ms
+#     against the context (log scale, 64 .. 1024);
+#   - the History view (H) lists both, the first completed; g charts the
+#     selected run; marking the newer (m) and comparing it with the older
+#     (C) shows both run ids and a delta column, and g charts both; x
+#     writes the shown run's requests as CSV;
 #   - q exits 0.
 . "$(dirname "$0")/lib/serve.sh"
 . "$(dirname "$0")/lib/tmux.sh"
 
 cap() { T capture-pane -p -t A; }
 says() { cap | grep -q "$1"; }
+# Braille is U+2800..U+28FF: bytes E2 A0..A3 and one more in UTF-8.
+has_braille() { cap | LC_ALL=C grep -q "$(printf '\342[\240-\243]')"; }
 both_up() { [ "$(cap | grep -cE 'stage[01] +up ')" = 2 ]; }
 
 DB="$tmp/history.db"
@@ -39,6 +44,12 @@ check "the growth run completes in the Stress view" wait_for 400 done_or_sample
 check "the context shown grew while it ran (several values seen)" \
     [ "$(sort -un "$tmp/contexts" | wc -l)" -ge 2 ]
 check "the last context shown is the target" says 'context 1024 / 1024'
+check "the Stress view charts tok/s and step ms against context" \
+    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -q 'prefill tok/s .* decode tok/s' &&
+           tmux -L $SOCK capture-pane -p -t A | grep -q 'step ms on the slowest node'"
+check "the charts' x axis is the context, 64 to 1024 on a log scale" \
+    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE ' 64 +context \(log\) +1024'"
+check "the charts have braille dots" has_braille
 check "the run is recorded completed" \
     [ "$(sqlite3 "$DB" "SELECT status || ' ' || max_context FROM runs WHERE id = 1")" = "completed 1024" ]
 
@@ -53,12 +64,24 @@ check "run 1 is listed completed" \
 check "the selected run's summary shows its nodes' step times" says 'step ms p50/p99'
 check "the bottleneck node is marked" says 'bottleneck'
 
+T send-keys -t A g
+check "g charts the selected run against context" wait_for 30 says 'step ms on the slowest node'
+check "the run's chart spans its contexts, 64 to 512 (8x: a linear scale)" \
+    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE ' 64 +context +512'"
+T send-keys -t A g
+check "g again brings the summary back" wait_for 30 says 'step ms p50/p99'
+
 # Newest first: run 2 is selected. Mark it, select run 1, compare.
 T send-keys -t A m j C
 check "the comparison names both runs" wait_for 30 says 'compare run 2 .* with run 1'
 check "the comparison has both runs' columns and a delta" \
     sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE 'key +metric +run 2 +run 1 +delta +ratio'"
 check "the comparison has rows" says 'decode_tps'
+T send-keys -t A g
+check "g charts both runs on shared axes" wait_for 30 says 'decode tok/s .* run 2 .* run 1'
+check "the compared charts span both runs' contexts, 64 to 1024" \
+    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE ' 64 +context \(log\) +1024'"
+T send-keys -t A g
 
 T send-keys -t A x
 check "x exports the shown run as CSV" wait_for 30 test -s "$tmp/infertop-run-1.csv"

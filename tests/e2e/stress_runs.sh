@@ -68,6 +68,14 @@ check "each request's inter-token latencies are kept (p50 <= p99)" \
     [ "$(q "SELECT count(*) FROM requests WHERE run = 1 AND status = 'ok' AND gen_tokens > 1
             AND itl_p50_ms IS NOT NULL AND itl_p99_ms IS NOT NULL
             AND itl_p50_ms > 0 AND itl_p50_ms <= itl_p99_ms")" = 7 ]
+check "each request's slowest-node step times lie within its own step rows" \
+    [ "$(q "SELECT count(*) FROM requests q WHERE run = 1 AND status = 'ok'
+            AND decode_step_ms BETWEEN
+                (SELECT min(step_ms) FROM steps WHERE run = 1 AND req = q.idx AND phase = 'decode')
+            AND (SELECT max(step_ms) FROM steps WHERE run = 1 AND req = q.idx AND phase = 'decode')
+            AND prefill_step_ms BETWEEN
+                (SELECT min(step_ms) FROM steps WHERE run = 1 AND req = q.idx AND phase = 'prefill')
+            AND (SELECT max(step_ms) FROM steps WHERE run = 1 AND req = q.idx AND phase = 'prefill')")" = 7 ]
 infertop history --db "$DB" show 1 >"$tmp/show"
 check "history show prints the run" grep -q "^run 1  grow  growth  completed" "$tmp/show"
 check "history show gives the max context" grep -q "context    max 4096" "$tmp/show"

@@ -1,4 +1,4 @@
-/* test_migrate.c: schema versions. A version-1 or version-2 database
+/* test_migrate.c: schema versions. A database of any older version
  * upgrades with its data intact; a newer one (or a non-database) is refused untouched. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -75,9 +75,11 @@ static void upgrade_keeps_data(int from)
     cr_assert_eq(sum.groups[0].eval_ms.max, 30);
     store_summary_free(&sum);
     cr_assert_eq(fx_int(f.path, "SELECT count(*) FROM events WHERE kind = 'config'"), 1);
-    /* Requests recorded before v3 have no inter-token latencies. */
+    /* Requests recorded before v3 have no inter-token latencies, before
+     * v4 no step times. */
     cr_assert_eq(fx_int(f.path, "SELECT count(*) FROM requests WHERE run = 1"
-                                " AND itl_p50_ms IS NULL AND itl_p99_ms IS NULL"),
+                                " AND itl_p50_ms IS NULL AND itl_p99_ms IS NULL"
+                                " AND prefill_step_ms IS NULL AND decode_step_ms IS NULL"),
                  1);
     /* An older run left running has no owner to ask: it was interrupted. */
     store_run r;
@@ -95,6 +97,11 @@ Test(store_migrate, version_1_upgrades_with_data_intact)
 Test(store_migrate, version_2_upgrades_with_data_intact)
 {
     upgrade_keeps_data(2);
+}
+
+Test(store_migrate, version_3_upgrades_with_data_intact)
+{
+    upgrade_keeps_data(3);
 }
 
 Test(store_migrate, newer_database_is_refused_untouched)

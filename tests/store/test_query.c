@@ -411,6 +411,38 @@ static char *export_text(store *s, int64_t run, store_export_what what, store_fo
     return buf;
 }
 
+/* The chart points are the ok requests, in order, with their figures. */
+Test(store_query, curve_has_the_ok_requests_in_order)
+{
+    history h;
+    build(&h);
+    store_curve c;
+    char err[256];
+    cr_assert_eq(store_run_curve(h.f.s, h.fr, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.n, 4, "the failed request is not a point");
+    for (size_t i = 0; i < c.n; i++) {
+        const store_point *p = &c.points[i];
+        cr_assert_eq(p->idx, (int64_t)i);
+        cr_assert_eq(p->ctx, 1024 << i);
+        cr_assert_eq(p->decode_tps, 100.0 - (double)i);
+        cr_assert_eq(p->prefill_tps, 1000.0 + (double)i);
+        cr_assert_eq(p->prefill_step_ms, (double)(1024 << i) / 128);
+        cr_assert_eq(p->decode_step_ms, (5.0 + (double)i) / 2);
+    }
+    store_curve_free(&c);
+
+    cr_assert_eq(store_run_curve(h.f.s, h.sw, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.n, 11);
+    cr_assert_eq(c.points[10].leg, 3);
+    store_curve_free(&c);
+
+    cr_assert_eq(store_run_curve(h.f.s, h.e, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.n, 0);
+    cr_assert_eq(store_run_curve(h.f.s, 999, &c, err, sizeof err), 1);
+    cr_assert(strstr(err, "999"), "%s", err);
+    fx_close(&h.f);
+}
+
 Test(store_query, export_csv_and_json)
 {
     history h;
@@ -418,12 +450,13 @@ Test(store_query, export_csv_and_json)
     char *csv = export_text(h.f.s, h.fr, STORE_EXPORT_REQUESTS, STORE_FORMAT_CSV);
     const char *want_head = "leg,idx,session,ctx_before,ctx_after,prompt_tokens,gen_tokens,"
                             "ttft_ms,prefill_ms,prefill_tps,decode_tps,tpot_ms,e2e_ms,status,"
-                            "error_code,error_message,t,itl_p50_ms,itl_p99_ms\r\n";
+                            "error_code,error_message,t,itl_p50_ms,itl_p99_ms,prefill_step_ms,"
+                            "decode_step_ms\r\n";
     cr_assert_eq(strncmp(csv, want_head, strlen(want_head)), 0, "%s", csv);
-    cr_assert(strstr(csv, "\r\n0,1,s1,1024,2048,1008,16,11,10,1001,99,6,107,ok,,,1700000001,5,12\r\n"),
+    cr_assert(strstr(csv, "\r\n0,1,s1,1024,2048,1008,16,11,10,1001,99,6,107,ok,,,1700000001,5,12,16,3\r\n"),
               "%s", csv);
     cr_assert(strstr(csv, "\r\n0,4,s1,8192,8192,-16,16,,,1004,,,,failed,timeout,"
-                          "node2 did not answer in 30 s,1700000004,,\r\n"),
+                          "node2 did not answer in 30 s,1700000004,,,,\r\n"),
               "%s", csv);
     free(csv);
 

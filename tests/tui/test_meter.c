@@ -208,6 +208,60 @@ Test(meter, canvas_dashed_series_skips_every_other_cell)
     cr_expect_eq(dots[3], 0);
 }
 
+/* x-y plots on a 2x1-cell braille canvas: 4 x 4 dots, x and y 0..3. */
+static void plot_xy4(const double *x, const double *y, int n, uint8_t dots[2])
+{
+    uint8_t series[2];
+    struct meter_canvas c;
+    meter_canvas_init(&c, 2, 1, 1, dots, series);
+    meter_canvas_plot_xy(&c, x, y, n, 0, 3, 0, 3, 0, 0);
+}
+
+/* The bit of dot (x, y) within its cell, y from the top. */
+#define DOT(x, y) (1u << ((y) * 2 + (x) % 2))
+
+Test(meter, xy_joins_points_by_value_not_by_index)
+{
+    uint8_t dots[2];
+    double x[] = {0, 3}, y[] = {0, 3};
+    plot_xy4(x, y, 2, dots);
+    /* The diagonal: (0, bottom) .. (3, top), one dot per column. */
+    cr_expect_eq(dots[0], DOT(0, 3) | DOT(1, 2));
+    cr_expect_eq(dots[1], DOT(2, 1) | DOT(3, 0));
+}
+
+Test(meter, xy_nan_breaks_the_line_and_a_lone_point_is_a_dot)
+{
+    uint8_t dots[2];
+    double x[] = {0, 1, 2, 3}, y[] = {0, NAN, 0, 0};
+    plot_xy4(x, y, 4, dots);
+    cr_expect_eq(dots[0], DOT(0, 3), "nothing joins the first point over the gap");
+    cr_expect_eq(dots[1], DOT(2, 3) | DOT(3, 3));
+}
+
+Test(meter, xy_clamps_to_the_ranges)
+{
+    uint8_t dots[2];
+    double x[] = {-5, 99}, y[] = {99, 99};
+    plot_xy4(x, y, 2, dots);
+    cr_expect_eq(dots[0], DOT(0, 0) | DOT(1, 0));
+    cr_expect_eq(dots[1], DOT(2, 0) | DOT(3, 0));
+}
+
+Test(meter, xy_dashed_series_skips_every_other_cell)
+{
+    uint8_t dots[4], series[4];
+    struct meter_canvas c;
+    double x[] = {0, 7}, y[] = {1, 1};
+    meter_canvas_init(&c, 4, 1, 1, dots, series);
+    meter_canvas_plot_xy(&c, x, y, 2, 0, 7, 0, 1, 1, 1);
+    cr_expect_neq(dots[0], 0);
+    cr_expect_eq(dots[1], 0);
+    cr_expect_neq(dots[2], 0);
+    cr_expect_eq(dots[3], 0);
+    cr_expect_eq(series[2], 1u << 1);
+}
+
 Test(meter, ascii_canvas_cells)
 {
     uint8_t dots[3], series[3];

@@ -1,11 +1,13 @@
 /* test_stress.c: the stress runner's pure parts: the growth schedule and
  * the prompt sizes that follow it, Poisson arrivals, per-request
- * percentiles, the ETA, drift, and the option checks. */
+ * percentiles, the ETA, drift, the option checks, and the chart points
+ * handed to watchers. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "stress.h"
+#include "stress_int.h"
 
 /* The levels of a growth leg, as the runner walks them. */
 static int levels_of(int64_t from, int64_t to, double factor, int64_t step, int64_t *out, int max)
@@ -208,4 +210,49 @@ Test(stress_opts, sweep_checks_its_lists)
     cr_expect_eq(stress_opts_check(&o, err, sizeof err), 0, "%s", err);
     o.leg_mode = STORE_MODE_SOAK;
     expect_error(&o, "--leg");
+}
+
+/* The chart points a run hands its watchers: every ok request, in order,
+ * the newest STRESS_POINTS_MAX once more have ended. */
+static void end_request(stress_run *r, int64_t idx, int ok)
+{
+    st_outcome o = {.idx = idx, .ok = ok, .ctx_after = 64 * (idx + 1)};
+    o.point = (store_point){.idx = idx, .ctx = o.ctx_after, .decode_tps = 100.0 + (double)idx};
+    st_progress_request(r, &o, o.ctx_after);
+}
+
+Test(stress_points, watchers_get_each_ok_request_once_in_order)
+{
+    stress_run *r = calloc(1, sizeof *r);
+    cr_assert_not_null(r);
+    pthread_mutex_init(&r->mu, NULL);
+    store_point got[STRESS_POINTS_MAX];
+    size_t seen = 0;
+    end_request(r, 0, 1);
+    end_request(r, 1, 0);
+    end_request(r, 2, 1);
+    cr_assert_eq(stress_points_since(r, &seen, got, STRESS_POINTS_MAX), 2, "failed requests are no point");
+    cr_expect_eq(got[0].idx, 0);
+    cr_expect_eq(got[1].idx, 2);
+    cr_expect_eq(got[1].decode_tps, 102.0);
+    cr_expect_eq(stress_points_since(r, &seen, got, STRESS_POINTS_MAX), 0, "nothing new");
+
+    /* More than the ring holds end before the watcher looks again. */
+    for (int64_t i = 3; i < 3 + STRESS_POINTS_MAX + 100; i++)
+        end_request(r, i, 1);
+    size_t n = stress_points_since(r, &seen, got, STRESS_POINTS_MAX);
+    cr_assert_eq(n, STRESS_POINTS_MAX);
+    cr_expect_eq(got[0].idx, 103, "the oldest kept");
+    cr_expect_eq(got[n - 1].idx, 2 + STRESS_POINTS_MAX + 100, "the newest");
+    for (size_t i = 1; i < n; i++)
+        cr_expect_eq(got[i].idx, got[i - 1].idx + 1);
+
+    /* A watcher taking fewer at a time goes on where it stopped. */
+    size_t from = 0;
+    cr_assert_eq(stress_points_since(r, &from, got, 10), 10);
+    cr_expect_eq(got[0].idx, 103);
+    cr_assert_eq(stress_points_since(r, &from, got, 10), 10);
+    cr_expect_eq(got[0].idx, 113);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
 }
