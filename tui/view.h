@@ -43,7 +43,7 @@ struct view_events_pos {
  * being edited, the text typed into it. */
 #define VIEW_FORM_TEXT 64
 struct view_stress_form {
-    int field, editing;
+    int field, top, editing; /* top: the first field shown */
     char text[VIEW_FORM_TEXT];
     int ready;          /* opts holds the defaults */
     stress_opts opts;

@@ -25,7 +25,7 @@ static const char *const help_lines[] = {
     "Events",
     "/\ttype a filter (Enter keeps it, Esc clears it)",
     "Stress",
-    "j k Enter\tchoose a field, edit it (mode cycles); Enter on start runs",
+    "j k Enter\tchoose a field, edit it (choices cycle); Enter on start runs",
     "a\tabort the run going (kept in the history as aborted)",
     "History",
     "Enter\tthe selected run's legs and nodes (bottleneck marked)",

@@ -1,8 +1,8 @@
 /* view_stress.c: set up a stress run, start it, watch it, abort it.
  *
  * The form holds the headless verb's options with the runner's defaults
- * (stress_opts_init); j/k moves, Enter edits a field (mode cycles) and,
- * on the last row, starts the run. The run itself lives in console_runs
+ * (stress_opts_init); j/k moves, Enter edits a field (mode, sweep legs and
+ * stop on failure cycle) and, on the last row, starts the run. The run itself lives in console_runs
  * on the runner's thread: this view only draws the progress the app's
  * loop copied from it, and the requests of the current leg charted
  * against the context they reached (view_curves.c). */
@@ -16,13 +16,15 @@
 #include "view.h"
 
 enum field {
-    F_MODE, F_LEG, F_FROM, F_TO, F_FACTOR, F_GEN, F_REQUESTS, F_PROMPT, F_CONCURRENCY,
-    F_DURATION, F_KV_BITS, F_PREFILL, F_NAME, F_START, F_COUNT
+    F_MODE, F_LEG, F_FROM, F_TO, F_FACTOR, F_STEP, F_GEN, F_REQUESTS, F_PROMPT, F_CONCURRENCY,
+    F_RATE, F_SEED, F_DURATION, F_KV_BITS, F_PREFILL, F_TIMEOUT, F_STOP, F_NAME, F_NOTES, F_START,
+    F_COUNT
 };
 
 static const char *const field_label[F_COUNT] = {
-    "mode", "sweep legs", "from", "to", "factor", "gen", "requests", "prompt tokens",
-    "concurrency", "duration s", "kv-bits", "prefill-step", "name", "start"};
+    "mode", "sweep legs", "from", "to", "factor", "step", "gen", "requests", "prompt tokens",
+    "concurrency", "rate /s", "seed", "duration s", "kv-bits", "prefill-step", "timeout s",
+    "stop on fail", "name", "notes", "start"};
 
 static const store_mode modes[] = {STORE_MODE_GROWTH, STORE_MODE_FIXED, STORE_MODE_SOAK,
                                    STORE_MODE_SWEEP};
@@ -59,15 +61,21 @@ static void field_text(const stress_opts *o, enum field f, char *buf, size_t len
     case F_LEG: snprintf(buf, len, "%s", store_mode_name(o->leg_mode)); break;
     case F_FROM: snprintf(buf, len, "%lld", (long long)o->from); break;
     case F_TO: snprintf(buf, len, "%lld", (long long)o->to); break;
-    case F_FACTOR: snprintf(buf, len, "%g", o->factor); break;
+    case F_FACTOR: snprintf(buf, len, o->factor > 0 ? "%g" : "-", o->factor); break;
+    case F_STEP: snprintf(buf, len, o->step > 0 ? "%lld" : "-", (long long)o->step); break;
     case F_GEN: snprintf(buf, len, "%d", o->gen); break;
     case F_REQUESTS: snprintf(buf, len, "%lld", (long long)o->requests); break;
     case F_PROMPT: snprintf(buf, len, "%d", o->prompt_tokens); break;
     case F_CONCURRENCY: snprintf(buf, len, "%d", o->concurrency); break;
+    case F_RATE: snprintf(buf, len, o->rate > 0 ? "%g" : "as fast as allowed", o->rate); break;
+    case F_SEED: snprintf(buf, len, "%llu", (unsigned long long)o->seed); break;
     case F_DURATION: snprintf(buf, len, "%g", o->duration_s); break;
     case F_KV_BITS: fmt_list(o->kv_bits, o->n_kv_bits, buf, len); break;
     case F_PREFILL: fmt_list(o->prefill_step, o->n_prefill_step, buf, len); break;
+    case F_TIMEOUT: snprintf(buf, len, "%g", o->timeout_s); break;
+    case F_STOP: snprintf(buf, len, "%s", o->stop_on_failure ? "yes" : "no"); break;
     case F_NAME: snprintf(buf, len, "%s", o->name); break;
+    case F_NOTES: snprintf(buf, len, "%s", o->notes); break;
     case F_START:
     case F_COUNT: buf[0] = '\0'; break;
     }
@@ -86,10 +94,13 @@ static int field_used(const stress_opts *o, enum field f)
     case F_PREFILL: return o->mode == STORE_MODE_SWEEP;
     case F_FROM:
     case F_TO:
-    case F_FACTOR: return growth;
+    case F_FACTOR:
+    case F_STEP: return growth;
     case F_REQUESTS: return fixed && o->mode != STORE_MODE_SOAK;
     case F_PROMPT:
-    case F_CONCURRENCY: return fixed;
+    case F_CONCURRENCY:
+    case F_RATE:
+    case F_SEED: return fixed;
     case F_DURATION: return o->mode == STORE_MODE_SOAK;
     default: return 1;
     }
@@ -121,18 +132,24 @@ static int field_set(stress_opts *o, enum field f, const char *s)
     case F_KV_BITS: return parse_list(s, o->kv_bits, &o->n_kv_bits);
     case F_PREFILL: return parse_list(s, o->prefill_step, &o->n_prefill_step);
     case F_NAME: snprintf(o->name, sizeof o->name, "%s", s); return 0;
+    case F_NOTES: snprintf(o->notes, sizeof o->notes, "%s", s); return 0;
     default: break;
     }
     if (!number) return -1;
     switch (f) {
     case F_FROM: o->from = (int64_t)d; break;
     case F_TO: o->to = (int64_t)d; break;
+    /* Growth goes by a factor or by a step: setting one clears the other. */
     case F_FACTOR: o->factor = d; o->step = 0; break;
+    case F_STEP: o->step = (int64_t)d; o->factor = 0; break;
     case F_GEN: o->gen = (int)d; break;
     case F_REQUESTS: o->requests = (int64_t)d; break;
     case F_PROMPT: o->prompt_tokens = (int)d; break;
     case F_CONCURRENCY: o->concurrency = (int)d; break;
+    case F_RATE: o->rate = d; break;
+    case F_SEED: if (d < 0) return -1; o->seed = (uint64_t)d; break;
     case F_DURATION: o->duration_s = d; break;
+    case F_TIMEOUT: o->timeout_s = d; break;
     default: return -1;
     }
     return 0;
@@ -145,8 +162,11 @@ static void draw_form(struct view_ctx *v)
     if (!w) return;
     const stress_opts *o = form_opts(v);
     draw_text(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "stress run");
-    for (int f = 0; f < F_COUNT && f + 2 < p->h; f++) {
-        int y = f + 2, sel = f == v->form.field;
+    /* Below the title and a blank row; scrolled when the pane is short. */
+    int rows = p->h - 2;
+    view_scroll_to(v->form.field, rows, &v->form.top);
+    for (int f = v->form.top; f < F_COUNT && f - v->form.top < rows; f++) {
+        int y = f - v->form.top + 2, sel = f == v->form.field;
         attr_t a = sel ? palette_attr(v->pal, PAL_SELECT) : field_used(o, f) ? A_NORMAL
                                                                             : palette_attr(v->pal, PAL_DIM);
         if (f == F_START) {
@@ -255,15 +275,17 @@ static void edit_key(struct view_ctx *v, int key)
     }
 }
 
-/* Mode and sweep legs cycle through their values. */
+/* Mode, sweep legs and stop on failure cycle through their values. */
 static void cycle(stress_opts *o, enum field f)
 {
     if (f == F_MODE) {
         size_t i = 0;
         while (modes[i] != o->mode) i++;
         o->mode = modes[(i + 1) % (sizeof modes / sizeof modes[0])];
-    } else {
+    } else if (f == F_LEG) {
         o->leg_mode = o->leg_mode == STORE_MODE_GROWTH ? STORE_MODE_FIXED : STORE_MODE_GROWTH;
+    } else {
+        o->stop_on_failure = !o->stop_on_failure;
     }
 }
 
@@ -283,7 +305,7 @@ static int stress_key(struct view_ctx *v, int key)
         enum field f = v->form.field;
         if (f == F_START) {
             start(v);
-        } else if (f == F_MODE || f == F_LEG) {
+        } else if (f == F_MODE || f == F_LEG || f == F_STOP) {
             cycle(form_opts(v), f);
         } else {
             v->form.editing = 1;
