@@ -2,8 +2,9 @@
 # End to end: the console's Stress and History views on a demo ring,
 # driven through tmux (a private server socket, as console_tmux.sh).
 #   - `infertop demo --stages 2 --db DB`; the Stress view (s) sets a
-#     growth run to 1024 tokens with keys and starts it; the context
-#     shown grows while it runs, and the run ends completed;
+#     growth run to 1024 tokens (gen 32, a name, stop on failure) with
+#     keys and starts it; the context shown grows while it runs, and the
+#     run ends completed, recorded with the form's settings;
 #   - a second growth run, headless against the demo's cluster file;
 #   - while and after it runs, the Stress view charts tok/s and step ms
 #     against the context (log scale, 64 .. 1024);
@@ -32,6 +33,15 @@ T send-keys -t A s
 check "s opens the Stress view with its form" wait_for 30 says 'stress run'
 T send-keys -t A j j j Enter 1 0 2 4 Enter
 check "the form takes to = 1024" wait_for 30 sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE '^to +1024'"
+# gen (three down) 32: requests long enough for the context to be seen
+# growing.
+T send-keys -t A j j j Enter 3 2 Enter
+check "the form takes gen = 32" wait_for 30 sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE '^gen +32'"
+# From the last row (start): up to `name` (two up) and `stop on fail`
+# (three up, it cycles), then start.
+T send-keys -t A G k k Enter f o r m r u n Enter k Enter
+check "the form takes a name and stop on failure" \
+    wait_for 30 sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE '^stop on fail +yes'"
 T send-keys -t A G Enter
 
 # The context shown, sampled until the run ends.
@@ -52,6 +62,8 @@ check "the charts' x axis is the context, 64 to 1024 on a log scale" \
 check "the charts have braille dots" has_braille
 check "the run is recorded completed" \
     [ "$(sqlite3 "$DB" "SELECT status || ' ' || max_context FROM runs WHERE id = 1")" = "completed 1024" ]
+check "the run is recorded with the form's name and stop on failure" \
+    [ "$(sqlite3 "$DB" "SELECT name || ' ' || (params ->> 'stop_on_failure') FROM runs WHERE id = 1")" = "formrun 1" ]
 
 infertop stress growth -c "$CONF" --from 64 --to 512 --gen 4 --db "$DB" >"$tmp/stress2.out" 2>&1
 check "a second, headless growth run against the demo completes" [ $? = 0 ]
@@ -60,7 +72,7 @@ T send-keys -t A H
 check "H opens the History view listing both runs" \
     wait_for 30 sh -c "tmux -L $SOCK capture-pane -p -t A | grep -q '2 runs'"
 check "run 1 is listed completed" \
-    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE '^ +1 +growth +completed +1024 '"
+    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE '^ +1 +formrun +growth +completed +1024 '"
 check "the selected run's summary shows its nodes' step times" says 'step ms p50/p99'
 check "the bottleneck node is marked" says 'bottleneck'
 
