@@ -58,8 +58,8 @@ int links_open(links **out, const struct cluster *c, state *st, double now, char
 void links_close(links *l);
 
 /* The items for zmq_poll: the telemetry SUB first when `telemetry` is 1,
- * then a DEALER per node. Returns how many were written, at most
- * links_poll_max(). */
+ * then the DEALER of each node with a request in flight. Returns how many
+ * were written, at most links_poll_max(). */
 int links_poll_items(const links *l, int telemetry, zmq_pollitem_t *items, int max);
 int links_poll_max(const links *l);
 
