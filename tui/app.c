@@ -167,11 +167,11 @@ static void watch(struct loop *lp, double now)
 static long poll_timeout_ms(const struct loop *lp, int telemetry, double now)
 {
     double wake = now + APP_MAX_WAIT_S;
-    wake = fmin(wake, lp->next_tick);
     wake = fmin(wake, lp->next_hook);
     wake = fmin(wake, links_next_deadline(lp->l));
-    if (!telemetry)
-        wake = fmin(wake, lp->next_tel);
+    /* With a telemetry read coming (at most a frame away), the liveness
+     * tick waits for that wake-up rather than making one of its own. */
+    wake = fmin(wake, telemetry ? lp->next_tick : lp->next_tel);
     /* A stress run going: its progress is taken in every frame. */
     if (lp->stress_active)
         wake = fmin(wake, now + 1.0 / UI_FPS);
@@ -206,8 +206,16 @@ static int turn(struct loop *lp, struct signals *sig, zmq_pollitem_t *items, int
         lp->quit = 1;
     if (links_process(lp->l, items + 2, nl, now) > 0)
         changed = 1;
+    int tel_read = telemetry && nl > 0 && (items[2].revents & ZMQ_POLLIN);
+    /* Telemetry fell due while the poll waited (the usual case under load):
+     * read it in this turn, rather than in one more whose zmq_poll would
+     * only find it queued. */
+    if (!telemetry && now >= lp->next_tel && links_read_telemetry(lp->l, now) > 0) {
+        changed = 1;
+        tel_read = 1;
+    }
     /* Read again one frame later: see the header. */
-    if (telemetry && nl > 0 && (items[2].revents & ZMQ_POLLIN))
+    if (tel_read)
         lp->next_tel = now + 1.0 / UI_FPS;
     if (links_tick(lp->l, now) > 0)
         changed = 1;

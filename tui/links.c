@@ -377,7 +377,7 @@ static int read_one_telemetry(links *l, double now)
     return 0;
 }
 
-static int read_telemetry(links *l, double now)
+int links_read_telemetry(links *l, double now)
 {
     int n = 0;
     while (n < LINKS_DRAIN_MAX && read_one_telemetry(l, now) == 0)
@@ -438,7 +438,7 @@ int links_process(links *l, const zmq_pollitem_t *items, int n, double now)
         if (!(items[k].revents & ZMQ_POLLIN))
             continue;
         if (items[k].socket == l->sub) {
-            got += read_telemetry(l, now);
+            got += links_read_telemetry(l, now);
             continue;
         }
         for (int i = 0; i < l->n; i++)

@@ -69,6 +69,11 @@ int links_poll_max(const links *l);
  * were taken in; more than 0 means the state may have changed. */
 int links_process(links *l, const zmq_pollitem_t *items, int n, double now);
 
+/* Reads the telemetry queued now, without polling for it first (a caller
+ * that reads on a clock rather than when the SUB is ready). Returns how
+ * many messages were taken in. */
+int links_read_telemetry(links *l, double now);
+
 /* From now on, asks every node not yet identified for its status: at once
  * (at the next links_tick), then every LINKS_HELLO_PERIOD_S while it stays
  * silent. The dashboard wants this; a one-shot CLI verb does not. */

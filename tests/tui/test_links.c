@@ -262,6 +262,27 @@ Test(links, telemetry_reaches_the_node_it_names)
     cr_assert_eq(state_node_config(st, 0)->kv_bits, 8);
 }
 
+/* The console's loop reads telemetry on its frame clock, without polling
+ * the SUB first: what is queued by then is taken in all the same. */
+Test(links, telemetry_is_read_on_a_clock_without_a_poll)
+{
+    proto_head h = {.seq = 0};
+    proto_status s = {0};
+    strcpy(h.node, "n0");
+    int got = 0;
+    for (int turn = 0; turn < 50 && got == 0; turn++) {
+        h.seq++;
+        char *msg = proto_node_encode(&h, &s);
+        cr_assert_not_null(msg);
+        cr_assert_eq(proto_publish(pub, PROTO_TOPIC_NODE, msg, strlen(msg)), 0);
+        free(msg);
+        zmq_poll(NULL, 0, WAIT_MS / 50); /* a frame's wait, on nothing */
+        got = links_read_telemetry(lk, 1.0);
+    }
+    cr_assert_gt(got, 0);
+    cr_assert_not_null(state_node_status(st, 0));
+}
+
 Test(links, telemetry_under_an_unknown_name_is_logged_once_and_ignored)
 {
     proto_head h = {.seq = 0};
