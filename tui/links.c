@@ -38,6 +38,7 @@ struct request {
 struct link_node {
     client *ctl;
     char reported[PROTO_NAME_MAX + 1]; /* name from its status reply, "" until one */
+    int in_flight;                     /* its requests waiting for their end */
     int hello_pending;                 /* an identification request is in flight */
     double hello_at;                   /* when the next one is due */
 };
@@ -140,6 +141,7 @@ static void finish(links *l, struct request *q, int ok, const char *code, const 
     struct request r = *q;
     q->used = 0;
     l->n_pending--;
+    l->nodes[r.node].in_flight--;
     if (ok == 1 && strcmp(r.op, "status") == 0) {
         const char *name = json_string_value(json_object_get(json, "node"));
         if (name)
@@ -175,6 +177,7 @@ int links_request(links *l, int node, const char *op, const json_t *args, double
     q->done = done;
     q->ctx = ctx;
     l->n_pending++;
+    l->nodes[node].in_flight++;
     return 0;
 }
 
@@ -374,7 +377,7 @@ static int read_one_telemetry(links *l, double now)
     return 0;
 }
 
-static int read_telemetry(links *l, double now)
+int links_read_telemetry(links *l, double now)
 {
     int n = 0;
     while (n < LINKS_DRAIN_MAX && read_one_telemetry(l, now) == 0)
@@ -411,13 +414,20 @@ int links_poll_max(const links *l)
     return l->n + 1;
 }
 
+/* A control socket without a request in flight is left out: zmq_poll asks
+ * every ZeroMQ socket it is given for its events before and after it
+ * waits, two system calls each time, and a console mostly has nothing in
+ * flight. What such a socket
+ * may still receive (a reply that came after its request timed out) waits
+ * for the next request, and is then dropped like any reply to no request. */
 int links_poll_items(const links *l, int telemetry, zmq_pollitem_t *items, int max)
 {
     int k = 0;
     if (telemetry && k < max)
         items[k++] = (zmq_pollitem_t){l->sub, 0, ZMQ_POLLIN, 0};
     for (int i = 0; i < l->n && k < max; i++)
-        items[k++] = (zmq_pollitem_t){client_socket(l->nodes[i].ctl), 0, ZMQ_POLLIN, 0};
+        if (l->nodes[i].in_flight > 0)
+            items[k++] = (zmq_pollitem_t){client_socket(l->nodes[i].ctl), 0, ZMQ_POLLIN, 0};
     return k;
 }
 
@@ -428,7 +438,7 @@ int links_process(links *l, const zmq_pollitem_t *items, int n, double now)
         if (!(items[k].revents & ZMQ_POLLIN))
             continue;
         if (items[k].socket == l->sub) {
-            got += read_telemetry(l, now);
+            got += links_read_telemetry(l, now);
             continue;
         }
         for (int i = 0; i < l->n; i++)

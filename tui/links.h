@@ -58,8 +58,8 @@ int links_open(links **out, const struct cluster *c, state *st, double now, char
 void links_close(links *l);
 
 /* The items for zmq_poll: the telemetry SUB first when `telemetry` is 1,
- * then a DEALER per node. Returns how many were written, at most
- * links_poll_max(). */
+ * then the DEALER of each node with a request in flight. Returns how many
+ * were written, at most links_poll_max(). */
 int links_poll_items(const links *l, int telemetry, zmq_pollitem_t *items, int max);
 int links_poll_max(const links *l);
 
@@ -68,6 +68,11 @@ int links_poll_max(const links *l);
  * state, replies to their requests' callbacks. Returns how many messages
  * were taken in; more than 0 means the state may have changed. */
 int links_process(links *l, const zmq_pollitem_t *items, int n, double now);
+
+/* Reads the telemetry queued now, without polling for it first (a caller
+ * that reads on a clock rather than when the SUB is ready). Returns how
+ * many messages were taken in. */
+int links_read_telemetry(links *l, double now);
 
 /* From now on, asks every node not yet identified for its status: at once
  * (at the next links_tick), then every LINKS_HELLO_PERIOD_S while it stays
