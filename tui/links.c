@@ -417,9 +417,9 @@ int links_poll_max(const links *l)
 /* A control socket without a request in flight is left out: zmq_poll asks
  * every ZeroMQ socket it is given for its events before and after it
  * waits, two system calls each time, and a console mostly has nothing in
- * flight. What such a socket
- * may still receive (a reply that came after its request timed out) waits
- * for the next request, and is then dropped like any reply to no request. */
+ * flight. What such a socket may still receive (a reply that came after
+ * its request timed out) waits for the next request, and is then dropped
+ * like any reply to no request. */
 int links_poll_items(const links *l, int telemetry, zmq_pollitem_t *items, int max)
 {
     int k = 0;

@@ -210,6 +210,19 @@ static void set_state(stress_run *r, stress_state state, store_status status)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* The last request's final frame comes from the head, but the other
+ * stages publish their steps of it on their own sockets, which may be a
+ * few ms behind: without this, a run's last steps on those stages (the
+ * ones that reach its largest context) could go unrecorded. */
+static void settle(stress_run *r)
+{
+    char err[256];
+    double until = clock_ms() + ST_SETTLE_MS;
+    for (double now = clock_ms(); now < until && !st_aborted(r); now = clock_ms())
+        if (st_pump(r, (int)(until - now) + 1, err, sizeof err) != 0)
+            break;
+}
+
 static void *run_main(void *arg)
 {
     stress_run *r = arg;
@@ -230,6 +243,7 @@ static void *run_main(void *arg)
         set_state(r, STRESS_RUNNING, STORE_RUNNING);
         if (connected) {
             status = st_run_legs(r);
+            settle(r);
         } else {
             status = st_aborted(r) ? STORE_ABORTED : STORE_FAILED;
             snprintf(r->failure, sizeof r->failure, "%s", err);

@@ -15,6 +15,7 @@
 #define ST_INFLIGHT_MAX 16     /* the most requests in flight (--concurrency) */
 #define ST_IDMAP 256           /* recent request ids kept to attribute late steps */
 #define ST_NODE_DOWN_MS 3000.0 /* a node without a heartbeat this long is down */
+#define ST_SETTLE_MS 300.0     /* telemetry still taken in after the last request */
 
 /* One node of the ring, as its status and telemetry describe it. */
 typedef struct st_node {
