@@ -18,6 +18,7 @@
 
 cap() { T capture-pane -p -t A; }
 says() { cap | grep -q "$1"; }
+says_e() { cap | grep -qE "$1"; }
 # Braille is U+2800..U+28FF: bytes E2 A0..A3 and one more in UTF-8.
 has_braille() { cap | LC_ALL=C grep -q "$(printf '\342[\240-\243]')"; }
 both_up() { [ "$(cap | grep -cE 'stage[01] +up ')" = 2 ]; }
@@ -32,16 +33,16 @@ check "demo: both stages up" wait_for 300 both_up
 T send-keys -t A s
 check "s opens the Stress view with its form" wait_for 30 says 'stress run'
 T send-keys -t A j j j Enter 1 0 2 4 Enter
-check "the form takes to = 1024" wait_for 30 sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE '^to +1024'"
+check "the form takes to = 1024" wait_for 30 says_e '^to +1024'
 # gen (three down) 32: requests long enough for the context to be seen
 # growing.
 T send-keys -t A j j j Enter 3 2 Enter
-check "the form takes gen = 32" wait_for 30 sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE '^gen +32'"
+check "the form takes gen = 32" wait_for 30 says_e '^gen +32'
 # From the last row (start): up to `name` (two up) and `stop on fail`
 # (three up, it cycles), then start.
 T send-keys -t A G k k Enter f o r m r u n Enter k Enter
 check "the form takes a name and stop on failure" \
-    wait_for 30 sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE '^stop on fail +yes'"
+    wait_for 30 says_e '^stop on fail +yes'
 T send-keys -t A G Enter
 
 # The context shown, sampled until the run ends.
@@ -54,11 +55,10 @@ check "the growth run completes in the Stress view" wait_for 400 done_or_sample
 check "the context shown grew while it ran (several values seen)" \
     [ "$(sort -un "$tmp/contexts" | wc -l)" -ge 2 ]
 check "the last context shown is the target" says 'context 1024 / 1024'
-check "the Stress view charts tok/s and step ms against context" \
-    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -q 'prefill tok/s .* decode tok/s' &&
-           tmux -L $SOCK capture-pane -p -t A | grep -q 'step ms on the slowest node'"
+check "the Stress view charts tok/s against context" says 'prefill tok/s .* decode tok/s'
+check "the Stress view charts step ms against context" says 'step ms on the slowest node'
 check "the charts' x axis is the context, 64 to 1024 on a log scale" \
-    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE ' 64 +context \(log\) +1024'"
+    says_e ' 64 +context \(log\) +1024'
 check "the charts have braille dots" has_braille
 check "the run is recorded completed" \
     [ "$(sqlite3 "$DB" "SELECT status || ' ' || max_context FROM runs WHERE id = 1")" = "completed 1024" ]
@@ -70,16 +70,16 @@ check "a second, headless growth run against the demo completes" [ $? = 0 ]
 
 T send-keys -t A H
 check "H opens the History view listing both runs" \
-    wait_for 30 sh -c "tmux -L $SOCK capture-pane -p -t A | grep -q '2 runs'"
+    wait_for 30 says '2 runs'
 check "run 1 is listed completed" \
-    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE '^ +1 +formrun +growth +completed +1024 '"
+    says_e '^ +1 +formrun +growth +completed +1024 '
 check "the selected run's summary shows its nodes' step times" says 'step ms p50/p99'
 check "the bottleneck node is marked" says 'bottleneck'
 
 T send-keys -t A g
 check "g charts the selected run against context" wait_for 30 says 'step ms on the slowest node'
 check "the run's chart spans its contexts, 64 to 512 (8x: a linear scale)" \
-    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE ' 64 +context +512'"
+    says_e ' 64 +context +512'
 T send-keys -t A g
 check "g again brings the summary back" wait_for 30 says 'step ms p50/p99'
 
@@ -87,12 +87,12 @@ check "g again brings the summary back" wait_for 30 says 'step ms p50/p99'
 T send-keys -t A m j C
 check "the comparison names both runs" wait_for 30 says 'compare run 2 .* with run 1'
 check "the comparison has both runs' columns and a delta" \
-    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE 'key +metric +run 2 +run 1 +delta +ratio'"
+    says_e 'key +metric +run 2 +run 1 +delta +ratio'
 check "the comparison has rows" says 'decode_tps'
 T send-keys -t A g
 check "g charts both runs on shared axes" wait_for 30 says 'decode tok/s .* run 2 .* run 1'
 check "the compared charts span both runs' contexts, 64 to 1024" \
-    sh -c "tmux -L $SOCK capture-pane -p -t A | grep -qE ' 64 +context \(log\) +1024'"
+    says_e ' 64 +context \(log\) +1024'
 T send-keys -t A g
 
 T send-keys -t A x
