@@ -7,6 +7,7 @@
 #   make asan       the tests again under ASan + UBSan
 #   make fuzz       libFuzzer targets (clang), short runs over the corpora
 #   make install    PREFIX=/usr/local DESTDIR= honoured; make uninstall
+#   make deps-graph the parts and which uses which (tests/layering/rules)
 #
 # Objects go under $(B) so that the sanitizer build (B=build/asan) never
 # mixes with the normal one.
@@ -21,7 +22,7 @@ ARCH    ?= -march=native
 OPT     ?= -O2
 SAN     ?=
 
-PKGS_ENGINE := openblas libzmq jansson libcrypto
+PKGS_ENGINE := openblas libzmq jansson libcrypto libpcre2-8 libmicrohttpd
 PKGS_STORE  := sqlite3 jansson
 PKGS_TUI    := ncursesw libssh inih libzmq jansson sqlite3
 PKGS_TEST   := criterion
@@ -29,7 +30,9 @@ PKGS_TEST   := criterion
 pc_cflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
 pc_libs   = $(shell pkg-config --libs $(1) 2>/dev/null)
 
-CPPFLAGS += -D_GNU_SOURCE -Iengine -Istore -Itui
+# Includes name their folder from the repository root ("engine/compute/kvcache.h"),
+# or are bare within one folder.
+CPPFLAGS += -D_GNU_SOURCE -I.
 CFLAGS   += -std=c11 $(OPT) $(ARCH) -g -Wall -Wextra -Werror -pthread $(SAN)
 LDFLAGS  += -pthread $(SAN)
 LDLIBS   += -lm
@@ -42,23 +45,25 @@ TUI_LIBS      := $(call pc_libs,$(PKGS_TUI))
 TEST_CFLAGS   := $(call pc_cflags,$(PKGS_TEST))
 TEST_LIBS     := $(call pc_libs,$(PKGS_TEST))
 
-# A directory's library is every .c in it but the file holding main().
-ENGINE_SRC := $(filter-out engine/inferd.c,$(wildcard engine/*.c))
+# Each program's library is every .c of its parts but the file holding
+# main(); the parts are the sub-folders (see each folder's README).
+ENGINE_SRC := $(filter-out engine/cmd/inferd.c,$(wildcard engine/*/*.c))
 STORE_SRC  := $(wildcard store/*.c)
-TUI_SRC    := $(filter-out tui/infertop.c,$(wildcard tui/*.c))
+TUI_SRC    := $(filter-out tui/cmd/infertop.c,$(wildcard tui/*/*.c))
+ENGINE_H   := $(wildcard engine/*/*.h)
+TUI_H      := $(wildcard tui/*/*.h)
 
-ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o) $(B)/engine/embedded.o
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o) $(B)/engine/model/embedded.o
 STORE_OBJ  := $(STORE_SRC:%.c=$(B)/%.o)
 TUI_OBJ    := $(TUI_SRC:%.c=$(B)/%.o)
 
-BINS := $(B)/bin/inferd
-ifneq ($(wildcard tui/infertop.c),)
-BINS += $(B)/bin/infertop
-endif
+BINS := $(B)/bin/inferd $(B)/bin/infertop
 
-# Unit tests: one Criterion binary per tested directory.
-UNIT_DIRS  := $(notdir $(wildcard tests/engine tests/store tests/tui))
+# Unit tests: one Criterion binary per program or store (tests/engine,
+# tests/tui, tests/store), its sources in sub-folders that mirror the code.
+UNIT_DIRS  := engine store tui
 UNIT_BINS  := $(UNIT_DIRS:%=$(B)/tests/unit_%)
+unit_src    = $(wildcard tests/$(1)/*.c tests/$(1)/*/*.c tests/$(1)/*.h tests/$(1)/*/*.h)
 BENCH_SRC  := $(wildcard tests/bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRC:tests/bench/%.c=$(B)/tests/%)
 HELPER_SRC := $(wildcard tests/lib/*.c)
@@ -66,7 +71,7 @@ HELPER_BINS := $(HELPER_SRC:tests/lib/%.c=$(B)/tests/%)
 
 .SECONDEXPANSION:
 
-.PHONY: all run test test-only bench asan fuzz install uninstall clean deps
+.PHONY: all run test test-only bench asan fuzz install uninstall clean deps deps-graph
 
 all: $(BINS) bin
 
@@ -101,26 +106,40 @@ asan: deps
 # FUZZ_TIME seconds over its seed corpus; inputs it finds go to
 # $(B)/fuzz/corpus/<name>, the seeds in tests/fuzz/corpus/<name> stay as they are.
 FUZZ_TIME  ?= 60
-FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -Iengine -fsanitize=fuzzer,address,undefined \
+FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all
 
-fuzz: $(B)/fuzz/fuzz_request $(B)/fuzz/fuzz_telemetry
-	@mkdir -p $(B)/fuzz/corpus/request $(B)/fuzz/corpus/telemetry
-	$(B)/fuzz/fuzz_request -max_total_time=$(FUZZ_TIME) -max_len=70000 -dict=tests/fuzz/request.dict \
-	  $(B)/fuzz/corpus/request tests/fuzz/corpus/request
-	$(B)/fuzz/fuzz_telemetry -max_total_time=$(FUZZ_TIME) -max_len=4096 \
-	  $(B)/fuzz/corpus/telemetry tests/fuzz/corpus/telemetry
+FUZZ_TARGETS := request telemetry stage gguf tokenizer
+# Per target: the sources it links, its longest input, its dictionary.
+FUZZ_SRC_request   := $(wildcard engine/proto/*.c)
+FUZZ_SRC_telemetry := $(FUZZ_SRC_request)
+# The stage-frame decoder lives in the node server, beside the protocol.
+FUZZ_SRC_stage     := engine/node/ring.c engine/node/ring_msg.c $(FUZZ_SRC_request)
+FUZZ_SRC_gguf      := engine/model/gguf.c engine/model/gguf_llama.c engine/model/wtype.c
+FUZZ_SRC_tokenizer := $(addprefix engine/model/,vocab.c pretok.c merge.c tok_spm.c tok_bpe.c \
+                        tokenizer.c tok_stream.c gguf.c wtype.c embedded.S)
+FUZZ_ARGS_request   := -max_len=70000 -dict=tests/fuzz/request.dict
+FUZZ_ARGS_telemetry := -max_len=4096
+FUZZ_ARGS_stage     := -max_len=8192
+FUZZ_ARGS_gguf      := -max_len=16384 -dict=tests/fuzz/gguf.dict
+FUZZ_ARGS_tokenizer := -max_len=4096
 
-$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c engine/protocol.c engine/proto_reply.c engine/proto_tel.c \
-                  engine/proto_step_scan.c engine/jsonr.c engine/jsonw.c $(wildcard engine/*.h)
+fuzz: $(FUZZ_TARGETS:%=$(B)/fuzz/fuzz_%)
+	$(foreach t,$(FUZZ_TARGETS),mkdir -p $(B)/fuzz/corpus/$(t) && \
+	  $(B)/fuzz/fuzz_$(t) -max_total_time=$(FUZZ_TIME) $(FUZZ_ARGS_$(t)) \
+	    $(B)/fuzz/corpus/$(t) tests/fuzz/corpus/$(t) &&) true
+
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_SRC_$$*) $(ENGINE_H)
 	@mkdir -p $(@D)
-	clang $(FUZZ_FLAGS) -o $@ $(filter %.c,$^) $(call pc_libs,jansson libzmq)
+	clang $(FUZZ_FLAGS) -Iengine/model/embedded -o $@ $(filter %.c %.S,$^) \
+	  $(call pc_libs,jansson libzmq libpcre2-8)
 
-$(B)/engine/embedded.o: engine/embedded.S engine/models/stories260K.bin engine/models/tok512.bin
+$(B)/engine/model/embedded.o: engine/model/embedded.S engine/model/embedded/stories260K.bin \
+                             engine/model/embedded/tok512.bin
 	@mkdir -p $(@D)
-	$(CC) -c -Iengine/models -o $@ $<
+	$(CC) -c -Iengine/model/embedded -o $@ $<
 
-$(B)/engine/%.o: engine/%.c $(wildcard engine/*.h)
+$(B)/engine/%.o: engine/%.c $(ENGINE_H)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -128,7 +147,7 @@ $(B)/store/%.o: store/%.c $(wildcard store/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(B)/tui/%.o: tui/%.c $(wildcard tui/*.h engine/*.h store/*.h)
+$(B)/tui/%.o: tui/%.c $(TUI_H) $(ENGINE_H) $(wildcard store/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -141,36 +160,57 @@ $(B)/libstore.a: $(STORE_OBJ)
 $(B)/libtui.a: $(TUI_OBJ)
 	$(AR) rcs $@ $^
 
-$(B)/bin/inferd: engine/inferd.c $(B)/libinferd.a
+$(B)/bin/inferd: engine/cmd/inferd.c $(B)/libinferd.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(ENGINE_LIBS) $(LDLIBS)
 
-$(B)/bin/infertop: tui/infertop.c $(B)/libtui.a $(B)/libstore.a $(B)/libinferd.a
+$(B)/bin/infertop: tui/cmd/infertop.c $(B)/libtui.a $(B)/libstore.a $(B)/libinferd.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(TUI_LIBS) $(STORE_LIBS) $(ENGINE_LIBS) $(LDLIBS)
 
-ALL_LIBS = $(wildcard $(B)/libtui.a) $(B)/libstore.a $(B)/libinferd.a
+LIBS_ALL = $(B)/libtui.a $(B)/libstore.a $(B)/libinferd.a
 LINK_ALL = $(LDFLAGS) $(TUI_LIBS) $(STORE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS) $(LDLIBS)
 
-$(B)/tests/unit_%: $$(wildcard tests/%/*.c tests/%/*.h) $(if $(TUI_SRC),$(B)/libtui.a) $(B)/libstore.a $(B)/libinferd.a
+$(B)/tests/unit_%: $$(call unit_src,%) $(LIBS_ALL)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests/$* $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(TEST_CFLAGS) $(CFLAGS) \
+	$(CC) $(CPPFLAGS) $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(TEST_CFLAGS) $(CFLAGS) \
 	  -o $@ $(filter %.c,$^) $(filter %.a,$^) $(LINK_ALL)
 
-$(B)/tests/bench_%: tests/bench/bench_%.c tests/bench/benchlib.c tests/bench/benchlib.h $(if $(TUI_SRC),$(B)/libtui.a) $(B)/libstore.a $(B)/libinferd.a
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests/bench $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) $(filter %.a,$^) $(LINK_ALL)
-
-$(B)/tests/%: tests/lib/%.c $(if $(TUI_SRC),$(B)/libtui.a) $(B)/libstore.a $(B)/libinferd.a
+$(B)/tests/bench_%: tests/bench/bench_%.c tests/bench/benchlib.c tests/bench/benchlib.h $(LIBS_ALL)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) $(filter %.a,$^) $(LINK_ALL)
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+$(B)/tests/%: tests/lib/%.c $(LIBS_ALL)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) $(filter %.a,$^) $(LINK_ALL)
+
+# The part-level include graph, bottom up; `make test` checks it against
+# tests/layering/rules (tests/layering/check.sh).
+deps-graph:
+	@tests/layering/check.sh --graph
+
+# The operator's kit (contrib/): man pages, bash and zsh completion, and the
+# systemd template unit, its ExecStart pointed at the installed inferd.
+MAN1    := $(DESTDIR)$(PREFIX)/share/man/man1
+BASHCOMP := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHCOMP := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+UNITDIR := $(DESTDIR)$(PREFIX)/lib/systemd/system
+
+install: $(BINS)
+	install -d $(DESTDIR)$(PREFIX)/bin $(MAN1) $(BASHCOMP) $(ZSHCOMP) $(UNITDIR)
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 contrib/man/inferd.1 contrib/man/infertop.1 $(MAN1)/
+	install -m 644 contrib/completion/infertop.bash $(BASHCOMP)/infertop
+	ln -sf infertop $(BASHCOMP)/inferd
+	install -m 644 contrib/completion/_infertop $(ZSHCOMP)/_infertop
+	sed 's|/usr/local/bin/inferd|$(PREFIX)/bin/inferd|' contrib/systemd/inferd@.service \
+	  >$(UNITDIR)/inferd@.service
+	chmod 644 $(UNITDIR)/inferd@.service
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/inferd $(DESTDIR)$(PREFIX)/bin/infertop
+	rm -f $(MAN1)/inferd.1 $(MAN1)/infertop.1 $(BASHCOMP)/infertop $(BASHCOMP)/inferd
+	rm -f $(ZSHCOMP)/_infertop $(UNITDIR)/inferd@.service
 
 clean:
 	rm -rf build bin

@@ -10,6 +10,7 @@ set -eu
 #   libzmq3-dev                 telemetry and control sockets
 #   libjansson-dev              JSON payloads of the wire protocol
 #   libssl-dev                  sha256 model fingerprints (libcrypto)
+#   libpcre2-dev                tokenizers' pre-tokenizer regexes (Unicode classes)
 #   libinih-dev                 cluster file (INI)
 #   libncurses-dev              the console
 #   libssh-dev                  driving nodes over SSH
@@ -18,9 +19,19 @@ set -eu
 #   tmux                        end-to-end tests drive the console in tmux
 #   openssh-server              end-to-end tests start real sshd on loopback
 #   procps                      ps/pgrep/pkill used by the scripts
+#   libmicrohttpd-dev           the HTTP server of inferd serve --http and infertop metrics
+#   curl                        end-to-end tests call the HTTP API
+#   prometheus                  tests check /metrics with promtool check metrics
+#   man-db groff-base           tests render the man pages (man -l)
+#   zsh                         tests run the zsh completion
+#   nodejs npm                  tests drive the HTTP API with the official openai npm
+#                               package (npm only when no npm is on the PATH: some
+#                               nodejs builds bundle their own)
 PKGS="build-essential pkg-config libopenblas-dev libzmq3-dev libjansson-dev
-libssl-dev libinih-dev libncurses-dev libssh-dev libsqlite3-dev sqlite3
-libcriterion-dev tmux openssh-server procps"
+libssl-dev libpcre2-dev libinih-dev libncurses-dev libssh-dev libsqlite3-dev sqlite3
+libcriterion-dev tmux openssh-server procps libmicrohttpd-dev curl prometheus
+man-db groff-base zsh nodejs"
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 
 missing=""
 for p in $PKGS; do

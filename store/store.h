@@ -42,6 +42,10 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
  * -1 when a write failed since the previous flush, with the first error. */
 int store_flush(store *s, char *err, size_t errlen);
 
+/* Without waiting: 1 with the first error when a write failed since the
+ * previous flush (a full disk: the rows are lost), else 0. */
+int store_write_error(store *s, char *err, size_t errlen);
+
 /* Drains the queue, stops the writer and closes both connections. */
 void store_close(store *s);
 

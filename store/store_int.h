@@ -4,6 +4,7 @@
 #define STORE_INT_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <sqlite3.h>
 
 #include "store.h"
@@ -14,7 +15,16 @@
  * the queue capacity, so that a flood of steps drops steps first. */
 #define STORE_CONTROL_RESERVE 1024
 
-/* ---- db.c ---- */
+/* SQL shared by the writer (apply.c) and recovery (recover.c). */
+/* The largest context an ok request reached: of the run ?1, and of the
+ * leg being updated. */
+#define RUN_OK_CONTEXT                                                                             \
+    "(SELECT max(ctx_after) FROM requests q WHERE q.run = ?1 AND q.status = 'ok')"
+#define LEG_OK_CONTEXT                                                                             \
+    "(SELECT max(ctx_after) FROM requests q WHERE q.run = legs.run AND q.leg = legs.idx"           \
+    " AND q.status = 'ok')"
+
+/* ---- db.c: sqlite helpers every file uses ---- */
 double store_now(void);
 void store_errf(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -34,7 +44,7 @@ int store_schema_version(sqlite3 *db, int *version, char *err, size_t errlen);
  * STORE_SCHEMA_VERSION. */
 int store_migrate(sqlite3 *db, int target, char *err, size_t errlen);
 
-/* ---- the writer queue (writer.c) ---- */
+/* ---- the queue of records (queue.c) ---- */
 
 typedef enum store_rec_kind {
     REC_STEP,
@@ -116,13 +126,18 @@ struct store {
 
 /* Takes ownership of r. control: may use the reserve. 0 queued, -1 dropped. */
 int store_queue_push(store *s, store_rec *r, int control);
+store_active *store_active_find(store *s, int64_t run);
+/* Charges n lost rows to their run, for runs.dropped_rows. Caller holds
+ * s->lock; the global count is kept by the caller. */
+void store_charge_run(store *s, int64_t run, int64_t n);
+
+/* ---- writer.c: the thread that drains the queue ---- */
 int store_writer_start(store *s, char *err, size_t errlen);
 void store_writer_stop(store *s);
 
-/* ---- runs.c: the SQL of recording, run on the writer thread ---- */
+/* ---- apply.c: the SQL of recording, run on the writer thread ---- */
 int store_wstmts_prepare(sqlite3 *db, store_wstmts *w, char *err, size_t errlen);
 void store_wstmts_finalize(store_wstmts *w);
-store_active *store_active_find(store *s, int64_t run);
 /* Applies one record; SQLITE_DONE on success, else the sqlite code. */
 int store_rec_apply(store *s, store_rec *r);
 /* Applies STORE_STEP_CHUNK step records in one statement, all or none. */
@@ -130,8 +145,13 @@ int store_rec_apply(store *s, store_rec *r);
 int store_steps_apply(store *s, store_rec *const *recs);
 /* Writes dropped counts and last contexts of the active runs that changed. */
 int store_progress_save(store *s);
+
+/* ---- recover.c ---- */
 /* Marks runs left running by a dead process as aborted. */
 int store_recover(store *s, char *err, size_t errlen);
+/* A process's start time (clock ticks since boot), telling apart a live
+ * process that reused a dead one's id; -1 when unknown. */
+int64_t store_process_start(pid_t pid);
 
 /* ---- percentile.c ---- */
 typedef struct store_dvec {

@@ -1,72 +1,13 @@
-/* writer.c: the bounded queue and the thread that drains it.
+/* writer.c: the thread that drains the queue (queue.c).
  *
- * Producers copy a row into a ring under a mutex and return; they never
- * wait for the disk. The writer takes every row queued so far as one batch,
- * applies it in one transaction on its own connection, and only then frees
- * the slots: the rows stay in place while being written, so nothing is
- * copied twice. A full ring drops the row and counts it against its run. */
+ * The writer takes every row queued so far as one batch, applies it in one
+ * transaction on its own connection (apply.c), and only then frees the
+ * slots: the rows stay in place while being written, so nothing is copied
+ * twice. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "store_int.h"
-
-void store_rec_release(store_rec *r)
-{
-    switch (r->kind) {
-    case REC_REQUEST:
-        free((char *)r->u.req.session);
-        free((char *)r->u.req.error_code);
-        free((char *)r->u.req.error_message);
-        break;
-    case REC_EVENT:
-        free(r->u.ev.node);
-        free(r->u.ev.kind);
-        free(r->u.ev.detail);
-        break;
-    case REC_RUN_END:
-        free(r->u.end.failure);
-        break;
-    default:
-        break;
-    }
-}
-
-/* Charges n lost rows to their run, for runs.dropped_rows. Caller holds
- * s->lock; the global count is kept by the caller. */
-static void charge_run(store *s, int64_t run, int64_t n)
-{
-    store_active *a = run ? store_active_find(s, run) : NULL;
-    if (a)
-        a->dropped += n;
-}
-
-int store_queue_push(store *s, store_rec *r, int control)
-{
-    pthread_mutex_lock(&s->lock);
-    store_active *a = r->run ? store_active_find(s, r->run) : NULL;
-    size_t room = s->capacity + (control ? STORE_CONTROL_RESERVE : 0);
-    /* A row for a run this handle did not begin, or already ended, has no
-     * seq and no owner: refuse it rather than write an orphan. */
-    int orphan = r->run && (!a || a->closing);
-    if (orphan || s->count >= room || s->stop) {
-        /* A row of an ended run is the caller's mistake, not a loss of
-         * the run: it is counted globally only. */
-        s->dropped++;
-        if (!orphan)
-            charge_run(s, r->run, 1);
-        pthread_mutex_unlock(&s->lock);
-        store_rec_release(r);
-        return -1;
-    }
-    if (r->kind == REC_RUN_END)
-        a->closing = 1;
-    s->ring[(s->head + s->count) % s->ring_size] = *r;
-    s->count++;
-    s->queued++;
-    pthread_cond_signal(&s->nonempty);
-    pthread_mutex_unlock(&s->lock);
-    return 0;
-}
 
 static void note_error(store *s, const char *what)
 {
@@ -118,7 +59,7 @@ static size_t write_batch(store *s, size_t head, size_t n)
          * on. Charged now so that the count commits with the batch. */
         r->lost = 1;
         pthread_mutex_lock(&s->lock);
-        charge_run(s, r->run, 1);
+        store_charge_run(s, r->run, 1);
         pthread_mutex_unlock(&s->lock);
     }
     int committed = 0;
@@ -139,7 +80,7 @@ static size_t write_batch(store *s, size_t head, size_t n)
         for (size_t i = 0; i < n; i++) {
             store_rec *r = &s->ring[(head + i) % s->ring_size];
             if (!r->lost)
-                charge_run(s, r->run, 1);
+                store_charge_run(s, r->run, 1);
         }
         ok = 0;
     }
@@ -229,6 +170,16 @@ int store_flush(store *s, char *err, size_t errlen)
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
+}
+
+int store_write_error(store *s, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&s->lock);
+    int failed = s->werr[0] != '\0';
+    if (failed)
+        store_errf(err, errlen, "%s", s->werr);
+    pthread_mutex_unlock(&s->lock);
+    return failed;
 }
 
 void store_stats_get(store *s, store_stats *st)

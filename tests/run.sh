@@ -1,6 +1,7 @@
 #!/bin/sh
-# Runs every test: the Criterion unit binaries, then the end-to-end scripts
-# in tests/e2e (each prints its own "N passed, N failed" line). Ends with one
+# Runs every test: the Criterion unit binaries, the layering check's test,
+# then the end-to-end scripts in tests/e2e (each script prints its own
+# "N passed, N failed" line). Ends with one
 # line that sums them all, which is what CI reads.
 set -u
 B=${B:-build}
@@ -33,10 +34,10 @@ for t in "$B"/tests/unit_*; do
     count "$name" "$p" "$nf"
 done
 
-for s in tests/e2e/*.sh; do
+for s in tests/layering/test_*.sh tests/e2e/*.sh; do
     [ -f "$s" ] || continue
     name=$(basename "$s" .sh)
-    echo "== e2e $name"
+    echo "== $(basename "$(dirname "$s")") $name"
     out=$(sh "$s" 2>&1); rc=$?
     printf '%s\n' "$out" | tail -n 60
     line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -n 1)

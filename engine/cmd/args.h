@@ -25,6 +25,22 @@ typedef struct args_spec {
  * stray argument, or a value the callback refused). */
 int args_parse(const args_spec *s, int argc, char **argv, void *ctx);
 
+/* A command line with every `--flags FILE` replaced by the flags the file
+ * holds: whitespace-separated words, '#' to the end of a line a comment, no
+ * quoting (a systemd unit keeps a node's flags in such a file). */
+typedef struct args_argv {
+    int argc;
+    char **argv;
+    char *text; /* the files' words, which argv points into */
+} args_argv;
+
+#define ARGS_FLAGS_MAX (64 * 1024) /* bytes of flag files, all together */
+
+/* Returns 0 with *out filled (args_argv_free it, after the last use of an
+ * option's value), or -1 after printing why (unreadable or too large). */
+int args_expand_flags(const args_spec *s, int argc, char **argv, args_argv *out);
+void args_argv_free(args_argv *a);
+
 /* Prints "inferd VERB: --FLAG: 'TEXT' is not valid, expected EXPECTED";
  * returns -1. */
 int args_bad(const args_spec *s, int opt, const char *text, const char *expected);

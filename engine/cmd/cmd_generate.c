@@ -13,15 +13,11 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "clock.h"
 #include "commands.h"
-#include "forward.h"
-#include "kvcache.h"
-#include "memstat.h"
-#include "model.h"
-#include "pool.h"
-#include "sampler.h"
-#include "tokenizer.h"
+#include "engine/compute/sampler.h"
+#include "engine/sys/clock.h"
+#include "engine/sys/memstat.h"
+#include "local.h"
 
 typedef struct gen_options {
     const char *model;     /* NULL: embedded */
@@ -38,11 +34,7 @@ typedef struct gen_options {
 
 /* Everything one generation holds; released by gen_close(). */
 typedef struct gen_run {
-    model *m;
-    tokenizer *tok;
-    pool *pool;
-    fwd_stage *fwd;
-    kv_cache *kv;
+    local l;
     sampler *smp;
     int *ids;
     float *logits;
@@ -85,10 +77,11 @@ static void usage(FILE *out)
                  "then one line of statistics on stderr.\n"
                  "\n"
                  "  --prompt TEXT        the text to continue (required)\n"
-                 "  --model SPEC         a llama2.c checkpoint file, \"embedded\" (stories260K,\n"
-                 "                       the default), synth:110m, synth:1b or\n"
+                 "  --model SPEC         a GGUF file, a llama2.c checkpoint file, \"embedded\"\n"
+                 "                       (stories260K, the default), synth:110m, synth:1b or\n"
                  "                       synth:dim=D,hidden=H,layers=L,heads=N,kv_heads=K,vocab=V\n"
-                 "  --tokenizer PATH     a llama2.c tokenizer file (default: the embedded one)\n"
+                 "  --tokenizer PATH     a llama2.c tokenizer file (default: a GGUF file's own,\n"
+                 "                       else the embedded one)\n"
                  "  --steps N            tokens to generate, 1..1000000 (default 256)\n"
                  "  --temperature T      0 is greedy (default 0)\n"
                  "  --top-p P            nucleus sampling threshold in [0, 1] (default 0.9)\n"
@@ -167,29 +160,16 @@ static void gen_close(gen_run *r)
     free(r->logits);
     free(r->ids);
     sampler_free(r->smp);
-    kv_free(r->kv);
-    fwd_free(r->fwd);
-    pool_free(r->pool);
-    tok_free(r->tok);
-    model_free(r->m);
+    local_close(&r->l);
 }
 
 static int gen_open(gen_run *r, const gen_options *o, char *err, size_t errlen)
 {
-    if (model_load(&r->m, o->model, err, errlen) != 0 ||
-        tok_load(&r->tok, o->tokenizer, err, errlen) != 0)
+    if (local_open(&r->l, o->model, o->tokenizer, o->threads, o->kv_bits, err, errlen) != 0)
         return -1;
-    const model_config *c = model_config_of(r->m);
-    if (tok_vocab_size(r->tok) > c->vocab_size) {
-        snprintf(err, errlen, "tokenizer has %d tokens, more than the model's vocab_size=%d",
-                 tok_vocab_size(r->tok), c->vocab_size);
-        return -1;
-    }
-    if (pool_create(&r->pool, (int)o->threads, err, errlen) != 0 ||
-        fwd_create(&r->fwd, r->m, 0, c->n_layers, r->pool, err, errlen) != 0 ||
-        kv_create(&r->kv, fwd_kv_shape(r->fwd), (int)o->kv_bits, err, errlen) != 0 ||
-        sampler_create(&r->smp, c->vocab_size, (float)o->temperature, (float)o->top_p, o->seed, err,
-                       errlen) != 0)
+    const model_config *c = model_config_of(r->l.m);
+    if (sampler_create(&r->smp, c->vocab_size, (float)o->temperature, (float)o->top_p, o->seed,
+                       err, errlen) != 0)
         return -1;
     r->ids = malloc(tok_max_tokens(strlen(o->prompt)) * sizeof *r->ids);
     r->logits = malloc((size_t)c->vocab_size * sizeof *r->logits);
@@ -222,7 +202,7 @@ static int prefill(gen_run *r, int n, long chunk, char *err, size_t errlen)
 {
     for (int start = 0; start < n; start += (int)chunk) {
         int len = n - start < chunk ? n - start : (int)chunk;
-        if (fwd_step(r->fwd, r->kv, r->ids + start, NULL, len, NULL, r->logits, NULL, err,
+        if (fwd_step(r->l.fwd, r->l.kv, r->ids + start, NULL, len, NULL, r->logits, NULL, err,
                      errlen) != 0)
             return -1;
     }
@@ -230,19 +210,19 @@ static int prefill(gen_run *r, int n, long chunk, char *err, size_t errlen)
 }
 
 /* Samples, prints and feeds back one token at a time, until `steps`
- * tokens or BOS (the model's end of text). Returns tokens generated. */
+ * tokens or the model's end of text (tok_end). Returns tokens generated. */
 static int decode(gen_run *r, int last_prompt_id, long steps, char *err, size_t errlen)
 {
     int prev = last_prompt_id, generated = 0;
     while (generated < steps) {
         int next = sampler_sample(r->smp, r->logits);
-        if (next == TOK_BOS)
+        if (next == tok_end(r->l.tok))
             break;
-        emit(r->tok, prev, next);
+        emit(r->l.tok, prev, next);
         generated++;
         prev = next;
         if (generated < steps &&
-            fwd_step(r->fwd, r->kv, &next, NULL, 1, NULL, r->logits, NULL, err, errlen) != 0)
+            fwd_step(r->l.fwd, r->l.kv, &next, NULL, 1, NULL, r->logits, NULL, err, errlen) != 0)
             return -1;
     }
     return generated;
@@ -267,14 +247,14 @@ int cmd_generate(int argc, char **argv)
         gen_close(&r);
         return 1;
     }
-    int n = tok_encode(r.tok, o.prompt, 1, r.ids);
+    int n = tok_encode(r.l.tok, o.prompt, 1, r.ids);
     if (n < 0) {
         fprintf(stderr, "inferd generate: out of memory encoding the prompt\n");
         gen_close(&r);
         return 1;
     }
     for (int i = 1; i < n; i++)
-        emit(r.tok, r.ids[i - 1], r.ids[i]);
+        emit(r.l.tok, r.ids[i - 1], r.ids[i]);
 
     double t0 = clock_ms();
     if (prefill(&r, n, o.prefill_step, err, sizeof err) != 0) {

@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "commands.h"
-#include "curve.h"
+#include "engine/proto/curve.h"
 
 static void usage(FILE *out)
 {

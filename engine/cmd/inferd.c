@@ -2,9 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "blas.h"
+#include "engine/compute/blas.h"
 #include "commands.h"
-#include "version.h"
+#include "engine/proto/version.h"
 
 typedef struct verb {
     const char *name;
@@ -13,9 +13,12 @@ typedef struct verb {
 } verb;
 
 static const verb verbs[] = {
+    {"eval", cmd_eval, "teacher-forced logits of a prompt, locally"},
     {"generate", cmd_generate, "generate text from a prompt, locally"},
     {"keygen", cmd_keygen, "write a CURVE key pair (PREFIX.key, PREFIX.pub)"},
+    {"quantize", cmd_quantize, "write a model as a GGUF file of a llama.cpp file type"},
     {"serve", cmd_serve, "run a node: requests, pipeline stage, telemetry, live config"},
+    {"tokenize", cmd_tokenize, "the token ids of a text"},
 };
 
 #define N_VERBS (sizeof verbs / sizeof *verbs)

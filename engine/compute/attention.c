@@ -119,6 +119,12 @@ size_t attn_scratch_bytes(const attn_scratch *s)
     return (size_t)s->workers * s->worker_floats * sizeof(float);
 }
 
+size_t attn_scratch_bytes_for(int max_n, int n_heads, kv_shape shape, int workers)
+{
+    int gqa = shape.n_kv_heads > 0 ? n_heads / shape.n_kv_heads : 1;
+    return (size_t)workers * worker_floats(shape, max_n * gqa) * sizeof(float);
+}
+
 /* c[r][col, col + 8C) = (accumulate ? c : 0) + sum_t a[r][t] b[t][col, col + 8C)
  * for r < R. Inlined with constant R and C, the R x C accumulators stay in
  * registers and every loaded row of b feeds R FMAs. */

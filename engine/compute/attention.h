@@ -22,6 +22,9 @@ int attn_scratch_create(attn_scratch **out, int max_n, int n_heads, kv_shape sha
                         char *err, size_t errlen);
 void attn_scratch_free(attn_scratch *s);
 size_t attn_scratch_bytes(const attn_scratch *s);
+/* What attn_scratch_create would allocate, with `workers` threads (the
+ * pool's, or 1 without one). */
+size_t attn_scratch_bytes_for(int max_n, int n_heads, kv_shape shape, int workers);
 
 /* Attention of n query positions [pos, pos + n) of one layer. The cache
  * already holds that layer's keys and values for positions [0, pos + n)

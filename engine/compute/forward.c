@@ -2,12 +2,12 @@
  *
  * Reads like llama2.c's run.c, for a chunk of n positions at once: every
  * activation buffer is [n][width], row i being position pos + i. A prefill
- * chunk multiplies all its rows by a weight matrix in one sgemm; a decode
- * step (n = 1) is a matrix-vector product, bound by memory bandwidth.
+ * chunk multiplies all its rows by a weight matrix in one sgemm (qgemm.c);
+ * a decode step (n = 1) is a matrix-vector product, bound by memory
+ * bandwidth (matvec.c). Weights stay in their file's types (weights.h).
  */
 #include "forward.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +15,13 @@
 
 #include "attention.h"
 #include "blas.h"
-#include "clock.h"
+#include "engine/sys/clock.h"
+#include "engine/model/weights.h"
+#include "engine/model/wtype.h"
 #include "matvec.h"
+#include "qblock.h"
+#include "qgemm.h"
 #include "vec8.h"
-#include "weights.h"
-
-#define RMS_EPS 1e-5f
-#define ROPE_THETA 10000.0f
 
 struct fwd_stage {
     const model *m;
@@ -29,7 +29,8 @@ struct fwd_stage {
     int first, last;
     int kv_dim;
     pool *pool;
-    float *inv_freq; /* [head_dim / 2] RoPE frequency of each pair */
+    float *inv_freq; /* [head_dim / 2] RoPE frequency of each pair; 0 past rope_dim */
+    void *mv_scratch; /* a decode product's quantized inputs */
 
     /* Activations for up to `cap` positions, grown to the largest chunk. */
     int cap;
@@ -44,6 +45,8 @@ struct fwd_stage {
     float *hb2;      /* [cap][hidden_dim] */
     float *rope_cos; /* [cap][head_dim / 2] rotation of each position */
     float *rope_sin; /* [cap][head_dim / 2] */
+    float *qg;       /* a prefill product's tiles and rounded inputs (qgemm.h) */
+    size_t qg_floats;
 
     attn_scratch *attn; /* sized for attn_n positions and attn_shape */
     int attn_n;
@@ -62,9 +65,12 @@ int fwd_create(fwd_stage **out, const model *m, int first, int last, pool *pool,
     }
     fwd_stage *s = calloc(1, sizeof *s);
     int pairs = c->head_dim / 2;
-    if (s)
+    int widest = c->hidden_dim > c->dim ? c->hidden_dim : c->dim;
+    if (s) {
         s->inv_freq = malloc(pairs * sizeof(float));
-    if (!s || !s->inv_freq) {
+        s->mv_scratch = malloc(mv_scratch_bytes(widest));
+    }
+    if (!s || !s->inv_freq || !s->mv_scratch) {
         fwd_free(s);
         snprintf(err, errlen, "out of memory creating the forward stage");
         return -1;
@@ -75,10 +81,16 @@ int fwd_create(fwd_stage **out, const model *m, int first, int last, pool *pool,
     s->last = last;
     s->kv_dim = c->n_kv_heads * c->head_dim;
     s->pool = pool;
-    /* llama2.c's convention: pair (i, i+1) of a head turns at
-     * 1 / theta^(i / head_dim). */
-    for (int p = 0; p < pairs; p++)
-        s->inv_freq[p] = 1.0f / powf(ROPE_THETA, (float)(2 * p) / (float)c->head_dim);
+    /* llama2.c's and GGUF llama's convention: pair (2p, 2p+1) of a head
+     * turns at 1 / theta^(2p / rope_dim), divided by Llama 3's factor for
+     * the pair when the model has one; pairs past rope_dim do not turn. */
+    const float *factors = model_rope_freqs(m);
+    for (int p = 0; p < pairs; p++) {
+        float f = 0.0f;
+        if (2 * p < c->rope_dim)
+            f = 1.0f / powf(c->rope_base, (float)(2 * p) / (float)c->rope_dim);
+        s->inv_freq[p] = factors && 2 * p < c->rope_dim ? f / factors[p] : f;
+    }
     /* BLAS and the pool take turns on the same cores. */
     blas_set_threads(pool ? pool_threads(pool) : 1);
     *out = s;
@@ -91,6 +103,8 @@ void fwd_free(fwd_stage *s)
         return;
     attn_scratch_free(s->attn);
     free(s->acts);
+    free(s->qg);
+    free(s->mv_scratch);
     free(s->inv_freq);
     free(s);
 }
@@ -132,11 +146,53 @@ static size_t acts_floats_per_position(const fwd_stage *s)
            (size_t)s->c.head_dim;
 }
 
+static size_t max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+/* The prefill scratch of a chunk of n positions: the most any of the
+ * stage's matrices needs (the classifier too, for fwd_step_logits). */
+static size_t qg_floats_for(const fwd_stage *s, int n)
+{
+    size_t most = 0;
+    for (int l = s->first; l < s->last; l++) {
+        const layer_weights *w = model_layer(s->m, l);
+        const wmat *mats[] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3};
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
+            most = max_size(most, qg_scratch_floats(mats[i], n));
+    }
+    if (fwd_is_tail(s))
+        most = max_size(most, qg_scratch_floats(model_classifier(s->m), n));
+    return most;
+}
+
 size_t fwd_scratch_bytes(const fwd_stage *s)
 {
     size_t bytes = (size_t)s->cap * acts_floats_per_position(s) * sizeof(float);
-    bytes += (size_t)(s->c.head_dim / 2) * sizeof(float);
+    bytes += s->qg_floats * sizeof(float);
     return bytes + (s->attn ? attn_scratch_bytes(s->attn) : 0);
+}
+
+size_t fwd_scratch_bytes_for(const fwd_stage *s, kv_shape shape, int n)
+{
+    size_t acts = (size_t)n * acts_floats_per_position(s) * sizeof(float);
+    size_t tiles = qg_floats_for(s, n) * sizeof(float);
+    int workers = s->pool ? pool_threads(s->pool) : 1;
+    return acts + tiles + attn_scratch_bytes_for(n, s->c.n_heads, shape, workers);
+}
+
+void fwd_scratch_release(fwd_stage *s)
+{
+    free(s->acts);
+    s->acts = NULL;
+    s->cap = 0;
+    free(s->qg);
+    s->qg = NULL;
+    s->qg_floats = 0;
+    attn_scratch_free(s->attn);
+    s->attn = NULL;
+    s->attn_n = 0;
 }
 
 /* The next `count` floats of an allocation being carved up. */
@@ -153,6 +209,18 @@ static int grow_activations(fwd_stage *s, int n, char *err, size_t errlen)
 {
     if (n <= s->cap)
         return 0;
+    size_t qg_floats = qg_floats_for(s, n);
+    if (qg_floats > s->qg_floats) {
+        float *qg = malloc(qg_floats * sizeof(float));
+        if (!qg) {
+            snprintf(err, errlen, "out of memory for prefill tiles of %d positions (%zu bytes)", n,
+                     qg_floats * sizeof(float));
+            return -1;
+        }
+        free(s->qg);
+        s->qg = qg;
+        s->qg_floats = qg_floats;
+    }
     size_t floats = (size_t)n * acts_floats_per_position(s);
     float *acts = malloc(floats * sizeof(float));
     if (!acts) {
@@ -240,14 +308,15 @@ static int check_step(const fwd_stage *s, const kv_cache *kv, const int *tokens,
 
 static void embed(fwd_stage *s, const int *tokens, int n)
 {
-    const float *table = model_token_embedding(s->m);
+    const wmat *table = model_token_embedding(s->m);
     size_t dim = s->c.dim;
     for (int i = 0; i < n; i++)
-        memcpy(s->x + i * dim, table + (size_t)tokens[i] * dim, dim * sizeof(float));
+        qb_dequant_row(table->type, (const char *)table->data + (size_t)tokens[i] * table->row_bytes,
+                       s->x + i * dim, (int64_t)dim);
 }
 
 /* Every row of x normalized to unit rms, then scaled by weight. */
-static void rmsnorm(float *out, const float *x, const float *weight, int n, int dim)
+static void rmsnorm(float *out, const float *x, const float *weight, int n, int dim, float eps)
 {
     for (int i = 0; i < n; i++) {
         const float *xi = x + (size_t)i * dim;
@@ -259,7 +328,7 @@ static void rmsnorm(float *out, const float *x, const float *weight, int n, int 
         float ss = vec8_sum(acc);
         for (; j < dim; j++)
             ss += xi[j] * xi[j];
-        ss = 1.0f / sqrtf(ss / dim + RMS_EPS);
+        ss = 1.0f / sqrtf(ss / dim + eps);
         f32x8 scale = vec8_splat(ss);
         for (j = 0; j + 8 <= dim; j += 8)
             vec8_store(oi + j, vec8_load(weight + j) * (scale * vec8_load(xi + j)));
@@ -275,12 +344,11 @@ static void rmsnorm(float *out, const float *x, const float *weight, int n, int 
 static void matmul(fwd_stage *s, const float *x, int n, int cols, const mv_out *outs, int n_outs)
 {
     if (n == 1) {
-        mv_multiply(s->pool, x, cols, outs, n_outs);
+        mv_multiply(s->pool, x, cols, outs, n_outs, s->mv_scratch);
         return;
     }
     for (int k = 0; k < n_outs; k++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, outs[k].rows, cols, 1.0f, x, cols,
-                    outs[k].w, cols, 0.0f, outs[k].y, outs[k].rows);
+        qg_multiply(s->pool, outs[k].w, x, n, outs[k].y, s->qg);
 }
 
 static void rotate(float *vec, int n_heads, int head_dim, const float *cs, const float *sn)
@@ -378,14 +446,14 @@ static void swiglu_chunk(fwd_stage *s, size_t count)
 static void attention_block(fwd_stage *s, kv_cache *kv, int layer, int pos, int n)
 {
     const layer_weights *w = model_layer(s->m, layer);
-    int dim = s->c.dim, kv_dim = s->kv_dim, local = layer - s->first;
-    rmsnorm(s->xb, s->x, w->rms_att, n, dim);
-    mv_out qkv[] = {{w->wq, s->q, dim}, {w->wk, s->k, kv_dim}, {w->wv, s->v, kv_dim}};
+    int dim = s->c.dim, local = layer - s->first;
+    rmsnorm(s->xb, s->x, w->rms_att, n, dim, s->c.norm_eps);
+    mv_out qkv[] = {{&w->wq, s->q}, {&w->wk, s->k}, {&w->wv, s->v}};
     matmul(s, s->xb, n, dim, qkv, 3);
     rope(s, n);
     kv_write(kv, local, pos, n, s->k, s->v);
     attn_forward(s->attn, kv, local, s->q, n, pos, s->xb);
-    matmul(s, s->xb, n, dim, &(mv_out){w->wo, s->proj, dim}, 1);
+    matmul(s, s->xb, n, dim, &(mv_out){&w->wo, s->proj}, 1);
     residual_add(s->x, s->proj, (size_t)n * dim);
 }
 
@@ -393,20 +461,22 @@ static void ffn_block(fwd_stage *s, int layer, int n)
 {
     const layer_weights *w = model_layer(s->m, layer);
     int dim = s->c.dim, hidden = s->c.hidden_dim;
-    rmsnorm(s->xb, s->x, w->rms_ffn, n, dim);
-    mv_out gate_up[] = {{w->w1, s->hb, hidden}, {w->w3, s->hb2, hidden}};
+    rmsnorm(s->xb, s->x, w->rms_ffn, n, dim, s->c.norm_eps);
+    mv_out gate_up[] = {{&w->w1, s->hb}, {&w->w3, s->hb2}};
     matmul(s, s->xb, n, dim, gate_up, 2);
     swiglu_chunk(s, (size_t)n * hidden);
-    matmul(s, s->hb, n, hidden, &(mv_out){w->w2, s->proj, dim}, 1);
+    matmul(s, s->hb, n, hidden, &(mv_out){&w->w2, s->proj}, 1);
     residual_add(s->x, s->proj, (size_t)n * dim);
 }
 
-/* Logits of the last position only: the others are never sampled. */
-static void classify(fwd_stage *s, int n, float *logits)
+/* Logits of the last `rows` positions of the step: the last one only when
+ * sampling (the others are never sampled), every one for an evaluation. */
+static void classify(fwd_stage *s, int n, int rows, float *logits)
 {
     int dim = s->c.dim;
-    rmsnorm(s->xb, s->x + (size_t)(n - 1) * dim, model_rms_final(s->m), 1, dim);
-    matmul(s, s->xb, 1, dim, &(mv_out){model_classifier(s->m), logits, s->c.vocab_size}, 1);
+    rmsnorm(s->xb, s->x + (size_t)(n - rows) * dim, model_rms_final(s->m), rows, dim,
+            s->c.norm_eps);
+    matmul(s, s->xb, rows, dim, &(mv_out){model_classifier(s->m), logits}, 1);
 }
 
 static void hidden_stats(const float *x, size_t count, fwd_stats *st)
@@ -423,8 +493,10 @@ static void hidden_stats(const float *x, size_t count, fwd_stats *st)
     st->nonfinite = nonfinite;
 }
 
-int fwd_step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n, float *x_out,
-             float *logits, fwd_stats *st, char *err, size_t errlen)
+/* fwd_step and fwd_step_logits: logit_rows is 1 or n. */
+static int step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n,
+                float *x_out, float *logits, int logit_rows, fwd_stats *st, char *err,
+                size_t errlen)
 {
     double t0 = clock_ms();
     if (check_step(s, kv, tokens, x_in, n, x_out, err, errlen) != 0)
@@ -449,7 +521,7 @@ int fwd_step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, i
     if (x_out)
         memcpy(x_out, s->x, count * sizeof(float));
     if (fwd_is_tail(s) && logits)
-        classify(s, n, logits);
+        classify(s, n, logit_rows, logits);
 
     kv_set_len(kv, pos + n);
     if (st) {
@@ -457,4 +529,20 @@ int fwd_step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, i
         st->model_ms = clock_ms() - t0;
     }
     return 0;
+}
+
+int fwd_step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n, float *x_out,
+             float *logits, fwd_stats *st, char *err, size_t errlen)
+{
+    return step(s, kv, tokens, x_in, n, x_out, logits, 1, st, err, errlen);
+}
+
+int fwd_step_logits(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n,
+                    float *logits, fwd_stats *st, char *err, size_t errlen)
+{
+    if (!fwd_is_tail(s) || !logits) {
+        snprintf(err, errlen, "logits of every position need the tail stage and a buffer");
+        return -1;
+    }
+    return step(s, kv, tokens, x_in, n, NULL, logits, n, st, err, errlen);
 }

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "kvcache.h"
-#include "model.h"
+#include "engine/model/model.h"
 #include "pool.h"
 
 typedef struct fwd_stage fwd_stage;
@@ -36,9 +36,15 @@ int fwd_is_tail(const fwd_stage *s);   /* last == n_layers */
 /* Shape of the KV cache this stage needs (its layers only). */
 kv_shape fwd_kv_shape(const fwd_stage *s);
 
-/* Scratch bytes held now (activations, attention tiles); grows with the
- * largest chunk seen. */
+/* Scratch held now that grows with the chunk (activations, attention
+ * tiles): what the largest step since the last release needed. */
 size_t fwd_scratch_bytes(const fwd_stage *s);
+/* What that scratch is for steps of up to n positions over a cache of this
+ * shape: what a memory guard must count before admitting such steps. */
+size_t fwd_scratch_bytes_for(const fwd_stage *s, kv_shape shape, int n);
+/* Frees the scratch (the next step allocates what it needs again), so that
+ * the memory of a large chunk goes back once its request is over. */
+void fwd_scratch_release(fwd_stage *s);
 
 /* Runs positions [kv_len(kv), kv_len(kv) + n). Input: `tokens` [n] on the
  * head stage, else `x_in` [n][dim]. Output: on the tail stage, logits of
@@ -48,5 +54,10 @@ size_t fwd_scratch_bytes(const fwd_stage *s);
  * message and the cache keeps its previous length. */
 int fwd_step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n,
              float *x_out, float *logits, fwd_stats *st, char *err, size_t errlen);
+
+/* The same on the tail stage, with the logits of all n positions into
+ * `logits` [n][vocab]: a teacher-forced evaluation of a prompt. */
+int fwd_step_logits(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n,
+                    float *logits, fwd_stats *st, char *err, size_t errlen);
 
 #endif

@@ -81,14 +81,21 @@ static size_t heads_total(kv_shape s)
     return (size_t)s.n_layers * (size_t)s.n_kv_heads;
 }
 
+/* In 64 bits: ctx + block - 1 passes INT_MAX for a context near it. */
 static int blocks_for(kv_shape s, int ctx)
 {
-    return ctx <= 0 ? 0 : (ctx + s.block - 1) / s.block;
+    return ctx <= 0 ? 0 : (int)(((long long)ctx + s.block - 1) / s.block);
 }
 
 size_t kv_bytes_for(kv_shape shape, int bits, int ctx)
 {
-    return (size_t)blocks_for(shape, ctx) * heads_total(shape) * kv_block_bytes(shape, bits);
+    size_t blocks = (size_t)blocks_for(shape, ctx), per_block = kv_block_bytes(shape, bits);
+    size_t heads = heads_total(shape);
+    /* Saturates: a context no memory could hold is refused, never wrapped
+     * into a small number. */
+    if (heads && per_block && blocks > SIZE_MAX / heads / per_block)
+        return SIZE_MAX;
+    return blocks * heads * per_block;
 }
 
 static int shape_check(kv_shape s, char *err, size_t errlen)

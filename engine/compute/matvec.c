@@ -8,6 +8,8 @@
  */
 #include "matvec.h"
 
+#include "engine/model/wtype.h"
+#include "qblock.h"
 #include "vec8.h"
 
 #define ROWS 4
@@ -20,8 +22,9 @@
 typedef struct job {
     const float *x;
     int cols;
-    int task_rows;
     const mv_out *outs;
+    const void *xact[MV_MAX_OUTS];   /* x quantized for outs[k] (quantized types only) */
+    int task_rows[MV_MAX_OUTS];
     int first_task[MV_MAX_OUTS + 1]; /* outs[k] has tasks [first_task[k], first_task[k + 1]) */
 } job;
 
@@ -58,11 +61,12 @@ dot_rows(int R, const float *w, size_t wstride, const float *x, int cols, float 
 static void multiply_rows(const job *jb, const mv_out *o, int r0, int r1)
 {
     size_t cols = (size_t)jb->cols;
+    const float *w = o->w->data;
     int slice = (r1 - r0) / ROWS;
     for (int r = r0; r < r0 + slice; r++)
-        dot_rows(ROWS, o->w + r * cols, slice * cols, jb->x, jb->cols, o->y + r, slice);
+        dot_rows(ROWS, w + r * cols, slice * cols, jb->x, jb->cols, o->y + r, slice);
     for (int r = r0 + ROWS * slice; r < r1; r++)
-        dot_rows(1, o->w + r * cols, 0, jb->x, jb->cols, o->y + r, 0);
+        dot_rows(1, w + r * cols, 0, jb->x, jb->cols, o->y + r, 0);
 }
 
 static void run_task(void *arg, int task)
@@ -72,22 +76,60 @@ static void run_task(void *arg, int task)
     while (task >= jb->first_task[k + 1])
         k++;
     const mv_out *o = &jb->outs[k];
-    int r0 = (task - jb->first_task[k]) * jb->task_rows;
-    int r1 = r0 + jb->task_rows < o->rows ? r0 + jb->task_rows : o->rows;
-    multiply_rows(jb, o, r0, r1);
+    const wmat *w = o->w;
+    int r0 = (task - jb->first_task[k]) * jb->task_rows[k];
+    int r1 = r0 + jb->task_rows[k] < w->rows ? r0 + jb->task_rows[k] : w->rows;
+    if (w->type == WT_F32)
+        multiply_rows(jb, o, r0, r1);
+    else
+        qb_gemv(w->type, (const char *)w->data + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0,
+                jb->xact[k], jb->cols, o->y + r0);
 }
 
-void mv_multiply(pool *p, const float *x, int cols, const mv_out *outs, int n_outs)
+/* One slot of scratch per matrix of a group: no activation type takes
+ * more than 4 bytes a value. */
+static size_t act_slot_bytes(int cols)
+{
+    return (size_t)cols * sizeof(float) + 64;
+}
+
+size_t mv_scratch_bytes(int cols)
+{
+    return MV_MAX_OUTS * act_slot_bytes(cols);
+}
+
+/* x in the activation type of each quantized matrix, quantized once per
+ * type: q, k and v of one layer usually share it. */
+static void quantize_inputs(job *jb, int n_outs, void *scratch)
+{
+    for (int k = 0; k < n_outs; k++) {
+        uint32_t type = jb->outs[k].w->type;
+        jb->xact[k] = NULL;
+        if (type == WT_F32)
+            continue;
+        for (int j = 0; j < k && !jb->xact[k]; j++)
+            if (jb->xact[j] && qb_act_type(jb->outs[j].w->type) == qb_act_type(type))
+                jb->xact[k] = jb->xact[j];
+        if (!jb->xact[k]) {
+            void *slot = (char *)scratch + (size_t)k * act_slot_bytes(jb->cols);
+            qb_quantize_act(type, jb->x, slot, jb->cols);
+            jb->xact[k] = slot;
+        }
+    }
+}
+
+void mv_multiply(pool *p, const float *x, int cols, const mv_out *outs, int n_outs, void *scratch)
 {
     job jb = {.x = x, .cols = cols, .outs = outs};
-    size_t row_bytes = (size_t)cols * sizeof(float);
-    int rows = (int)(TASK_BYTES / row_bytes) / ROWS * ROWS;
-    jb.task_rows = rows > ROWS ? rows : ROWS;
+    quantize_inputs(&jb, n_outs, scratch);
     size_t bytes = 0;
     for (int k = 0; k < n_outs; k++) {
-        int tasks = (outs[k].rows + jb.task_rows - 1) / jb.task_rows;
+        const wmat *w = outs[k].w;
+        int rows = (int)(TASK_BYTES / w->row_bytes) / ROWS * ROWS;
+        jb.task_rows[k] = rows > ROWS ? rows : ROWS;
+        int tasks = (w->rows + jb.task_rows[k] - 1) / jb.task_rows[k];
         jb.first_task[k + 1] = jb.first_task[k] + tasks;
-        bytes += (size_t)outs[k].rows * row_bytes;
+        bytes += (size_t)w->rows * w->row_bytes;
     }
     int tasks = jb.first_task[n_outs];
     if (!p || bytes < INLINE_BYTES) {

@@ -3,27 +3,34 @@
  * A decode step multiplies every weight matrix by one vector, so it is
  * bound by the memory bandwidth of reading the weights. mv_multiply runs
  * up to MV_MAX_OUTS matrices that read the same input (q, k and v; w1 and
- * w3) as one parallel-for, instead of one fork/join per matrix.
+ * w3) as one parallel-for, instead of one fork/join per matrix. Matrices
+ * come in their file types (weights.h): fp32 ones are read as floats,
+ * quantized ones through qblock.h's kernels after x is quantized once to
+ * each activation type the group needs.
  */
 #ifndef MATVEC_H
 #define MATVEC_H
 
+#include "engine/model/weights.h"
 #include "pool.h"
 
 #define MV_MAX_OUTS 3
 
-/* y[rows] = w[rows][cols] x: one matrix of a product. */
+/* y[w->rows] = w x: one matrix of a product. */
 typedef struct mv_out {
-    const float *w;
+    const wmat *w;
     float *y;
-    int rows;
 } mv_out;
+
+/* Bytes of the scratch mv_multiply needs for inputs of `cols` values. */
+size_t mv_scratch_bytes(int cols);
 
 /* Every outs[k].y = outs[k].w x, x being [cols]. The matrices' rows are
  * spread over the pool's threads (run inline when pool is NULL or the
  * matrices are too small to be worth waking threads for). n_outs is 1 to
- * MV_MAX_OUTS. Each y[r] is one dot product summed in the same order
- * whatever the thread count, so results do not depend on it. */
-void mv_multiply(pool *p, const float *x, int cols, const mv_out *outs, int n_outs);
+ * MV_MAX_OUTS; scratch holds mv_scratch_bytes(cols). Each y[r] is one dot
+ * product summed in the same order whatever the thread count, so results
+ * do not depend on it. */
+void mv_multiply(pool *p, const float *x, int cols, const mv_out *outs, int n_outs, void *scratch);
 
 #endif

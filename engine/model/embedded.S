@@ -1,6 +1,6 @@
 /* The default model, stories260K and its tokenizer, linked into inferd so
  * that `inferd generate` works with no files beside the binary (and on a
- * remote node started over SSH). See engine/models/README.md. */
+ * remote node started over SSH). See engine/model/embedded/README.md. */
         .section .rodata
         .balign 64
         .globl  embedded_model_start, embedded_model_end

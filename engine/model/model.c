@@ -1,9 +1,11 @@
 /* model.c: loading a model's shape and weights (see model.h).
  *
- * Every source ends up as one fp32 buffer in llama2.c's order, which
+ * llama2.c sources end up as one fp32 buffer in llama2.c's order, which
  * map_weights() turns into tensor views: a checkpoint file is mmapped
  * read-only, the embedded checkpoint is used in place, and synthetic
- * weights are generated into an owned buffer of the same layout.
+ * weights are generated into an owned buffer of the same layout. A GGUF
+ * file is mapped by gguf.c and described by gguf_llama.c; its views point
+ * at the quantized blocks where they lie.
  */
 #include "model.h"
 
@@ -21,7 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "weights.h"
+#include "model_int.h"
+#include "wtype.h"
 
 extern const unsigned char embedded_model_start[];
 extern const unsigned char embedded_model_end[];
@@ -29,18 +32,6 @@ extern const unsigned char embedded_model_end[];
 #define HEADER_BYTES (7 * sizeof(int32_t))
 #define SYNTH_SEQ_LEN_DEFAULT 2048
 
-struct model {
-    model_config cfg;
-    char *name;
-    char fingerprint[65];
-    const float *embedding;
-    const float *rms_final;
-    const float *classifier;
-    layer_weights *layers;
-    void *map; /* a checkpoint file's mapping, or NULL */
-    size_t map_size;
-    float *owned; /* synthetic weights, or NULL */
-};
 
 /* The seven shape fields, in the order of a checkpoint header. Checks and
  * messages go through this table so that a checkpoint's error names the
@@ -94,6 +85,9 @@ static model_config config_from(const int v[N_FIELDS], int shared)
         .vocab_size = v[F_VOCAB],
         .seq_len = v[F_SEQ_LEN],
         .shared_classifier = shared,
+        .norm_eps = 1e-5f,
+        .rope_base = 10000.0f,
+        .rope_dim = v[F_DIM] / v[F_HEADS],
     };
     return c;
 }
@@ -153,6 +147,12 @@ static int parse_header(const unsigned char *buf, size_t size, const char *what,
     return 0;
 }
 
+static wmat f32_mat(const float *p, size_t rows, size_t cols)
+{
+    return (wmat){.type = WT_F32, .data = p, .rows = (int)rows, .cols = (int)cols,
+                  .row_bytes = cols * sizeof(float)};
+}
+
 static int map_weights(model *m, const float *p, int has_rope_table, char *err, size_t errlen)
 {
     const model_config *c = &m->cfg;
@@ -163,7 +163,8 @@ static int map_weights(model *m, const float *p, int has_rope_table, char *err, 
         snprintf(err, errlen, "out of memory for %zu layer views", L);
         return -1;
     }
-    m->embedding = p;
+    const float *table = p;
+    m->embedding = f32_mat(p, c->vocab_size, dim);
     p += (size_t)c->vocab_size * dim;
     /* llama2.c stores each kind of tensor for all layers together. */
     const float *rms_att = p;
@@ -188,23 +189,23 @@ static int map_weights(model *m, const float *p, int has_rope_table, char *err, 
     p += dim;
     if (has_rope_table)
         p += (size_t)c->seq_len * c->head_dim; /* freq_cis real and imag: recomputed */
-    m->classifier = c->shared_classifier ? m->embedding : p;
+    m->classifier = f32_mat(c->shared_classifier ? table : p, c->vocab_size, dim);
     for (size_t l = 0; l < L; l++) {
         layer_weights *w = &m->layers[l];
         w->rms_att = rms_att + l * dim;
-        w->wq = wq + l * dim * dim;
-        w->wk = wk + l * kv_dim * dim;
-        w->wv = wv + l * kv_dim * dim;
-        w->wo = wo + l * dim * dim;
+        w->wq = f32_mat(wq + l * dim * dim, dim, dim);
+        w->wk = f32_mat(wk + l * kv_dim * dim, kv_dim, dim);
+        w->wv = f32_mat(wv + l * kv_dim * dim, kv_dim, dim);
+        w->wo = f32_mat(wo + l * dim * dim, dim, dim);
         w->rms_ffn = rms_ffn + l * dim;
-        w->w1 = w1 + l * hidden * dim;
-        w->w2 = w2 + l * dim * hidden;
-        w->w3 = w3 + l * hidden * dim;
+        w->w1 = f32_mat(w1 + l * hidden * dim, hidden, dim);
+        w->w2 = f32_mat(w2 + l * dim * hidden, dim, hidden);
+        w->w3 = f32_mat(w3 + l * hidden * dim, hidden, dim);
     }
     return 0;
 }
 
-static void sha256_hex(const void *data, size_t len, char out[65])
+void model_sha256_hex(const void *data, size_t len, char out[65])
 {
     unsigned char md[32];
     unsigned int mdlen = 0;
@@ -230,11 +231,12 @@ static model *model_new(const char *name, char *err, size_t errlen)
 static int load_checkpoint(model *m, const unsigned char *buf, size_t size, const char *what,
                            char *err, size_t errlen)
 {
+    m->format = "llama2.c";
     if (parse_header(buf, size, what, &m->cfg, err, errlen) != 0)
         return -1;
     if (map_weights(m, (const float *)(buf + HEADER_BYTES), 1, err, errlen) != 0)
         return -1;
-    sha256_hex(buf, size, m->fingerprint);
+    model_sha256_hex(buf, size, m->fingerprint);
     return 0;
 }
 
@@ -568,10 +570,11 @@ static int load_synth(model *m, const synth_spec *s, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot allocate %zu bytes of weights", s->name, bytes);
         return -1;
     }
+    m->format = "synthetic";
     generate_weights(m, s->seed);
     if (map_weights(m, m->owned, 0, err, errlen) != 0)
         return -1;
-    sha256_hex(s->canonical, strlen(s->canonical), m->fingerprint);
+    model_sha256_hex(s->canonical, strlen(s->canonical), m->fingerprint);
     return 0;
 }
 
@@ -591,7 +594,7 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-int model_load(model **out, const char *spec, char *err, size_t errlen)
+int model_load_stage(model **out, const char *spec, int first, int last, char *err, size_t errlen)
 {
     *out = NULL;
     synth_spec s;
@@ -615,6 +618,8 @@ int model_load(model **out, const char *spec, char *err, size_t errlen)
                              "embedded stories260K", err, errlen);
     else if (is_synth(spec))
         rc = load_synth(m, &s, err, errlen);
+    else if (model_is_gguf(spec))
+        rc = model_gguf_load(m, spec, first, last, err, errlen);
     else
         rc = load_file(m, spec, err, errlen);
     if (rc != 0) {
@@ -623,6 +628,11 @@ int model_load(model **out, const char *spec, char *err, size_t errlen)
     }
     *out = m;
     return 0;
+}
+
+int model_load(model **out, const char *spec, char *err, size_t errlen)
+{
+    return model_load_stage(out, spec, 0, -1, err, errlen);
 }
 
 int model_probe(const char *spec, model_config *out, char *err, size_t errlen)
@@ -638,6 +648,8 @@ int model_probe(const char *spec, model_config *out, char *err, size_t errlen)
         *out = config_from(s.v, 1);
         return 0;
     }
+    if (model_is_gguf(spec))
+        return model_gguf_probe(spec, out, err, errlen);
     return probe_file(spec, out, err, errlen);
 }
 
@@ -647,6 +659,8 @@ void model_free(model *m)
         return;
     if (m->map)
         munmap(m->map, m->map_size);
+    gguf_llama_free(m->stage);
+    gguf_close(m->file);
     free(m->owned);
     free(m->layers);
     free(m->name);
@@ -668,11 +682,28 @@ const char *model_fingerprint(const model *m)
     return m->fingerprint;
 }
 
+const char *model_format(const model *m)
+{
+    return m->format;
+}
+
+const char *model_weight_types(const model *m)
+{
+    return m->file ? m->types : "f32";
+}
+
+const struct gguf *model_gguf(const model *m)
+{
+    return m->file;
+}
+
 size_t model_stage_bytes(const model *m, int first, int last)
 {
     const model_config *c = &m->cfg;
     if (first < 0 || last > c->n_layers || first >= last)
         return 0;
+    if (m->file)
+        return model_gguf_stage_bytes(m->file, c, first, last);
     uint64_t table = (uint64_t)c->vocab_size * c->dim;
     uint64_t floats = (uint64_t)(last - first) * layer_floats(c);
     int head = first == 0, tail = last == c->n_layers;
@@ -683,9 +714,9 @@ size_t model_stage_bytes(const model *m, int first, int last)
     return (size_t)(floats * sizeof(float));
 }
 
-const float *model_token_embedding(const model *m)
+const wmat *model_token_embedding(const model *m)
 {
-    return m->embedding;
+    return &m->embedding;
 }
 
 const layer_weights *model_layer(const model *m, int layer)
@@ -698,7 +729,34 @@ const float *model_rms_final(const model *m)
     return m->rms_final;
 }
 
-const float *model_classifier(const model *m)
+const wmat *model_classifier(const model *m)
 {
-    return m->classifier;
+    return &m->classifier;
+}
+
+const float *model_rope_freqs(const model *m)
+{
+    return m->rope_freqs;
+}
+
+int model_probe_bytes(const char *spec, model_config *cfg, size_t *embed_bytes,
+                      size_t *layer_bytes, int max_layers, size_t *out_bytes, char *err,
+                      size_t errlen)
+{
+    if (model_is_gguf(spec))
+        return model_gguf_probe_bytes(spec, cfg, embed_bytes, layer_bytes, max_layers, out_bytes,
+                                      err, errlen);
+    if (model_probe(spec, cfg, err, errlen) != 0)
+        return -1;
+    if (cfg->n_layers > max_layers) {
+        snprintf(err, errlen, "%s: %d layers, more than the %d the caller has room for",
+                 spec ? spec : "embedded", cfg->n_layers, max_layers);
+        return -1;
+    }
+    uint64_t table = (uint64_t)cfg->vocab_size * cfg->dim;
+    *embed_bytes = (size_t)(table * sizeof(float));
+    for (int l = 0; l < cfg->n_layers; l++)
+        layer_bytes[l] = (size_t)(layer_floats(cfg) * sizeof(float));
+    *out_bytes = (size_t)((cfg->dim + table) * sizeof(float));
+    return 0;
 }

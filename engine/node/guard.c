@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-#include "memstat.h"
+#include "engine/sys/memstat.h"
 
 /* The smaller of two limits where 0 means "none". */
 static size_t min_limit(size_t a, size_t b)
@@ -44,16 +44,17 @@ guard_verdict guard_admit(const guard_mem *g, size_t needed, size_t idle, size_t
                           size_t errlen)
 {
     size_t available = guard_available(g);
-    size_t want = needed + g->reserve;
+    /* Saturating: a need near SIZE_MAX must not wrap into a small one. */
+    size_t want = needed > SIZE_MAX - g->reserve ? SIZE_MAX : needed + g->reserve;
     *evict = 0;
     if (want <= available)
         return GUARD_FITS;
-    if (want <= available + idle) {
+    if (want - available <= idle) {
         *evict = want - available;
         return GUARD_EVICT;
     }
     snprintf(err, errlen,
-             "KV cache needs %zu bytes, available %zu bytes of budget %zu (RSS %zu, reserve %zu%s)",
+             "needs %zu bytes, available %zu bytes of budget %zu (RSS %zu, reserve %zu%s)",
              needed, available, g->budget, g->rss, g->reserve,
              idle ? ", idle sessions included" : "");
     return GUARD_REFUSE;

@@ -1,13 +1,13 @@
-/* guard.h: the memory budget of a node and the rules that admit KV growth.
+/* guard.h: the memory budget of a node and the rules that admit growth.
  *
  * budget    = min(--mem-limit, the cgroup limit, RSS + MemAvailable)
  * available = budget - RSS (0 when RSS is already past the budget)
  * reserve   = max(GUARD_RESERVE_MIN, budget / GUARD_RESERVE_DIV): what a
- *             request must leave free for what the KV formula does not
- *             count (activation scratch that grows with the chunk,
- *             allocator slack, message buffers)
+ *             request must leave free for what nothing counts (allocator
+ *             slack, libraries' buffers)
  *
- * A request that would grow the KV cache by `needed` bytes is admitted
+ * A request that would grow the node by `needed` bytes (its KV cache, and
+ * the scratch and frames of a step: stage.c counts them) is admitted
  * when needed + reserve <= available. When that fails but would hold after
  * freeing idle sessions, the node evicts them (least recently used first)
  * and admits; otherwise it refuses with kv_oom before allocating anything.
@@ -44,7 +44,7 @@ typedef enum guard_verdict {
     GUARD_REFUSE /* kv_oom: err says needed, available and budget bytes */
 } guard_verdict;
 
-/* needed: bytes the KV caches will grow by; idle: bytes the idle sessions
+/* needed: bytes the node will grow by; idle: bytes the idle sessions
  * that may be evicted hold. */
 guard_verdict guard_admit(const guard_mem *g, size_t needed, size_t idle, size_t *evict, char *err,
                           size_t errlen);

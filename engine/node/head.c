@@ -22,8 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "engine/sys/clock.h"
+#include "head.h"
 #include "node.h"
+#include "stage.h"
 
 static job *head_job(const node *nd)
 {
@@ -43,11 +45,20 @@ int head_busy(const node *nd)
     return s == JOB_QUEUED || s == JOB_STEP;
 }
 
+/* When the oldest request still queued has waited --queue-timeout. */
+static double queue_deadline(const node *nd)
+{
+    for (int i = 0; i < nd->n_queue && nd->o.queue_timeout_ms > 0; i++)
+        if (nd->queue[i]->state == JOB_QUEUED)
+            return nd->queue[i]->t_recv + nd->o.queue_timeout_ms;
+    return 1e300;
+}
+
 double head_deadline(const node *nd)
 {
-    double d = 1e300;
+    double d = queue_deadline(nd);
     const job *j = head_job(nd);
-    if (j && j->wait.live)
+    if (j && j->wait.live && j->wait.deadline < d)
         d = j->wait.deadline;
     if (nd->set.live && nd->set.wait.deadline < d)
         d = nd->set.wait.deadline;
@@ -63,12 +74,15 @@ static void head_send(node *nd, ring_kind kind, uint64_t op, json_t *obj)
 }
 
 /* Frames from the head carry its endpoint once the ring has told it (the
- * tail's --next), so that the stages can report to it. */
+ * tail's --next), and with CURVE its public key, so that the stages can
+ * report to it. */
 static json_t *head_frame_json(const node *nd)
 {
     json_t *o = json_object();
     if (nd->head_ep[0])
         json_object_set_new(o, "head", json_string(nd->head_ep));
+    if (nd->curve)
+        json_object_set_new(o, "head_key", json_string(nd->curve_keys.public_key));
     return o;
 }
 
@@ -160,16 +174,14 @@ static void job_finish(node *nd, int i, const proto_error *e)
     job *j = nd->queue[i];
     proto_stats stats;
     job_stats(nd, j, &stats);
-    if (!e) {
-        json_t *res = json_pack("{so}", "stats", proto_stats_json(&stats));
-        node_reply(nd, &j->from, proto_reply_ok(j->req.id, res));
-        json_decref(res);
-    } else {
-        node_reply(nd, &j->from, proto_reply_error(j->req.id, e));
-        if (e->code != PROTO_E_CANCELLED)
-            node_event(nd, event_of(e->code), j->req.id, proto_code_name(e->code), NULL, "%s",
-                       e->message);
-    }
+    /* Failures carry the stats too: what was done (an HTTP client's usage). */
+    json_t *res = json_pack("{so}", "stats", proto_stats_json(&stats));
+    node_reply(nd, &j->from,
+               e ? proto_reply_error_with(j->req.id, e, res) : proto_reply_ok(j->req.id, res));
+    json_decref(res);
+    if (e && e->code != PROTO_E_CANCELLED)
+        node_event(nd, event_of(e->code), j->req.id, proto_code_name(e->code), NULL, "%s",
+                   e->message);
     int begun = nd->cur.live && nd->cur.op == j->op;
     if (begun && nd->ring) {
         json_t *o = json_pack("{ss sb}", "req", j->req.id, "ok", e == NULL);
@@ -202,6 +214,8 @@ static void job_finish(node *nd, int i, const proto_error *e)
                  j->req.id, e ? proto_code_name(e->code) : "ok", e ? ": " : "", e ? e->message : "",
                  stats.prompt_tokens, stats.gen_tokens, stats.ttft_ms, stats.prefill_tps,
                  stats.decode_tps, stats.e2e_ms);
+    if (j->submitted)
+        tokwork_cancel(nd->tokw, j->op);
     queue_remove(nd, i);
     job_free(j);
 }
@@ -221,6 +235,19 @@ static void job_fail(node *nd, int i, proto_code code, const char *fmt, ...)
 
 /* ---- accepting -------------------------------------------------------- */
 
+/* Prompt positions known before tokenizing (a text prompt's are not). */
+static int known_prompt(const proto_generate_args *g)
+{
+    switch (g->source) {
+    case PROTO_SOURCE_TOKENS:
+        return g->n_tokens;
+    case PROTO_SOURCE_SYNTHETIC:
+        return g->synthetic_tokens;
+    default:
+        return 0;
+    }
+}
+
 void head_generate(node *nd, const peer *from, proto_request *req)
 {
     if (!nd->head) {
@@ -238,6 +265,15 @@ void head_generate(node *nd, const peer *from, proto_request *req)
         return;
     }
     const proto_generate_args *g = &req->generate;
+    /* A request whose context passes --max-ctx by what is known of it now
+     * (a session's length may change until its turn) is refused now
+     * rather than after waiting for its turn. */
+    char msg[PROTO_MESSAGE_MAX];
+    if (guard_ctx(nd->o.max_ctx, g->max_tokens + known_prompt(g), msg, sizeof msg) != 0) {
+        node_reply_error(nd, from, req->id, PROTO_E_CTX_LIMIT, "%s", msg);
+        proto_request_free(req);
+        return;
+    }
     if (g->source == PROTO_SOURCE_TOKENS) {
         for (int i = 0; i < g->n_tokens; i++) {
             if (g->tokens[i] >= nd->cfg->vocab_size) {
@@ -277,8 +313,8 @@ static int synthetic_id(int pos, int vocab)
 }
 
 /* Counts the ids the request feeds: the session's pending token, then the
- * prompt. Only a text prompt is held as ids (it is encoded here, and is
- * small: it came in one frame); token ids stay in the request and
+ * prompt. Only a text prompt is held as ids (encoded by the tokenizer's
+ * thread, and small: it came in one frame); token ids stay in the request and
  * synthetic ones are made as they are fed (job_id), so that a long prompt
  * costs no memory before it is admitted. */
 static int job_prompt(node *nd, job *j, proto_error *e)
@@ -288,11 +324,7 @@ static int job_prompt(node *nd, job *j, proto_error *e)
     int n = 0;
     switch (g->source) {
     case PROTO_SOURCE_PROMPT:
-        j->ids = malloc((tok_max_tokens(g->prompt_len) + 1) * sizeof *j->ids);
-        if (!j->ids)
-            return proto_fail(e, PROTO_E_INTERNAL, "prompt", "out of memory encoding the prompt");
-        /* BOS only at the very start of a context, as `inferd generate`. */
-        n = tok_encode(nd->tok, g->prompt, j->pos0 == 0 && !pending, j->ids);
+        n = j->n_text;
         if (n < 0)
             return proto_fail(e, PROTO_E_INTERNAL, "prompt", "out of memory encoding the prompt");
         /* A tokenizer larger than the model (--tokenizer) could name rows
@@ -365,6 +397,10 @@ static void job_begin(node *nd, job *j)
     const proto_generate_args *g = &j->req.generate;
     int pos0 = j->pos0;
     proto_error e;
+    /* Admitted for the whole prompt at once: memory does not bound the
+     * chunk, which stays what prefill_step says (and telemetry with it). */
+    if (j->max_chunk >= j->n_ids)
+        j->max_chunk = PROTO_PREFILL_STEP_MAX;
     if (stage_begin(nd, j->op, j->req.id, g->session, pos0, job_ctx(j), g, j->seed, &e) != 0) {
         job_finish(nd, 0, &e);
         return;
@@ -388,6 +424,7 @@ static void job_begin(node *nd, job *j)
     snprintf(m.req, sizeof m.req, "%s", j->req.id);
     snprintf(m.session, sizeof m.session, "%s", g->session);
     m.source = g->source;
+    snprintf(m.origin, sizeof m.origin, "%s", g->origin);
     m.prompt_tokens = j->n_ids;
     m.max_tokens = g->max_tokens;
     tel_req(nd->tel, &m);
@@ -398,22 +435,11 @@ static void job_begin(node *nd, job *j)
     j->state = JOB_STEP;
 }
 
-/* Starts queue[0]: its prompt, the head's own admission, then the ring's. */
-static void job_start(node *nd)
+/* The prompt counted, the head's own admission, then the ring's. */
+static void job_admit(node *nd, job *j)
 {
-    job *j = nd->queue[0];
     const proto_generate_args *g = &j->req.generate;
-    j->op = ++nd->next_op;
-    /* The seed travels to the tail; one the client did not give is
-     * drawn here, so that the tail is told a definite value. */
-    j->seed = g->has_seed ? g->seed : ((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ j->op);
-    int pos0 = 0;
-    if (g->session[0]) {
-        int len = sess_len(nd->sessions, g->session);
-        pos0 = len > 0 ? len : 0;
-        j->pending0 = sess_pending(nd->sessions, g->session);
-    }
-    j->pos0 = pos0;
+    int pos0 = j->pos0;
     j->state = JOB_PREPARE;
     proto_error e;
     if (job_prompt(nd, j, &e) != 0) {
@@ -422,12 +448,14 @@ static void job_start(node *nd)
     }
     json_t *evicted = json_array();
     stage_admission a;
-    stage_admit(nd, g->session, pos0, job_ctx(j), evicted, &a);
+    int most = nd->prefill_step == PROTO_PREFILL_AUTO ? PF_AUTO_MAX : nd->prefill_step;
+    stage_admit(nd, g->session, pos0, job_ctx(j), j->n_ids < most ? j->n_ids : most, evicted, &a);
     if (a.code != PROTO_OK) {
         json_decref(evicted);
         job_fail(nd, 0, a.code, "%s", a.message);
         return;
     }
+    j->max_chunk = a.chunk;
     if (!nd->ring) {
         json_decref(evicted);
         job_begin(nd, j);
@@ -440,11 +468,53 @@ static void job_start(node *nd)
     json_object_set_new(o, "session", json_string(g->session));
     json_object_set_new(o, "pos", json_integer(pos0));
     json_object_set_new(o, "ctx", json_integer(job_ctx(j)));
+    json_object_set_new(o, "chunk", json_integer(j->max_chunk));
     json_object_set_new(o, "drop", evicted);
     json_object_set_new(o, "stages", json_pack("[o]", me));
     head_send(nd, RING_PREPARE, j->op, o);
     json_decref(o);
     pending_arm(nd, &j->wait, RING_PREPARE, j->op, -1);
+}
+
+/* A text prompt goes to the tokenizer's thread, however long it takes
+ * there: the job goes on when its ids are back (head_tick calls this
+ * again). Other prompts need no tokenizer. */
+static void job_tokenize(node *nd, job *j)
+{
+    const proto_generate_args *g = &j->req.generate;
+    if (g->source == PROTO_SOURCE_PROMPT && !j->ids) {
+        if (!j->submitted) {
+            /* BOS only at the very start of a context, as `inferd generate`. */
+            int bos = j->pos0 == 0 && j->pending0 < 0;
+            int rc = tokwork_submit(nd->tokw, j->op, g->prompt, g->prompt_len, bos);
+            if (rc < 0)
+                job_fail(nd, 0, PROTO_E_INTERNAL, "out of memory encoding the prompt");
+            j->submitted = rc == 0;
+            return;
+        }
+        if (!tokwork_take(nd->tokw, j->op, &j->ids, &j->n_text))
+            return;
+        j->submitted = 0;
+    }
+    job_admit(nd, j);
+}
+
+/* Starts queue[0]: its ring operation, seed and session, then its prompt. */
+static void job_start(node *nd)
+{
+    job *j = nd->queue[0];
+    const proto_generate_args *g = &j->req.generate;
+    j->op = ++nd->next_op;
+    /* The seed travels to the tail; one the client did not give is
+     * drawn here, so that the tail is told a definite value. */
+    j->seed = g->has_seed ? g->seed : ((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ j->op);
+    if (g->session[0]) {
+        int len = sess_len(nd->sessions, g->session);
+        j->pos0 = len > 0 ? len : 0;
+        j->pending0 = sess_pending(nd->sessions, g->session);
+    }
+    j->state = JOB_TOKENIZE;
+    job_tokenize(nd, j);
 }
 
 /* ---- the admission round coming back ---------------------------------- */
@@ -548,6 +618,9 @@ static void prepare_done(node *nd, job *j, const json_t *o)
 
     json_array_foreach(stages, i, s)
     {
+        const json_t *chunk = json_object_get(s, "chunk");
+        if (chunk && json_integer_value(chunk) < j->max_chunk)
+            j->max_chunk = (int)json_integer_value(chunk);
         if (json_is_true(json_object_get(s, "ok")))
             continue;
         const char *code = json_string_value(json_object_get(s, "code"));
@@ -574,12 +647,14 @@ static void prepare_done(node *nd, job *j, const json_t *o)
 
 /* ---- steps ------------------------------------------------------------ */
 
-/* The chunk in effect for a prefill step at depth pos. */
-static int head_chunk(const node *nd, int pos)
+/* The chunk in effect for a prefill step at depth pos: the setting, but
+ * no more than every stage's memory admitted for the request. */
+static int head_chunk(const node *nd, const job *j, int pos)
 {
     if (nd->prefill_step != PROTO_PREFILL_AUTO)
-        return nd->prefill_step;
-    return pf_choose(&nd->pf, pos, nd->o.step_target_ms, PF_AUTO_MAX);
+        return nd->prefill_step < j->max_chunk ? nd->prefill_step : j->max_chunk;
+    return pf_choose(&nd->pf, pos, nd->o.step_target_ms,
+                     PF_AUTO_MAX < j->max_chunk ? PF_AUTO_MAX : j->max_chunk);
 }
 
 static void emit_token(node *nd, job *j, int token)
@@ -610,9 +685,9 @@ static void step_done(node *nd, job *j, int token, double down_ms)
     if (token >= 0) {
         if (j->generated == 0)
             j->t_first = now;
-        /* BOS is the model's end of text, as in `inferd generate`. The
+        /* The model's end of text (tok_end), as in `inferd generate`. The
          * token before it was fed by this very step: nothing is pending. */
-        if (token == TOK_BOS) {
+        if (token == tok_end(nd->tok)) {
             j->last_token = -1;
             job_finish(nd, 0, NULL);
             return;
@@ -632,7 +707,7 @@ static void job_step(node *nd, job *j)
     int remaining = j->n_ids - j->fed;
     int decode = remaining == 0;
     int pos = kv_len(nd->cur.kv);
-    int chunk = head_chunk(nd, pos);
+    int chunk = head_chunk(nd, j, pos);
     int n = decode ? 1 : (remaining < chunk ? remaining : chunk);
     const int *tokens = &j->last_token;
     if (!decode) {
@@ -732,28 +807,127 @@ static void on_report(node *nd, const ring_frame *f)
              message ? message : "a stage failed the step");
 }
 
-static void set_done(node *nd, const json_t *o)
+/* ---- set: checked on every stage, then applied, or put back ------------ */
+
+/* Sends one round of the set around the ring, the head's entry first. */
+static void set_round(node *nd, ring_kind kind, uint64_t op, json_t *entry)
 {
     set_op *s = &nd->set;
-    s->live = 0;
-    s->wait.live = 0;
-    const json_t *stages = json_object_get(o, "stages");
+    json_t *o = head_frame_json(nd);
+    if (kind != RING_SET_UNDO) {
+        json_t *fields = stage_set_to_json(&s->args);
+        json_object_update(o, fields);
+        json_decref(fields);
+    }
+    json_object_set_new(o, "stages", json_pack("[o]", entry));
+    head_send(nd, kind, op, o);
+    json_decref(o);
+    pending_arm(nd, &s->wait, kind, op, -1);
+}
+
+/* Ends the set with an error reply. */
+static void set_fail(node *nd, proto_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_fail(node *nd, proto_code code, const char *fmt, ...)
+{
+    proto_error e = {.code = code};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    nd->set.live = 0;
+    nd->set.wait.live = 0;
+    node_reply(nd, &nd->set.from, proto_reply_error(nd->set.id, &e));
+}
+
+/* The first stage of a round that refused, or NULL. */
+static const json_t *set_refusal(const json_t *stages, proto_error *e)
+{
     size_t i;
     const json_t *st;
     json_array_foreach(stages, i, st)
     {
         if (json_is_true(json_object_get(st, "ok")))
             continue;
-        const char *code = json_string_value(json_object_get(st, "code"));
-        proto_code c = code ? proto_code_parse(code) : PROTO_E_INTERNAL;
-        node_reply_error(nd, &s->from, s->id, c == PROTO_CODE_COUNT ? PROTO_E_INTERNAL : c,
-                         "%s (the stages before it applied the set)",
-                         json_string_value(json_object_get(st, "message")));
-        return;
+        proto_code c = proto_code_parse(json_string_value(json_object_get(st, "code")));
+        const char *message = json_string_value(json_object_get(st, "message"));
+        e->code = c == PROTO_CODE_COUNT || c == PROTO_OK ? PROTO_E_INTERNAL : c;
+        snprintf(e->message, sizeof e->message, "%s", message ? message : "a stage refused");
+        return st;
     }
-    json_t *res = json_pack("{sO}", "stages", stages);
-    node_reply(nd, &s->from, proto_reply_ok(s->id, res));
-    json_decref(res);
+    return NULL;
+}
+
+/* A stage failed to apply (or fell silent): every stage that applied the
+ * set puts it back, the head first. */
+static void set_undo_round(node *nd, const proto_error *why)
+{
+    set_op *s = &nd->set;
+    s->failure = *why;
+    json_t *entry = json_object();
+    proto_error e;
+    stage_undo_set(nd, s->wait.op, entry, &e);
+    set_round(nd, RING_SET_UNDO, s->wait.op, entry);
+}
+
+static void set_round_done(node *nd, const ring_frame *f)
+{
+    set_op *s = &nd->set;
+    s->wait.live = 0;
+    const json_t *stages = json_object_get(f->json, "stages");
+    proto_error e;
+    const json_t *refused = set_refusal(stages, &e);
+    if (f->h.kind == RING_SET_CHECK) {
+        if (refused) {
+            set_fail(nd, e.code, "%s; no stage changed", e.message);
+            return;
+        }
+        json_t *entry = json_object();
+        if (stage_apply_set(nd, f->h.op, &s->args, entry, &e) != 0) {
+            json_decref(entry);
+            set_fail(nd, e.code, "%s; no stage changed", e.message);
+            return;
+        }
+        set_round(nd, RING_SET, f->h.op, entry);
+    } else if (f->h.kind == RING_SET) {
+        if (refused) {
+            set_undo_round(nd, &e);
+            return;
+        }
+        s->live = 0;
+        json_t *res = json_pack("{sO}", "stages", stages);
+        node_reply(nd, &s->from, proto_reply_ok(s->id, res));
+        json_decref(res);
+    } else if (refused) {
+        set_fail(nd, s->failure.code, "%s; putting the set back failed too: %s", s->failure.message,
+                 e.message);
+    } else {
+        set_fail(nd, s->failure.code, "%s; every stage was put back", s->failure.message);
+    }
+}
+
+/* A round's deadline passed. Before anything was applied nothing needs
+ * undoing; after, the stages that applied put it back. */
+static void set_timed_out(node *nd, const char *who)
+{
+    set_op *s = &nd->set;
+    double secs = nd->o.step_timeout_ms / 1000.0;
+    node_event(nd, PROTO_EV_STAGE_TIMEOUT, "", "stage_timeout", NULL,
+               "%s did not answer a %s within %.1f s", who, ring_kind_name(s->wait.kind), secs);
+    if (s->wait.kind == RING_SET_CHECK) {
+        set_fail(nd, PROTO_E_STAGE_TIMEOUT, "%s did not answer within %.1f s; no stage changed",
+                 who, secs);
+    } else if (s->wait.kind == RING_SET) {
+        proto_error e = {.code = PROTO_E_STAGE_TIMEOUT};
+        snprintf(e.message, sizeof e.message, "%s did not answer within %.1f s", who, secs);
+        set_undo_round(nd, &e);
+    } else {
+        set_fail(nd, s->failure.code,
+                 "%s; %s did not answer the undo within %.1f s: the stages from it on may still "
+                 "hold the set",
+                 s->failure.message, who, secs);
+    }
 }
 
 void head_on_frame(node *nd, ring_frame *f)
@@ -765,12 +939,23 @@ void head_on_frame(node *nd, ring_frame *f)
             prepare_done(nd, j, f->json);
         return;
     case RING_TOKEN:
-        if (j && j->state == JOB_WAIT && j->op == f->h.op && j->step == f->h.step)
+        if (!j || j->state != JOB_WAIT || j->op != f->h.op || j->step != f->h.step)
+            return;
+        if (f->h.token >= nd->cfg->vocab_size || f->h.pos != j->step_pos || f->h.n != j->step_n)
+            job_fail(nd, 0, PROTO_E_INTERNAL,
+                     "step %lld came back as token %d for positions %d+%d; the head sent "
+                     "positions %d+%d of a %d-token vocabulary",
+                     (long long)j->step, f->h.token, f->h.pos, f->h.n, j->step_pos, j->step_n,
+                     nd->cfg->vocab_size);
+        else
             step_done(nd, j, f->h.token, f->h.down_ms);
         return;
+    case RING_SET_CHECK:
     case RING_SET:
-        if (nd->set.live && nd->set.wait.op == f->h.op)
-            set_done(nd, f->json);
+    case RING_SET_UNDO:
+        if (nd->set.live && nd->set.wait.live && nd->set.wait.op == f->h.op &&
+            nd->set.wait.kind == f->h.kind)
+            set_round_done(nd, f);
         return;
     case RING_REPORT:
         on_report(nd, f);
@@ -788,6 +973,13 @@ static void check_deadlines(node *nd)
 {
     double now = clock_ms();
     char who[PROTO_TEXT_MAX + 64];
+    for (int i = nd->n_queue - 1; i >= 0 && nd->o.queue_timeout_ms > 0; i--) {
+        job *q = nd->queue[i];
+        if (q->state == JOB_QUEUED && now - q->t_recv >= nd->o.queue_timeout_ms)
+            job_fail(nd, i, PROTO_E_BUSY,
+                     "waited %.1f s in the queue behind other requests (--queue-timeout %.1f s)",
+                     (now - q->t_recv) / 1000.0, nd->o.queue_timeout_ms / 1000.0);
+    }
     job *j = head_job(nd);
     if (j && j->wait.live && now >= j->wait.deadline) {
         silent_stage(nd, &j->wait, who, sizeof who);
@@ -799,14 +991,9 @@ static void check_deadlines(node *nd)
         job_fail(nd, 0, PROTO_E_STAGE_TIMEOUT, "%s did not answer %s within %.1f s", who, what,
                  nd->o.step_timeout_ms / 1000.0);
     }
-    if (nd->set.live && now >= nd->set.wait.deadline) {
+    if (nd->set.live && nd->set.wait.live && now >= nd->set.wait.deadline) {
         silent_stage(nd, &nd->set.wait, who, sizeof who);
-        nd->set.live = 0;
-        node_event(nd, PROTO_EV_STAGE_TIMEOUT, "", "stage_timeout", NULL,
-                   "%s did not answer a set within %.1f s", who, nd->o.step_timeout_ms / 1000.0);
-        node_reply_error(nd, &nd->set.from, nd->set.id, PROTO_E_STAGE_TIMEOUT,
-                         "%s did not answer within %.1f s (the stages before it applied the set)",
-                         who, nd->o.step_timeout_ms / 1000.0);
+        set_timed_out(nd, who);
     }
 }
 
@@ -818,8 +1005,19 @@ void head_tick(node *nd)
     job *j = nd->queue[0];
     if (j->state == JOB_QUEUED)
         job_start(nd);
+    else if (j->state == JOB_TOKENIZE)
+        job_tokenize(nd, j);
     else if (j->state == JOB_STEP)
         job_step(nd, j);
+}
+
+void head_client_gone(node *nd, client_tag conn)
+{
+    for (int i = nd->n_queue - 1; i >= 0; i--) {
+        const client_tag *c = &nd->queue[i]->from.conn;
+        if (c->fd == conn.fd && c->gen == conn.gen)
+            job_fail(nd, i, PROTO_E_CANCELLED, "its client disconnected");
+    }
 }
 
 void head_cancel(node *nd, const peer *from, const proto_request *req)
@@ -845,9 +1043,14 @@ void head_set(node *nd, const peer *from, const proto_request *req)
     }
     json_t *entry = json_object();
     proto_error e;
-    if (stage_apply_set(nd, &req->set, entry, &e) != 0) {
+    /* Alone, a node applies at once; the head of a ring checks every
+     * stage first (set_round_done). */
+    int rc = ring ? stage_check_set(nd, &req->set, entry, &e)
+                  : stage_apply_set(nd, ++nd->next_op, &req->set, entry, &e);
+    if (rc != 0) {
         json_decref(entry);
-        node_reply(nd, from, proto_reply_error(req->id, &e));
+        node_reply_error(nd, from, req->id, e.code, "%s; %s", e.message,
+                         ring ? "no stage changed" : "nothing changed");
         return;
     }
     if (!ring) {
@@ -859,16 +1062,9 @@ void head_set(node *nd, const peer *from, const proto_request *req)
     set_op *s = &nd->set;
     s->live = 1;
     s->from = *from;
+    s->args = req->set;
     snprintf(s->id, sizeof s->id, "%s", req->id);
-    uint64_t op = ++nd->next_op;
-    json_t *o = head_frame_json(nd);
-    json_t *fields = stage_set_to_json(&req->set);
-    json_object_update(o, fields);
-    json_decref(fields);
-    json_object_set_new(o, "stages", json_pack("[o]", entry));
-    head_send(nd, RING_SET, op, o);
-    json_decref(o);
-    pending_arm(nd, &s->wait, RING_SET, op, -1);
+    set_round(nd, RING_SET_CHECK, ++nd->next_op, entry);
 }
 
 void head_drop(node *nd, const peer *from, const proto_request *req)

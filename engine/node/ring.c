@@ -8,9 +8,13 @@
 #include "ring.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "engine/proto/protocol.h"
+#include "ring_msg.h"
 
 static const unsigned char ring_magic[4] = {'I', 'F', 'R', 'M'};
 
@@ -22,9 +26,10 @@ static const unsigned char ring_magic[4] = {'I', 'F', 'R', 'M'};
  * would throttle a healthy ring.) */
 #define RING_SNDHWM 1000
 
-/* Bounds a HIDDEN header may claim before its size is even checked. */
-#define RING_N_MAX (1 << 20)
+/* The widest hidden state a frame may claim (floats per position), and
+ * the longest time a stage may add to down_ms. */
 #define RING_DIM_MAX (1 << 16)
+#define RING_MS_MAX 1e9
 
 struct ring {
     void *zctx;
@@ -32,20 +37,8 @@ struct ring {
     void *push;   /* connected to --next, or NULL */
     void *report; /* connected to report_ep, or NULL */
     char *report_ep;
+    curve_keypair keys; /* with CURVE: this node's; else public_key "" */
 };
-
-static const char *const kind_names[RING_KIND_COUNT] = {
-    [RING_PREPARE] = "prepare", [RING_START] = "start",   [RING_HIDDEN] = "hidden",
-    [RING_TOKEN] = "token",     [RING_END] = "end",       [RING_SET] = "set",
-    [RING_DROP] = "drop",       [RING_REPORT] = "report",
-};
-
-const char *ring_kind_name(ring_kind kind)
-{
-    if (kind <= 0 || kind >= RING_KIND_COUNT)
-        return "unknown";
-    return kind_names[kind];
-}
 
 static void put_u16(unsigned char *p, unsigned v)
 {
@@ -165,7 +158,7 @@ static void *ring_socket_new(void *zctx, int type, char *err, size_t errlen)
 }
 
 int ring_open(ring **out, void *zctx, const char *listen, const char *next, size_t max_frame,
-              char *err, size_t errlen)
+              const ring_curve *curve, char *err, size_t errlen)
 {
     ring *r = calloc(1, sizeof *r);
     if (!r) {
@@ -173,12 +166,16 @@ int ring_open(ring **out, void *zctx, const char *listen, const char *next, size
         return -1;
     }
     r->zctx = zctx;
+    if (curve)
+        r->keys = *curve->keys;
     if (listen) {
         r->pull = ring_socket_new(zctx, ZMQ_PULL, err, errlen);
         if (!r->pull)
             goto fail;
         int64_t max = (int64_t)max_frame;
         zmq_setsockopt(r->pull, ZMQ_MAXMSGSIZE, &max, sizeof max);
+        if (curve && curve_server_apply(r->pull, curve->keys, err, errlen) != 0)
+            goto fail;
         if (zmq_bind(r->pull, listen) != 0) {
             snprintf(err, errlen, "--listen %s: %s", listen, zmq_strerror(errno));
             goto fail;
@@ -187,6 +184,8 @@ int ring_open(ring **out, void *zctx, const char *listen, const char *next, size
     if (next) {
         r->push = ring_socket_new(zctx, ZMQ_PUSH, err, errlen);
         if (!r->push)
+            goto fail;
+        if (curve && curve_client_apply(r->push, curve->keys, curve->next_public, err, errlen) != 0)
             goto fail;
         if (zmq_connect(r->push, next) != 0) {
             snprintf(err, errlen, "--next %s: %s", next, zmq_strerror(errno));
@@ -290,9 +289,14 @@ int ring_send(ring *r, const ring_hdr *h, const json_t *obj, char *err, size_t e
     return ring_send_on(r->push, &msg, "--next", err, errlen);
 }
 
-int ring_report(ring *r, const char *head_ep, const ring_hdr *h, const json_t *obj, char *err,
-                size_t errlen)
+int ring_report(ring *r, const char *head_ep, const char *head_key, const ring_hdr *h,
+                const json_t *obj, char *err, size_t errlen)
 {
+    int curve = r->keys.public_key[0] != '\0';
+    if (curve && !head_key[0]) {
+        snprintf(err, errlen, "the head has not said its CURVE key yet");
+        return -1;
+    }
     if (!r->report_ep || strcmp(r->report_ep, head_ep) != 0) {
         if (r->report)
             zmq_close(r->report);
@@ -301,8 +305,10 @@ int ring_report(ring *r, const char *head_ep, const ring_hdr *h, const json_t *o
         r->report = ring_socket_new(r->zctx, ZMQ_PUSH, err, errlen);
         if (!r->report)
             return -1;
-        if (zmq_connect(r->report, head_ep) != 0) {
-            snprintf(err, errlen, "head endpoint %s: %s", head_ep, zmq_strerror(errno));
+        if ((curve && curve_client_apply(r->report, &r->keys, head_key, err, errlen) != 0) ||
+            zmq_connect(r->report, head_ep) != 0) {
+            if (!curve || err[0] == '\0')
+                snprintf(err, errlen, "head endpoint %s: %s", head_ep, zmq_strerror(errno));
             zmq_close(r->report);
             r->report = NULL;
             return -1;
@@ -319,16 +325,63 @@ int ring_report(ring *r, const char *head_ep, const ring_hdr *h, const json_t *o
     return ring_send_on(r->report, &msg, "report", err, errlen);
 }
 
-/* Checks that the payload fits the header's kind and decodes it. */
+/* A step's header (hidden, token): where it is and what it carries. */
+static int step_hdr_check(const ring_hdr *h, char *err, size_t errlen)
+{
+    const char *what = ring_kind_name(h->kind);
+    if (h->step < 0 || h->n < 1 || h->n > PROTO_PREFILL_STEP_MAX || h->pos < 0 ||
+        h->pos > RING_CTX_MAX - h->n) {
+        snprintf(err, errlen,
+                 "%s frame with step %lld, pos %d, n %d (expected step >= 0, n 1..%d, "
+                 "pos + n <= %d)",
+                 what, (long long)h->step, h->pos, h->n, PROTO_PREFILL_STEP_MAX, RING_CTX_MAX);
+        return -1;
+    }
+    if ((h->flags & ~(RING_F_SAMPLE | RING_F_DECODE)) ||
+        ((h->flags & RING_F_DECODE) && h->n != 1)) {
+        snprintf(err, errlen, "%s frame with flags %u and n %d", what, h->flags, h->n);
+        return -1;
+    }
+    if (h->chunk < 0 || h->chunk > PROTO_PREFILL_STEP_MAX || !(h->down_ms >= 0.0) ||
+        h->down_ms > RING_MS_MAX) {
+        snprintf(err, errlen, "%s frame with chunk %d, down_ms %g", what, h->chunk, h->down_ms);
+        return -1;
+    }
+    int dim_ok = h->kind == RING_HIDDEN ? h->dim >= 1 && h->dim <= RING_DIM_MAX : h->dim == 0;
+    int token_ok =
+        h->kind == RING_HIDDEN ? h->token == -1 : h->token >= -1 && h->token <= PROTO_TOKEN_ID_MAX;
+    if (!dim_ok || !token_ok) {
+        snprintf(err, errlen, "%s frame with dim %d, token %d", what, h->dim, h->token);
+        return -1;
+    }
+    return 0;
+}
+
+/* Frames outside steps use op and, for reports, the step reported; the
+ * other header fields must be zero (token -1). */
+static int json_hdr_check(const ring_hdr *h, char *err, size_t errlen)
+{
+    int step_ok = h->kind == RING_REPORT ? h->step >= -1 : h->step == -1;
+    if (!step_ok || h->pos || h->n || h->dim || h->token != -1 || h->flags || h->chunk ||
+        h->down_ms != 0.0) {
+        snprintf(err, errlen,
+                 "%s frame with step %lld, pos %d, n %d, dim %d, token %d, flags %u, chunk %d "
+                 "(expected step -1 and the rest unset)",
+                 ring_kind_name(h->kind), (long long)h->step, h->pos, h->n, h->dim, h->token,
+                 h->flags, h->chunk);
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks that the header and payload fit the kind and decodes the payload. */
 static int ring_payload(ring_frame *f, const unsigned char *p, size_t len, char *err, size_t errlen)
 {
+    int step = f->h.kind == RING_HIDDEN || f->h.kind == RING_TOKEN;
+    if ((step ? step_hdr_check : json_hdr_check)(&f->h, err, errlen) != 0)
+        return -1;
     switch (f->h.kind) {
     case RING_HIDDEN: {
-        if (f->h.n < 1 || f->h.n > RING_N_MAX || f->h.dim < 1 || f->h.dim > RING_DIM_MAX) {
-            snprintf(err, errlen, "hidden frame with n=%d dim=%d (expected 1..%d, 1..%d)", f->h.n,
-                     f->h.dim, RING_N_MAX, RING_DIM_MAX);
-            return -1;
-        }
         size_t want = (size_t)f->h.n * (size_t)f->h.dim * sizeof(float);
         if (len != want) {
             snprintf(err, errlen, "hidden frame of %zu payload bytes, n=%d dim=%d needs %zu", len,
@@ -352,44 +405,57 @@ static int ring_payload(ring_frame *f, const unsigned char *p, size_t len, char 
                      ring_kind_name(f->h.kind), f->json ? "" : ": ", f->json ? "" : je.text);
             return -1;
         }
-        return 0;
+        return ring_msg_check(f->h.kind, f->json, err, errlen);
     }
     }
 }
 
-int ring_recv(ring *r, ring_frame *f, char *err, size_t errlen)
+int ring_frame_decode(const void *buf, size_t len, ring_frame *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
     zmq_msg_init(&f->msg);
+    if (ring_hdr_decode(buf, len, &f->h, err, errlen) != 0 ||
+        ring_payload(f, (const unsigned char *)buf + RING_HDR_BYTES, len - RING_HDR_BYTES, err,
+                     errlen) != 0) {
+        ring_frame_free(f);
+        return -1;
+    }
+    return 0;
+}
+
+int ring_recv(ring *r, ring_frame *f, char *err, size_t errlen)
+{
+    zmq_msg_t msg;
+    memset(f, 0, sizeof *f);
     if (!r || !r->pull)
         return 0;
-    if (zmq_msg_recv(&f->msg, r->pull, ZMQ_DONTWAIT) < 0) {
+    zmq_msg_init(&msg);
+    if (zmq_msg_recv(&msg, r->pull, ZMQ_DONTWAIT) < 0) {
         int e = errno;
-        zmq_msg_close(&f->msg);
+        zmq_msg_close(&msg);
         if (e == EAGAIN || e == EINTR)
             return 0;
         snprintf(err, errlen, "--listen: %s", zmq_strerror(e));
         return -1;
     }
-    const unsigned char *p = zmq_msg_data(&f->msg);
-    size_t len = zmq_msg_size(&f->msg);
-    if (zmq_msg_more(&f->msg)) {
+    if (zmq_msg_more(&msg)) {
         snprintf(err, errlen, "ring frame in several parts (expected one)");
-        goto drop;
+        /* The remaining parts are read and dropped too. */
+        while (zmq_msg_more(&msg)) {
+            zmq_msg_close(&msg);
+            zmq_msg_init(&msg);
+            if (zmq_msg_recv(&msg, r->pull, ZMQ_DONTWAIT) < 0)
+                break;
+        }
+        zmq_msg_close(&msg);
+        return -1;
     }
-    if (ring_hdr_decode(p, len, &f->h, err, errlen) != 0)
-        goto drop;
-    if (ring_payload(f, p + RING_HDR_BYTES, len - RING_HDR_BYTES, err, errlen) != 0)
-        goto drop;
+    if (ring_frame_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), f, err, errlen) != 0) {
+        zmq_msg_close(&msg);
+        return -1;
+    }
+    /* f->x points into the message: the frame keeps it until freed. */
+    zmq_msg_close(&f->msg);
+    f->msg = msg;
     return 1;
-drop:
-    /* A multi-part message's remaining parts are read and dropped too. */
-    while (zmq_msg_more(&f->msg)) {
-        zmq_msg_close(&f->msg);
-        zmq_msg_init(&f->msg);
-        if (zmq_msg_recv(&f->msg, r->pull, ZMQ_DONTWAIT) < 0)
-            break;
-    }
-    ring_frame_free(f);
-    return -1;
 }

@@ -20,20 +20,11 @@
 #include <jansson.h>
 #include <zmq.h>
 
+#include "engine/proto/curve.h"
+#include "ring_msg.h"
+
 #define RING_VERSION 1
 #define RING_HDR_BYTES 56
-
-typedef enum ring_kind {
-    RING_PREPARE = 1, /* JSON, round trip: ring check and admission of a request */
-    RING_START,       /* JSON, head to tail: a request's parameters */
-    RING_HIDDEN,      /* float32 [n][dim]: one step's hidden states */
-    RING_TOKEN,       /* empty, tail to head: a step is done (and its token) */
-    RING_END,         /* JSON, head to tail: the request is over */
-    RING_SET,         /* JSON, round trip: live config for every stage */
-    RING_DROP,        /* JSON, head to tail: drop sessions */
-    RING_REPORT,      /* JSON, a stage straight to the head: handled a frame */
-    RING_KIND_COUNT
-} ring_kind;
 
 /* RING_HIDDEN flags. */
 #define RING_F_SAMPLE 1u /* the tail computes logits and samples after this step */
@@ -52,8 +43,6 @@ typedef struct ring_hdr {
     double down_ms; /* TOKEN: sum of step_ms of the stages after the head */
 } ring_hdr;
 
-const char *ring_kind_name(ring_kind kind);
-
 /* A frame received: the header, the payload and what it decodes to. */
 typedef struct ring_frame {
     ring_hdr h;
@@ -66,11 +55,20 @@ void ring_frame_free(ring_frame *f);
 
 typedef struct ring ring;
 
+/* CURVE on the ring's links: this node's key pair, and the public key of
+ * the stage at --next. The PULL is a CURVE server admitting the keys the
+ * context's ZAP handler allows; PUSH sockets are clients. */
+typedef struct ring_curve {
+    const curve_keypair *keys;
+    const char *next_public; /* Z85 */
+} ring_curve;
+
 /* Binds a PULL socket on `listen` and connects a PUSH socket to `next`.
  * Either may be NULL (a single node has neither). A peer that sends a
- * message larger than max_frame bytes is disconnected by ZeroMQ. */
+ * message larger than max_frame bytes is disconnected by ZeroMQ. curve:
+ * NULL for plain TCP. */
 int ring_open(ring **out, void *zctx, const char *listen, const char *next, size_t max_frame,
-              char *err, size_t errlen);
+              const ring_curve *curve, char *err, size_t errlen);
 void ring_close(ring *r);
 
 /* The PULL socket, for zmq_poll; NULL without --listen. */
@@ -89,14 +87,21 @@ int ring_send_msg(ring *r, zmq_msg_t *msg, char *err, size_t errlen);
 int ring_send(ring *r, const ring_hdr *h, const json_t *obj, char *err, size_t errlen);
 
 /* Sends a REPORT frame straight to the head at head_ep (connecting to it
- * the first time, or again when it changed). */
-int ring_report(ring *r, const char *head_ep, const ring_hdr *h, const json_t *obj, char *err,
-                size_t errlen);
+ * the first time, or again when it changed). With CURVE, head_key is the
+ * head's public key (Z85), as its frames carry it. */
+int ring_report(ring *r, const char *head_ep, const char *head_key, const ring_hdr *h,
+                const json_t *obj, char *err, size_t errlen);
 
 /* Takes one frame without waiting. Returns 1 with *f filled
  * (ring_frame_free it), 0 when none is queued, -1 with a message for a
  * malformed frame (which is dropped). */
 int ring_recv(ring *r, ring_frame *f, char *err, size_t errlen);
+
+/* Decodes and checks a frame held in buf: header, payload size, every
+ * header field the kind uses in range and the others zero, and the JSON
+ * payload (ring_msg.h). 0 with *f filled (f->x points into buf;
+ * ring_frame_free it), or -1 with a message and nothing to free. */
+int ring_frame_decode(const void *buf, size_t len, ring_frame *f, char *err, size_t errlen);
 
 /* Header codec, exposed for the tests: encode writes RING_HDR_BYTES bytes;
  * decode checks magic, version and kind and returns -1 with a message. */

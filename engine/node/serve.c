@@ -1,5 +1,6 @@
-/* serve.c: `inferd serve`, a node of an inference cluster (see node.h for
- * how the server's files divide the work).
+/* serve.c: an `inferd serve` node's sockets and main loop (see node.h for
+ * how the server's files divide the work; engine/cmd/cmd_serve.c reads
+ * its command line).
  *
  * The node binds a ROUTER for control requests and a PUB for telemetry,
  * and, when it is one stage of a pipeline, a PULL on --listen with a PUSH
@@ -7,7 +8,6 @@
  * time, so no request waits behind more than one step.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,15 +19,16 @@
 
 #include <zmq.h>
 
-#include "args.h"
-#include "clock.h"
-#include "commands.h"
-#include "memstat.h"
+#include "engine/model/chat.h"
+#include "engine/model/gguf.h"
+#include "engine/sys/clock.h"
+#include "engine/sys/memstat.h"
+#include "head.h"
 #include "node.h"
-#include "version.h"
+#include "serve.h"
+#include "stage.h"
+#include "engine/proto/version.h"
 
-#define DEFAULT_CONTROL "tcp://127.0.0.1:5555"
-#define DEFAULT_TELEMETRY "tcp://127.0.0.1:5556"
 #define HEARTBEAT_MS 1000.0
 
 /* Control frames larger than the protocol allows still get a too_large
@@ -35,6 +36,11 @@
 #define CONTROL_MAXMSG ((int64_t)16 << 20)
 /* How long the last replies may take to leave when the node stops. */
 #define SHUTDOWN_LINGER_MS 1000
+/* Where a companion (serve_opts.companion) reaches the node. */
+#define INPROC_CONTROL "inproc://inferd-control"
+#define INPROC_TELEMETRY "inproc://inferd-telemetry"
+/* ZMTP heartbeat on control connections; three missed close one. */
+#define CONTROL_HEARTBEAT_MS 5000
 
 /* Set by the signal handler, read by the main loop: a signal handler can
  * only talk to the rest of the program through such a flag. */
@@ -45,274 +51,7 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
-/* ---- options ---------------------------------------------------------- */
-
-enum {
-    OPT_NAME = 256,
-    OPT_MODEL,
-    OPT_TOKENIZER,
-    OPT_LAYERS,
-    OPT_CONTROL,
-    OPT_TELEMETRY,
-    OPT_LISTEN,
-    OPT_NEXT,
-    OPT_MEM_LIMIT,
-    OPT_MAX_CTX,
-    OPT_THREADS,
-    OPT_PREFILL_STEP,
-    OPT_KV_BITS,
-    OPT_STEP_TIMEOUT,
-    OPT_STEP_TARGET,
-    OPT_LOG,
-    OPT_PIDFILE,
-    OPT_CURVE_SECRET,
-    OPT_CURVE_CLIENTS,
-    OPT_HELP,
-};
-
-static const struct option long_options[] = {
-    {"name", required_argument, NULL, OPT_NAME},
-    {"model", required_argument, NULL, OPT_MODEL},
-    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-    {"layers", required_argument, NULL, OPT_LAYERS},
-    {"control", required_argument, NULL, OPT_CONTROL},
-    {"telemetry", required_argument, NULL, OPT_TELEMETRY},
-    {"listen", required_argument, NULL, OPT_LISTEN},
-    {"next", required_argument, NULL, OPT_NEXT},
-    {"mem-limit", required_argument, NULL, OPT_MEM_LIMIT},
-    {"max-ctx", required_argument, NULL, OPT_MAX_CTX},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"prefill-step", required_argument, NULL, OPT_PREFILL_STEP},
-    {"kv-bits", required_argument, NULL, OPT_KV_BITS},
-    {"step-timeout", required_argument, NULL, OPT_STEP_TIMEOUT},
-    {"step-target-ms", required_argument, NULL, OPT_STEP_TARGET},
-    {"log", required_argument, NULL, OPT_LOG},
-    {"pidfile", required_argument, NULL, OPT_PIDFILE},
-    {"curve-secret", required_argument, NULL, OPT_CURVE_SECRET},
-    {"curve-clients", required_argument, NULL, OPT_CURVE_CLIENTS},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
-};
-
-static void usage(FILE *out)
-{
-    fprintf(out, "usage: inferd serve [OPTIONS]\n"
-                 "\n"
-                 "Runs an inference node: requests and live config on a ZeroMQ ROUTER,\n"
-                 "telemetry on a PUB (engine/PROTOCOL.md). With --layers A:B the node is\n"
-                 "one stage of a pipeline ring: it PULLs on --listen and PUSHes to --next;\n"
-                 "the stage holding layer 0 (the head) takes the requests.\n"
-                 "\n"
-                 "  --name NAME          node name in telemetry and errors (default: host name)\n"
-                 "  --model SPEC         checkpoint file, \"embedded\" (default), synth:110m,\n"
-                 "                       synth:1b or synth:dim=..,hidden=..,layers=..,...\n"
-                 "  --tokenizer PATH     llama2.c tokenizer (default: the embedded one)\n"
-                 "  --layers A:B         hold layers [A, B) (default: all)\n"
-                 "  --control EP         control ROUTER (default " DEFAULT_CONTROL ")\n"
-                 "  --telemetry EP       telemetry PUB (default " DEFAULT_TELEMETRY ")\n"
-                 "  --listen EP          ring input: hidden states (or, on the head, tokens)\n"
-                 "  --next EP            ring output: the next stage's --listen (the tail's\n"
-                 "                       --next is the head's --listen)\n"
-                 "  --mem-limit N|auto   memory budget in bytes (K/M/G suffixes); the budget\n"
-                 "                       is the least of this, the cgroup limit and RSS +\n"
-                 "                       MemAvailable (default auto: the last two)\n"
-                 "  --max-ctx N          refuse requests whose context would pass N (ctx_limit)\n"
-                 "  --threads N          compute threads (default: online CPUs)\n"
-                 "  --prefill-step N|auto  positions per prefill chunk (default 512); auto: the\n"
-                 "                       largest chunk predicted to stay under --step-target-ms\n"
-                 "  --step-target-ms MS  target step time for prefill-step auto (default 2000)\n"
-                 "  --kv-bits B          KV cache precision: 32, 16, 8 or 4 (default 16)\n"
-                 "  --step-timeout SEC   longest wait for any stage (default 30)\n"
-                 "  --log FILE           one line per step ([STEP n] ...) and lifecycle lines\n"
-                 "  --pidfile FILE       write the process id here while running\n"
-                 "  --curve-secret FILE  node key (inferd keygen): CURVE on control and telemetry\n"
-                 "  --curve-clients DIR  allowed client public keys (*.pub)\n"
-                 "  --help               this text\n"
-                 "\n"
-                 "Memory guard: a request is refused (kv_oom) unless the KV bytes it will add\n"
-                 "leave a reserve of max(32 MiB, budget/16) free; idle sessions are evicted,\n"
-                 "least recently used first, when that makes it fit. SIGTERM stops the node\n"
-                 "cleanly: requests in flight get a `shutdown` error.\n");
-}
-
-static const args_spec spec;
-
-static int parse_layers(const char *text, serve_opts *o)
-{
-    int a, b, n;
-    if (sscanf(text, "%d:%d%n", &a, &b, &n) != 2 || text[n] != '\0' || a < 0 || b <= a)
-        return args_bad(&spec, OPT_LAYERS, text, "A:B with 0 <= A < B");
-    o->first = a;
-    o->last = b;
-    return 0;
-}
-
-static int take_option(void *ctx, int opt, const char *arg)
-{
-    serve_opts *o = ctx;
-    unsigned long long v;
-    switch (opt) {
-    case OPT_NAME:
-        if (!arg[0] || strlen(arg) > PROTO_NAME_MAX)
-            return args_bad(&spec, opt, arg, "1..64 bytes");
-        o->name = arg;
-        return 0;
-    case OPT_MODEL:
-        o->model = arg;
-        return 0;
-    case OPT_TOKENIZER:
-        o->tokenizer = arg;
-        return 0;
-    case OPT_LAYERS:
-        return parse_layers(arg, o);
-    case OPT_CONTROL:
-        o->control = arg;
-        return 0;
-    case OPT_TELEMETRY:
-        o->telemetry = arg;
-        return 0;
-    case OPT_LISTEN:
-        o->listen = arg;
-        return 0;
-    case OPT_NEXT:
-        o->next = arg;
-        return 0;
-    case OPT_LOG:
-        o->log = arg;
-        return 0;
-    case OPT_PIDFILE:
-        o->pidfile = arg;
-        return 0;
-    case OPT_CURVE_SECRET:
-        o->curve_secret = arg;
-        return 0;
-    case OPT_CURVE_CLIENTS:
-        o->curve_clients = arg;
-        return 0;
-    case OPT_MEM_LIMIT:
-        if (strcmp(arg, "auto") == 0) {
-            o->mem_limit = 0;
-            return 0;
-        }
-        if (args_size(&spec, opt, arg, 1ull << 20, 1ull << 50, &v) != 0)
-            return -1;
-        o->mem_limit = (size_t)v;
-        return 0;
-    case OPT_MAX_CTX:
-        return args_int(&spec, opt, arg, 1, 1 << 30, &o->max_ctx);
-    case OPT_THREADS:
-        return args_int(&spec, opt, arg, 1, 1024, &o->threads);
-    case OPT_PREFILL_STEP:
-        if (strcmp(arg, "auto") == 0) {
-            o->prefill_step = PROTO_PREFILL_AUTO;
-            return 0;
-        }
-        return args_int(&spec, opt, arg, 1, PROTO_PREFILL_STEP_MAX, &o->prefill_step);
-    case OPT_KV_BITS:
-        return args_kv_bits(&spec, opt, arg, &o->kv_bits);
-    case OPT_STEP_TIMEOUT:
-        if (args_double(&spec, opt, arg, 0.1, 86400.0, &o->step_timeout_ms) != 0)
-            return -1;
-        o->step_timeout_ms *= 1000.0;
-        return 0;
-    case OPT_STEP_TARGET:
-        return args_double(&spec, opt, arg, 1.0, 86400000.0, &o->step_target_ms);
-    }
-    return -1;
-}
-
-static const args_spec spec = {
-    .verb = "serve",
-    .options = long_options,
-    .help = OPT_HELP,
-    .usage = usage,
-    .take = take_option,
-};
-
-/* Returns 0 to run, 1 when --help was printed, -1 on bad usage. */
-static int parse_options(int argc, char **argv, serve_opts *o)
-{
-    *o = (serve_opts){
-        .control = DEFAULT_CONTROL,
-        .telemetry = DEFAULT_TELEMETRY,
-        .first = 0,
-        .last = -1,
-        .threads = args_default_threads(),
-        .prefill_step = 512,
-        .kv_bits = 16,
-        .step_timeout_ms = 30000.0,
-        .step_target_ms = 2000.0,
-    };
-    int rc = args_parse(&spec, argc, argv, o);
-    if (rc != 0)
-        return rc;
-    if (!o->curve_secret != !o->curve_clients) {
-        fprintf(stderr, "inferd serve: --curve-secret and --curve-clients go together\n");
-        return -1;
-    }
-    return 0;
-}
-
 /* ---- replies, events, status ------------------------------------------ */
-
-void node_reply(node *nd, const peer *to, char *payload)
-{
-    if (!payload) {
-        steplog_line(nd->log, "CONTROL", "out of memory encoding a reply");
-        return;
-    }
-    /* A client that went away is no reason to block: a ROUTER drops what
-     * it cannot route. */
-    zmq_send(nd->control, to->id, to->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    if (to->delimiter)
-        zmq_send(nd->control, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(nd->control, payload, strlen(payload), ZMQ_DONTWAIT);
-    free(payload);
-}
-
-void node_reply_error(node *nd, const peer *to, const char *id, proto_code code, const char *fmt,
-                      ...)
-{
-    proto_error e = {.code = code};
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e.message, sizeof e.message, fmt, ap);
-    va_end(ap);
-    node_reply(nd, to, proto_reply_error(id, &e));
-}
-
-void node_event(node *nd, proto_event_kind kind, const char *req, const char *code,
-                const json_t *detail, const char *fmt, ...)
-{
-    char msg[PROTO_MESSAGE_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    tel_event(nd->tel, kind, req, code, detail, "%s", msg);
-    steplog_line(nd->log, "EVENT", "%s%s%s: %s", proto_event_name(kind),
-                 req && req[0] ? " req=" : "", req ? req : "", msg);
-}
-
-const guard_mem *node_mem(node *nd, int fresh)
-{
-    /* Step messages read memory at most every 100 ms: /proc reads cost
-     * more than the rest of a step message. Admission always reads. */
-    double now = clock_ms();
-    if (fresh || now - nd->mem_t >= 100.0) {
-        guard_measure(nd->o.mem_limit, &nd->mem);
-        nd->mem_t = now;
-    }
-    return &nd->mem;
-}
-
-json_t *node_identity(const node *nd)
-{
-    return json_pack("{ss ss ss si si si ss}", "name", nd->o.name, "fingerprint",
-                     model_fingerprint(nd->m), "model", model_name(nd->m), "first",
-                     fwd_first(nd->fwd), "last", fwd_last(nd->fwd), "n_layers", nd->cfg->n_layers,
-                     "next", nd->o.next ? nd->o.next : "");
-}
 
 static void node_status(node *nd, proto_status *s)
 {
@@ -322,6 +61,10 @@ static void node_status(node *nd, proto_status *s)
     snprintf(s->version, sizeof s->version, "%s", INFERD_VERSION);
     snprintf(s->model.name, sizeof s->model.name, "%s", model_name(nd->m));
     snprintf(s->model.fingerprint, sizeof s->model.fingerprint, "%s", model_fingerprint(nd->m));
+    snprintf(s->model.format, sizeof s->model.format, "%s", model_format(nd->m));
+    snprintf(s->model.arch, sizeof s->model.arch, "llama");
+    snprintf(s->model.weight_types, sizeof s->model.weight_types, "%s",
+             model_weight_types(nd->m));
     s->model.dim = c->dim;
     s->model.hidden_dim = c->hidden_dim;
     s->model.n_layers = c->n_layers;
@@ -331,6 +74,15 @@ static void node_status(node *nd, proto_status *s)
     s->model.seq_len = c->seq_len;
     s->model.layer_first = fwd_first(nd->fwd);
     s->model.layer_last = fwd_last(nd->fwd);
+    /* llama2.c checkpoints carry no chat template; a GGUF's
+     * tokenizer.chat_template text is what chat_recognise reads. */
+    const char *tmpl = NULL;
+    size_t tmpl_len = 0;
+    const struct gguf *file = model_gguf(nd->m);
+    if (file && gguf_get_str(file, "tokenizer.chat_template", &tmpl, &tmpl_len, NULL, 0) != 0)
+        tmpl = NULL;
+    snprintf(s->model.chat_template, sizeof s->model.chat_template, "%s",
+             chat_format_name(chat_recognise(tmpl, tmpl ? tmpl_len : 0)));
     s->config.prefill_step = nd->prefill_step;
     s->config.kv_bits = nd->kv_bits;
     s->config.threads = nd->o.threads;
@@ -387,6 +139,12 @@ static void on_request(node *nd, const peer *from, const void *buf, size_t len)
         head_set(nd, from, &req);
         break;
     case PROTO_OP_GENERATE:
+        /* Nobody would read the tokens of a client already gone. */
+        if (!clients_alive(nd->clients, from->conn)) {
+            steplog_line(nd->log, "REQ", "%s dropped: its client disconnected before it was read",
+                         req.id);
+            break;
+        }
         head_generate(nd, from, &req);
         return; /* req is the job's now */
     case PROTO_OP_CANCEL:
@@ -402,20 +160,30 @@ static void on_request(node *nd, const peer *from, const void *buf, size_t len)
     proto_request_free(&req);
 }
 
+static void on_client_gone(client_tag conn, void *arg)
+{
+    node *nd = arg;
+    if (nd->head)
+        head_client_gone(nd, conn);
+}
+
 /* Reads one control message: routing id, an optional empty delimiter
- * (REQ clients), the payload. Returns 0 when none is waiting. */
+ * (REQ clients), the payload. Only the first parts are kept, but every
+ * part is counted, so that the error names the real count. Returns 0 when
+ * none is waiting. */
 static int control_recv(node *nd)
 {
     zmq_msg_t parts[4];
-    int n = 0, more = 1;
+    int n = 0, total = 0, more = 1;
     while (more) {
         zmq_msg_t m;
         zmq_msg_init(&m);
-        if (zmq_msg_recv(&m, nd->control, n == 0 ? ZMQ_DONTWAIT : 0) < 0) {
+        if (zmq_msg_recv(&m, nd->control, total == 0 ? ZMQ_DONTWAIT : 0) < 0) {
             zmq_msg_close(&m);
             break;
         }
         more = zmq_msg_more(&m);
+        total++;
         if (n < 4)
             parts[n++] = m;
         else
@@ -423,17 +191,20 @@ static int control_recv(node *nd)
     }
     if (n == 0)
         return 0;
-    peer from = {0};
+    /* Connections that closed before this message came are known now
+     * (clients.h), so its own is told apart from an earlier one. */
+    clients_events(nd->clients, on_client_gone, nd);
+    peer from = {.conn = clients_tag(nd->clients, &parts[n - 1])};
     size_t id_len = zmq_msg_size(&parts[0]);
     from.id_len = id_len < sizeof from.id ? id_len : sizeof from.id;
     memcpy(from.id, zmq_msg_data(&parts[0]), from.id_len);
-    from.delimiter = n == 3 && zmq_msg_size(&parts[1]) == 0;
-    if (n == 2 || from.delimiter) {
+    from.delimiter = total == 3 && zmq_msg_size(&parts[1]) == 0;
+    if (total == 2 || from.delimiter) {
         zmq_msg_t *p = &parts[n - 1];
         on_request(nd, &from, zmq_msg_data(p), zmq_msg_size(p));
-    } else if (n > 1) {
+    } else if (total > 1) {
         node_reply_error(nd, &from, "", PROTO_E_BAD_JSON,
-                         "expected one JSON frame after the routing id, got %d frames", n - 1);
+                         "expected one JSON frame after the routing id, got %d frames", total - 1);
     }
     for (int i = 0; i < n; i++)
         zmq_msg_close(&parts[i]);
@@ -446,6 +217,7 @@ static void node_close(node *nd)
 {
     tel_close(nd->tel);
     ring_close(nd->ring);
+    clients_close(nd->clients);
     if (nd->control)
         zmq_close(nd->control);
     curve_zap_stop(nd->zap);
@@ -458,7 +230,9 @@ static void node_close(node *nd)
     free(nd->logits);
     fwd_free(nd->fwd);
     pool_free(nd->pool);
-    tok_free(nd->tok);
+    /* A prompt still being tokenized keeps the tokenizer until exit. */
+    if (tokwork_stop(nd->tokw) == 0)
+        tok_free(nd->tok);
     model_free(nd->m);
     steplog_close(nd->log);
 }
@@ -467,7 +241,8 @@ static void node_close(node *nd)
 static int node_load(node *nd, char *err, size_t errlen)
 {
     serve_opts *o = &nd->o;
-    if (model_load(&nd->m, o->model, err, errlen) != 0)
+    /* Only this stage's layers: a GGUF file's other tensors stay unread. */
+    if (model_load_stage(&nd->m, o->model, o->first, o->last, err, errlen) != 0)
         return -1;
     nd->cfg = model_config_of(nd->m);
     int n_layers = nd->cfg->n_layers;
@@ -494,7 +269,17 @@ static int node_load(node *nd, char *err, size_t errlen)
                  o->first, o->last, n_layers);
         return -1;
     }
-    if (nd->head && tok_load(&nd->tok, o->tokenizer, err, errlen) != 0)
+    if (o->listen && o->curve_secret && !o->next_key) {
+        snprintf(err, errlen,
+                 "with CURVE a pipeline stage needs --next-key: the public key of "
+                 "the stage at --next");
+        return -1;
+    }
+    /* A GGUF file carries its own vocabulary; --tokenizer still wins. */
+    const struct gguf *g = model_gguf(nd->m);
+    if (nd->head && ((!o->tokenizer && g ? tok_load_gguf(&nd->tok, g, err, errlen)
+                                         : tok_load(&nd->tok, o->tokenizer, err, errlen)) != 0 ||
+                     tokwork_start(&nd->tokw, nd->tok, err, errlen) != 0))
         return -1;
     if (pool_create(&nd->pool, o->threads, err, errlen) != 0 ||
         fwd_create(&nd->fwd, nd->m, o->first, o->last, nd->pool, err, errlen) != 0 ||
@@ -515,20 +300,47 @@ static int node_load(node *nd, char *err, size_t errlen)
     return 0;
 }
 
-/* A loud warning for sockets anyone on the network can reach. */
+/* A loud warning, also kept for status (security.warning). */
+static void node_warn(node *nd, const char *what)
+{
+    size_t len = strlen(nd->warning);
+    snprintf(nd->warning + len, sizeof nd->warning - len, "%s%s", len ? "; " : "", what);
+    fprintf(stderr, "\n*** WARNING: %s ***\n\n", what);
+    steplog_line(nd->log, "WARNING", "%s", what);
+}
+
+/* Sockets anyone on the network can reach. */
 static void node_warn_exposed(node *nd)
 {
-    const char *exposed = NULL;
-    if (!nd->curve && !proto_endpoint_is_loopback(nd->o.control))
-        exposed = nd->o.control;
-    if (!exposed)
+    const char *what[] = {"control socket", "telemetry socket", "ring input (--listen)"};
+    const char *eps[] = {nd->o.control, nd->o.telemetry, nd->o.listen};
+    char exposed[3 * PROTO_TEXT_MAX];
+    size_t used = 0;
+    for (int i = 0; i < 3 && !nd->curve; i++)
+        if (eps[i] && !proto_endpoint_is_loopback(eps[i]) && used < sizeof exposed)
+            used += (size_t)snprintf(exposed + used, sizeof exposed - used, "%s%s %.100s",
+                                     used ? ", " : "", what[i], eps[i]);
+    if (!used)
         return;
-    snprintf(nd->warning, sizeof nd->warning,
-             "control socket %s is not loopback and CURVE is off: anyone who reaches it can run "
-             "requests and change config (use --curve-secret and --curve-clients)",
+    char warning[PROTO_MESSAGE_MAX];
+    snprintf(warning, sizeof warning,
+             "%.320s: not loopback and CURVE is off: anyone who reaches it can run requests, "
+             "change config, read telemetry or send stage frames (use --curve-secret and "
+             "--curve-clients)",
              exposed);
-    fprintf(stderr, "\n*** WARNING: %s ***\n\n", nd->warning);
-    steplog_line(nd->log, "WARNING", "%s", nd->warning);
+    node_warn(nd, warning);
+}
+
+static int node_companion_start(node *nd, char *err, size_t errlen)
+{
+    const serve_companion *c = nd->o.companion;
+    char warning[PROTO_MESSAGE_MAX] = "";
+    if (c->start(c->arg, nd->zctx, INPROC_CONTROL, INPROC_TELEMETRY, warning, sizeof warning, err,
+                 errlen) != 0)
+        return -1;
+    if (warning[0])
+        node_warn(nd, warning);
+    return 0;
 }
 
 static int node_sockets(node *nd, char *err, size_t errlen)
@@ -551,10 +363,16 @@ static int node_sockets(node *nd, char *err, size_t errlen)
         snprintf(err, errlen, "zmq_socket: %s", zmq_strerror(errno));
         return -1;
     }
-    int linger = 0;
+    int linger = 0, ivl = CONTROL_HEARTBEAT_MS, ttl = 3 * CONTROL_HEARTBEAT_MS;
     int64_t maxmsg = CONTROL_MAXMSG;
     zmq_setsockopt(nd->control, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(nd->control, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    /* A client whose host vanished closes no connection: ZMTP heartbeats
+     * notice it (clients answer them by themselves). */
+    zmq_setsockopt(nd->control, ZMQ_HEARTBEAT_IVL, &ivl, sizeof ivl);
+    zmq_setsockopt(nd->control, ZMQ_HEARTBEAT_TIMEOUT, &ttl, sizeof ttl);
+    if (clients_open(&nd->clients, nd->zctx, nd->control, err, errlen) != 0)
+        return -1;
     if (nd->curve && curve_server_apply(nd->control, &nd->curve_keys, err, errlen) != 0)
         return -1;
     if (zmq_bind(nd->control, o->control) != 0) {
@@ -564,10 +382,23 @@ static int node_sockets(node *nd, char *err, size_t errlen)
     if (tel_open(&nd->tel, nd->zctx, o->telemetry, o->name, nd->curve ? &nd->curve_keys : NULL, err,
                  errlen) != 0)
         return -1;
+    if (o->companion) {
+        if (zmq_bind(nd->control, INPROC_CONTROL) != 0) {
+            snprintf(err, errlen, "control %s: %s", INPROC_CONTROL, zmq_strerror(errno));
+            return -1;
+        }
+        if (tel_bind(nd->tel, INPROC_TELEMETRY, err, errlen) != 0)
+            return -1;
+    }
     if (o->listen) {
         size_t max_frame =
             RING_HDR_BYTES + (size_t)PROTO_PREFILL_STEP_MAX * (size_t)nd->cfg->dim * sizeof(float);
-        if (ring_open(&nd->ring, nd->zctx, o->listen, o->next, max_frame, err, errlen) != 0)
+        curve_keypair next;
+        ring_curve rc = {.keys = &nd->curve_keys, .next_public = next.public_key};
+        if (nd->curve && curve_keypair_load(o->next_key, 0, &next, err, errlen) != 0)
+            return -1;
+        if (ring_open(&nd->ring, nd->zctx, o->listen, o->next, max_frame, nd->curve ? &rc : NULL,
+                      err, errlen) != 0)
             return -1;
     }
     return 0;
@@ -602,19 +433,32 @@ static int node_loop(node *nd)
         long timeout = nd->head && head_busy(nd) ? 0 : (long)ceil(wake - now);
         if (timeout < 0)
             timeout = 0;
-        zmq_pollitem_t items[2] = {
+        zmq_pollitem_t items[5] = {
             {.socket = nd->control, .events = ZMQ_POLLIN},
-            {.socket = ring_socket(nd->ring), .events = ZMQ_POLLIN},
+            {.socket = clients_socket(nd->clients), .events = ZMQ_POLLIN},
         };
-        if (zmq_poll(items, nd->ring ? 2 : 1, timeout) < 0) {
+        int n_items = 2;
+        if (tel_socket(nd->tel))
+            items[n_items++] =
+                (zmq_pollitem_t){.socket = tel_socket(nd->tel), .events = ZMQ_POLLIN};
+        if (nd->tokw)
+            items[n_items++] = (zmq_pollitem_t){.fd = tokwork_fd(nd->tokw), .events = ZMQ_POLLIN};
+        if (nd->ring)
+            items[n_items++] =
+                (zmq_pollitem_t){.socket = ring_socket(nd->ring), .events = ZMQ_POLLIN};
+        if (zmq_poll(items, n_items, timeout) < 0) {
             if (errno == EINTR)
                 continue;
             steplog_line(nd->log, "NODE", "zmq_poll: %s", zmq_strerror(errno));
             fprintf(stderr, "inferd serve: zmq_poll: %s\n", zmq_strerror(errno));
             return -1;
         }
+        clients_events(nd->clients, on_client_gone, nd);
         while (control_recv(nd))
             ;
+        char why[512];
+        if (tel_subscriptions(nd->tel, why, sizeof why) != 0)
+            steplog_line(nd->log, "TELEMETRY", "%s", why);
         for (;;) {
             ring_frame f;
             char err[256];
@@ -651,19 +495,23 @@ static void node_shutdown(node *nd)
     zmq_setsockopt(nd->control, ZMQ_LINGER, &linger, sizeof linger);
 }
 
-int cmd_serve(int argc, char **argv)
+/* A node that could not start: says why and releases what it holds,
+ * including the pidfile it wrote. Returns serve_run's status. */
+static int start_failed(node *nd, const char *err, const char *pidfile)
+{
+    fprintf(stderr, "inferd serve: %s\n", err);
+    steplog_line(nd->log, "NODE", "failed to start: %s", err);
+    node_close(nd);
+    if (pidfile)
+        unlink(pidfile);
+    return 1;
+}
+
+int serve_run(const serve_opts *o)
 {
     node nd;
     memset(&nd, 0, sizeof nd);
-    int rc = parse_options(argc, argv, &nd.o);
-    if (rc != 0)
-        return rc > 0 ? 0 : 2;
-    char host[PROTO_NAME_MAX + 1] = "inferd";
-    if (!nd.o.name) {
-        gethostname(host, sizeof host - 1);
-        host[sizeof host - 1] = '\0';
-        nd.o.name = host;
-    }
+    nd.o = *o;
     char err[512];
     if (nd.o.log && steplog_open(&nd.log, nd.o.log, err, sizeof err) != 0) {
         fprintf(stderr, "inferd serve: %s\n", err);
@@ -677,12 +525,10 @@ int cmd_serve(int argc, char **argv)
      * head's predecessor left in flight never match a new operation. */
     nd.next_op = (uint64_t)time(NULL) << 20;
     if (node_load(&nd, err, sizeof err) != 0 || node_sockets(&nd, err, sizeof err) != 0 ||
-        (nd.o.pidfile && write_pidfile(nd.o.pidfile, err, sizeof err) != 0)) {
-        fprintf(stderr, "inferd serve: %s\n", err);
-        steplog_line(nd.log, "NODE", "failed to start: %s", err);
-        node_close(&nd);
-        return 1;
-    }
+        (nd.o.pidfile && write_pidfile(nd.o.pidfile, err, sizeof err) != 0))
+        return start_failed(&nd, err, NULL);
+    if (nd.o.companion && node_companion_start(&nd, err, sizeof err) != 0)
+        return start_failed(&nd, err, nd.o.pidfile);
     node_warn_exposed(&nd);
 
     struct sigaction sa;
@@ -701,8 +547,10 @@ int cmd_serve(int argc, char **argv)
     fprintf(stderr, "inferd serve: '%s' ready: layers %d:%d of %s, control %s, telemetry %s\n",
             nd.o.name, nd.o.first, nd.o.last, model_name(nd.m), nd.o.control, nd.o.telemetry);
 
-    rc = node_loop(&nd);
+    int rc = node_loop(&nd);
     node_shutdown(&nd);
+    if (nd.o.companion)
+        nd.o.companion->stop(nd.o.companion->arg);
     node_close(&nd);
     if (nd.o.pidfile)
         unlink(nd.o.pidfile);

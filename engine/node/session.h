@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "kvcache.h"
+#include "engine/compute/kvcache.h"
 
 typedef struct sess_table sess_table;
 

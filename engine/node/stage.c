@@ -16,8 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "engine/sys/clock.h"
 #include "node.h"
+#include "stage.h"
 
 size_t stage_kv_bytes(const node *nd)
 {
@@ -64,7 +65,43 @@ static void admission_fail(stage_admission *out, proto_code code, const char *fm
     out->code = code;
 }
 
-void stage_admit(node *nd, const char *session, int pos, int ctx, json_t *evicted,
+static size_t add_sat(size_t a, size_t b)
+{
+    return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+/* Bytes a step of n positions needs beyond what this node holds now: its
+ * forward pass's scratch, and the hidden states it receives and sends (a
+ * frame each way, n * dim floats). */
+static size_t stage_step_bytes(node *nd, int n)
+{
+    size_t scratch = fwd_scratch_bytes_for(nd->fwd, fwd_kv_shape(nd->fwd), n);
+    size_t held = fwd_scratch_bytes(nd->fwd);
+    size_t frames =
+        (size_t)(!nd->head + !nd->tail) * (size_t)n * (size_t)nd->cfg->dim * sizeof(float);
+    return add_sat(scratch > held ? scratch - held : 0, frames);
+}
+
+/* The largest chunk up to `chunk` whose step fits beside `kv` new bytes of
+ * cache; 1 when none does (admission has checked that 1 fits). */
+static int stage_chunk_cap(node *nd, size_t kv, int chunk)
+{
+    const guard_mem *g = node_mem(nd, 1);
+    int lo = 1, hi = chunk;
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        size_t evict;
+        char msg[8];
+        if (guard_admit(g, add_sat(kv, stage_step_bytes(nd, mid)), 0, &evict, msg, sizeof msg) ==
+            GUARD_FITS)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, json_t *evicted,
                  stage_admission *out)
 {
     char who[PROTO_TEXT_MAX + 64];
@@ -93,7 +130,8 @@ void stage_admit(node *nd, const char *session, int pos, int ctx, json_t *evicte
             held = kv_bytes(sess_peek(nd->sessions, session));
     }
     size_t want = kv_bytes_for(fwd_kv_shape(nd->fwd), nd->kv_bits, ctx);
-    out->needed = want > held ? want - held : 0;
+    size_t kv = want > held ? want - held : 0, step = stage_step_bytes(nd, 1);
+    out->needed = add_sat(kv, step);
     size_t idle = sess_bytes(nd->sessions) - held;
     const guard_mem *g = node_mem(nd, 1);
     out->available = guard_available(g);
@@ -101,15 +139,17 @@ void stage_admit(node *nd, const char *session, int pos, int ctx, json_t *evicte
     size_t evict;
     switch (guard_admit(g, out->needed, idle, &evict, msg, sizeof msg)) {
     case GUARD_FITS:
-        return;
+        break;
     case GUARD_EVICT:
         stage_evict(nd, session, evict, evicted);
-        return;
+        break;
     case GUARD_REFUSE:
-        admission_fail(out, PROTO_E_KV_OOM, "%s: context %d at kv_bits %d: %s", who, ctx,
-                       nd->kv_bits, msg);
+        admission_fail(out, PROTO_E_KV_OOM,
+                       "%s: context %d at kv_bits %d (KV cache %zu bytes, a step %zu bytes): %s",
+                       who, ctx, nd->kv_bits, kv, step, msg);
         return;
     }
+    out->chunk = stage_chunk_cap(nd, kv, chunk);
 }
 
 int stage_begin(node *nd, uint64_t op, const char *req, const char *session, int pos, int ctx,
@@ -169,6 +209,8 @@ void stage_end(node *nd, int ok, int pending_token)
     }
     sampler_free(c->smp);
     memset(c, 0, sizeof *c);
+    /* The next request admits its own chunk's scratch: this one's goes. */
+    fwd_scratch_release(nd->fwd);
     /* KV blocks are small allocations: without a trim, the heap keeps the
      * pages and RSS (which the memory guard reads) would not come down. */
     malloc_trim(0);
@@ -222,28 +264,21 @@ void stage_publish(node *nd, int64_t step, int decode, int n, int pos, int chunk
 
 /* ---- live config ------------------------------------------------------ */
 
-int stage_set_from_json(const json_t *obj, proto_set_args *out)
+/* The knobs of a set frame, whose values ring_msg_check has checked. */
+static proto_set_args set_from_json(const json_t *obj)
 {
-    memset(out, 0, sizeof *out);
+    proto_set_args out = {0};
     const json_t *ps = json_object_get(obj, "prefill_step");
     const json_t *kb = json_object_get(obj, "kv_bits");
     if (ps) {
-        if (json_is_string(ps) && strcmp(json_string_value(ps), "auto") == 0)
-            out->prefill_step = PROTO_PREFILL_AUTO;
-        else if (json_is_integer(ps) && json_integer_value(ps) >= 1 &&
-                 json_integer_value(ps) <= PROTO_PREFILL_STEP_MAX)
-            out->prefill_step = (int)json_integer_value(ps);
-        else
-            return -1;
-        out->has_prefill_step = 1;
+        out.has_prefill_step = 1;
+        out.prefill_step = json_is_integer(ps) ? (int)json_integer_value(ps) : PROTO_PREFILL_AUTO;
     }
     if (kb) {
-        if (!json_is_integer(kb) || !kv_bits_valid((int)json_integer_value(kb)))
-            return -1;
-        out->has_kv_bits = 1;
-        out->kv_bits = (int)json_integer_value(kb);
+        out.has_kv_bits = 1;
+        out.kv_bits = (int)json_integer_value(kb);
     }
-    return 0;
+    return out;
 }
 
 static json_t *prefill_json(int prefill_step)
@@ -261,20 +296,29 @@ json_t *stage_set_to_json(const proto_set_args *set)
     return o;
 }
 
+/* Adds to *grow or *shrink how a cache holding `have` bytes changes to `want`. */
+static void tally(size_t have, size_t want, size_t *grow, size_t *shrink)
+{
+    if (want >= have)
+        *grow = want - have > SIZE_MAX - *grow ? SIZE_MAX : *grow + (want - have);
+    else
+        *shrink += have - want;
+}
+
 /* Bytes the caches would grow by at `bits`, each up to the context it is
- * meant to reach (the request's admitted context, a session's length). */
-static long long stage_growth(node *nd, int bits)
+ * meant to reach (the request's admitted context, a session's length);
+ * 0 when they shrink. */
+static size_t stage_growth(node *nd, int bits)
 {
     kv_shape shape = fwd_kv_shape(nd->fwd);
-    long long growth = 0;
+    size_t grow = 0, shrink = 0;
     if (nd->cur.live)
-        growth +=
-            (long long)kv_bytes_for(shape, bits, nd->cur.ctx) - (long long)kv_bytes(nd->cur.kv);
+        tally(kv_bytes(nd->cur.kv), kv_bytes_for(shape, bits, nd->cur.ctx), &grow, &shrink);
     for (int i = 0; i < sess_count(nd->sessions); i++) {
         kv_cache *kv = sess_cache_at(nd->sessions, i);
-        growth += (long long)kv_bytes_for(shape, bits, kv_len(kv)) - (long long)kv_bytes(kv);
+        tally(kv_bytes(kv), kv_bytes_for(shape, bits, kv_len(kv)), &grow, &shrink);
     }
-    return growth;
+    return grow > shrink ? grow - shrink : 0;
 }
 
 /* Converts every cache this node holds to `bits`; on a failure converts
@@ -297,22 +341,55 @@ static int stage_convert(node *nd, int bits, char *err, size_t errlen)
     return 0;
 }
 
-int stage_apply_set(node *nd, const proto_set_args *set, json_t *result, proto_error *e)
+static void set_entry_identity(const node *nd, json_t *result)
 {
     json_object_set_new(result, "name", json_string(nd->o.name));
     json_object_set_new(result, "first", json_integer(fwd_first(nd->fwd)));
     json_object_set_new(result, "last", json_integer(fwd_last(nd->fwd)));
+}
+
+/* 0 when this node's caches would fit its budget at the set's kv_bits,
+ * else kv_oom naming the stage. Changes nothing. */
+static int stage_set_fits(node *nd, const proto_set_args *set, proto_error *e)
+{
+    if (!set->has_kv_bits || set->kv_bits == nd->kv_bits)
+        return 0;
+    size_t growth = stage_growth(nd, set->kv_bits);
+    char msg[PROTO_MESSAGE_MAX];
+    size_t evict;
+    if (growth == 0 ||
+        guard_admit(node_mem(nd, 1), growth, 0, &evict, msg, sizeof msg) == GUARD_FITS)
+        return 0;
+    char who[PROTO_TEXT_MAX + 64];
+    stage_name_layers(nd, who, sizeof who);
+    return proto_fail(e, PROTO_E_KV_OOM, "kv_bits", "%s: kv_bits %d -> %d: %s", who, nd->kv_bits,
+                      set->kv_bits, msg);
+}
+
+/* A refusal goes into the stage's entry too, so that the round carries it. */
+static int set_verdict(json_t *result, int rc, const proto_error *e)
+{
+    json_object_set_new(result, "ok", json_boolean(rc == 0));
+    if (rc != 0) {
+        json_object_set_new(result, "code", json_string(proto_code_name(e->code)));
+        json_object_set_new(result, "message", json_string(e->message));
+    }
+    return rc;
+}
+
+int stage_check_set(node *nd, const proto_set_args *set, json_t *result, proto_error *e)
+{
+    set_entry_identity(nd, result);
+    return set_verdict(result, stage_set_fits(nd, set, e), e);
+}
+
+/* Applies a set that fits: converts the caches, then the knobs. */
+static int set_apply(node *nd, const proto_set_args *set, json_t *result, proto_error *e)
+{
+    set_entry_identity(nd, result);
+    if (stage_set_fits(nd, set, e) != 0)
+        return -1;
     if (set->has_kv_bits && set->kv_bits != nd->kv_bits) {
-        long long growth = stage_growth(nd, set->kv_bits);
-        if (growth > 0) {
-            char msg[PROTO_MESSAGE_MAX];
-            size_t evict;
-            if (guard_admit(node_mem(nd, 1), (size_t)growth, 0, &evict, msg, sizeof msg) !=
-                GUARD_FITS)
-                return proto_fail(e, PROTO_E_KV_OOM, "kv_bits",
-                                  "stage '%s': kv_bits %d -> %d: %s; nothing changed", nd->o.name,
-                                  nd->kv_bits, set->kv_bits, msg);
-        }
         size_t before = stage_kv_bytes(nd);
         double t0 = clock_ms();
         char err[256];
@@ -345,8 +422,34 @@ int stage_apply_set(node *nd, const proto_set_args *set, json_t *result, proto_e
                step_text);
     json_object_update(result, d);
     json_decref(d);
-    json_object_set_new(result, "ok", json_true());
     return 0;
+}
+
+int stage_apply_set(node *nd, uint64_t op, const proto_set_args *set, json_t *result,
+                    proto_error *e)
+{
+    set_undo before = {.op = op, .kv_bits = nd->kv_bits, .prefill_step = nd->prefill_step};
+    if (set_verdict(result, set_apply(nd, set, result, e), e) != 0)
+        return -1;
+    nd->undo = before;
+    return 0;
+}
+
+int stage_undo_set(node *nd, uint64_t op, json_t *result, proto_error *e)
+{
+    if (nd->undo.op != op) {
+        /* This stage never applied it: nothing to put back. */
+        set_entry_identity(nd, result);
+        json_object_set_new(result, "prefill_step", prefill_json(nd->prefill_step));
+        json_object_set_new(result, "kv_bits", json_integer(nd->kv_bits));
+        return set_verdict(result, 0, e);
+    }
+    proto_set_args back = {.has_kv_bits = 1,
+                           .kv_bits = nd->undo.kv_bits,
+                           .has_prefill_step = 1,
+                           .prefill_step = nd->undo.prefill_step};
+    nd->undo.op = 0;
+    return set_verdict(result, set_apply(nd, &back, result, e), e);
 }
 
 void stage_drop_sessions(node *nd, const json_t *names)
@@ -393,7 +496,7 @@ static void stage_report(node *nd, const ring_hdr *of, const proto_error *e)
         json_object_set_new(o, "message", json_string(e->message));
     }
     char err[256];
-    if (ring_report(nd->ring, nd->head_ep, &h, o, err, sizeof err) != 0)
+    if (ring_report(nd->ring, nd->head_ep, nd->head_key, &h, o, err, sizeof err) != 0)
         steplog_line(nd->log, "RING", "report to the head: %s", err);
     json_decref(o);
 }
@@ -410,13 +513,16 @@ static void stage_learn_head(node *nd, const json_t *o)
     const char *ep = jstr(o, "head");
     if (ep[0])
         snprintf(nd->head_ep, sizeof nd->head_ep, "%s", ep);
+    const char *key = jstr(o, "head_key");
+    if (key[0])
+        snprintf(nd->head_key, sizeof nd->head_key, "%s", key);
 }
 
 static void on_prepare(node *nd, ring_frame *f)
 {
     json_t *stages = json_object_get(f->json, "stages");
     json_t *drop = json_object_get(f->json, "drop");
-    if (!json_is_array(stages) || json_array_size(stages) >= PROTO_RING_MAX) {
+    if (json_array_size(stages) >= PROTO_RING_MAX) {
         /* A frame that went around more stages than a ring can hold is
          * circling a loop that misses its head: let it die here. */
         steplog_line(nd->log, "RING", "dropped a prepare frame with %zu stages",
@@ -428,16 +534,14 @@ static void on_prepare(node *nd, ring_frame *f)
         steplog_line(nd->log, "REQ", "%s abandoned by the head", nd->cur.req);
         stage_end(nd, 0, -1);
     }
-    if (!json_is_array(drop)) {
-        drop = json_array();
-        json_object_set_new(f->json, "drop", drop);
-    }
     stage_drop_sessions(nd, drop);
     stage_admission a;
     stage_admit(nd, jstr(f->json, "session"), jint(f->json, "pos", 0), jint(f->json, "ctx", 0),
-                drop, &a);
+                jint(f->json, "chunk", 1), drop, &a);
     json_t *entry = node_identity(nd);
     json_object_set_new(entry, "ok", json_boolean(a.code == PROTO_OK));
+    if (a.code == PROTO_OK)
+        json_object_set_new(entry, "chunk", json_integer(a.chunk));
     if (a.code != PROTO_OK) {
         json_object_set_new(entry, "code", json_string(proto_code_name(a.code)));
         json_object_set_new(entry, "message", json_string(a.message));
@@ -574,28 +678,26 @@ static void on_end(node *nd, ring_frame *f)
         stage_forward_frame(nd, f);
 }
 
+/* One round of a set (check, apply or undo): this stage's verdict joins
+ * the list, and the frame goes on back to the head. */
 static void on_set(node *nd, ring_frame *f)
 {
     stage_learn_head(nd, f->json);
     json_t *stages = json_object_get(f->json, "stages");
-    if (!json_is_array(stages) || json_array_size(stages) >= PROTO_RING_MAX) {
-        steplog_line(nd->log, "RING", "dropped a set frame without a valid stage list");
+    if (json_array_size(stages) >= PROTO_RING_MAX) {
+        steplog_line(nd->log, "RING", "dropped a %s frame that went past %d stages",
+                     ring_kind_name(f->h.kind), PROTO_RING_MAX);
         return;
     }
-    proto_set_args set;
+    proto_set_args set = set_from_json(f->json);
     json_t *entry = json_object();
     proto_error e;
-    if (stage_set_from_json(f->json, &set) != 0)
-        proto_fail(&e, PROTO_E_BAD_VALUE, "", "stage '%s': set frame with invalid values",
-                   nd->o.name);
-    else if (stage_apply_set(nd, &set, entry, &e) == 0)
-        e.code = PROTO_OK;
-    if (e.code != PROTO_OK) {
-        json_object_set_new(entry, "name", json_string(nd->o.name));
-        json_object_set_new(entry, "ok", json_false());
-        json_object_set_new(entry, "code", json_string(proto_code_name(e.code)));
-        json_object_set_new(entry, "message", json_string(e.message));
-    }
+    if (f->h.kind == RING_SET_CHECK)
+        stage_check_set(nd, &set, entry, &e);
+    else if (f->h.kind == RING_SET)
+        stage_apply_set(nd, f->h.op, &set, entry, &e);
+    else
+        stage_undo_set(nd, f->h.op, entry, &e);
     json_array_append_new(stages, entry);
     stage_forward_frame(nd, f);
     stage_report(nd, &f->h, NULL);
@@ -623,7 +725,9 @@ void stage_on_frame(node *nd, ring_frame *f)
     case RING_END:
         on_end(nd, f);
         return;
+    case RING_SET_CHECK:
     case RING_SET:
+    case RING_SET_UNDO:
         on_set(nd, f);
         return;
     case RING_DROP:

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "protocol.h"
+#include "engine/proto/protocol.h"
 
 typedef struct steplog steplog;
 

@@ -10,48 +10,204 @@
 
 #include <zmq.h>
 
+#include "engine/sys/clock.h"
+#include "subguard.h"
+
+/* No message a subscriber sends is longer, handshake included (a plain
+ * one's READY is some 30 bytes, CURVE's INITIATE some 300), let alone a
+ * subscription to a topic: ZeroMQ drops the connection that sends one. */
+#define TEL_SUB_BYTES 64
+#define TEL_SUB_BYTES_CURVE 512
+/* ZeroMQ keeps every subscription a connection sends, even those the node
+ * ignores; after this many that match no topic the socket is reopened,
+ * which frees them all (a few MiB of its tables at most). */
+#define TEL_JUNK_MAX 256
+/* With a queue of one, ZeroMQ takes a connection's subscriptions in about
+ * as fast as the node reads them, so that what it holds stays near the
+ * count above; a subscriber sends only a few. */
+#define TEL_RCVHWM 1
+/* How long reopening may retry binding the endpoint. */
+#define TEL_REBIND_MS 1000.0
+
 struct tel {
+    void *zctx;
+    char *endpoint;
+    char *extra;        /* a second endpoint (tel_bind), or NULL */
+    curve_keypair keys; /* public_key "": no CURVE */
     void *pub;
+    subguard *guard; /* watches pub's connections */
+    int bound;       /* 0: reopening could not bind the endpoint yet */
+    int junk;        /* subscriptions matching no topic since the socket opened */
     proto_head head; /* node name; seq of the next message */
 };
+
+/* A new socket for t->pub, not bound yet. */
+static int tel_socket_new(tel *t, char *err, size_t errlen)
+{
+    t->pub = zmq_socket(t->zctx, ZMQ_XPUB);
+    if (!t->pub) {
+        snprintf(err, errlen, "zmq_socket: %s", zmq_strerror(errno));
+        return -1;
+    }
+    int linger = 0, manual = 1, hwm = TEL_RCVHWM;
+    int64_t max = t->keys.public_key[0] ? TEL_SUB_BYTES_CURVE : TEL_SUB_BYTES;
+    zmq_setsockopt(t->pub, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(t->pub, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(t->pub, ZMQ_XPUB_MANUAL, &manual, sizeof manual);
+    zmq_setsockopt(t->pub, ZMQ_MAXMSGSIZE, &max, sizeof max);
+    if (t->keys.public_key[0] && curve_server_apply(t->pub, &t->keys, err, errlen) != 0)
+        return -1;
+    return subguard_start(&t->guard, t->zctx, t->pub, t->endpoint, err, errlen);
+}
+
+static void tel_socket_close(tel *t)
+{
+    subguard_stop(t->guard);
+    t->guard = NULL;
+    if (t->pub)
+        zmq_close(t->pub);
+    t->pub = NULL;
+}
+
+/* Binds t->pub to the endpoint and the extra one, if any. */
+static int bind_all(tel *t, char *err, size_t errlen)
+{
+    t->bound = zmq_bind(t->pub, t->endpoint) == 0;
+    if (!t->bound)
+        snprintf(err, errlen, "--telemetry %s: %s", t->endpoint, zmq_strerror(errno));
+    else if (t->extra && zmq_bind(t->pub, t->extra) != 0) {
+        snprintf(err, errlen, "telemetry %s: %s", t->extra, zmq_strerror(errno));
+        t->bound = 0;
+    }
+    return t->bound ? 0 : -1;
+}
 
 int tel_open(tel **out, void *zctx, const char *endpoint, const char *node,
              const curve_keypair *curve, char *err, size_t errlen)
 {
     tel *t = calloc(1, sizeof *t);
-    if (!t) {
+    if (!t || !(t->endpoint = strdup(endpoint))) {
+        free(t);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    t->zctx = zctx;
+    if (curve)
+        t->keys = *curve;
     snprintf(t->head.node, sizeof t->head.node, "%s", node);
-    t->pub = zmq_socket(zctx, ZMQ_PUB);
-    if (!t->pub) {
-        snprintf(err, errlen, "zmq_socket: %s", zmq_strerror(errno));
-        free(t);
+    if (tel_socket_new(t, err, errlen) != 0 || bind_all(t, err, errlen) != 0) {
+        tel_close(t);
         return -1;
-    }
-    int linger = 0;
-    zmq_setsockopt(t->pub, ZMQ_LINGER, &linger, sizeof linger);
-    if (curve && curve_server_apply(t->pub, curve, err, errlen) != 0)
-        goto fail;
-    if (zmq_bind(t->pub, endpoint) != 0) {
-        snprintf(err, errlen, "--telemetry %s: %s", endpoint, zmq_strerror(errno));
-        goto fail;
     }
     *out = t;
     return 0;
-fail:
-    zmq_close(t->pub);
-    free(t);
-    return -1;
 }
 
 void tel_close(tel *t)
 {
     if (!t)
         return;
-    zmq_close(t->pub);
+    tel_socket_close(t);
+    free(t->endpoint);
+    free(t->extra);
     free(t);
+}
+
+int tel_bind(tel *t, const char *endpoint, char *err, size_t errlen)
+{
+    if (t->extra) {
+        snprintf(err, errlen, "telemetry %s: the socket has a second endpoint already", endpoint);
+        return -1;
+    }
+    if (!(t->extra = strdup(endpoint))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (zmq_bind(t->pub, endpoint) != 0) {
+        snprintf(err, errlen, "telemetry %s: %s", endpoint, zmq_strerror(errno));
+        free(t->extra);
+        t->extra = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void *tel_socket(tel *t)
+{
+    return t->pub;
+}
+
+/* Closes the socket and binds a new one: subscribers reconnect and
+ * subscribe again by themselves; what is published meanwhile is lost. */
+static int tel_reopen(tel *t, char *err, size_t errlen)
+{
+    tel_socket_close(t);
+    t->junk = 0;
+    if (tel_socket_new(t, err, errlen) != 0) {
+        tel_socket_close(t);
+        return -1;
+    }
+    double until = clock_ms() + TEL_REBIND_MS;
+    /* The old listener closes on ZeroMQ's I/O thread: the port may take a
+     * moment to be free again. */
+    while (bind_all(t, err, errlen) != 0 && clock_ms() < until)
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    return t->bound ? 0 : -1;
+}
+
+/* 1 when a subscription of len bytes is "" or a prefix of a topic. */
+static int topic_prefix(const unsigned char *s, size_t len)
+{
+    for (int k = PROTO_TOPIC_STEP; k < PROTO_TOPIC_UNKNOWN; k++) {
+        const char *name = proto_topic_name((proto_topic)k);
+        if (len <= strlen(name) && memcmp(name, s, len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int tel_subscriptions(tel *t, char *err, size_t errlen)
+{
+    if (!t->bound) {
+        /* A reopening that failed: one more try, without waiting. */
+        if ((!t->pub && tel_socket_new(t, err, errlen) != 0) || bind_all(t, err, errlen) != 0)
+            return 0;
+        snprintf(err, errlen, "the telemetry socket is bound again");
+        return 1;
+    }
+    char from[64] = "?";
+    for (;;) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, t->pub, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&m);
+            break;
+        }
+        /* A byte 1 (subscribe) or 0 (unsubscribe), then the prefix; it
+         * applies to the connection that sent it, read last. */
+        const unsigned char *p = zmq_msg_data(&m);
+        size_t len = zmq_msg_size(&m);
+        if (len >= 1 && p[0] <= 1 && topic_prefix(p + 1, len - 1)) {
+            zmq_setsockopt(t->pub, p[0] ? ZMQ_SUBSCRIBE : ZMQ_UNSUBSCRIBE, p + 1, len - 1);
+        } else if (len >= 1 && p[0] == 1) {
+            const char *peer = zmq_msg_gets(&m, "Peer-Address");
+            snprintf(from, sizeof from, "%s", peer ? peer : "?");
+            t->junk++;
+        }
+        zmq_msg_close(&m);
+    }
+    if (t->junk < TEL_JUNK_MAX)
+        return 0;
+    char why[256] = "";
+    if (tel_reopen(t, why, sizeof why) != 0) {
+        snprintf(err, errlen, "cannot reopen the telemetry socket: %s", why);
+        return -1;
+    }
+    snprintf(err, errlen,
+             "reopened the telemetry socket after %d subscriptions that match no topic (the last "
+             "from %s); subscribers reconnect by themselves",
+             TEL_JUNK_MAX, from);
+    return 1;
 }
 
 unsigned long long tel_seq(const tel *t)

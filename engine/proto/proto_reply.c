@@ -80,6 +80,11 @@ char *proto_reply_ok(const char *id, const json_t *results)
 
 char *proto_reply_error(const char *id, const proto_error *err)
 {
+    return proto_reply_error_with(id, err, NULL);
+}
+
+char *proto_reply_error_with(const char *id, const proto_error *err, const json_t *results)
+{
     json_t *e = json_pack("{s:s,s:o}", "code", proto_code_name(err->code), "message",
                           jw_string(err->message));
     if (e && err->field[0] && json_object_set_new(e, "field", jw_string(err->field))) {
@@ -88,7 +93,8 @@ char *proto_reply_error(const char *id, const proto_error *err)
     }
     json_t *o = reply_head(id, 1);
     if (!o || !e || json_object_set_new(o, "ok", json_false()) ||
-        json_object_set_new(o, "error", e)) {
+        json_object_set_new(o, "error", e) ||
+        (results && json_object_update_missing(o, (json_t *)results))) {
         json_decref(o);
         return NULL;
     }
@@ -198,13 +204,14 @@ json_t *proto_status_json(const char *node, const proto_status *s)
                           : json_integer(s->config.prefill_step);
     json_t *o = json_pack(
         "{s:o,s:o,"
-        "s:{s:o,s:o,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:[i,i]},"
+        "s:{s:o,s:o,s:o,s:o,s:o,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:[i,i]},"
         "s:{s:o,s:i,s:i,s:i},"
         "s:{s:I,s:I,s:I,s:I,s:I,s:I},"
         "s:i,s:i,s:o,s:i,s:i,s:o,s:{s:b}}",
         "node", jw_string(node), "version", jw_string(s->version),
         "model", "name", jw_string(s->model.name), "fingerprint", jw_string(s->model.fingerprint),
-        "dim", s->model.dim, "hidden_dim", s->model.hidden_dim, "n_layers", s->model.n_layers,
+        "format", jw_string(s->model.format), "arch", jw_string(s->model.arch), "weight_types",
+        jw_string(s->model.weight_types), "dim", s->model.dim, "hidden_dim", s->model.hidden_dim, "n_layers", s->model.n_layers,
         "n_heads", s->model.n_heads, "n_kv_heads", s->model.n_kv_heads, "vocab_size",
         s->model.vocab_size, "seq_len", s->model.seq_len, "layers", s->model.layer_first,
         s->model.layer_last,
@@ -217,6 +224,12 @@ json_t *proto_status_json(const char *node, const proto_status *s)
         "sessions", s->sessions, "active", s->active, "uptime_s", real_or_null(s->uptime_s),
         "stage", s->stage,
         "n_stages", s->n_stages, "ring", ring, "security", "curve", s->curve);
+    if (o && s->model.chat_template[0] &&
+        json_object_set_new(json_object_get(o, "model"), "chat_template",
+                            jw_string(s->model.chat_template))) {
+        json_decref(o);
+        return NULL;
+    }
     if (o && s->warning[0] &&
         json_object_set_new(json_object_get(o, "security"), "warning", jw_string(s->warning))) {
         json_decref(o);
@@ -255,13 +268,19 @@ static int status_model(const json_t *m, proto_status *out, char *err, size_t er
     return jr_str(m, "name", out->model.name, sizeof out->model.name, err, errlen) ||
                    jr_str(m, "fingerprint", out->model.fingerprint,
                           sizeof out->model.fingerprint, err, errlen) ||
+                   jr_str(m, "format", out->model.format, sizeof out->model.format, err, errlen) ||
+                   jr_str(m, "arch", out->model.arch, sizeof out->model.arch, err, errlen) ||
+                   jr_str(m, "weight_types", out->model.weight_types,
+                          sizeof out->model.weight_types, err, errlen) ||
                    jr_int(m, "dim", &out->model.dim, err, errlen) ||
                    jr_int(m, "hidden_dim", &out->model.hidden_dim, err, errlen) ||
                    jr_int(m, "n_layers", &out->model.n_layers, err, errlen) ||
                    jr_int(m, "n_heads", &out->model.n_heads, err, errlen) ||
                    jr_int(m, "n_kv_heads", &out->model.n_kv_heads, err, errlen) ||
                    jr_int(m, "vocab_size", &out->model.vocab_size, err, errlen) ||
-                   jr_int(m, "seq_len", &out->model.seq_len, err, errlen)
+                   jr_int(m, "seq_len", &out->model.seq_len, err, errlen) ||
+                   jr_str(m, "chat_template", out->model.chat_template,
+                          sizeof out->model.chat_template, err, errlen)
                ? -1
                : 0;
 }

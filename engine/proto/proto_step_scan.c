@@ -26,7 +26,7 @@
  * multiplication or division rounds correctly, Clinger's fast path). That
  * covers every number proto_step_encode writes for realistic values
  * (3 or 6 decimals, "%.6g" beyond 1e12); any other number goes to jansson
- * with the rest of its message. tests/engine/test_step_scan.c and
+ * with the rest of its message. tests/engine/proto/test_step_scan.c and
  * tests/fuzz/fuzz_telemetry.c check the two decoders agree.
  */
 #include "proto_step_scan.h"

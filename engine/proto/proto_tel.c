@@ -147,6 +147,8 @@ char *proto_req_encode(const proto_head *h, const proto_req_msg *m)
     int bad = !o;
     if (!bad && m->session[0])
         bad = json_object_set_new(o, "session", jw_string(m->session));
+    if (!bad && !m->end && m->origin[0])
+        bad = json_object_set_new(o, "origin", jw_string(m->origin));
     if (!bad && !m->end)
         bad = json_object_set_new(o, "source",
                                   json_string(source_names[m->source <= PROTO_SOURCE_SYNTHETIC
@@ -262,6 +264,7 @@ static int decode_req(const json_t *o, proto_req_msg *m, char *err, size_t errle
         jr_str(o, "state", state, sizeof state, err, errlen) ||
         jr_str(o, "session", m->session, sizeof m->session, err, errlen) ||
         jr_str(o, "source", source, sizeof source, err, errlen) ||
+        jr_str(o, "origin", m->origin, sizeof m->origin, err, errlen) ||
         jr_int(o, "prompt_tokens", &m->prompt_tokens, err, errlen) ||
         jr_int(o, "max_tokens", &m->max_tokens, err, errlen) ||
         jr_bool(o, "ok", &m->ok, err, errlen))

@@ -80,11 +80,11 @@ const char *proto_op_name(proto_op op)
 
 /* The fields each op takes besides v, id and op; the error message for an
  * unknown field lists them. */
-static const char *const op_fields[PROTO_OP_COUNT][9] = {
+static const char *const op_fields[PROTO_OP_COUNT][10] = {
     [PROTO_OP_STATUS] = {NULL},
     [PROTO_OP_SET] = {"prefill_step", "kv_bits", NULL},
     [PROTO_OP_GENERATE] = {"prompt", "tokens", "synthetic_tokens", "max_tokens", "temperature",
-                           "top_p", "seed", "session", NULL},
+                           "top_p", "seed", "session", "origin", NULL},
     [PROTO_OP_CANCEL] = {"target", NULL},
     [PROTO_OP_DROP_SESSION] = {"session", NULL},
 };
@@ -308,6 +308,8 @@ static int decode_generate(const json_t *root, proto_generate_args *a, proto_err
         a->seed = (uint64_t)x;
     }
     if ((v = json_object_get(root, "session")) && get_name(v, "session", a->session, err))
+        return -1;
+    if ((v = json_object_get(root, "origin")) && get_name(v, "origin", a->origin, err))
         return -1;
     /* Last: the prompt source is the only part that allocates. */
     return decode_source(root, a, err);

@@ -136,6 +136,7 @@ typedef struct proto_generate_args {
     int has_seed;           /* 0: the node picks one */
     uint64_t seed;
     char session[PROTO_ID_MAX + 1]; /* "" = no session: KV freed at the end */
+    char origin[PROTO_ID_MAX + 1];  /* "" or who sent it ("http": the node's HTTP server) */
 } proto_generate_args;
 
 typedef struct proto_request {
@@ -171,6 +172,9 @@ char *proto_reply_ok(const char *id, const json_t *results);
 /* The final error frame: {"v":1,"id":..,"done":true,"ok":false,
  * "error":{"code":..,"message":..[,"field":..]}}. */
 char *proto_reply_error(const char *id, const proto_error *err);
+/* The same with every field of `results` (an object, or NULL; borrowed)
+ * added: a failed generate's "stats". */
+char *proto_reply_error_with(const char *id, const proto_error *err, const json_t *results);
 
 /* Statistics of one generate request (its final frame's "stats"). */
 typedef struct proto_stats {
@@ -215,8 +219,12 @@ typedef struct proto_status {
     struct {
         char name[PROTO_TEXT_MAX];
         char fingerprint[65];
+        char format[16];                  /* "gguf", "llama2.c", "synthetic" */
+        char arch[16];                    /* "llama" */
+        char weight_types[PROTO_TEXT_MAX]; /* "Q4_K_M: q4_K 25, q6_K 5, f32 9" */
         int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
         int layer_first, layer_last;  /* layers held: [first, last) */
+        char chat_template[32];       /* chat format of the HTTP API ("plain", "llama3", ...) */
     } model;
     struct {
         int prefill_step;           /* PROTO_PREFILL_AUTO or a size */
@@ -303,6 +311,7 @@ typedef struct proto_req_msg {
     int end;                /* 0: "state":"start", 1: "state":"end" */
     char session[PROTO_ID_MAX + 1];
     proto_source source;    /* start */
+    char origin[PROTO_ID_MAX + 1]; /* start: "" or the request's origin */
     int prompt_tokens;      /* start: prompt length (synthetic included) */
     int max_tokens;         /* start */
     int ok;                 /* end */

@@ -34,21 +34,28 @@
  *   at depth     the same fill to DEPTH positions, then a PREFILL_N-token
  *                chunk: median of CHUNK_RUNS after a warm-up, the cache
  *                rolled back to DEPTH between runs.
+ *   GGUF         synth:110m written by `inferd quantize` (into $BENCH_DIR,
+ *                kept there while newer than $B/bin/inferd) at each of
+ *                GGUF_TYPES, then decode and prefill as above, in the
+ *                same brackets of triad and sgemm. The bytes a token reads
+ *                are the file's: quantized blocks, scales included.
  */
 #include <cblas.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "benchlib.h"
-#include "blas.h"
-#include "forward.h"
-#include "kvcache.h"
-#include "model.h"
-#include "pool.h"
+#include "engine/compute/blas.h"
+#include "engine/compute/forward.h"
+#include "engine/compute/kvcache.h"
+#include "engine/model/model.h"
+#include "engine/model/weights.h"
+#include "engine/compute/pool.h"
 
 #define TRIAD_N ((size_t)48 << 20) /* doubles per array: 3 x 384 MiB */
 #define TRIAD_RUNS 8
@@ -67,6 +74,15 @@ static const int CTXS[] = {1024, 8192, 32768};
 static const int BITS[] = {16, 8, 4};
 #define N_CTX 3
 #define N_BITS 3
+
+/* The GGUF file types measured, with the decode bar of each (a share of
+ * the bandwidth limit; none for F32, whose bar is synth:110m's above). */
+static const struct {
+    const char *type;
+    double decode_bar;
+} GGUF_TYPES[] = {{"F32", 0}, {"F16", 0.85}, {"Q8_0", 0.85}, {"Q4_0", 0.85}, {"Q4_K_M", 0.75}};
+#define N_GGUF (int)(sizeof GGUF_TYPES / sizeof GGUF_TYPES[0])
+#define GGUF_PREFILL_BAR 0.6
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -179,8 +195,9 @@ static double layer_params(const model_config *c)
 static double decode_weight_bytes(const model *m)
 {
     const model_config *c = model_config_of(m);
-    double table = (double)c->vocab_size * c->dim * sizeof(float);
-    double bytes = (double)model_stage_bytes(m, 0, c->n_layers) - table + c->dim * sizeof(float);
+    const wmat *e = model_token_embedding(m);
+    double table = (double)e->rows * (double)e->row_bytes;
+    double bytes = (double)model_stage_bytes(m, 0, c->n_layers) - table + (double)e->row_bytes;
     return c->shared_classifier ? bytes + table : bytes;
 }
 
@@ -454,24 +471,41 @@ static void report_limits(bench *b, const limits *lim)
     bench_add(b, name, lim->gflops, "GFLOP/s", NULL, -1);
 }
 
-static void report_decode(bench *b, const model *m, const point *pt, double gbs)
+/* A share of a limit as a row, with its bar when bar > 0. */
+static void add_share(bench *b, const char *name, double value, double limit, double bar)
 {
-    double tok_s = 1e3 / pt->step_ms;
-    double limit = gbs * 1e9 / decode_weight_bytes(m);
-    bench_add(b, "decode synth:110m", tok_s, "tok/s", NULL, -1);
-    bench_add(b, "decode bandwidth limit", limit, "tok/s", NULL, -1);
-    bench_add(b, "decode / bandwidth limit", 100 * tok_s / limit, "%", ">= 90 %",
-              tok_s >= 0.9 * limit);
+    char target[16];
+    snprintf(target, sizeof target, ">= %.0f %%", 100 * bar);
+    bench_add(b, name, 100 * value / limit, "%", bar > 0 ? target : NULL,
+              bar > 0 ? value >= bar * limit : -1);
 }
 
-static void report_prefill(bench *b, const model *m, const point *pt, double gflops)
+/* `what` names the model in the rows: "synth:110m", "synth:110m Q8_0". */
+static void report_decode(bench *b, const char *what, double weight_bytes, const point *pt,
+                          double gbs, double bar)
 {
-    double achieved = chunk_flops(model_config_of(m), 0, PREFILL_N) / (pt->step_ms * 1e-3) / 1e9;
-    bench_add(b, "prefill synth:110m, chunk 512", PREFILL_N * 1e3 / pt->step_ms, "tok/s", NULL,
-              -1);
-    bench_add(b, "prefill compute", achieved, "GFLOP/s", NULL, -1);
-    bench_add(b, "prefill / sgemm", 100 * achieved / gflops, "%", ">= 70 %",
-              achieved >= 0.7 * gflops);
+    char name[96];
+    double tok_s = 1e3 / pt->step_ms;
+    double limit = gbs * 1e9 / weight_bytes;
+    snprintf(name, sizeof name, "decode %s", what);
+    bench_add(b, name, tok_s, "tok/s", NULL, -1);
+    snprintf(name, sizeof name, "decode %s bandwidth limit", what);
+    bench_add(b, name, limit, "tok/s", NULL, -1);
+    snprintf(name, sizeof name, "decode %s / bandwidth limit", what);
+    add_share(b, name, tok_s, limit, bar);
+}
+
+static void report_prefill(bench *b, const char *what, const model_config *c, const point *pt,
+                           double gflops, double bar)
+{
+    char name[96];
+    double achieved = chunk_flops(c, 0, PREFILL_N) / (pt->step_ms * 1e-3) / 1e9;
+    snprintf(name, sizeof name, "prefill %s, chunk 512", what);
+    bench_add(b, name, PREFILL_N * 1e3 / pt->step_ms, "tok/s", NULL, -1);
+    snprintf(name, sizeof name, "prefill %s compute", what);
+    bench_add(b, name, achieved, "GFLOP/s", NULL, -1);
+    snprintf(name, sizeof name, "prefill %s / sgemm", what);
+    add_share(b, name, achieved, gflops, bar);
 }
 
 /* Decode at every (bits, context): step time, peak RSS and KV bytes, and
@@ -533,6 +567,100 @@ static int report_depth(bench *b, const model *m, int threads, int *formula_miss
     return 0;
 }
 
+/* ---- GGUF files ---- */
+
+/* One file type's measurements, kept for the report after the limits. */
+typedef struct gguf_run {
+    double weight_bytes;
+    model_config c;
+    point decode, prefill;
+} gguf_run;
+
+/* Modification time of path in seconds, or -1 when it does not exist. */
+static double mtime_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (double)st.st_mtim.tv_sec + 1e-9 * st.st_mtim.tv_nsec : -1;
+}
+
+/* synth:110m as a GGUF file of `type` in the bench directory, written by
+ * `inferd quantize` unless a file newer than the binary is there. */
+static int gguf_file(const char *type, char *path, size_t len, char *err, size_t errlen)
+{
+    const char *dir = bench_dir(), *build = getenv("B");
+    char inferd[512];
+    snprintf(inferd, sizeof inferd, "%s/bin/inferd", build && *build ? build : "build");
+    if (!dir) {
+        snprintf(err, errlen, "no bench directory for the GGUF files");
+        return -1;
+    }
+    snprintf(path, len, "%s/synth-110m-%s.gguf", dir, type);
+    double built = mtime_of(inferd);
+    if (built < 0) {
+        snprintf(err, errlen, "%.200s: %s", inferd, strerror(errno));
+        return -1;
+    }
+    if (mtime_of(path) > built)
+        return 0;
+    fprintf(stderr, "bench_engine: inferd quantize --model synth:110m --type %s\n", type);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(STDERR_FILENO, STDOUT_FILENO); /* the table alone on stdout */
+        execl(inferd, "inferd", "quantize", "--model", "synth:110m", "--type", type, "--out", path,
+              (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        snprintf(err, errlen, "inferd quantize to %.300s failed (status %d)", path, status);
+        return -1;
+    }
+    return 0;
+}
+
+static int measure_gguf(int threads, gguf_run *runs, char *err, size_t errlen)
+{
+    for (int i = 0; i < N_GGUF; i++) {
+        char path[4096];
+        model *m;
+        if (gguf_file(GGUF_TYPES[i].type, path, sizeof path, err, errlen) != 0 ||
+            model_load(&m, path, err, errlen) != 0)
+            return -1;
+        runs[i].weight_bytes = decode_weight_bytes(m);
+        runs[i].c = *model_config_of(m);
+        job jd = {m, threads, 16, PROMPT, 1, DECODE_STEPS};
+        job jp = {m, threads, 16, 0, PREFILL_N, CHUNK_RUNS};
+        int rc = measure_in_child(&jd, &runs[i].decode, err, errlen);
+        if (rc == 0)
+            rc = measure_in_child(&jp, &runs[i].prefill, err, errlen);
+        model_free(m);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void report_gguf(bench *b, const gguf_run *runs, const limits *lim)
+{
+    char what[64];
+    for (int i = 0; i < N_GGUF; i++) {
+        snprintf(what, sizeof what, "synth:110m %s", GGUF_TYPES[i].type);
+        report_decode(b, what, runs[i].weight_bytes, &runs[i].decode, lim->gbs,
+                      GGUF_TYPES[i].decode_bar);
+    }
+    for (int i = 0; i < N_GGUF; i++) {
+        snprintf(what, sizeof what, "synth:110m %s", GGUF_TYPES[i].type);
+        report_prefill(b, what, &runs[i].c, &runs[i].prefill, lim->gflops, GGUF_PREFILL_BAR);
+    }
+}
+
 static int report_embedded(bench *b, int threads, char *err, size_t errlen)
 {
     model *m;
@@ -555,6 +683,7 @@ static int engine_bars(bench *b, int threads, char *err, size_t errlen)
     limits lim = {0, 0};
     model *m;
     point decode, prefill;
+    gguf_run runs[N_GGUF];
     int misses = 0;
     if (measure_limits(threads, &lim, err, errlen) != 0)
         return -1;
@@ -569,11 +698,14 @@ static int engine_bars(bench *b, int threads, char *err, size_t errlen)
     if (rc == 0)
         rc = measure_in_child(&jp, &prefill, err, errlen);
     if (rc == 0)
+        rc = measure_gguf(threads, runs, err, errlen);
+    if (rc == 0)
         rc = measure_limits(threads, &lim, err, errlen);
     if (rc == 0) {
         report_limits(b, &lim);
-        report_decode(b, m, &decode, lim.gbs);
-        report_prefill(b, m, &prefill, lim.gflops);
+        report_decode(b, "synth:110m", decode_weight_bytes(m), &decode, lim.gbs, 0.9);
+        report_prefill(b, "synth:110m", model_config_of(m), &prefill, lim.gflops, 0.7);
+        report_gguf(b, runs, &lim);
         rc = report_contexts(b, m, threads, &misses, err, errlen);
     }
     if (rc == 0)

@@ -29,8 +29,8 @@
 #include <zmq.h>
 
 #include "benchlib.h"
-#include "client.h"
-#include "clock.h"
+#include "engine/proto/client.h"
+#include "engine/sys/clock.h"
 
 #define MODEL "synth:dim=512,hidden=1536,layers=6,heads=8,kv_heads=8,vocab=8192"
 #define N_LAYERS 6

@@ -25,9 +25,9 @@
 #include <zmq.h>
 
 #include "benchlib.h"
-#include "blas.h"
-#include "forward.h"
-#include "protocol.h"
+#include "engine/compute/blas.h"
+#include "engine/compute/forward.h"
+#include "engine/proto/protocol.h"
 
 #define N_ENCODE 1000000
 #define N_JANSSON 200000

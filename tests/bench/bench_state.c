@@ -23,8 +23,8 @@
 #include <time.h>
 
 #include "benchlib.h"
-#include "protocol.h"
-#include "state.h"
+#include "engine/proto/protocol.h"
+#include "tui/core/state.h"
 
 #define NODES 8
 #define MSG_VARIANTS 1024

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "benchlib.h"
-#include "store.h"
+#include "store/store.h"
 
 #define INSERT_ROWS 2000000
 #define SUMMARY_ROWS 1000000

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blas.h"
+#include "engine/compute/blas.h"
 
 struct bench {
     char *part;
@@ -150,19 +150,27 @@ static int make_dirs(const char *dir)
     return mkdir(path, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-static int write_json(const bench *b)
+const char *bench_dir(void)
 {
     const char *dir = getenv("BENCH_DIR");
-    char path[4096], stamp[32];
-    time_t now = time(NULL);
-    struct tm tm;
-
     if (!dir || !*dir)
         dir = "build/bench";
     if (make_dirs(dir) != 0) {
         fprintf(stderr, "bench: cannot create directory %s: %s\n", dir, strerror(errno));
-        return -1;
+        return NULL;
     }
+    return dir;
+}
+
+static int write_json(const bench *b)
+{
+    const char *dir = bench_dir();
+    char path[4096], stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+
+    if (!dir)
+        return -1;
     snprintf(path, sizeof path, "%s/%s.json", dir, b->part);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
     json_t *doc = json_pack("{s:s, s:s, s:o, s:O}", "part", b->part, "timestamp", stamp, "machine",

@@ -27,6 +27,10 @@ void bench_add(bench *b, const char *name, double value, const char *unit, const
  * file could not be written or a row was lost (message on stderr). */
 int bench_close(bench *b);
 
+/* $BENCH_DIR (default build/bench), created when missing; NULL (message
+ * on stderr) when it cannot be. Benches keep their inputs there too. */
+const char *bench_dir(void);
+
 /* Monotonic clock in seconds, for timing the measured code. */
 double bench_now(void);
 

@@ -66,7 +66,7 @@ refuses() { # description, expected status, expected message part, args...
 }
 
 root=${INFERTOP_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-head -c 1000000 "$root/engine/models/stories260K.bin" >"$tmp/short.bin"
+head -c 1000000 "$root/engine/model/embedded/stories260K.bin" >"$tmp/short.bin"
 refuses "--kv-bits 5" 2 "--kv-bits: '5'" generate --prompt hi --kv-bits 5
 refuses "--steps x" 2 "--steps: 'x'" generate --prompt hi --steps x
 refuses "--prefill-step 0" 2 "--prefill-step: '0'" generate --prompt hi --prefill-step 0

@@ -75,6 +75,42 @@ check "the message names the cap" grep -q -- "--max-ctx 100" "$tmp/cap"
 call "$X" generate '{"synthetic_tokens":50,"max_tokens":40}' >"$tmp/cap"
 check "a context within it runs" [ "$(get ok <"$tmp/cap" | tail -n 1)" = true ]
 
+# ---- prefill scratch: counted, capped, and given back
+# hidden 16384: a step's scratch is 137 KB per position (a 1024-position
+# chunk: 140 MB) while attention stays cheap.
+S="synth:dim=256,hidden=16384,layers=1,heads=4,kv_heads=1,vocab=512"
+start sprobe --model "$S" --control "$(ep "$P1")" --telemetry "$(ep "$P2")" --threads 1
+up "$(ep "$P1")" || { fail "scratch probe started"; finish; exit 1; }
+call "$(ep "$P1")" generate '{"tokens":[5],"max_tokens":1}' >/dev/null
+sbase=$(rss_of "$(ep "$P1")")
+stop sprobe
+# Room above the reserve for a 64 MB chunk's scratch, not for 1024 positions.
+slimit=$((sbase + 32 * MiB + 64 * MiB))
+SC=$(ep "$P1")
+start scratch --model "$S" --control "$SC" --telemetry "$(ep "$P2")" --threads 1 \
+    --prefill-step 1024 --mem-limit "$slimit" --step-target-ms 1000000
+up "$SC" || { fail "scratch node started"; finish; exit 1; }
+peak() { echo $(($(awk '/^VmHWM:/ { print $2 }' "/proc/$PID_scratch/status") * 1024)); }
+"$CTL" listen "$(ep "$P2")" 60 --until-end big >"$tmp/stel" &
+sl=$!
+sleep 0.5
+call "$SC" generate '{"synthetic_tokens":1024,"max_tokens":1}' --id big >"$tmp/big"
+wait $sl
+check "a 1024-token prompt at prefill_step 1024 is served" [ "$(get ok <"$tmp/big" | tail -n 1)" = true ]
+chunks=$(get topic req phase tokens <"$tmp/stel" | awk '$1 == "step" && $2 == "big" && $3 == "prefill" { printf "%s ", $4 }')
+capped() { [ "$1" -lt 1024 ] && [ $# -gt 1 ]; }
+check "in chunks smaller than 1024 that fit the budget ($chunks)" capped $chunks
+check "peak RSS stayed within --mem-limit ($(peak) <= $slimit)" [ "$(peak)" -le "$slimit" ]
+call "$SC" generate '{"tokens":[5,6],"max_tokens":1}' >"$tmp/after"
+check "the next request is admitted: the scratch went back" [ "$(get ok <"$tmp/after" | tail -n 1)" = true ]
+check "and headroom is back above the reserve" \
+    [ "$(call "$SC" status | get memory.headroom)" -gt $((32 * MiB)) ]
+call "$SC" set '{"prefill_step":"auto"}' >/dev/null
+call "$SC" generate '{"synthetic_tokens":1024,"max_tokens":1}' >"$tmp/auto"
+check "prefill_step auto is capped the same way" [ "$(get ok <"$tmp/auto" | tail -n 1)" = true ]
+check "peak RSS still within --mem-limit ($(peak) <= $slimit)" [ "$(peak)" -le "$slimit" ]
+stop scratch
+
 # ---- in a ring, the stage that cannot fit is named
 H=$(ep "$P7")
 start ring_h --model "$M" --layers 0:1 --control "$H" --telemetry "$(ep "$P8")" \

@@ -203,6 +203,9 @@ check "stop on a stopped node is not an error" sh -c "[ $? = 0 ] && grep -q 'was
 # ---- one pool (as the console uses it): the node's connection is kept
 # between jobs, and opened again after it dropped
 mkfifo "$tmp/pool.in"
+# Created here, not by the redirection below: that one happens only once
+# the FIFO has a writer, and ask() reads the file before.
+: >"$tmp/pool.out"
 "$root/${B:-build}/tests/poolctl" "$conf" s0 <"$tmp/pool.in" >"$tmp/pool.out" 2>&1 &
 pool=$!
 pids="$pids $pool"

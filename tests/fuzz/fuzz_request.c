@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "protocol.h"
+#include "engine/proto/protocol.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

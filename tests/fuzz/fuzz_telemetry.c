@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto_step_scan.h"
-#include "protocol.h"
+#include "engine/proto/proto_step_scan.h"
+#include "engine/proto/protocol.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

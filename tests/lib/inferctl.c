@@ -7,17 +7,33 @@
  *       for MS milliseconds (default 30000) or the transport failed. With
  *       --curve, talks CURVE with the key pair in KEY to the node whose
  *       public key is in PUB.
- *   inferctl raw EP TEXT [--timeout MS] [--curve KEY PUB]
+ *   inferctl raw EP TEXT [--timeout MS] [--curve KEY PUB] [--frames N] [--size BYTES]
  *       sends TEXT as one frame, as it is, and prints the reply (exit codes
- *       as above).
+ *       as above). --size repeats TEXT up to BYTES bytes; --frames sends
+ *       the frame N times as one multipart message.
  *   inferctl listen EP SECONDS [--until-end REQ]
  *       subscribes to every telemetry topic and prints each message as one
  *       JSON line, the payload with "topic" added, for SECONDS, or until the
  *       end message of request REQ. A message the protocol module cannot
  *       decode prints as {"topic":..,"invalid":..}.
+ *   inferctl frame EP KIND [JSON] [--op N] [--step N] [--pos N] [--n N] [--dim N]
+ *                  [--curve KEY PUB]
+ *       pushes one stage-to-stage frame of KIND (prepare, set, hidden, ...)
+ *       to a stage's --listen EP, as any peer that reaches the port could:
+ *       the header's fields as given (step -1, token -1, the rest 0 by
+ *       default), then JSON, or for hidden n * dim zero floats. With
+ *       --curve, as a CURVE client with the key pair in KEY to the stage
+ *       whose public key is in PUB. Exit 0 once the frame is sent.
+ *   inferctl subflood EP N BYTES SECONDS
+ *       connects a subscriber to EP that subscribes to N random prefixes of
+ *       BYTES upper-case letters each (none a topic's), as a careless or hostile
+ *       subscriber could, and stays connected for SECONDS.
  *   inferctl ports N
  *       prints N distinct TCP ports free on 127.0.0.1 (bound and released by
  *       the kernel's allocator), one per line.
+ *   inferctl portrun N
+ *       prints the first of N consecutive TCP ports free on 127.0.0.1 (a
+ *       node of a cluster file's second form uses a port and the next two).
  *   inferctl kvblock HEAD_DIM BITS
  *       prints kv_block_bytes() of one layer and KV head with the default
  *       block: what the KV accounting of a node must follow.
@@ -43,18 +59,24 @@
 #include <jansson.h>
 #include <zmq.h>
 
-#include "client.h"
-#include "clock.h"
-#include "kvcache.h"
-#include "protocol.h"
+#include "engine/node/ring.h"
+#include "engine/proto/client.h"
+#include "engine/sys/clock.h"
+#include "engine/compute/kvcache.h"
+#include "engine/proto/protocol.h"
 
 static int usage(void)
 {
     fprintf(stderr, "usage: inferctl call EP OP [ARGS_JSON] [--id ID] [--timeout MS] "
                     "[--curve KEY PUB]\n"
-                    "       inferctl raw EP TEXT [--timeout MS] [--curve KEY PUB]\n"
+                    "       inferctl raw EP TEXT [--timeout MS] [--curve KEY PUB] [--frames N] "
+                    "[--size BYTES]\n"
                     "       inferctl listen EP SECONDS [--until-end REQ]\n"
+                    "       inferctl frame EP KIND [JSON] [--op N] [--step N] [--pos N] [--n N] "
+                    "[--dim N] [--curve KEY PUB]\n"
+                    "       inferctl subflood EP N BYTES SECONDS\n"
                     "       inferctl ports N\n"
+                    "       inferctl portrun N\n"
                     "       inferctl kvblock HEAD_DIM BITS\n"
                     "       inferctl get PATH...\n");
     return 2;
@@ -97,6 +119,8 @@ typedef struct call_opts {
     const char *id;
     int timeout_ms;
     const char *curve_key, *curve_pub;
+    int frames;  /* raw: parts of the message */
+    size_t size; /* raw: bytes of each part; 0: TEXT as it is */
 } call_opts;
 
 static int parse_tail(int argc, char **argv, int from, call_opts *o)
@@ -109,6 +133,10 @@ static int parse_tail(int argc, char **argv, int from, call_opts *o)
         } else if (strcmp(argv[i], "--curve") == 0 && i + 2 < argc) {
             o->curve_key = argv[++i];
             o->curve_pub = argv[++i];
+        } else if (strcmp(argv[i], "--frames") == 0 && i + 1 < argc) {
+            o->frames = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
+            o->size = strtoull(argv[++i], NULL, 10);
         } else {
             fprintf(stderr, "inferctl: unexpected argument '%s'\n", argv[i]);
             return -1;
@@ -182,20 +210,42 @@ static int cmd_call(int argc, char **argv)
     return rc;
 }
 
+/* TEXT repeated up to size bytes (size 0: TEXT itself). */
+static char *raw_payload(const char *text, size_t size, size_t *len)
+{
+    size_t n = strlen(text);
+    *len = size ? size : n;
+    char *buf = malloc(*len + 1);
+    for (size_t i = 0; buf && i < *len; i++)
+        buf[i] = n ? text[i % n] : ' ';
+    return buf;
+}
+
 static int cmd_raw(int argc, char **argv)
 {
     if (argc < 4)
         return usage();
-    call_opts o = {.timeout_ms = 30000};
-    if (parse_tail(argc, argv, 4, &o) != 0)
+    call_opts o = {.timeout_ms = 30000, .frames = 1};
+    if (parse_tail(argc, argv, 4, &o) != 0 || o.frames < 1)
         return 2;
     char err[512];
+    size_t len;
+    char *buf = raw_payload(argv[3], o.size, &len);
     client *c;
-    if (open_client(&c, argv[2], &o, err, sizeof err) != 0 ||
-        client_send_raw(c, argv[3], strlen(argv[3]), err, sizeof err) != 0) {
-        fprintf(stderr, "inferctl: %s\n", err);
+    if (!buf || open_client(&c, argv[2], &o, err, sizeof err) != 0) {
+        fprintf(stderr, "inferctl: %s\n", buf ? err : "out of memory");
+        free(buf);
         return 2;
     }
+    for (int i = 0; i < o.frames; i++) {
+        if (zmq_send(client_socket(c), buf, len, i < o.frames - 1 ? ZMQ_SNDMORE : 0) < 0) {
+            fprintf(stderr, "inferctl: sending: %s\n", zmq_strerror(errno));
+            free(buf);
+            client_close(c);
+            return 2;
+        }
+    }
+    free(buf);
     int rc = print_replies(c, NULL, o.timeout_ms);
     client_close(c);
     return rc;
@@ -273,6 +323,124 @@ static int cmd_listen(int argc, char **argv)
     return 0;
 }
 
+static ring_kind kind_named(const char *name)
+{
+    for (int k = 1; k < RING_KIND_COUNT; k++)
+        if (strcmp(name, ring_kind_name((ring_kind)k)) == 0)
+            return (ring_kind)k;
+    return RING_KIND_COUNT;
+}
+
+/* Header options of `frame`; the JSON payload, if any, stays in *json. */
+static int frame_args(int argc, char **argv, ring_hdr *h, const char **json, call_opts *o)
+{
+    for (int i = 4; i < argc; i++) {
+        if (argv[i][0] == '{') {
+            *json = argv[i];
+        } else if (strcmp(argv[i], "--curve") == 0 && i + 2 < argc) {
+            o->curve_key = argv[++i];
+            o->curve_pub = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--op") == 0) {
+            h->op = strtoull(argv[++i], NULL, 10);
+        } else if (i + 1 < argc && strcmp(argv[i], "--step") == 0) {
+            h->step = strtoll(argv[++i], NULL, 10);
+        } else if (i + 1 < argc && strcmp(argv[i], "--pos") == 0) {
+            h->pos = atoi(argv[++i]);
+        } else if (i + 1 < argc && strcmp(argv[i], "--n") == 0) {
+            h->n = atoi(argv[++i]);
+        } else if (i + 1 < argc && strcmp(argv[i], "--dim") == 0) {
+            h->dim = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "inferctl: unexpected argument '%s'\n", argv[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int cmd_frame(int argc, char **argv)
+{
+    if (argc < 4 || kind_named(argv[3]) == RING_KIND_COUNT)
+        return usage();
+    ring_hdr h = {.kind = kind_named(argv[3]), .op = 1, .step = -1, .token = -1};
+    const char *json = "";
+    call_opts o = {0};
+    if (frame_args(argc, argv, &h, &json, &o) != 0)
+        return 2;
+    size_t payload =
+        h.kind == RING_HIDDEN ? (size_t)h.n * (size_t)h.dim * sizeof(float) : strlen(json);
+    unsigned char *buf = calloc(1, RING_HDR_BYTES + payload);
+    if (!buf)
+        return 2;
+    ring_hdr_encode(&h, buf);
+    if (h.kind != RING_HIDDEN)
+        memcpy(buf + RING_HDR_BYTES, json, payload);
+    void *ctx = zmq_ctx_new();
+    void *push = zmq_socket(ctx, ZMQ_PUSH);
+    int linger = 2000, rc = 0;
+    char err[512] = "";
+    zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
+    curve_keypair me, server;
+    if (o.curve_key && (curve_keypair_load(o.curve_key, 1, &me, err, sizeof err) != 0 ||
+                        curve_keypair_load(o.curve_pub, 0, &server, err, sizeof err) != 0 ||
+                        curve_client_apply(push, &me, server.public_key, err, sizeof err) != 0))
+        rc = 2;
+    if (rc == 0 &&
+        (zmq_connect(push, argv[2]) != 0 || zmq_send(push, buf, RING_HDR_BYTES + payload, 0) < 0)) {
+        snprintf(err, sizeof err, "%s: %s", argv[2], zmq_strerror(errno));
+        rc = 2;
+    }
+    if (rc != 0)
+        fprintf(stderr, "inferctl: %s\n", err);
+    free(buf);
+    zmq_close(push);
+    zmq_ctx_term(ctx);
+    return rc;
+}
+
+static int cmd_subflood(int argc, char **argv)
+{
+    if (argc != 6)
+        return usage();
+    int n = atoi(argv[3]), bytes = atoi(argv[4]);
+    if (n < 1 || bytes < 1 || bytes > 4096)
+        return usage();
+    void *ctx = zmq_ctx_new();
+    void *sub = zmq_socket(ctx, ZMQ_SUB);
+    int linger = 0, unbounded = 0;
+    zmq_setsockopt(sub, ZMQ_LINGER, &linger, sizeof linger);
+    /* Every subscription reaches the node, none dropped on the way out. */
+    zmq_setsockopt(sub, ZMQ_SNDHWM, &unbounded, sizeof unbounded);
+    if (zmq_connect(sub, argv[2]) != 0) {
+        fprintf(stderr, "inferctl: %s: %s\n", argv[2], zmq_strerror(errno));
+        zmq_close(sub);
+        zmq_ctx_term(ctx);
+        return 2;
+    }
+    /* Pseudo-random letters: strings that share no prefix cost the
+     * publisher's prefix tree the most. */
+    char *buf = malloc((size_t)bytes);
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; buf && i < n; i++) {
+        for (int k = 0; k < bytes; k++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            buf[k] = (char)('A' + x % 26);
+        }
+        zmq_setsockopt(sub, ZMQ_SUBSCRIBE, buf, (size_t)bytes);
+    }
+    free(buf);
+    double end = clock_ms() + atof(argv[5]) * 1000.0;
+    for (double now = clock_ms(); now < end; now = clock_ms()) {
+        zmq_pollitem_t item = {.socket = sub, .events = ZMQ_POLLIN};
+        zmq_poll(&item, 1, (long)(end - now) + 1);
+    }
+    zmq_close(sub);
+    zmq_ctx_term(ctx);
+    return 0;
+}
+
 static int cmd_ports(int argc, char **argv)
 {
     if (argc != 3)
@@ -300,6 +468,48 @@ static int cmd_ports(int argc, char **argv)
     for (int i = 0; i < n; i++)
         close(fds[i]);
     return rc;
+}
+
+/* Binds 127.0.0.1:port; the socket, or -1. */
+static int bind_port(int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* A port from the kernel's allocator, then the ones after it, until a
+ * whole run is free. */
+static int cmd_portrun(int argc, char **argv)
+{
+    int n = argc == 3 ? atoi(argv[2]) : 0;
+    if (n < 1 || n > 64)
+        return usage();
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int fds[64], got = 0, first = 0;
+        fds[got] = bind_port(0);
+        struct sockaddr_in a;
+        socklen_t len = sizeof a;
+        if (fds[got] < 0 || getsockname(fds[got], (struct sockaddr *)&a, &len) != 0)
+            break;
+        first = ntohs(a.sin_port);
+        for (got = 1; got < n && first + got <= 65535; got++)
+            if ((fds[got] = bind_port(first + got)) < 0)
+                break;
+        for (int i = 0; i < got; i++)
+            close(fds[i]);
+        if (got == n) {
+            printf("%d\n", first);
+            return 0;
+        }
+    }
+    fprintf(stderr, "inferctl: no run of %d free ports found\n", n);
+    return 2;
 }
 
 static int cmd_kvblock(int argc, char **argv)
@@ -377,8 +587,14 @@ int main(int argc, char **argv)
         return cmd_raw(argc, argv);
     if (strcmp(argv[1], "listen") == 0)
         return cmd_listen(argc, argv);
+    if (strcmp(argv[1], "frame") == 0)
+        return cmd_frame(argc, argv);
+    if (strcmp(argv[1], "subflood") == 0)
+        return cmd_subflood(argc, argv);
     if (strcmp(argv[1], "ports") == 0)
         return cmd_ports(argc, argv);
+    if (strcmp(argv[1], "portrun") == 0)
+        return cmd_portrun(argc, argv);
     if (strcmp(argv[1], "get") == 0)
         return cmd_get(argc, argv);
     if (strcmp(argv[1], "kvblock") == 0)

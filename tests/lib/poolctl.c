@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "nodepool.h"
+#include "tui/core/cluster.h"
+#include "tui/ssh/nodepool.h"
 
 /* Runs one request and waits for its DONE event. */
 static void run(nodepool *p, int node, const nodectl_req *req)

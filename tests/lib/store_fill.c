@@ -8,7 +8,7 @@
  */
 #include <stdio.h>
 
-#include "store.h"
+#include "store/store.h"
 
 static const char cluster[] = "{\"name\":\"lab\",\"model\":\"stories260K\",\"engine\":\"0.1.0\","
                               "\"nodes\":[{\"name\":\"n1\",\"layers\":[0,2]},"

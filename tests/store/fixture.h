@@ -5,7 +5,7 @@
 
 #include <sqlite3.h>
 
-#include "store.h"
+#include "store/store.h"
 
 typedef struct fx {
     char dir[64];

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "store_int.h"
+#include "store/store_int.h"
 
 static char *slurp(const char *path, size_t *len)
 {

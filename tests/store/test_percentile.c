@@ -2,7 +2,7 @@
  * percentile in infertop (nearest rank: a value that occurred). */
 #include <criterion/criterion.h>
 
-#include "store.h"
+#include "store/store.h"
 
 Test(store_percentile, nearest_rank_of_one_to_ten)
 {

@@ -1,10 +1,13 @@
 /* test_writer.c: the writer thread and its queue. Readers run queries
  * while it writes (no SQLITE_BUSY surfaces); a full queue drops rows and
- * counts them in the run; rows that cannot be written are refused. */
+ * counts them in the run; rows that cannot be written are refused; a disk
+ * that fills up is told without waiting. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -181,5 +184,34 @@ Test(store_writer, unwritable_rows_are_refused)
     int64_t id;
     cr_assert_eq(store_run_begin(f.s, &bad_info, &id, err, sizeof err), -1);
     cr_assert(strstr(err, "params"), "%s", err);
+    fx_close(&f);
+}
+
+/* A full disk (here a file size limit; Criterion runs each test in a
+ * process of its own) shows in store_write_error as soon as the writer
+ * fails, without waiting for a flush, and the flush then reports it. */
+Test(store_writer, a_full_disk_is_told_at_once)
+{
+    fx f;
+    fx_open(&f);
+    int64_t run = fx_run(f.s, STORE_MODE_SOAK, "full", "m1");
+    char err[512] = "";
+    cr_assert_eq(store_flush(f.s, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_write_error(f.s, err, sizeof err), 0);
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim = {.rlim_cur = 256 << 10, .rlim_max = RLIM_INFINITY};
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int told = 0;
+    for (int64_t i = 0; i < 200000 && !told; i++) {
+        fx_step(f.s, run, 0, i / 8, "n1", STORE_PHASE_DECODE, 1.0, 0.5, 0.5, i);
+        if (i % 1000 == 999) {
+            usleep(20000);
+            told = store_write_error(f.s, err, sizeof err);
+        }
+    }
+    cr_assert(told, "no write error after 200000 rows under a 256 KiB file limit");
+    cr_assert(strstr(err, f.path), "the message names the database: %s", err);
+    char again[512];
+    cr_assert_eq(store_flush(f.s, again, sizeof again), -1);
     fx_close(&f);
 }

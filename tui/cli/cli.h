@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "protocol.h"
+#include "engine/proto/protocol.h"
 
 /* Exit codes of every verb, listed in `infertop --help`. */
 enum {
@@ -15,8 +15,9 @@ enum {
     CLI_ERROR = 1,     /* the operation failed (database or output error) */
     CLI_USAGE = 2,     /* bad command line: unknown verb/option, bad date or number */
     CLI_NOT_FOUND = 3, /* no such run, no such node */
-    CLI_NO_DB = 4,     /* the database cannot be opened: path unwritable, not a
-                          database, or written by a newer infertop */
+    CLI_NO_DB = 4,     /* the database cannot be opened (path unwritable, not a
+                          database, or written by a newer infertop), or stress
+                          could not write to it (a full disk) */
     CLI_RUN_FAILED = 5,     /* stress: a request or leg failed (it is recorded) */
     CLI_INTERRUPTED = 130,  /* stress: stopped by SIGINT/SIGTERM, recorded as aborted
                                (128 + SIGINT, as shells report it) */
@@ -51,6 +52,15 @@ int cli_nodes(int argc, char **argv);
  * exit code. */
 int cli_stress(int argc, char **argv);
 void cli_stress_usage(FILE *out);
+
+/* `infertop metrics ...` (cli_metrics.c): the cluster's merged Prometheus
+ * metrics over HTTP; argv[0] is "metrics". Returns an exit code. */
+int cli_metrics(int argc, char **argv);
+void cli_metrics_usage(FILE *out);
+
+/* `infertop plan ...` (cli_plan.c): the layer planner; argv[0] is "plan".
+ * Returns an exit code. */
+int cli_plan(int argc, char **argv);
 
 /* A text table whose columns are as wide as their widest cell; columns
  * holding only numbers are right-aligned. Either buffered (cli_table_add,

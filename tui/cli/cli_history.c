@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "store.h"
+#include "store/store.h"
 
 typedef struct hopts {
     const char *db;

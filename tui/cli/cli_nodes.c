@@ -10,14 +10,15 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cluster.h"
-#include "nodepool.h"
+#include "tui/core/cluster.h"
+#include "tui/ssh/nodepool.h"
 
 typedef struct nopts {
     const char *config;
     int json, accept_new, follow, lines, timeout_s, grace_s;
     int lines_given, grace_given;
     nodectl_op op;
+    int show_command; /* `nodes command`: no SSH, the command lines only */
     const char *target;
     char *command; /* exec: the words after the target, joined by spaces */
 } nopts;
@@ -59,6 +60,9 @@ static void usage(FILE *out)
           "                 until interrupted\n"
           "  facts          cores, memory, load, OS, kernel, the inferd on the PATH\n"
           "  exec -- CMD... run CMD with the node's shell; output streamed\n"
+          "  command        print the `inferd serve` command line start runs: the node's\n"
+          "                 `start`, or the one derived from host, port, model, layers,\n"
+          "                 threads, mem_limit and flags (no SSH)\n"
           "\n"
           "  -c FILE        the cluster file (default ./infertop.conf, then\n"
           "                 $XDG_CONFIG_HOME/infertop/cluster.conf)\n"
@@ -159,11 +163,19 @@ static int parse_args(int argc, char **argv, nopts *o)
     int npos = argc - optind;
     if (npos < 1)
         return cli_usage_error("nodes", "%s", "missing OPERATION");
-    if (nodectl_op_parse(argv[optind], &o->op) != 0)
+    o->show_command = strcmp(argv[optind], "command") == 0;
+    if (!o->show_command && nodectl_op_parse(argv[optind], &o->op) != 0)
         return cli_usage_error("nodes", "unknown operation '%s'", argv[optind]);
     if (npos < 2)
         return cli_usage_error("nodes", "%s", "missing NODE (a node name, or all)");
     o->target = argv[optind + 1];
+    if (o->show_command) {
+        if (npos > 2)
+            return cli_usage_error("nodes", "unexpected argument '%s'", argv[optind + 2]);
+        return o->lines_given || o->follow || o->grace_given
+                   ? cli_usage_error("nodes", "%s", "command takes no -n, -f or --grace")
+                   : -1;
+    }
     if (o->op == NODECTL_EXEC) {
         if (npos < 3)
             return cli_usage_error("nodes", "%s", "exec needs a command: exec NODE -- COMMAND...");
@@ -533,6 +545,36 @@ static int report(const struct cluster *c, const nopts *o, nodeout *outs, int n)
     return failed ? CLI_ERROR : CLI_OK;
 }
 
+/* `nodes command`: each selected node's command line, or why there is none. */
+static int print_commands(const struct cluster *c, const nopts *o, const nodeout *outs, int n)
+{
+    json_t *arr = o->json ? json_array() : NULL;
+    int failed = 0;
+    for (int i = 0; i < n; i++) {
+        const struct cluster_node *node = &c->nodes[outs[i].node];
+        char cmd[CLUSTER_START_MAX], err[512];
+        int ok = cluster_node_command(c, outs[i].node, cmd, sizeof cmd, err, sizeof err) == 0;
+        failed |= !ok;
+        if (!ok)
+            fprintf(stderr, "infertop nodes: %s\n", err);
+        if (arr)
+            json_array_append_new(arr, ok ? json_pack("{s:s, s:s}", "node", node->name, "command",
+                                                      cmd)
+                                          : json_pack("{s:s, s:s}", "node", node->name, "error",
+                                                      err));
+        else if (ok && n > 1)
+            printf("%s: %s\n", node->name, cmd);
+        else if (ok)
+            puts(cmd);
+    }
+    if (arr) {
+        json_dumpf(arr, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(arr);
+    }
+    return failed ? CLI_ERROR : CLI_OK;
+}
+
 int cli_nodes(int argc, char **argv)
 {
     nopts o;
@@ -556,6 +598,12 @@ int cli_nodes(int argc, char **argv)
     int timeout_s = o.timeout_s ? o.timeout_s : c->connect_timeout_s;
     nodepool_opts popts = {.timeout_ms = timeout_s * 1000, .accept_new = o.accept_new};
     rc = select_nodes(c, o.target, &outs, &n);
+    if (rc == CLI_OK && o.show_command) {
+        rc = print_commands(c, &o, outs, n);
+        free_outs(outs, n);
+        cluster_free(c);
+        return rc;
+    }
     if (rc == CLI_OK && open_collectors(&o, outs, n) != 0) {
         fputs("infertop nodes: out of memory\n", stderr);
         rc = CLI_ERROR;

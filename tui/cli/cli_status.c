@@ -16,10 +16,10 @@
 #include <zmq.h>
 
 #include "cli.h"
-#include "clock.h"
-#include "cluster.h"
-#include "links.h"
-#include "state.h"
+#include "engine/sys/clock.h"
+#include "tui/core/cluster.h"
+#include "tui/core/links.h"
+#include "tui/core/state.h"
 
 #define STATUS_TIMEOUT_S 5.0
 /* A set sent to a ring's head waits for every stage to convert its KV. */
@@ -271,7 +271,8 @@ static int print_status_table(const struct session *s)
 {
     static const char *const headers[] = {"NODE",   "STATE",     "LAYERS",     "PREFILL_STEP",
                                           "KV_BITS", "SESSIONS", "RSS_MIB",    "HEADROOM_MIB",
-                                          "UPTIME_S", "PROBLEM"};
+                                          "UPTIME_S", "MODEL",    "WEIGHTS_MIB", "WEIGHT_TYPES",
+                                          "PROBLEM"};
     enum { NCOL = sizeof headers / sizeof headers[0] };
     cli_table *t = cli_table_new(NCOL, headers);
     if (!t)
@@ -280,11 +281,19 @@ static int print_status_table(const struct session *s)
     for (int i = 0; i < s->c->n_nodes && rc == 0; i++) {
         const struct answer *a = &s->ans[i];
         char layers[32] = "-", prefill[32] = "-", kv[16] = "-", sessions[16] = "-", rss[32] = "-",
-             head[32] = "-", up[32] = "-", problem[PROTO_MESSAGE_MAX + PROTO_CODE_MAX + 2] = "";
+             head[32] = "-", up[32] = "-", weights[32] = "-",
+             problem[PROTO_MESSAGE_MAX + PROTO_CODE_MAX + 2] = "";
+        const char *name = "-", *types = "-";
         if (a->ok == 1) {
             json_t *cfg = json_object_get(a->json, "config");
             json_t *mem = json_object_get(a->json, "memory");
-            json_t *lay = json_object_get(json_object_get(a->json, "model"), "layers");
+            json_t *model = json_object_get(a->json, "model");
+            json_t *lay = json_object_get(model, "layers");
+            if (json_is_string(json_object_get(model, "name")))
+                name = json_string_value(json_object_get(model, "name"));
+            if (json_is_string(json_object_get(model, "weight_types")))
+                types = json_string_value(json_object_get(model, "weight_types"));
+            mib(weights, sizeof weights, json_object_get(mem, "weights_bytes"));
             if (json_array_size(lay) == 2)
                 snprintf(layers, sizeof layers, "%lld:%lld",
                          (long long)json_integer_value(json_array_get(lay, 0)),
@@ -302,7 +311,7 @@ static int print_status_table(const struct session *s)
             snprintf(problem, sizeof problem, "%s: %s", a->code, a->message);
         }
         const char *cells[NCOL] = {s->c->nodes[i].name, answer_state(a), layers, prefill, kv,
-                                   sessions, rss, head, up, problem};
+                                   sessions, rss, head, up, name, weights, types, problem};
         rc = cli_table_add(t, cells);
     }
     if (rc == 0)

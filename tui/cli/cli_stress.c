@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cluster.h"
-#include "console_runs.h"
-#include "stress.h"
+#include "tui/core/cluster.h"
+#include "tui/stress/console_runs.h"
+#include "tui/stress/stress.h"
 
 /* Options, by the modes that take them (bits of `seen`). */
 enum {
@@ -94,10 +94,13 @@ void cli_stress_usage(FILE *out)
           "A node without a heartbeat for 3 s is down: the request in flight fails as\n"
           "`node_down`. Ctrl-C stops the run cleanly; it is recorded as aborted.\n"
           "\n"
+          "A write to the database that fails (a full disk) stops the run at once: the\n"
+          "error is printed and the run is marked failed if the disk allows.\n"
+          "\n"
           "exit codes: 0 the run completed, 1 it failed before any request (node\n"
           "unreachable, incomplete ring) or an output error, 2 bad command line,\n"
-          "4 database cannot be opened, 5 a request or leg failed (recorded), 130\n"
-          "interrupted (recorded as aborted)\n",
+          "4 database cannot be opened or written, 5 a request or leg failed\n"
+          "(recorded), 130 interrupted (recorded as aborted)\n",
           out);
 }
 
@@ -575,6 +578,8 @@ static int print_json(const stress_result *res, const store_summary *sum)
 
 static int exit_code(const stress_result *res)
 {
+    if (res->store_failed)
+        return CLI_NO_DB;
     switch (res->status) {
     case STORE_COMPLETED:
         return CLI_OK;

@@ -12,11 +12,12 @@
 
 #include <zmq.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "cluster.h"
-#include "console_runs.h"
-#include "remote.h"
+#include "tui/cli/cli.h"
+#include "engine/sys/clock.h"
+#include "tui/core/cluster.h"
+#include "tui/plan/plan_job.h"
+#include "tui/stress/console_runs.h"
+#include "tui/ssh/remote.h"
 
 /* The longest the loop sleeps with nothing due: a resize that lands just
  * before zmq_poll is seen by then at the latest. */
@@ -133,28 +134,44 @@ struct loop {
     double next_tel;   /* telemetry is read again from then on */
     int watched;       /* the node the node view showed at the last turn, -1 none */
     int stress_active; /* a stress run of the Stress view is going */
+    int plan_active;   /* a plan of the Plan view is being applied */
     int quit;
 };
 
-static void act(struct loop *lp, const struct ui_action *a, double now)
+static void apply_plan(struct loop *lp)
+{
+    char err[256];
+    const struct cluster *c = lp->uo->cluster;
+    nodepool_opts o = {.timeout_ms = c && c->connect_timeout_s ? c->connect_timeout_s * 1000 : 0};
+    if (lp->uo->readonly)
+        ui_message(lp->u, "read-only console (--readonly): applying a plan is off");
+    else if (!lp->uo->plan)
+        ui_message(lp->u, "applying a plan is not available for this cluster");
+    else if (plan_job_start(lp->uo->plan, &o, err, sizeof err) != 0)
+        ui_message(lp->u, "%s", err);
+    else
+        ui_message(lp->u, "applying the plan: every node restarts; progress in the Plan view");
+}
+
+static void act(struct loop *lp, const struct action *a, double now)
 {
     char err[256];
     switch (a->kind) {
-    case UI_ACT_QUIT:
+    case ACT_QUIT:
         lp->quit = 1;
         return;
-    case UI_ACT_SET_CONFIG:
+    case ACT_SET_CONFIG:
         if (lp->uo->readonly) {
             ui_message(lp->u, "read-only console (--readonly): config changes are off");
             return;
         }
-        if (links_set(lp->l, a->node == UI_ALL_NODES ? -1 : a->node, &a->set, now) > 0)
+        if (links_set(lp->l, a->node == ACT_ALL_NODES ? -1 : a->node, &a->set, now) > 0)
             ui_message(lp->u, "set could not be sent to every node: see the events");
         ui_mark_dirty(lp->u);
         return;
-    case UI_ACT_NODE_START:
-    case UI_ACT_NODE_STOP:
-    case UI_ACT_NODE_RESTART:
+    case ACT_NODE_START:
+    case ACT_NODE_STOP:
+    case ACT_NODE_RESTART:
         if (lp->uo->readonly) {
             ui_message(lp->u, "read-only console (--readonly): node actions are off");
         } else if (!lp->hooks || !lp->hooks->node_action) {
@@ -163,6 +180,10 @@ static void act(struct loop *lp, const struct ui_action *a, double now)
                                           sizeof err) != 0) {
             ui_message(lp->u, "%s", err);
         }
+        ui_mark_dirty(lp->u);
+        return;
+    case ACT_PLAN_APPLY:
+        apply_plan(lp);
         ui_mark_dirty(lp->u);
         return;
     }
@@ -190,8 +211,8 @@ static long poll_timeout_ms(const struct loop *lp, int telemetry, double now)
     /* With a telemetry read coming (at most a frame away), the liveness
      * tick waits for that wake-up rather than making one of its own. */
     wake = fmin(wake, telemetry ? lp->next_tick : lp->next_tel);
-    /* A stress run going: its progress is taken in every frame. */
-    if (lp->stress_active)
+    /* A stress run or an apply going: its progress is taken in every frame. */
+    if (lp->stress_active || lp->plan_active)
         wake = fmin(wake, now + 1.0 / UI_FPS);
     double due = ui_frame_due(lp->u, now);
     if (due >= 0)
@@ -250,7 +271,9 @@ static int turn(struct loop *lp, struct signals *sig, zmq_pollitem_t *items, int
     }
     lp->stress_active = console_runs_tick(lp->uo->runs);
     changed |= lp->stress_active;
-    struct ui_action acts[UI_ACTIONS_MAX];
+    lp->plan_active = lp->uo->plan && plan_job_tick(lp->uo->plan, lp->st, now) != PLAN_JOB_IDLE;
+    changed |= lp->plan_active;
+    struct action acts[UI_ACTIONS_MAX];
     int na = ui_handle_input(lp->u, lp->st, now, acts, UI_ACTIONS_MAX);
     for (int i = 0; i < na; i++)
         act(lp, &acts[i], now);
@@ -269,7 +292,7 @@ int app_run(const struct ui_options *uo, state *st, links *l, const struct app_h
 {
     struct signals sig;
     double now = app_now();
-    struct loop lp = {uo, st, l, hooks, NULL, now, now, now, -1, 0, 0};
+    struct loop lp = {uo, st, l, hooks, NULL, now, now, now, -1, 0, 0, 0};
     if (!hooks || !hooks->tick)
         lp.next_hook = INFINITY;
     /* stdin, the signals, the links, the hooks' fd. */
@@ -385,11 +408,17 @@ int app_main(int argc, char **argv)
         remote *r = NULL;
         struct app_hooks hooks;
         rc = remote_new(c, st, &r, err, sizeof err);
+        if (rc == 0 && !(uo.plan = plan_job_new(c, r))) {
+            snprintf(err, sizeof err, "out of memory");
+            rc = -1;
+        }
         if (rc == 0) {
             remote_hooks(r, &hooks);
             uo.remote = r;
             rc = app_run(&uo, st, l, &hooks, err, sizeof err);
         }
+        /* An apply still going ends first: it restarts the nodes. */
+        plan_job_free(uo.plan);
         /* Before the state it writes to; may wait for a connect in
          * progress to time out, with the terminal already given back. */
         remote_free(r);

@@ -30,11 +30,11 @@
 #include <unistd.h>
 
 #include "app.h"
-#include "cli.h"
-#include "clock.h"
-#include "cluster.h"
-#include "console_runs.h"
-#include "model.h"
+#include "tui/cli/cli.h"
+#include "engine/sys/clock.h"
+#include "tui/core/cluster.h"
+#include "tui/stress/console_runs.h"
+#include "engine/model/model.h"
 
 /* How long the stages get to stop after SIGTERM before SIGKILL. */
 #define DEMO_GRACE_S 3.0
@@ -380,7 +380,7 @@ static void stop_all(struct demo *d)
     }
 }
 
-static int node_action(void *ctx, enum ui_action_kind kind, int node, double now, char *err,
+static int node_action(void *ctx, enum action_kind kind, int node, double now, char *err,
                        size_t errlen)
 {
     struct demo *d = ctx;
@@ -389,7 +389,7 @@ static int node_action(void *ctx, enum ui_action_kind kind, int node, double now
         return -1;
     }
     struct child *ch = &d->child[node];
-    if (kind == UI_ACT_NODE_START) {
+    if (kind == ACT_NODE_START) {
         if (ch->pid > 0) {
             snprintf(err, errlen, "%s is already running (pid %ld)", ch->name, (long)ch->pid);
             return -1;
@@ -397,7 +397,7 @@ static int node_action(void *ctx, enum ui_action_kind kind, int node, double now
         return spawn(d, node, now, err, errlen);
     }
     if (ch->pid <= 0) {
-        if (kind == UI_ACT_NODE_RESTART)
+        if (kind == ACT_NODE_RESTART)
             return spawn(d, node, now, err, errlen);
         snprintf(err, errlen, "%s is not running", ch->name);
         return -1;
@@ -405,7 +405,7 @@ static int node_action(void *ctx, enum ui_action_kind kind, int node, double now
     /* Restart: the new process starts once the old one has gone, and
      * with it its ports. */
     ch->stopping = 1;
-    ch->restart = kind == UI_ACT_NODE_RESTART;
+    ch->restart = kind == ACT_NODE_RESTART;
     kill(ch->pid, SIGTERM);
     return 0;
 }

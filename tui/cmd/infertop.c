@@ -1,12 +1,13 @@
 /* infertop.c: main() of the console. `infertop VERB ...` runs a verb from
  * the table below; each verb parses its own arguments and returns an exit
- * code from cli.h. Without a verb (or with options only), the dashboard
- * opens on the cluster file. */
+ * code from cli.h. Options given before the verb (`infertop -c FILE
+ * status`) are handed to it as if given after. Without a verb (or with
+ * options only), the dashboard opens on the cluster file. */
 #include <stdio.h>
 #include <string.h>
 
 #include "app.h"
-#include "cli.h"
+#include "tui/cli/cli.h"
 #include "demo.h"
 
 #define INFERTOP_VERSION "0.1.0"
@@ -21,15 +22,52 @@ static const verb verbs[] = {
     {"demo", "start a local ring of inferd stages with a load and watch it", demo_main},
     {"status", "one snapshot of every node of the cluster", cli_status},
     {"set", "change prefill_step / kv_bits live, wait until applied", cli_set},
-    {"nodes", "start, stop, restart, status, logs, facts, exec on nodes over SSH", cli_nodes},
+    {"nodes", "start, stop, restart, status, logs, facts, exec over SSH; command lines",
+     cli_nodes},
     {"stress", "stress runs (growth, fixed, soak, sweep) recorded to the history", cli_stress},
     {"history", "query the run history: list, show, compare, best, export, prune", cli_history},
+    {"metrics", "serve the cluster's merged Prometheus metrics over HTTP", cli_metrics},
+    {"plan", "place layers so a target context fits every node's memory; apply it", cli_plan},
 };
+
+/* Options before the verb that take a value. */
+static int takes_value(const char *opt)
+{
+    return strcmp(opt, "-c") == 0 || strcmp(opt, "--config") == 0 || strcmp(opt, "--db") == 0;
+}
+
+/* Where the verb is when options come first ("-c FILE status ..."): its
+ * index, or 0 when the words before it are not all options. */
+static int verb_after_options(int argc, char **argv)
+{
+    int i = 1;
+    while (i < argc && argv[i][0] == '-')
+        i += takes_value(argv[i]) ? 2 : 1;
+    return i < argc && i > 1 ? i : 0;
+}
+
+/* Puts the verb at argv[at] first and the options before it after the
+ * verb's own arguments (before a "--", whose words are a command's): a
+ * verb's sub-command stays right after it. */
+static void verb_first(int argc, char **argv, int at)
+{
+    char *opts[argc];
+    int n_opts = at - 1;
+    memcpy(opts, argv + 1, (size_t)n_opts * sizeof *argv);
+    int end = at + 1;
+    while (end < argc && strcmp(argv[end], "--") != 0)
+        end++;
+    argv[1] = argv[at];
+    memmove(argv + 2, argv + at + 1, (size_t)(end - at - 1) * sizeof *argv);
+    memcpy(argv + 2 + (end - at - 1), opts, (size_t)n_opts * sizeof *argv);
+}
 
 static void usage(FILE *out)
 {
-    fputs("usage: infertop [--help] [--version] VERB [ARGS...]\n"
+    fputs("usage: infertop [--help] [--version] [OPTIONS] VERB [ARGS...]\n"
           "       infertop [-c FILE] [--no-color] [--ascii] [--readonly]   (the dashboard)\n"
+          "\nOPTIONS before the verb (-c FILE, --db PATH, ...) are the verb's own, as if\n"
+          "given after its arguments.\n"
           "\nverbs:\n",
           out);
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
@@ -44,6 +82,9 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    int at = verb_after_options(argc, argv);
+    if (at)
+        verb_first(argc, argv, at);
     /* No verb: the dashboard, which takes its own options. */
     if (argc < 2 || (argv[1][0] == '-' && strcmp(argv[1], "--help") != 0 &&
                      strcmp(argv[1], "-h") != 0 && strcmp(argv[1], "--version") != 0))

@@ -8,6 +8,7 @@
  */
 #include "cluster.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
@@ -18,7 +19,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
-enum key_kind { KEY_TEXT, KEY_SSH, KEY_ENDPOINT, KEY_LAYERS, KEY_BOOL, KEY_SECONDS };
+enum key_kind {
+    KEY_TEXT,
+    KEY_SSH,
+    KEY_ENDPOINT,
+    KEY_LAYERS,
+    KEY_BOOL,
+    KEY_SECONDS,
+    KEY_HOST,
+    KEY_PORT,
+    KEY_THREADS,
+    KEY_BYTES
+};
 
 /* Where a key may appear. */
 #define IN_CLUSTER 1u
@@ -27,20 +39,20 @@ enum key_kind { KEY_TEXT, KEY_SSH, KEY_ENDPOINT, KEY_LAYERS, KEY_BOOL, KEY_SECON
 struct key {
     const char *name;
     enum key_kind kind;
-    size_t off, size; /* the field in struct cluster_node (KEY_TEXT, KEY_ENDPOINT) */
+    size_t off, size; /* the field in struct cluster_node (text, endpoints, host) */
     unsigned where;
-    int required; /* in a [node] section */
+    int continues; /* indented lines continue its value */
 };
 
 #define FIELD(f) offsetof(struct cluster_node, f), sizeof(((struct cluster_node *)0)->f)
 
 /* [cluster] is read into a node record too: its `name` is the cluster's
- * name and its SSH settings become every node's defaults. */
+ * name and its other keys become every node's defaults. */
 static const struct key keys[] = {
     {"name", KEY_TEXT, FIELD(name), IN_CLUSTER, 0},
-    {"ssh", KEY_SSH, 0, 0, IN_NODE, 1},
-    {"control", KEY_ENDPOINT, FIELD(control), IN_NODE, 1},
-    {"telemetry", KEY_ENDPOINT, FIELD(telemetry), IN_NODE, 1},
+    {"ssh", KEY_SSH, 0, 0, IN_NODE, 0},
+    {"control", KEY_ENDPOINT, FIELD(control), IN_NODE, 0},
+    {"telemetry", KEY_ENDPOINT, FIELD(telemetry), IN_NODE, 0},
     {"start", KEY_TEXT, FIELD(start), IN_NODE, 1},
     {"layers", KEY_LAYERS, 0, 0, IN_NODE, 0},
     {"log", KEY_TEXT, FIELD(log), IN_NODE, 0},
@@ -49,6 +61,14 @@ static const struct key keys[] = {
     {"known_hosts", KEY_TEXT, FIELD(known_hosts), IN_CLUSTER | IN_NODE, 0},
     {"accept_new", KEY_BOOL, 0, 0, IN_CLUSTER | IN_NODE, 0},
     {"connect_timeout", KEY_SECONDS, 0, 0, IN_CLUSTER, 0},
+    {"host", KEY_HOST, FIELD(host), IN_NODE, 0},
+    {"port", KEY_PORT, 0, 0, IN_NODE, 0},
+    {"base_port", KEY_PORT, 0, 0, IN_CLUSTER, 0},
+    {"model", KEY_TEXT, FIELD(model), IN_CLUSTER | IN_NODE, 0},
+    {"inferd", KEY_TEXT, FIELD(inferd), IN_CLUSTER | IN_NODE, 0},
+    {"threads", KEY_THREADS, 0, 0, IN_CLUSTER | IN_NODE, 0},
+    {"mem_limit", KEY_BYTES, 0, 0, IN_CLUSTER | IN_NODE, 0},
+    {"flags", KEY_TEXT, FIELD(flags), IN_CLUSTER | IN_NODE, 1},
 };
 #define N_KEYS ((int)(sizeof keys / sizeof keys[0]))
 
@@ -150,6 +170,8 @@ static int parse_host_port(const char *s, char *host, size_t hostlen, int *port,
     return 0;
 }
 
+/* "[user@]host[:port]", or "user@" / "user@:port" for that user on the
+ * node's `host` (filled in by resolve_node once every key is read). */
 static int set_ssh(struct cluster_node *n, const char *v, const char **why)
 {
     const char *at = strchr(v, '@');
@@ -163,7 +185,79 @@ static int set_ssh(struct cluster_node *n, const char *v, const char **why)
         n->ssh_user[len] = '\0';
         hostpart = at + 1;
     }
+    if (at && (*hostpart == '\0' || *hostpart == ':')) {
+        n->ssh_host[0] = '\0';
+        n->ssh_port = 0;
+        if (*hostpart == ':' && parse_port(hostpart + 1, &n->ssh_port) < 0)
+            return bad(why, "the port must be a number from 1 to 65535");
+        return 0;
+    }
     return parse_host_port(hostpart, n->ssh_host, sizeof n->ssh_host, &n->ssh_port, why);
+}
+
+/* A host without a port: a name, an address, or an IPv6 address with or
+ * without brackets. */
+static int set_host(struct cluster_node *n, const char *v, const char **why)
+{
+    size_t len = strlen(v);
+    const char *h = v;
+    if (*v == '[') {
+        if (len < 3 || v[len - 1] != ']') return bad(why, "an IPv6 address needs its closing ']'");
+        h = v + 1;
+        len -= 2;
+    }
+    if (len >= sizeof n->host) return bad(why, "the host name is too long");
+    int colons = 0;
+    for (size_t i = 0; i < len; i++) {
+        colons += h[i] == ':';
+        if (isspace((unsigned char)h[i]) || strchr("[]/@", h[i]))
+            return bad(why, "expected a host name or address, without a port or a user");
+    }
+    if (colons == 1) /* host:port; an IPv6 address has at least two */
+        return bad(why, "expected a host name or address, without a port or a user");
+    memcpy(n->host, h, len);
+    n->host[len] = '\0';
+    return 0;
+}
+
+/* A node uses port, port + 1 and port + 2. */
+static int set_port(struct cluster_node *n, const char *v, const char **why)
+{
+    if (parse_port(v, &n->port) < 0 || n->port > 65533)
+        return bad(why, "expected a port from 1 to 65533 (a node uses it and the next two)");
+    return 0;
+}
+
+static int set_threads(struct cluster_node *n, const char *v, const char **why)
+{
+    char *end;
+    errno = 0;
+    long t = strtol(v, &end, 10);
+    if (!isdigit((unsigned char)*v) || *end || errno || t < 1 || t > 4096)
+        return bad(why, "expected a number of threads from 1 to 4096");
+    n->threads = (int)t;
+    return 0;
+}
+
+int cluster_parse_bytes(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!isdigit((unsigned char)*s) || errno) return -1;
+    const char *suffixes = "KMGT", *at = *end ? strchr(suffixes, toupper((unsigned char)*end)) : NULL;
+    int shift = at ? 10 * (int)(at - suffixes + 1) : 0;
+    if (at) end++;
+    if (*end || (v << shift) >> shift != v) return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static int set_bytes(struct cluster_node *n, const char *v, const char **why)
+{
+    if (cluster_parse_bytes(v, &n->mem_limit) < 0 || n->mem_limit == 0)
+        return bad(why, "expected bytes, with a K, M, G or T suffix (powers of 1024), e.g. 24G");
+    return 0;
 }
 
 /* The console connects to the endpoint, so it needs a real host and port. */
@@ -245,6 +339,10 @@ static int set_value(struct loader *ld, const struct key *k, struct cluster_node
     case KEY_LAYERS: return set_layers(n, v, why);
     case KEY_BOOL: return set_bool(&n->accept_new, v, why);
     case KEY_SECONDS: return set_seconds(&ld->connect_timeout_s, v, why);
+    case KEY_HOST: return set_host(n, v, why);
+    case KEY_PORT: return set_port(n, v, why);
+    case KEY_THREADS: return set_threads(n, v, why);
+    case KEY_BYTES: return set_bytes(n, v, why);
     case KEY_ENDPOINT: {
         if (check_endpoint(v, why) < 0) return -1;
         if (endpoint_taken(ld, v)) return bad(why, "another node already uses it");
@@ -252,21 +350,23 @@ static int set_value(struct loader *ld, const struct key *k, struct cluster_node
     }
     case KEY_TEXT: break;
     }
+    if (k->off == offsetof(struct cluster_node, start)) n->start_given = 1;
     return set_text((char *)n + k->off, k->size, v, why);
 }
 
-/* inih calls this again for each indented line after a key: only the
- * start command may grow that way, so long command lines stay readable. */
+/* inih calls this again for each indented line after a key: only command
+ * lines (`start`, `flags`) may grow that way, so that they stay readable. */
 static int continue_value(const struct key *k, struct cluster_node *n, const char *v,
                           const char **why)
 {
-    if (strcmp(k->name, "start") != 0)
-        return bad(why, "an indented line continues the key above it, and only `start` may "
-                      "continue (remove the indentation)");
-    size_t have = strlen(n->start);
-    if (have + 1 + strlen(v) >= sizeof n->start) return bad(why, "the command is too long");
-    n->start[have] = ' ';
-    strcpy(n->start + have + 1, v);
+    if (!k->continues)
+        return bad(why, "an indented line continues the key above it, and only `start` and "
+                      "`flags` may continue (remove the indentation)");
+    char *field = (char *)n + k->off;
+    size_t have = strlen(field);
+    if (have + 1 + strlen(v) >= k->size) return bad(why, "the command is too long");
+    field[have] = ' ';
+    strcpy(field + have + 1, v);
     return 0;
 }
 
@@ -321,18 +421,6 @@ static int on_key(void *user, const char *section, const char *name, const char 
 
 /* ---- sections ---------------------------------------------------------- */
 
-static void close_section(struct loader *ld)
-{
-    if (ld->sec != SEC_NODE) return;
-    const struct cluster_node *n = current_record(ld);
-    for (int i = 0; i < N_KEYS; i++)
-        if (keys[i].required && !(ld->seen & (1u << i))) {
-            fail(ld, ld->sec_line, "[node %s] key `%s`: missing (required in every node)", n->name,
-                 keys[i].name);
-            return;
-        }
-}
-
 static int valid_node_name(const char *s)
 {
     if (*s == '\0' || strlen(s) >= CLUSTER_NAME_MAX) return 0;
@@ -372,7 +460,6 @@ static void open_node(struct loader *ld, const char *name)
 static void open_section(struct loader *ld, const char *header)
 {
     char name[CLUSTER_NAME_MAX + 1];
-    close_section(ld);
     ld->seen = 0;
     ld->last_key = -1;
     ld->sec_line = ld->lineno;
@@ -446,13 +533,87 @@ static char *read_line(char *str, int num, void *stream)
 
 /* ---- whole file ---------------------------------------------------------- */
 
-static void apply_defaults(struct cluster *c, const struct cluster_node *d)
+static void apply_defaults(struct loader *ld, const struct cluster_node *d)
 {
-    for (int i = 0; i < c->n_nodes; i++) {
-        struct cluster_node *n = &c->nodes[i];
+    for (int i = 0; i < ld->c->n_nodes; i++) {
+        struct cluster_node *n = &ld->c->nodes[i];
         if (!n->identity[0]) strcpy(n->identity, d->identity);
         if (!n->known_hosts[0]) strcpy(n->known_hosts, d->known_hosts);
         if (n->accept_new == CLUSTER_UNSET) n->accept_new = d->accept_new;
+        if (!n->model[0]) strcpy(n->model, d->model);
+        if (!n->inferd[0]) strcpy(n->inferd, d->inferd[0] ? d->inferd : "inferd");
+        if (!n->threads) n->threads = d->threads;
+        if (!n->mem_limit) n->mem_limit = d->mem_limit;
+        if (d->flags[0]) {
+            char own[sizeof n->flags];
+            strcpy(own, n->flags);
+            if (snprintf(n->flags, sizeof n->flags, "%s%s%s", d->flags, own[0] ? " " : "", own) >=
+                (int)sizeof n->flags)
+                fail(ld, n->line, "[node %s] key `flags`: with [cluster]'s, too long", n->name);
+        }
+    }
+}
+
+/* ---- what the second form derives ----------------------------------------- */
+
+static void endpoint(char *out, const char *host, int port)
+{
+    snprintf(out, CLUSTER_ENDPOINT_MAX, strchr(host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", host,
+             port);
+}
+
+/* Ports, endpoints and the SSH host that node i's keys imply; every node
+ * must end up with endpoints to connect to. */
+static void resolve_node(struct loader *ld, int i, int base_port)
+{
+    struct cluster_node *n = &ld->c->nodes[i];
+    if (n->host[0] && !n->port && base_port) {
+        int before = 0;
+        for (int j = 0; j < i; j++) before += strcmp(ld->c->nodes[j].host, n->host) == 0;
+        n->port = base_port + 3 * before;
+        if (n->port > 65533) {
+            fail(ld, n->line, "[node %s]: base_port %d leaves no ports for it (%d and the next two)",
+                 n->name, base_port, n->port);
+            return;
+        }
+    }
+    int derive = n->host[0] && n->port;
+    if (!n->control[0] && derive) endpoint(n->control, n->host, n->port);
+    if (!n->telemetry[0] && derive) endpoint(n->telemetry, n->host, n->port + 1);
+    if (derive) endpoint(n->listen, n->host, n->port + 2);
+    if (!n->control[0] || !n->telemetry[0])
+        fail(ld, n->line,
+             "[node %s]: no %s endpoint: give `host` and `port` (or [cluster] base_port), or `%s`",
+             n->name, n->control[0] ? "telemetry" : "control", n->control[0] ? "telemetry" : "control");
+    if (n->ssh_user[0] && !n->ssh_host[0]) {
+        if (n->host[0])
+            strcpy(n->ssh_host, n->host);
+        else
+            fail(ld, n->line, "[node %s] key `ssh`: `%s@` takes the host from `host`, which is not given",
+                 n->name, n->ssh_user);
+    }
+}
+
+/* Two nodes on one endpoint would read each other's telemetry or hidden
+ * states; explicit endpoints are checked as they are read, this catches
+ * derived ones. */
+static void check_distinct(struct loader *ld)
+{
+    const struct cluster *c = ld->c;
+    for (int i = 0; i < c->n_nodes; i++) {
+        const struct cluster_node *a = &c->nodes[i];
+        const char *mine[] = {a->control, a->telemetry, a->listen};
+        for (int j = 0; j <= i; j++) {
+            const struct cluster_node *b = &c->nodes[j];
+            const char *theirs[] = {b->control, b->telemetry, b->listen};
+            for (int x = 0; x < 3; x++)
+                for (int y = 0; y < 3; y++)
+                    if ((j < i || x < y) && mine[x][0] && strcmp(mine[x], theirs[y]) == 0) {
+                        fail(ld, a->line, "[node %s]: endpoint %s is also node %s's", a->name,
+                             mine[x], b->name);
+                        return;
+                    }
+        }
     }
 }
 
@@ -480,8 +641,10 @@ int cluster_load(const char *path, struct cluster **out, char *err, size_t errle
     fclose(ld.fp);
     if (rc > 0) fail(&ld, rc, "expected `[section]`, `key = value` or a comment");
     if (rc < 0) fail(&ld, 0, "out of memory");
-    close_section(&ld);
     if (ld.c->n_nodes == 0) fail(&ld, 0, "no [node NAME] section: the cluster has no nodes");
+    if (!ld.failed) apply_defaults(&ld, &ld.defaults);
+    for (int i = 0; i < ld.c->n_nodes && !ld.failed; i++) resolve_node(&ld, i, ld.defaults.port);
+    if (!ld.failed) check_distinct(&ld);
     if (ld.failed) {
         cluster_free(ld.c);
         return -1;
@@ -489,7 +652,14 @@ int cluster_load(const char *path, struct cluster **out, char *err, size_t errle
     strcpy(ld.c->path, path);
     strcpy(ld.c->name, ld.defaults.name[0] ? ld.defaults.name : "cluster");
     ld.c->connect_timeout_s = ld.connect_timeout_s;
-    apply_defaults(ld.c, &ld.defaults);
+    ld.c->base_port = ld.defaults.port;
+    char ignored[256];
+    for (int i = 0; i < ld.c->n_nodes; i++) {
+        struct cluster_node *n = &ld.c->nodes[i];
+        if (!n->start_given &&
+            cluster_node_command(ld.c, i, n->start, sizeof n->start, ignored, sizeof ignored) != 0)
+            n->start[0] = '\0';
+    }
     *out = ld.c;
     return 0;
 }
@@ -506,6 +676,139 @@ const struct cluster_node *cluster_node_find(const struct cluster *c, const char
     for (int i = 0; i < c->n_nodes; i++)
         if (strcmp(c->nodes[i].name, name) == 0) return &c->nodes[i];
     return NULL;
+}
+
+/* ---- the derived command line -------------------------------------------- */
+
+/* A command line being built; `over` once it no longer fits. */
+struct line {
+    char *buf;
+    size_t len, cap;
+    int over;
+};
+
+static void put(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct line *l, const char *fmt, ...)
+{
+    if (l->over) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(l->buf + l->len, l->cap - l->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= l->cap - l->len)
+        l->over = 1;
+    else
+        l->len += (size_t)n;
+}
+
+/* One shell word: as it is when every character is plain, else in single
+ * quotes; a leading "~/" stays outside them so that the node's shell
+ * expands it. */
+static void put_word(struct line *l, const char *w)
+{
+    put(l, " ");
+    if (strncmp(w, "~/", 2) == 0) {
+        put(l, "~/");
+        w += 2;
+    }
+    size_t plain = strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                             "_@%+=:,./-");
+    if (*w && !w[plain]) {
+        put(l, "%s", w);
+        return;
+    }
+    put(l, "'");
+    for (; *w; w++) put(l, *w == '\'' ? "'\\''" : "%c", *w);
+    put(l, "'");
+}
+
+/* What the node binds for an endpoint the console connects to: the same
+ * when its host is a numeric address, else every interface (ZeroMQ binds
+ * addresses and interfaces, not names). */
+static void put_bind(struct line *l, const char *option, const char *ep)
+{
+    char host[CLUSTER_HOST_MAX], v6[sizeof(struct in6_addr)];
+    int port;
+    const char *why;
+    put(l, " %s", option);
+    if (parse_host_port(ep + strlen("tcp://"), host, sizeof host, &port, &why) == 0 &&
+        (inet_pton(AF_INET, host, v6) == 1 || inet_pton(AF_INET6, host, v6) == 1)) {
+        put_word(l, ep);
+    } else {
+        char any[32];
+        snprintf(any, sizeof any, "tcp://*:%d", port);
+        put_word(l, any);
+    }
+}
+
+int cluster_node_command(const struct cluster *c, int i, char *buf, size_t len, char *err,
+                         size_t errlen)
+{
+    const struct cluster_node *n = &c->nodes[i], *next = &c->nodes[(i + 1) % c->n_nodes];
+    if (n->start_given) {
+        if (strlen(n->start) >= len) {
+            snprintf(err, errlen, "[node %s]: the start line is too long", n->name);
+            return -1;
+        }
+        strcpy(buf, n->start);
+        return 0;
+    }
+    int ring = c->n_nodes > 1;
+    if (!n->host[0] || !n->port) {
+        snprintf(err, errlen,
+                 "[node %s]: no command line: give `start`, or `host` and `port` (or [cluster] "
+                 "base_port) so that infertop derives it",
+                 n->name);
+        return -1;
+    }
+    if (ring && n->layer_first == CLUSTER_UNSET) {
+        snprintf(err, errlen,
+                 "[node %s]: no `layers`: each node of a ring of %d needs its range "
+                 "(`infertop plan --write` sets them)",
+                 n->name, c->n_nodes);
+        return -1;
+    }
+    if (ring && !next->listen[0]) {
+        snprintf(err, errlen,
+                 "[node %s]: its --next is node %s's ring input, which needs that node's `host` "
+                 "and `port`",
+                 n->name, next->name);
+        return -1;
+    }
+    struct line l = {.buf = buf, .cap = len};
+    buf[0] = '\0';
+    put_word(&l, n->inferd);
+    put(&l, " serve --name %s", n->name);
+    if (n->model[0]) {
+        put(&l, " --model");
+        put_word(&l, n->model);
+    }
+    if (n->layer_first != CLUSTER_UNSET) put(&l, " --layers %d:%d", n->layer_first, n->layer_last);
+    put_bind(&l, "--control", n->control);
+    put_bind(&l, "--telemetry", n->telemetry);
+    if (ring) {
+        put_bind(&l, "--listen", n->listen);
+        put(&l, " --next");
+        put_word(&l, next->listen);
+    }
+    if (n->threads) put(&l, " --threads %d", n->threads);
+    if (n->mem_limit) put(&l, " --mem-limit %llu", (unsigned long long)n->mem_limit);
+    put(&l, " --log");
+    if (n->log[0]) {
+        put_word(&l, n->log);
+    } else {
+        char log[CLUSTER_NAME_MAX + 32];
+        snprintf(log, sizeof log, CLUSTER_LOG_DEFAULT_DIR "/%s.log", n->name);
+        put_word(&l, log);
+    }
+    if (n->flags[0]) put(&l, " %s", n->flags);
+    if (l.over) {
+        snprintf(err, errlen, "[node %s]: the derived command line is longer than %zu bytes",
+                 n->name, len - 1);
+        return -1;
+    }
+    memmove(buf, buf + 1, strlen(buf)); /* the space before the first word */
+    return 0;
 }
 
 /* ---- where the file is ---------------------------------------------------- */

@@ -1,23 +1,42 @@
 /* cluster.h: the cluster file, the operator's description of the nodes.
  *
- * An INI file (parsed with inih):
+ * An INI file (parsed with inih). A node section says what the node is,
+ * once, and infertop derives the rest (contrib/cluster.example.conf):
  *
  *   [cluster]
  *   name = ring                      ; optional, default "cluster"
+ *   base_port = 5555                 ; ports of nodes without `port` (below)
+ *   model = synth:1b                 ; defaults for every node: model, inferd,
+ *   inferd = /usr/local/bin/inferd   ;   threads, mem_limit, flags
  *   identity = ~/.ssh/id_ed25519     ; defaults for every node's SSH session
  *   known_hosts = ~/.ssh/known_hosts
  *   accept_new = no
  *   connect_timeout = 5              ; seconds an SSH connect may take, 1..600
  *
- *   [node a]
- *   ssh = [user@]host[:port]         ; required
- *   control = tcp://host:port        ; required
- *   telemetry = tcp://host:port      ; required
- *   start = inferd serve ...         ; required; indented lines continue it
- *   layers = 0:8                     ; optional, layers [first, last)
+ *   [node a]                         ; one section per node, in ring order
+ *   host = 10.0.0.11                 ; where its sockets are
+ *   port = 5555                      ; control, telemetry = port + 1, ring input = port + 2
+ *   ssh = ops@10.0.0.11              ; optional; `ops@` alone: that user on `host`
+ *   model = /models/7b.bin           ; `inferd serve --model` on that node
+ *   layers = 0:8                     ; layers [first, last)
+ *   threads = 8
+ *   mem_limit = 24G                  ; bytes, K/M/G/T suffixes (powers of 1024)
+ *   flags = --kv-bits 8              ; more `inferd serve` arguments; may continue
  *   log = /var/log/inferd.log        ; optional
  *   pidfile = /run/inferd.pid        ; optional
  *   identity / known_hosts / accept_new   ; optional, override [cluster]
+ *
+ * Without `port`, a node takes [cluster] base_port + 3 x (the number of
+ * nodes before it on the same host). Its `inferd serve` command line is
+ * derived from these keys, with the ring wired in section order: each
+ * node's --next is the following node's ring input, the last one's the
+ * first's (cluster_node_command).
+ *
+ * The first form of the file is read as before: `control` and `telemetry`
+ * endpoints given whole, and `start`, the command line run over SSH
+ * (indented lines continue it). Either may also override what the second
+ * form derives. `ssh` is optional in both: a node without it is watched and
+ * configured, and SSH operations on it say that it has no SSH target.
  *
  * Loading is all or nothing: the first problem is reported as
  * "FILE:LINE: [section] key `k`: what was expected" and nothing is returned.
@@ -27,6 +46,7 @@
 #define CLUSTER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define CLUSTER_NAME_MAX 64
 #define CLUSTER_HOST_MAX 256
@@ -40,11 +60,22 @@
 struct cluster_node {
     char name[CLUSTER_NAME_MAX];
     char ssh_user[CLUSTER_NAME_MAX]; /* "" = the user ~/.ssh/config or libssh picks */
-    char ssh_host[CLUSTER_HOST_MAX]; /* without the brackets of an IPv6 literal */
+    char ssh_host[CLUSTER_HOST_MAX]; /* without IPv6 brackets; "" = no SSH target */
     int ssh_port;                    /* 0 = from ~/.ssh/config, else 22 */
-    char control[CLUSTER_ENDPOINT_MAX];
-    char telemetry[CLUSTER_ENDPOINT_MAX];
+    char control[CLUSTER_ENDPOINT_MAX];   /* given, else tcp://host:port */
+    char telemetry[CLUSTER_ENDPOINT_MAX]; /* given, else tcp://host:(port + 1) */
+    char listen[CLUSTER_ENDPOINT_MAX];    /* tcp://host:(port + 2); "" without host and port */
+    /* The command line `nodes start` runs: `start` when given, else the
+     * derived one, else "" (cluster_node_command says what is missing). */
     char start[CLUSTER_START_MAX];
+    int start_given; /* 1: from `start`, 0: derived (or none) */
+    char host[CLUSTER_HOST_MAX]; /* without IPv6 brackets; "" when not given */
+    int port;                    /* given, else from base_port; 0 when neither */
+    char model[CLUSTER_PATH_MAX];   /* the node's, else [cluster]'s; "" = inferd's default */
+    char inferd[CLUSTER_PATH_MAX];  /* the inferd binary on the node, default "inferd" */
+    int threads;                    /* 0 = inferd's default */
+    uint64_t mem_limit;             /* bytes; 0 = none */
+    char flags[CLUSTER_START_MAX];  /* [cluster]'s flags, then the node's */
     int layer_first, layer_last; /* [first, last), CLUSTER_UNSET when not given */
     char log[CLUSTER_PATH_MAX];
     char pidfile[CLUSTER_PATH_MAX];
@@ -59,6 +90,7 @@ struct cluster {
     char path[CLUSTER_PATH_MAX];
     char name[CLUSTER_NAME_MAX];
     int connect_timeout_s; /* [cluster] connect_timeout; 0 when not given */
+    int base_port;         /* [cluster] base_port; 0 when not given */
     int n_nodes;
     struct cluster_node *nodes; /* in file order */
 };
@@ -76,5 +108,20 @@ void cluster_free(struct cluster *c);
 
 /* The node named `name`, or NULL. */
 const struct cluster_node *cluster_node_find(const struct cluster *c, const char *name);
+
+/* The `inferd serve` command line of node index i, derived from its keys
+ * (the form of cluster.h's top comment): binds on its own address when
+ * `host` is numeric, else on every interface (`*`). -1 with err naming
+ * the missing key when it cannot be derived (no host or port, no layers in
+ * a ring of several nodes, a neighbour without a ring input). */
+int cluster_node_command(const struct cluster *c, int i, char *buf, size_t len, char *err,
+                         size_t errlen);
+
+/* Where a node's log goes when the file names none: nodectl.h's default. */
+#define CLUSTER_LOG_DEFAULT_DIR "~/.infertop"
+
+/* Parses a byte count with an optional K, M, G or T suffix (powers of
+ * 1024), as `inferd serve --mem-limit` reads it. -1 when malformed. */
+int cluster_parse_bytes(const char *s, uint64_t *out);
 
 #endif

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
+#include "engine/proto/client.h"
 #include "cluster.h"
 
 /* Requests in flight at once, over all nodes: the console keeps a handful

@@ -1,7 +1,7 @@
 /* links.h: the console's connections to the nodes of a cluster.
  *
  * One SUB socket connected to every node's telemetry endpoint, and a
- * DEALER (engine/client.h) per node's control endpoint. Telemetry goes
+ * DEALER (engine/proto/client.h) per node's control endpoint. Telemetry goes
  * straight into the state (state.h); control requests are tracked by id
  * with a deadline, and each ends exactly once in its callback: with the
  * node's final frame, or with a timeout when the node stays silent.
@@ -24,7 +24,7 @@
 #include <jansson.h>
 #include <zmq.h>
 
-#include "protocol.h"
+#include "engine/proto/protocol.h"
 #include "state.h"
 
 struct cluster;

@@ -6,7 +6,7 @@
  * computed when a view asks, a few times a second.
  */
 #include "state.h"
-#include "store.h"
+#include "store/store.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -676,8 +676,13 @@ void state_cluster_view(const state *st, double now, struct state_cluster_view *
     memset(out, 0, sizeof *out);
     out->name = st->name;
     out->nodes_total = st->n;
+    out->model = out->weight_types = "";
     for (int i = 0; i < st->n; i++) {
         const struct node *n = &st->nodes[i];
+        if (n->has_status && !out->model[0]) {
+            out->model = n->status.model.name;
+            out->weight_types = n->status.model.weight_types;
+        }
         if (live_at(n, now) == STATE_UP) out->nodes_up++;
         if (is_head(st, i)) prefill += count_in(n, STATE_PREFILL, STATE_RECENT_S, now, 1);
         if (is_tail(st, i)) decode += count_in(n, STATE_DECODE, STATE_RECENT_S, now, 1);

@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "protocol.h"
+#include "engine/proto/protocol.h"
 
 #define STATE_STEP_RING 4096
 #define STATE_SECONDS 600
@@ -130,6 +130,9 @@ struct state_cluster_view {
     double prefill_tps, decode_tps; /* head's prefill and tail's decode, STATE_RECENT_S */
     double last_ttft_ms;            /* NaN before the first finished request */
     uint64_t lost;
+    /* The model as the first node with a status names it: "" before any.
+     * weight_types: "Q4_K_M: q4_K 25, ..." for a GGUF file, else "f32". */
+    const char *model, *weight_types;
 };
 
 /* One entry of the events ring: a node's event or the console's own. */

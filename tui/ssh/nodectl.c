@@ -422,6 +422,13 @@ int nodectl_run(sshconn *c, const struct cluster_node *n, const nodectl_req *req
     memset(r, 0, sizeof *r);
     r->exit_status = -1;
     r->status.uptime_s = -1;
+    if ((req->op == NODECTL_START || req->op == NODECTL_RESTART) && !n->start[0]) {
+        snprintf(r->error, sizeof r->error,
+                 "node %s has no command line to start: `infertop nodes command %s` says what "
+                 "the cluster file lacks",
+                 n->name, n->name);
+        return -1;
+    }
     if (req->op != NODECTL_RESTART)
         return run_one(c, n, req, io, r);
     nodectl_req step = *req;

@@ -28,7 +28,7 @@
 
 #include <stdio.h>
 
-#include "cluster.h"
+#include "tui/core/cluster.h"
 #include "sshconn.h"
 
 typedef enum nodectl_op {

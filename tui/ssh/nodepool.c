@@ -18,6 +18,7 @@ typedef struct job {
     long id;
     nodectl_req req;
     char *command; /* req.command points here */
+    struct cluster_node node; /* the node as it was when the job was asked for */
     atomic_int cancel;
     struct job *next;
 } job;
@@ -160,10 +161,15 @@ static int job_cancelled(void *ctx)
     return atomic_load(&io->j->cancel);
 }
 
-static void connect_node(worker *w, nodectl_result *r)
+static void connect_node(worker *w, const struct cluster_node *n, nodectl_result *r)
 {
     const nodepool *p = w->pool;
-    const struct cluster_node *n = &p->nodes[w->node];
+    if (!n->ssh_host[0]) {
+        snprintf(r->error, sizeof r->error,
+                 "node %s has no SSH target: its section of the cluster file has no `ssh` key",
+                 n->name);
+        return;
+    }
     sshconn_target t = {
         .host = n->ssh_host,
         .user = n->ssh_user,
@@ -182,7 +188,7 @@ static void connect_node(worker *w, nodectl_result *r)
  * to have died before the command started. */
 static void run_job(worker *w, job *j, nodectl_result *r)
 {
-    const struct cluster_node *n = &w->pool->nodes[w->node];
+    const struct cluster_node *n = &j->node;
     job_io ctx = {.pool = w->pool, .node = w->node, .j = j};
     /* Only streams may be cut short: a start or stop script always runs
      * to its end, so a node is never left half-changed. */
@@ -198,7 +204,7 @@ static void run_job(worker *w, job *j, nodectl_result *r)
         if (!w->conn) {
             memset(r, 0, sizeof *r);
             r->exit_status = -1;
-            connect_node(w, r);
+            connect_node(w, n, r);
             if (!w->conn)
                 return;
             fresh = 1;
@@ -308,6 +314,7 @@ long nodepool_submit(nodepool *p, int node, const nodectl_req *req, char *err, s
     j->req.command = j->command;
     worker *w = &p->workers[node];
     pthread_mutex_lock(&p->mu);
+    j->node = p->nodes[node];
     if (!w->started) {
         int rc = pthread_create(&w->thread, NULL, worker_main, w);
         if (rc != 0) {
@@ -330,6 +337,19 @@ long nodepool_submit(nodepool *p, int node, const nodectl_req *req, char *err, s
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&p->mu);
     return id;
+}
+
+int nodepool_update(nodepool *p, const struct cluster *c)
+{
+    if (c->n_nodes != p->n_nodes)
+        return -1;
+    for (int i = 0; i < c->n_nodes; i++)
+        if (strcmp(c->nodes[i].name, p->nodes[i].name) != 0)
+            return -1;
+    pthread_mutex_lock(&p->mu);
+    memcpy(p->nodes, c->nodes, (size_t)c->n_nodes * sizeof *p->nodes);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
 }
 
 void nodepool_cancel(nodepool *p, long id)

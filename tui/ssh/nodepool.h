@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#include "cluster.h"
+#include "tui/core/cluster.h"
 #include "nodectl.h"
 
 typedef struct nodepool nodepool;
@@ -53,6 +53,11 @@ void nodepool_free(nodepool *p);
 
 /* Readable while events wait. */
 int nodepool_fd(const nodepool *p);
+
+/* Takes the nodes of c (the same nodes, in the same order, e.g. the file
+ * rewritten with other layers) for the jobs asked for from now on; a job
+ * runs with the node as it was when asked for. -1 when c has other nodes. */
+int nodepool_update(nodepool *p, const struct cluster *c);
 
 /* Queues `req` for node index `node`. Returns the job id (> 0), or -1 with
  * err filled. req->command is copied. */

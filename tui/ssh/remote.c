@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
-#include "cluster.h"
+#include "tui/core/hooks.h"
+#include "tui/core/cluster.h"
 #include "nodepool.h"
 
 /* Lines of a node's log kept, and how many a follow starts with: enough
@@ -36,7 +36,7 @@ struct job {
     long id;
     int node;
     enum job_kind kind;
-    enum ui_action_kind action; /* JOB_ACTION only */
+    enum action_kind action; /* JOB_ACTION only */
 };
 
 enum facts_state { FACTS_NONE, FACTS_ASKED, FACTS_KNOWN, FACTS_FAILED };
@@ -66,13 +66,13 @@ struct action_words {
     const char *asked, *done, *failed; /* event kinds */
 };
 
-static const struct action_words *action_words(enum ui_action_kind k)
+static const struct action_words *action_words(enum action_kind k)
 {
     static const struct action_words start = {NODECTL_START, "start", "started", "start_failed"};
     static const struct action_words stop = {NODECTL_STOP, "stop", "stopped", "stop_failed"};
     static const struct action_words restart = {NODECTL_RESTART, "restart", "restarted",
                                                 "restart_failed"};
-    return k == UI_ACT_NODE_START ? &start : k == UI_ACT_NODE_STOP ? &stop : &restart;
+    return k == ACT_NODE_START ? &start : k == ACT_NODE_STOP ? &stop : &restart;
 }
 
 /* "user@host:port" as the cluster file gave it. */
@@ -173,9 +173,9 @@ static void action_done(remote *r, const struct job *j, const nodectl_result *re
         return;
     }
     state_event_add(r->st, j->node, w->done, now, "%s", res->detail);
-    if (j->action == UI_ACT_NODE_STOP)
+    if (j->action == ACT_NODE_STOP)
         state_mark_down(r->st, j->node, "stopped over SSH", now);
-    else if (j->action == UI_ACT_NODE_RESTART)
+    else if (j->action == ACT_NODE_RESTART)
         state_mark_starting(r->st, j->node, now);
 }
 
@@ -250,7 +250,7 @@ static double remote_tick(void *ctx, double now, int *changed)
     return INFINITY;
 }
 
-static int remote_action(void *ctx, enum ui_action_kind kind, int node, double now, char *err,
+static int remote_action(void *ctx, enum action_kind kind, int node, double now, char *err,
                          size_t errlen)
 {
     remote *r = ctx;
@@ -274,7 +274,7 @@ static int remote_action(void *ctx, enum ui_action_kind kind, int node, double n
     if (id > 0) {
         ssh_target(&r->c->nodes[node], target, sizeof target);
         state_event_add(r->st, node, w->asked, now, "asked over SSH (%s)", target);
-        if (kind == UI_ACT_NODE_START)
+        if (kind == ACT_NODE_START)
             state_mark_starting(r->st, node, now);
     }
     if (refollow)
@@ -341,6 +341,11 @@ int remote_new(const struct cluster *c, state *st, remote **out, char *err, size
     }
     *out = r;
     return 0;
+}
+
+int remote_update(remote *r)
+{
+    return nodepool_update(r->pool, r->c);
 }
 
 void remote_free(remote *r)

@@ -13,7 +13,7 @@
  * Nothing here blocks: every SSH exchange runs on the pool's threads, and
  * no connection is made before the operator asks for something that needs
  * one (opening the dashboard connects nowhere). The app sees this through
- * its hooks (app.h), the node view through the read-only queries below.
+ * its hooks (tui/core/hooks.h), the node view through the read-only queries below.
  * One thread (the app's loop) calls everything here.
  */
 #ifndef REMOTE_H
@@ -23,7 +23,7 @@
 
 #include "nodectl.h"
 #include "nodelog.h"
-#include "state.h"
+#include "tui/core/state.h"
 
 struct app_hooks;
 struct cluster;
@@ -38,6 +38,11 @@ int remote_new(const struct cluster *c, state *st, remote **out, char *err, size
 /* Cancels what runs and waits for the pool's threads: one still
  * connecting ends at the connect timeout. NULL is fine. */
 void remote_free(remote *r);
+
+/* The cluster's nodes changed in place (the same nodes, with other layers
+ * and command lines): node actions from now on use them. -1 when the
+ * nodes are not the same. */
+int remote_update(remote *r);
 
 /* Fills the hooks of the app's loop with this remote's: its results'
  * descriptor, draining them, node actions, and the node view's focus. */

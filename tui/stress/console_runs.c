@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "tui/core/cluster.h"
 
 struct console_runs {
     store *db;

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "store.h"
+#include "store/store.h"
 #include "stress.h"
 
 struct cluster;

@@ -5,100 +5,14 @@
  * only reads the progress snapshot under the lock and may ask for an
  * abort, so a console never blocks on the network or the disk. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "engine/sys/clock.h"
 #include "stress_int.h"
 
-int st_aborted(stress_run *r)
-{
-    return atomic_load(&r->abort);
-}
-
 /* ---- progress (written by the run's thread, read by anyone) ---- */
-
-void st_progress_leg(stress_run *r, int64_t requests_total, int64_t ctx_target)
-{
-    pthread_mutex_lock(&r->mu);
-    r->prog.leg = r->leg;
-    r->prog.n_legs = r->n_legs;
-    r->prog.kv_bits = r->kv_bits;
-    r->prog.prefill_step = r->prefill_step;
-    r->prog.requests_total = requests_total;
-    r->prog.ctx = 0;
-    r->prog.ctx_target = ctx_target;
-    r->leg_fraction = 0.0;
-    pthread_mutex_unlock(&r->mu);
-}
-
-void st_progress_request(stress_run *r, const st_outcome *o, int64_t ctx)
-{
-    pthread_mutex_lock(&r->mu);
-    r->prog.requests_done++;
-    r->prog.requests_failed += !o->ok;
-    r->prog.ctx = ctx;
-    if (o->ok && o->decode_tps > 0)
-        r->prog.tok_s = o->decode_tps;
-    if (o->ok)
-        r->points[r->n_points++ % STRESS_POINTS_MAX] = o->point;
-    pthread_mutex_unlock(&r->mu);
-}
-
-void st_progress_work(stress_run *r, double done, double total)
-{
-    pthread_mutex_lock(&r->mu);
-    r->leg_fraction = total > 0 ? fmin(done / total, 1.0) : 0.0;
-    r->prog.in_flight = r->n_inflight;
-    r->prog.telemetry_lost = r->telemetry_lost;
-    pthread_mutex_unlock(&r->mu);
-}
-
-void st_progress_error(stress_run *r, const char *fmt, ...)
-{
-    va_list ap;
-    pthread_mutex_lock(&r->mu);
-    va_start(ap, fmt);
-    vsnprintf(r->prog.last_error, sizeof r->prog.last_error, fmt, ap);
-    va_end(ap);
-    pthread_mutex_unlock(&r->mu);
-}
-
-size_t stress_points_since(stress_run *r, size_t *seen, store_point *out, size_t max)
-{
-    pthread_mutex_lock(&r->mu);
-    size_t from = *seen;
-    if (r->n_points > STRESS_POINTS_MAX && from < r->n_points - STRESS_POINTS_MAX)
-        from = r->n_points - STRESS_POINTS_MAX;
-    size_t n = 0;
-    for (; from < r->n_points && n < max; from++)
-        out[n++] = r->points[from % STRESS_POINTS_MAX];
-    *seen = from;
-    pthread_mutex_unlock(&r->mu);
-    return n;
-}
-
-void stress_progress_get(stress_run *r, stress_progress *p)
-{
-    pthread_mutex_lock(&r->mu);
-    *p = r->prog;
-    double end = r->t_end_ms > 0 ? r->t_end_ms : clock_ms();
-    p->elapsed_s = (end - r->t0_ms) / 1000.0;
-    if (p->state == STRESS_FINISHED)
-        p->eta_s = 0.0;
-    else if (p->state == STRESS_RUNNING && p->n_legs > 0)
-        p->eta_s = stress_eta(p->elapsed_s, (p->leg + r->leg_fraction) / p->n_legs, 1.0);
-    else
-        p->eta_s = -1.0;
-    pthread_mutex_unlock(&r->mu);
-}
-
-void stress_abort(stress_run *r)
-{
-    atomic_store(&r->abort, 1);
-}
 
 /* ---- the run ---- */
 
@@ -177,6 +91,7 @@ static void fill_result(stress_run *r, store_status status, stress_result *res)
         free(v);
     }
     snprintf(res->failure, sizeof res->failure, "%s", r->failure);
+    res->store_failed = r->store_broken;
 }
 
 /* The figures the tables do not hold, kept with the run as a `result`
@@ -196,6 +111,32 @@ static void record_result(stress_run *r, const stress_result *res)
     if (d && r->telemetry_lost)
         json_object_set_new(d, "telemetry_lost", json_integer(r->telemetry_lost));
     st_event(r, NULL, "result", d);
+}
+
+/* Writes how the run ended, and waits until it is written so that the
+ * console's History, on another connection, sees it. When the store
+ * cannot write it (still a full disk), the run stays `running` in the
+ * history until the next infertop to open the database marks it aborted;
+ * the failure says so. */
+static void record_end(stress_run *r, store_status status)
+{
+    char why[256];
+    /* Earlier write errors are in the failure already: only this one counts. */
+    store_flush(r->db, why, sizeof why);
+    stress_result res;
+    fill_result(r, status, &res);
+    record_result(r, &res);
+    store_run_end(r->db, r->run, status, r->failure[0] ? r->failure : NULL);
+    if (store_flush(r->db, why, sizeof why) == 0)
+        return;
+    char was[sizeof r->failure];
+    snprintf(was, sizeof was, "%s", r->failure);
+    snprintf(r->failure, sizeof r->failure,
+             "%.250s%sthe run's end cannot be written either (%.120s): it shows as running "
+             "until infertop next opens the database",
+             was, was[0] ? "; " : "", why);
+    r->store_broken = 1;
+    st_progress_error(r, "%s", r->failure);
 }
 
 static void set_state(stress_run *r, stress_state state, store_status status)
@@ -255,13 +196,11 @@ static void *run_main(void *arg)
     free(cluster);
     free(params);
     st_disconnect(r);
+    if (r->store_broken)
+        status = STORE_FAILED;
+    if (r->run > 0)
+        record_end(r, status);
     fill_result(r, status, &r->res);
-    if (r->run > 0) {
-        record_result(r, &r->res);
-        store_run_end(r->db, r->run, status, r->failure[0] ? r->failure : NULL);
-        /* So that the console's History, on another connection, sees it. */
-        store_flush(r->db, why, sizeof why);
-    }
     set_state(r, STRESS_FINISHED, status);
     return NULL;
 }

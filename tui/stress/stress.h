@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "store/store.h"
 
 #define STRESS_LIST_MAX 8   /* values in a sweep's kv_bits / prefill_step list */
 #define STRESS_NODES_MAX 16 /* nodes of a ring (PROTO_RING_MAX) */
@@ -130,6 +130,7 @@ typedef struct stress_result {
     double tok_per_s;                  /* generated tokens of ok requests / wall_s */
     stress_drift drift;                /* soak */
     char failure[STRESS_TEXT_MAX * 2]; /* the first failure or the setup error, "" when none */
+    int store_failed; /* the history could not be written (failure says why) */
 } stress_result;
 
 typedef struct stress_run stress_run;

@@ -1,15 +1,16 @@
-/* stress_int.h: what the files of the stress runner share (stress.c the
- * run's life and thread, stress_wire.c the connection to the ring,
- * stress_record.c the recording of what comes back, stress_modes.c the
- * legs). Other modules use stress.h. */
+/* stress_int.h: what the files of the stress runner share, from the top
+ * down: stress.c the run's life and thread, stress_modes.c the legs,
+ * stress_wire.c the connection to the ring, stress_record.c the recording
+ * of what comes back, stress_progress.c what watchers see. Other modules
+ * use stress.h. */
 #ifndef STRESS_INT_H
 #define STRESS_INT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "client.h"
-#include "protocol.h"
+#include "engine/proto/client.h"
+#include "engine/proto/protocol.h"
 #include "stress.h"
 
 #define ST_INFLIGHT_MAX 16     /* the most requests in flight (--concurrency) */
@@ -96,6 +97,7 @@ struct stress_run {
     double *soak_v; /* soak: ttft, e2e, decode tok/s of each ok request, 3 per request */
     size_t soak_n, soak_cap;
     char failure[STRESS_TEXT_MAX * 2];
+    int store_broken;  /* the store could not write: the run stops */
     stress_result res; /* filled when the run ends */
 
     pthread_t thread;
@@ -154,12 +156,17 @@ void st_on_telemetry(stress_run *r, const proto_tel *t);
 /* Records a runner event (kind, detail: stolen, may be NULL). */
 void st_event(stress_run *r, const char *node, const char *kind, json_t *detail);
 
+/* 1 once the store failed to write a row (a full disk), with the failure
+ * recorded and shown: the run must stop, since what it would record next
+ * is lost. 0 while writes succeed. */
+int st_store_failed(stress_run *r);
+
 /* ---- stress_modes.c ---- */
 
 /* Runs every leg of the run; returns the run's status. */
 store_status st_run_legs(stress_run *r);
 
-/* ---- stress.c ---- */
+/* ---- stress_progress.c ---- */
 
 int st_aborted(stress_run *r);
 /* Progress updates from the run's thread (under the lock). */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "engine/sys/clock.h"
 #include "stress_int.h"
 
 enum { WAIT_ENDED = 1, WAIT_TIME = 0, WAIT_ABORTED = -1, WAIT_BROKEN = -2 };
@@ -338,7 +338,7 @@ store_status st_run_legs(stress_run *r)
             return STORE_ABORTED;
         if (st == STORE_FAILED) {
             run = STORE_FAILED;
-            if (o->stop_on_failure)
+            if (o->stop_on_failure || r->store_broken)
                 break;
         }
     }

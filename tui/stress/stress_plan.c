@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "protocol.h"
+#include "engine/proto/protocol.h"
 #include "stress.h"
 
 /* The head queues this many requests; more in flight would be refused
- * with `busy` (engine/node.h NODE_QUEUE_MAX). */
+ * with `busy` (engine/node/node.h NODE_QUEUE_MAX). */
 #define CONCURRENCY_MAX 16
 
 void stress_opts_init(stress_opts *o)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "engine/sys/clock.h"
 #include "stress_int.h"
 
 /* ---- requests ---- */
@@ -20,6 +20,17 @@ static st_node *node_named(stress_run *r, const char *name)
         if (strcmp(r->nodes[i].name, name) == 0)
             return &r->nodes[i];
     return NULL;
+}
+
+int st_store_failed(stress_run *r)
+{
+    char why[256];
+    if (r->store_broken || !store_write_error(r->db, why, sizeof why))
+        return r->store_broken;
+    r->store_broken = 1;
+    snprintf(r->failure, sizeof r->failure, "the run history cannot be written: %s", why);
+    st_progress_error(r, "%s", r->failure);
+    return 1;
 }
 
 void st_event(stress_run *r, const char *node, const char *kind, json_t *detail)

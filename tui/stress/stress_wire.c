@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "clock.h"
+#include "engine/sys/clock.h"
 #include "stress_int.h"
 
 /* ---- connecting ---- */
@@ -387,6 +387,10 @@ int st_pump(stress_run *r, int timeout_ms, char *err, size_t errlen)
             break;
     }
     check_timers(r);
+    if (st_store_failed(r)) {
+        snprintf(err, errlen, "%s", r->failure);
+        return -1;
+    }
     return 0;
 }
 

@@ -13,7 +13,7 @@
 
 #include "glyphs.h"
 #include "palette.h"
-#include "state.h"
+#include "tui/core/state.h"
 
 /* Widest and tallest chart drawn; a larger area is cut to this. */
 #define DRAW_CHART_MAX_COLS 400

@@ -162,6 +162,18 @@ static void layout_history(struct layout *l, struct layout_rect body)
     l->pane[LAYOUT_DETAIL] = rect(body.x, body.y + 1 + runs, body.w, body.h - 1 - runs);
 }
 
+/* The target on top, the nodes' bars (a title, a row each, a legend),
+ * the max-context table and the apply's progress below. */
+static void layout_plan(struct layout *l, struct layout_rect body, int n_nodes)
+{
+    l->pane[LAYOUT_PLAN_FORM] = rect(body.x, body.y, body.w, LAYOUT_PLAN_FORM_ROWS);
+    int avail = body.h - LAYOUT_PLAN_FORM_ROWS - LAYOUT_PLAN_INFO_MIN_ROWS;
+    int h = clamp(n_nodes, 1, avail - 2) + 2;
+    l->pane[LAYOUT_PLAN_BARS] = rect(body.x, body.y + LAYOUT_PLAN_FORM_ROWS, body.w, h);
+    int y = body.y + LAYOUT_PLAN_FORM_ROWS + h;
+    l->pane[LAYOUT_PLAN_INFO] = rect(body.x, y, body.w, body.y + body.h - y);
+}
+
 struct layout layout_compute(int cols, int rows, enum layout_view view, int n_nodes, int help)
 {
     struct layout l = {.cols = cols, .rows = rows, .view = view};
@@ -180,6 +192,7 @@ struct layout layout_compute(int cols, int rows, enum layout_view view, int n_no
     case LAYOUT_EVENTS: layout_events(&l, body); break;
     case LAYOUT_STRESS: layout_stress(&l, body); break;
     case LAYOUT_HISTORY: layout_history(&l, body); break;
+    case LAYOUT_PLAN: layout_plan(&l, body, n_nodes); break;
     case LAYOUT_VIEW_COUNT: break;
     }
     if (help) {

@@ -26,12 +26,15 @@ enum layout_view {
     LAYOUT_EVENTS,
     LAYOUT_STRESS,
     LAYOUT_HISTORY,
+    LAYOUT_PLAN,
     LAYOUT_VIEW_COUNT
 };
 
 #define LAYOUT_FORM_COLS 34     /* stress view: the form */
 #define LAYOUT_PROGRESS_ROWS 7  /* stress view: the progress lines */
 #define LAYOUT_RUNS_MIN_ROWS 6  /* history view: column titles and 5 runs */
+#define LAYOUT_PLAN_FORM_ROWS 2 /* plan view: the target, and the verdict */
+#define LAYOUT_PLAN_INFO_MIN_ROWS 8 /* plan view: the max-context table and the apply */
 
 /* The panes; a view uses some of them and leaves the others empty. */
 enum layout_pane {
@@ -52,6 +55,9 @@ enum layout_pane {
     LAYOUT_CHART,        /* stress view: decode tok/s against context */
     LAYOUT_RUNS,         /* history view: the runs, one a row */
     LAYOUT_DETAIL,       /* history view: the chosen run's summary, or the comparison */
+    LAYOUT_PLAN_FORM,    /* plan view: target context and kv_bits, the verdict */
+    LAYOUT_PLAN_BARS,    /* plan view: a row per node, current and planned memory */
+    LAYOUT_PLAN_INFO,    /* plan view: max contexts, the apply's progress */
     LAYOUT_HELP,         /* the help overlay: drawn over the others */
     LAYOUT_MESSAGE,      /* "terminal too small", alone */
     LAYOUT_PANE_COUNT

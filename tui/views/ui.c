@@ -38,6 +38,7 @@ static const struct ui_view *const views[LAYOUT_VIEW_COUNT] = {
     [LAYOUT_EVENTS] = &view_events,
     [LAYOUT_STRESS] = &view_stress,
     [LAYOUT_HISTORY] = &view_history,
+    [LAYOUT_PLAN] = &view_plan,
 };
 
 struct ui {
@@ -59,44 +60,6 @@ struct ui {
 
     struct view_ctx v;
 };
-
-/* ---- requests from the views ---- */
-
-void view_emit(struct view_ctx *v, const struct ui_action *a)
-{
-    if (v->out && v->n_out < v->max_out) v->out[v->n_out++] = *a;
-}
-
-static void vmessage(struct view_ctx *v, int error, const char *fmt, va_list ap)
-{
-    vsnprintf(v->message, sizeof v->message, fmt, ap);
-    v->message_error = error;
-}
-
-void view_message(struct view_ctx *v, int error, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmessage(v, error, fmt, ap);
-    va_end(ap);
-}
-
-void view_ask(struct view_ctx *v, const struct ui_action *a, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(v->question, sizeof v->question, fmt, ap);
-    va_end(ap);
-    v->confirm_act = *a;
-    v->confirm = 1;
-}
-
-int view_refuse_readonly(struct view_ctx *v, const char *what)
-{
-    if (!v->opt->readonly) return 0;
-    view_message(v, 1, "read-only: %s are disabled (--readonly)", what);
-    return 1;
-}
 
 /* ---- layout and windows ---- */
 
@@ -232,7 +195,7 @@ void ui_message(ui *u, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vmessage(&u->v, 0, fmt, ap);
+    view_vmessage(&u->v, 0, fmt, ap);
     va_end(ap);
     u->dirty = 1;
 }
@@ -274,9 +237,10 @@ static void global_key(ui *u, int key)
     } jumps[] = {{'1', LAYOUT_DASHBOARD}, {'d', LAYOUT_DASHBOARD}, {'2', LAYOUT_NODE},
                  {'n', LAYOUT_NODE},      {'3', LAYOUT_CONFIG},    {'c', LAYOUT_CONFIG},
                  {'4', LAYOUT_EVENTS},    {'e', LAYOUT_EVENTS},    {'5', LAYOUT_STRESS},
-                 {'s', LAYOUT_STRESS},    {'6', LAYOUT_HISTORY},   {'H', LAYOUT_HISTORY}};
+                 {'s', LAYOUT_STRESS},    {'6', LAYOUT_HISTORY},   {'H', LAYOUT_HISTORY},
+                 {'7', LAYOUT_PLAN},      {'P', LAYOUT_PLAN}};
     if (key == 'q') {
-        struct ui_action a = {.kind = UI_ACT_QUIT, .node = UI_ALL_NODES};
+        struct action a = {.kind = ACT_QUIT, .node = ACT_ALL_NODES};
         view_emit(&u->v, &a);
         return;
     }
@@ -332,7 +296,7 @@ static void handle_key(ui *u, int key)
     global_key(u, key);
 }
 
-int ui_handle_input(ui *u, const state *st, double now, struct ui_action *out, int max)
+int ui_handle_input(ui *u, const state *st, double now, struct action *out, int max)
 {
     bind_state(u, st, now);
     u->v.out = out;
@@ -390,6 +354,13 @@ static void draw_header(ui *u)
     if (cv.lost) {
         snprintf(buf, sizeof buf, "%llu", (unsigned long long)cv.lost);
         header_item(u, w, &x, "lost", buf, palette_attr(&u->pal, PAL_PENDING));
+    }
+    if (cv.model[0]) {
+        /* The file type ("Q4_K_M") says the weights' precision in a word;
+         * the node view lists every tensor type. */
+        int type_len = (int)strcspn(cv.weight_types, ":");
+        snprintf(buf, sizeof buf, "%s %.*s", cv.model, type_len, cv.weight_types);
+        header_item(u, w, &x, "model", buf, A_BOLD);
     }
 
     x = 0;

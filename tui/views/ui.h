@@ -28,18 +28,18 @@
 
 #include <stddef.h>
 
-#include "protocol.h"
-#include "state.h"
+#include "engine/proto/protocol.h"
+#include "tui/core/action.h"
+#include "tui/core/state.h"
 
 struct cluster;
 struct console_runs;
+struct plan_job;
 struct remote;
 
 #define UI_FPS 10
 /* Enough room for every action one call can produce from a burst of keys. */
 #define UI_ACTIONS_MAX 16
-/* The node field of an action aimed at every node. */
-#define UI_ALL_NODES (-1)
 
 typedef struct ui ui;
 
@@ -59,21 +59,9 @@ struct ui_options {
      * views (console_runs.h). NULL: those views say there is no store.
      * Borrowed like cluster. */
     struct console_runs *runs;
-};
-
-enum ui_action_kind {
-    UI_ACT_QUIT,       /* the operator pressed q */
-    UI_ACT_SET_CONFIG, /* send `set` with .set to .node (or every node for UI_ALL_NODES) */
-    /* Node process control over SSH, already confirmed by the operator. */
-    UI_ACT_NODE_START,
-    UI_ACT_NODE_STOP,
-    UI_ACT_NODE_RESTART
-};
-
-struct ui_action {
-    enum ui_action_kind kind;
-    int node;           /* node index, or UI_ALL_NODES */
-    proto_set_args set; /* UI_ACT_SET_CONFIG */
+    /* Optional: where the Plan view's layout is applied from (plan_job.h).
+     * NULL: applying is not available (the view says so). Borrowed. */
+    struct plan_job *plan;
 };
 
 /* Sets up the terminal (initscr on stdin/stdout, raw keys, no echo,
@@ -89,7 +77,7 @@ void ui_close(ui *u);
  * actions they produce to out (at most max; keys past a full out stay
  * queued for the next call). Returns the number of actions. Marks the UI
  * dirty when a key changed what is shown; handles KEY_RESIZE and Ctrl-L. */
-int ui_handle_input(ui *u, const state *st, double now, struct ui_action *out, int max);
+int ui_handle_input(ui *u, const state *st, double now, struct action *out, int max);
 
 /* The state changed: the next due frame redraws. */
 void ui_mark_dirty(ui *u);

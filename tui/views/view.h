@@ -10,12 +10,19 @@
 #define VIEW_H
 
 #include <curses.h>
+#include <stdarg.h>
+
 #include "glyphs.h"
 #include "layout.h"
 #include "palette.h"
-#include "state.h"
-#include "stress.h"
-#include "ui.h"
+#include "tui/core/action.h"
+#include "tui/core/state.h"
+#include "tui/plan/plan.h"
+#include "tui/plan/plan_gather.h"
+#include "tui/stress/stress.h"
+
+/* The display options (ui.h): views that read them include ui.h. */
+struct ui_options;
 
 #define VIEW_MESSAGE_MAX 256
 #define VIEW_FILTER_MAX 64
@@ -64,6 +71,21 @@ struct view_history_pos {
     int stale;          /* list again before drawing */
 };
 
+/* The Plan view: the target being edited, and the plan drawn from it. */
+enum view_plan_field { VIEW_PLAN_CTX, VIEW_PLAN_KV_BITS, VIEW_PLAN_FIELDS };
+struct view_plan_pos {
+    enum view_plan_field field;
+    int editing;
+    char typed[VIEW_TYPED_MAX + 4]; /* digits typed into the context, "" when none */
+    int ctx, kv_bits;               /* the target; 0 until first shown */
+    int ok;                         /* 1: in, result and from hold a plan */
+    char why[256];                  /* !ok: why there is none */
+    plan_model model;               /* probed once per spec */
+    plan_input in;
+    plan_result result;
+    enum plan_from from[PLAN_NODES_MAX];
+};
+
 struct view_ctx {
     /* Set by ui.c before each draw and key. */
     const state *st;
@@ -86,15 +108,16 @@ struct view_ctx {
     uint64_t events_key;            /* what the dashboard's events rows show (own_erase) */
     struct view_stress_form form;
     struct view_history_pos hist;
+    struct view_plan_pos plan;
 
     /* Requests back to ui.c. */
     int goto_view;                  /* a layout_view, or -1 */
-    struct ui_action *out;
+    struct action *out;
     int n_out, max_out;
     char message[VIEW_MESSAGE_MAX];
     int message_error;
     int confirm;                    /* a question is asked: confirm_act on 'y' */
-    struct ui_action confirm_act;
+    struct action confirm_act;
     char question[VIEW_MESSAGE_MAX];
 };
 
@@ -120,18 +143,20 @@ extern const struct ui_view view_config;
 extern const struct ui_view view_events;
 extern const struct ui_view view_stress;
 extern const struct ui_view view_history;
+extern const struct ui_view view_plan;
 
 /* The help overlay, over any view; its keys scroll it (1) or close it (0). */
 void view_help_draw(struct view_ctx *v);
 int view_help_key(struct view_ctx *v, int key);
 
-/* ---- shared by the views, in ui.c ---- */
+/* ---- requests back to ui.c, in view_common.c ---- */
 
-void view_emit(struct view_ctx *v, const struct ui_action *a);
+void view_emit(struct view_ctx *v, const struct action *a);
 void view_message(struct view_ctx *v, int error, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+void view_vmessage(struct view_ctx *v, int error, const char *fmt, va_list ap);
 /* Asks "question? y/n" in the footer; 'y' emits a. */
-void view_ask(struct view_ctx *v, const struct ui_action *a, const char *fmt, ...)
+void view_ask(struct view_ctx *v, const struct action *a, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* In read-only mode, says so and returns 1. */
 int view_refuse_readonly(struct view_ctx *v, const char *what);

@@ -1,10 +1,14 @@
-/* view_common.c: small pieces more than one view needs. */
+/* view_common.c: small pieces more than one view needs, and the requests
+ * views make back to ui.c (actions, messages, questions), which they leave
+ * in their context for ui.c to act on after the key. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
 #include "draw.h"
+#include "ui.h"
 #include "view.h"
 
 const char *view_live_word(enum state_live l)
@@ -75,17 +79,17 @@ int view_node_action_key(struct view_ctx *v, int key, int node)
      * harms nothing (a running node refuses it). */
     static const struct {
         int key;
-        enum ui_action_kind kind;
+        enum action_kind kind;
         const char *verb;
         int ask;
-    } acts[] = {{'S', UI_ACT_NODE_START, "start", 0},
-                {'X', UI_ACT_NODE_STOP, "stop", 1},
-                {'R', UI_ACT_NODE_RESTART, "restart", 1}};
+    } acts[] = {{'S', ACT_NODE_START, "start", 0},
+                {'X', ACT_NODE_STOP, "stop", 1},
+                {'R', ACT_NODE_RESTART, "restart", 1}};
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
         if (key != acts[i].key) continue;
         if (node < 0 || node >= v->n_nodes) return 1;
         if (view_refuse_readonly(v, "node actions")) return 1;
-        struct ui_action a = {.kind = acts[i].kind, .node = node};
+        struct action a = {.kind = acts[i].kind, .node = node};
         if (acts[i].ask) {
             view_ask(v, &a, "%s node %s?", acts[i].verb, state_node_name(v->st, node));
         } else {
@@ -138,4 +142,42 @@ void view_fmt_prefill(int prefill, char *buf, size_t len)
         snprintf(buf, len, "-");
     else
         snprintf(buf, len, "%d", prefill);
+}
+
+/* ---- requests back to ui.c ---- */
+
+void view_emit(struct view_ctx *v, const struct action *a)
+{
+    if (v->out && v->n_out < v->max_out) v->out[v->n_out++] = *a;
+}
+
+void view_vmessage(struct view_ctx *v, int error, const char *fmt, va_list ap)
+{
+    vsnprintf(v->message, sizeof v->message, fmt, ap);
+    v->message_error = error;
+}
+
+void view_message(struct view_ctx *v, int error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    view_vmessage(v, error, fmt, ap);
+    va_end(ap);
+}
+
+void view_ask(struct view_ctx *v, const struct action *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->question, sizeof v->question, fmt, ap);
+    va_end(ap);
+    v->confirm_act = *a;
+    v->confirm = 1;
+}
+
+int view_refuse_readonly(struct view_ctx *v, const char *what)
+{
+    if (!v->opt->readonly) return 0;
+    view_message(v, 1, "read-only: %s are disabled (--readonly)", what);
+    return 1;
 }

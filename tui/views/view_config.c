@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "draw.h"
+#include "ui.h"
 #include "view.h"
 
 #define PREFILL_STEP_MIN 1
@@ -335,8 +336,8 @@ static void apply_edit(struct view_ctx *v)
         view_message(v, 1, "kv_bits %d is not one of 32, 16, 8, 4", d->kv_bits);
         return;
     }
-    struct ui_action a = {.kind = UI_ACT_SET_CONFIG,
-                          .node = all_row(v) ? UI_ALL_NODES : v->cfg.row,
+    struct action a = {.kind = ACT_SET_CONFIG,
+                          .node = all_row(v) ? ACT_ALL_NODES : v->cfg.row,
                           .set = *d};
     view_emit(v, &a);
     describe_set(d, what, sizeof what);

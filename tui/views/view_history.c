@@ -12,9 +12,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "console_runs.h"
+#include "tui/stress/console_runs.h"
 #include "draw.h"
 #include "meter.h"
+#include "ui.h"
 #include "view.h"
 
 static const char *const statuses[] = {NULL, "completed", "failed", "aborted", "running"};

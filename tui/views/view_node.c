@@ -5,10 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "tui/core/cluster.h"
 #include "draw.h"
 #include "meter.h"
-#include "remote.h"
+#include "tui/ssh/remote.h"
+#include "ui.h"
 #include "view.h"
 
 #define FACT_MAX 40
@@ -129,7 +130,10 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
         fact(fs, "layers", PAL_TEXT, "%d:%d of %d", s->model.layer_first, s->model.layer_last,
              s->model.n_layers);
         fact(fs, "stage", PAL_TEXT, "%d of %d", s->stage + 1, s->n_stages);
-        fact(fs, "model", PAL_TEXT, "%s", s->model.name);
+        fact(fs, "model", PAL_TEXT, "%s%s%s", s->model.name, s->model.format[0] ? ", " : "",
+             s->model.format);
+        if (s->model.weight_types[0])
+            fact(fs, "weights", PAL_TEXT, "%s", s->model.weight_types);
         fact(fs, "fingerprt", nv.flags & STATE_FLAG_FINGERPRINT ? PAL_ALERT : PAL_TEXT, "%.16s",
              s->model.fingerprint);
         fact(fs, "shape", PAL_TEXT, "dim %d, %d heads (%d kv), seq %d", s->model.dim,
@@ -153,7 +157,11 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
     const struct cluster *c = v->opt->cluster;
     const struct cluster_node *cn = c && node < c->n_nodes ? &c->nodes[node] : NULL;
     if (cn) {
-        fact(fs, "ssh", PAL_TEXT, "%s%s%s", cn->ssh_user, cn->ssh_user[0] ? "@" : "", cn->ssh_host);
+        if (cn->ssh_host[0])
+            fact(fs, "ssh", PAL_TEXT, "%s%s%s", cn->ssh_user, cn->ssh_user[0] ? "@" : "",
+                 cn->ssh_host);
+        else
+            fact(fs, "ssh", PAL_DIM, "none (no `ssh` in the cluster file)");
         fact(fs, "control", PAL_TEXT, "%s", cn->control);
         fact(fs, "telemetry", PAL_TEXT, "%s", cn->telemetry);
     }

@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console_runs.h"
+#include "tui/stress/console_runs.h"
 #include "draw.h"
 #include "meter.h"
+#include "ui.h"
 #include "view.h"
 
 enum field {

@@ -4,10 +4,10 @@
 #ifndef FWD_HARNESS_H
 #define FWD_HARNESS_H
 
-#include "forward.h"
-#include "kvcache.h"
-#include "model.h"
-#include "pool.h"
+#include "engine/compute/forward.h"
+#include "engine/compute/kvcache.h"
+#include "engine/model/model.h"
+#include "engine/compute/pool.h"
 
 typedef struct harness {
     model *m;

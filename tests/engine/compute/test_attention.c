@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "attention.h"
-#include "kvcache.h"
-#include "pool.h"
+#include "engine/compute/attention.h"
+#include "engine/compute/kvcache.h"
+#include "engine/compute/pool.h"
 
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
 

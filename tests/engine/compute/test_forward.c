@@ -170,3 +170,25 @@ Test(forward, bad_steps_change_nothing)
     fwd_free(s);
     harness_close(&h);
 }
+
+/* The memory guard admits a chunk by fwd_scratch_bytes_for: after a step
+ * of n positions the scratch held is exactly that, and a release gives it
+ * all back. */
+Test(forward, scratch_is_predicted_and_released)
+{
+    harness h;
+    harness_open(&h, SMALL, 16);
+    int ids[300];
+    fill_tokens(ids, 300, 3);
+    kv_shape shape = fwd_kv_shape(h.fwd);
+    cr_assert_eq(fwd_scratch_bytes(h.fwd), 0);
+    harness_prefill(&h, ids, 300, 300);
+    cr_assert_eq(fwd_scratch_bytes(h.fwd), fwd_scratch_bytes_for(h.fwd, shape, 300));
+    cr_assert_gt(fwd_scratch_bytes_for(h.fwd, shape, 300), fwd_scratch_bytes_for(h.fwd, shape, 30));
+    fwd_scratch_release(h.fwd);
+    cr_assert_eq(fwd_scratch_bytes(h.fwd), 0);
+    int next[2];
+    harness_greedy(&h, next, 2);
+    cr_assert_eq(fwd_scratch_bytes(h.fwd), fwd_scratch_bytes_for(h.fwd, shape, 1));
+    harness_close(&h);
+}

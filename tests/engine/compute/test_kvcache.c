@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kvcache.h"
+#include "engine/compute/kvcache.h"
 
 static uint64_t rng_state;
 
@@ -367,4 +367,15 @@ Test(kvcache, invalid_bits_refused)
     check_equal(n, k, k2, "keys after refusal");
     check_equal(n, v, v2, "values after refusal");
     kv_free(kv);
+}
+
+/* A context near INT_MAX (a forged prepare frame's) counts its blocks in
+ * 64 bits instead of overflowing, and a byte count past SIZE_MAX saturates. */
+Test(kvcache, bytes_for_huge_context)
+{
+    kv_shape s = {.n_layers = 2, .n_kv_heads = 4, .head_dim = 64, .block = 64};
+    size_t blocks = ((size_t)2147483647 + 63) / 64;
+    cr_assert_eq(kv_bytes_for(s, 16, 2147483647), blocks * 8 * kv_block_bytes(s, 16));
+    kv_shape wide = {.n_layers = 1 << 15, .n_kv_heads = 1 << 15, .head_dim = 4096, .block = 4096};
+    cr_assert_eq(kv_bytes_for(wide, 32, 2147483647), SIZE_MAX);
 }

@@ -8,8 +8,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "matvec.h"
-#include "pool.h"
+#include "engine/compute/matvec.h"
+#include "engine/compute/pool.h"
+#include "engine/model/wtype.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -55,6 +56,7 @@ static float *multiply(pool *p, const int *rows, int n_outs, int cols, uint64_t 
     rng_state = seed;
     float *x = random_floats((size_t)cols);
     mv_out outs[MV_MAX_OUTS];
+    wmat w[MV_MAX_OUTS];
     size_t total = 0;
     for (int k = 0; k < n_outs; k++)
         total += (size_t)rows[k];
@@ -62,14 +64,19 @@ static float *multiply(pool *p, const int *rows, int n_outs, int cols, uint64_t 
     cr_assert(y);
     float *yk = y;
     for (int k = 0; k < n_outs; k++) {
-        outs[k] = (mv_out){random_floats((size_t)rows[k] * cols), yk, rows[k]};
+        w[k] = (wmat){.type = WT_F32, .data = random_floats((size_t)rows[k] * cols),
+                      .rows = rows[k], .cols = cols, .row_bytes = (size_t)cols * sizeof(float)};
+        outs[k] = (mv_out){&w[k], yk};
         yk += rows[k];
     }
-    mv_multiply(p, x, cols, outs, n_outs);
+    void *scratch = malloc(mv_scratch_bytes(cols));
+    cr_assert(scratch);
+    mv_multiply(p, x, cols, outs, n_outs, scratch);
     for (int k = 0; k < n_outs; k++) {
-        check_rows(outs[k].w, x, outs[k].y, rows[k], cols);
-        free((float *)outs[k].w);
+        check_rows(w[k].data, x, outs[k].y, rows[k], cols);
+        free((void *)w[k].data);
     }
+    free(scratch);
     free(x);
     return y;
 }

@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "pool.h"
+#include "engine/compute/pool.h"
 
 #define MAX_N 1000
 

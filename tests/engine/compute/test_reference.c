@@ -1,11 +1,11 @@
 /* test_reference.c: THE acceptance test. Greedy decoding of the embedded
  * stories260K must reproduce llama2.c's reference continuation exactly
- * (engine/models/README.md), whatever the prefill chunking. */
+ * (engine/model/embedded/README.md), whatever the prefill chunking. */
 #include <criterion/criterion.h>
 #include <string.h>
 
 #include "fwd_harness.h"
-#include "tokenizer.h"
+#include "engine/model/tokenizer.h"
 
 #define N_REF 32
 

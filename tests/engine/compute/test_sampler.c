@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "sampler.h"
+#include "engine/compute/sampler.h"
 
 #define V 8
 

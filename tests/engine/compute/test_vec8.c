@@ -4,7 +4,7 @@
 #include <float.h>
 #include <math.h>
 
-#include "vec8.h"
+#include "engine/compute/vec8.h"
 
 /* Eight consecutive floats from x up, so every lane is checked. */
 static f32x8 lanes_from(float x, float step)

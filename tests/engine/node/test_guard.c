@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "guard.h"
+#include "engine/node/guard.h"
 
 #define MiB ((size_t)1 << 20)
 
@@ -68,4 +68,17 @@ Test(guard, ctx_cap)
     cr_assert_eq(guard_ctx(100, 100, err, sizeof err), 0);
     cr_assert_eq(guard_ctx(100, 101, err, sizeof err), -1);
     cr_assert(strstr(err, "101") && strstr(err, "--max-ctx 100"), "%s", err);
+}
+
+/* A need near SIZE_MAX (a saturated kv_bytes_for) is refused, never
+ * wrapped by the reserve into a small one. */
+Test(guard, huge_need_is_refused)
+{
+    guard_mem g;
+    guard_from((size_t)1 << 30, 0, (size_t)100 << 20, 0, &g);
+    size_t evict;
+    char err[256];
+    cr_assert_eq(guard_admit(&g, SIZE_MAX, 0, &evict, err, sizeof err), GUARD_REFUSE);
+    cr_assert_eq(guard_admit(&g, SIZE_MAX - 1, (size_t)1 << 20, &evict, err, sizeof err),
+                 GUARD_REFUSE);
 }

@@ -2,7 +2,7 @@
  * chunk its fitted cost model keeps under the target, smaller when deeper. */
 #include <criterion/criterion.h>
 
-#include "prefill.h"
+#include "engine/node/prefill.h"
 
 /* Cost of a chunk under a + b * depth per position. */
 static double cost(double a, double b, int depth, int n)

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "ring.h"
+#include "engine/node/ring.h"
 
 Test(ring, header_round_trip)
 {
@@ -66,9 +66,9 @@ static void open_loop(void **ctx, ring **r)
     char err[256];
     *ctx = zmq_ctx_new();
     cr_assert_not_null(*ctx);
-    cr_assert_eq(
-        ring_open(r, *ctx, "inproc://ring-test", "inproc://ring-test", 1 << 20, err, sizeof err), 0,
-        "%s", err);
+    cr_assert_eq(ring_open(r, *ctx, "inproc://ring-test", "inproc://ring-test", 1 << 20, NULL, err,
+                           sizeof err),
+                 0, "%s", err);
 }
 
 /* Waits (bounded) for the next frame. */
@@ -86,7 +86,8 @@ Test(ring, frames_cross_a_socket_pair)
     open_loop(&ctx, &r);
     char err[256];
 
-    ring_hdr h = {.kind = RING_HIDDEN, .op = 7, .step = 3, .pos = 10, .n = 2, .dim = 3};
+    ring_hdr h = {
+        .kind = RING_HIDDEN, .op = 7, .step = 3, .pos = 10, .n = 2, .dim = 3, .token = -1};
     zmq_msg_t msg;
     float *x = ring_hidden_init(&msg, &h);
     cr_assert_not_null(x);
@@ -94,8 +95,8 @@ Test(ring, frames_cross_a_socket_pair)
         x[i] = (float)i * 0.5f;
     cr_assert_eq(ring_send_msg(r, &msg, err, sizeof err), 0, "%s", err);
 
-    json_t *o = json_pack("{ss si}", "req", "g1", "pos", 4);
-    ring_hdr c = {.kind = RING_START, .op = 7, .step = -1};
+    json_t *o = json_pack("{ss sb}", "req", "g1", "ok", 1);
+    ring_hdr c = {.kind = RING_END, .op = 7, .step = -1, .token = -1};
     cr_assert_eq(ring_send(r, &c, o, err, sizeof err), 0, "%s", err);
     json_decref(o);
 
@@ -108,7 +109,7 @@ Test(ring, frames_cross_a_socket_pair)
     ring_frame_free(&f);
 
     cr_assert_eq(recv_wait(r, &f, err, sizeof err), 1, "%s", err);
-    cr_assert_eq(f.h.kind, RING_START);
+    cr_assert_eq(f.h.kind, RING_END);
     cr_assert_str_eq(json_string_value(json_object_get(f.json, "req")), "g1");
     ring_frame_free(&f);
     cr_assert_eq(ring_recv(r, &f, err, sizeof err), 0, "nothing else queued");
@@ -126,7 +127,7 @@ Test(ring, malformed_payloads_are_dropped)
     ring_frame f;
 
     /* A hidden frame whose payload is one float short of n * dim. */
-    ring_hdr h = {.kind = RING_HIDDEN, .op = 1, .n = 2, .dim = 4};
+    ring_hdr h = {.kind = RING_HIDDEN, .op = 1, .n = 2, .dim = 4, .token = -1};
     unsigned char buf[RING_HDR_BYTES + 7 * sizeof(float)];
     ring_hdr_encode(&h, buf);
     void *push = zmq_socket(ctx, ZMQ_PUSH);
@@ -136,7 +137,7 @@ Test(ring, malformed_payloads_are_dropped)
     cr_assert(strstr(err, "n=2 dim=4 needs 32"), "%s", err);
 
     /* A control frame whose payload is not a JSON object. */
-    ring_hdr s = {.kind = RING_SET, .op = 1};
+    ring_hdr s = {.kind = RING_SET, .op = 1, .step = -1, .token = -1};
     unsigned char js[RING_HDR_BYTES + 3];
     ring_hdr_encode(&s, js);
     memcpy(js + RING_HDR_BYTES, "[1]", 3);
@@ -145,7 +146,7 @@ Test(ring, malformed_payloads_are_dropped)
     cr_assert(strstr(err, "set frame"), "%s", err);
 
     /* A token frame with a payload. */
-    ring_hdr t = {.kind = RING_TOKEN, .op = 1};
+    ring_hdr t = {.kind = RING_TOKEN, .op = 1, .n = 1, .token = -1};
     unsigned char tk[RING_HDR_BYTES + 1];
     ring_hdr_encode(&t, tk);
     cr_assert_eq(zmq_send(push, tk, sizeof tk, 0), (int)sizeof tk);

@@ -2,7 +2,7 @@
  * pending token, and names the least recently used session for eviction. */
 #include <criterion/criterion.h>
 
-#include "session.h"
+#include "engine/node/session.h"
 
 static kv_cache *cache_of_len(int len)
 {

@@ -10,9 +10,9 @@
 
 #include <zmq.h>
 
-#include "client.h"
-#include "curve.h"
-#include "protocol.h"
+#include "engine/proto/client.h"
+#include "engine/proto/curve.h"
+#include "engine/proto/protocol.h"
 
 /* Long enough for a loopback handshake on a loaded machine; the negative
  * cases wait this long for nothing to arrive. */

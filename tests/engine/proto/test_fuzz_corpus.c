@@ -1,16 +1,19 @@
-/* test_fuzz_corpus.c: the request fuzzer's seed corpus as a regular test,
- * so `make test` (and `make asan`) run every seed through the decoder.
+/* test_fuzz_corpus.c: the fuzzers' seed corpora as regular tests, so
+ * `make test` (and `make asan`) run every seed through its decoder: the
+ * control requests' (tests/fuzz/corpus/request) and the stage frames'
+ * (tests/fuzz/corpus/stage).
  *
- * Seed names carry their expectation: ok-* must decode, err-CODE-* must
- * fail with CODE. Other files (inputs the fuzzer found) must just not
- * crash and, when refused, get a message. */
+ * Seed names carry their expectation: ok-* must decode, err-* must be
+ * refused (err-CODE-* with CODE, for requests). Other files (inputs the
+ * fuzzer found) must just not crash and, when refused, get a message. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol.h"
+#include "engine/node/ring.h"
+#include "engine/proto/protocol.h"
 
 static char *read_file(const char *path, size_t *len)
 {
@@ -28,15 +31,10 @@ static char *read_file(const char *path, size_t *len)
     return buf;
 }
 
-static void check_seed(const char *dir, const char *name)
+static void check_request(const char *name, const char *buf, size_t len)
 {
-    char path[4096 + 256];
-    size_t len;
     proto_request req;
     proto_error err;
-
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    char *buf = read_file(path, &len);
     int rc = proto_request_decode(buf, len, &req, &err);
     if (!strncmp(name, "ok-", 3)) {
         cr_expect_eq(rc, 0, "%s refused: %s %s", name, proto_code_name(err.code), err.message);
@@ -50,14 +48,30 @@ static void check_seed(const char *dir, const char *name)
         proto_request_free(&req);
     else
         cr_expect_neq(err.message[0], '\0', "%s: no message", name);
-    free(buf);
 }
 
-Test(fuzz_corpus, request_seeds)
+static void check_stage(const char *name, const char *buf, size_t len)
+{
+    ring_frame f;
+    char err[512] = "";
+    int rc = ring_frame_decode(buf, len, &f, err, sizeof err);
+    if (!strncmp(name, "ok-", 3))
+        cr_expect_eq(rc, 0, "%s refused: %s", name, err);
+    else if (!strncmp(name, "err-", 4))
+        cr_expect_eq(rc, -1, "%s accepted", name);
+    if (rc == 0)
+        ring_frame_free(&f);
+    else
+        cr_expect_neq(err[0], '\0', "%s: no message", name);
+}
+
+/* Runs every seed of tests/fuzz/corpus/<corpus> through check; returns
+ * how many there were. */
+static int replay(const char *corpus, void (*check)(const char *, const char *, size_t))
 {
     const char *root = getenv("INFERTOP_ROOT");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus/request", root ? root : ".");
+    char dir[4096], path[4096 + 256];
+    snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus/%s", root ? root : ".", corpus);
     DIR *d = opendir(dir);
     cr_assert_not_null(d, "cannot open %s (set INFERTOP_ROOT)", dir);
     int seeds = 0;
@@ -65,9 +79,25 @@ Test(fuzz_corpus, request_seeds)
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        check_seed(dir, e->d_name);
+        size_t len;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        char *buf = read_file(path, &len);
+        check(e->d_name, buf, len);
+        free(buf);
         seeds++;
     }
     closedir(d);
-    cr_assert_geq(seeds, 25, "only %d seeds in %s", seeds, dir);
+    return seeds;
+}
+
+Test(fuzz_corpus, request_seeds)
+{
+    int seeds = replay("request", check_request);
+    cr_assert_geq(seeds, 25, "only %d request seeds", seeds);
+}
+
+Test(fuzz_corpus, stage_seeds)
+{
+    int seeds = replay("stage", check_stage);
+    cr_assert_geq(seeds, 20, "only %d stage seeds", seeds);
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol.h"
+#include "engine/proto/protocol.h"
 
 typedef struct bad_case {
     const char *frame;
@@ -83,6 +83,9 @@ static const bad_case bad_cases[] = {
      "session"},
     {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"session\":null}", PROTO_E_BAD_TYPE,
      "session"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"origin\":\"\"}", PROTO_E_BAD_VALUE,
+     "origin"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"origin\":1}", PROTO_E_BAD_TYPE, "origin"},
     {"{" ENV "\"op\":\"cancel\"}", PROTO_E_MISSING_FIELD, "target"},
     {"{" ENV "\"op\":\"cancel\",\"target\":3}", PROTO_E_BAD_TYPE, "target"},
     {"{" ENV "\"op\":\"drop_session\"}", PROTO_E_MISSING_FIELD, "session"},
@@ -259,6 +262,14 @@ Test(protocol, valid_generate)
     cr_assert(req.generate.has_seed);
     cr_assert_eq(req.generate.seed, 9007199254740993ull);
     cr_assert_str_eq(req.generate.session, "grow");
+    cr_assert_str_eq(req.generate.origin, "");
+    proto_request_free(&req);
+
+    /* Who sent it, for telemetry: the HTTP server says so. */
+    cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"origin\":\"http\"}", &req,
+                        &err),
+                 0, "%s", err.message);
+    cr_assert_str_eq(req.generate.origin, "http");
     proto_request_free(&req);
 
     cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"synthetic_tokens\":200000}", &req, &err),
@@ -336,6 +347,21 @@ Test(protocol, ok_and_error_replies)
     cr_assert_str_eq(r.code, "kv_oom");
     cr_assert_str_eq(r.message, "needs 300 bytes, 200 available of a 1000 budget");
     cr_assert_str_eq(r.field, "");
+    cr_assert_null(json_object_get(r.json, "stats"));
+    proto_reply_free(&r);
+    free(text);
+
+    /* A failed generate says what was done. */
+    proto_fail(&e, PROTO_E_CANCELLED, "", "cancelled by request 'c1'");
+    results = json_pack("{s:o}", "stats", proto_stats_json(&st));
+    text = proto_reply_error_with("g-9", &e, results);
+    json_decref(results);
+    cr_assert_eq(proto_reply_decode(text, strlen(text), &r, err, sizeof err), 0, "%s", err);
+    cr_assert(r.done && !r.ok);
+    cr_assert_str_eq(r.code, "cancelled");
+    cr_assert_eq(proto_stats_from_json(json_object_get(r.json, "stats"), &back, err, sizeof err),
+                 0, "%s", err);
+    cr_assert_eq(back.gen_tokens, 7);
     proto_reply_free(&r);
     free(text);
 
@@ -469,6 +495,7 @@ static proto_status sample_status(void)
     proto_status s = {0};
     snprintf(s.version, sizeof s.version, "0.1.0");
     snprintf(s.model.name, sizeof s.model.name, "synth:110m");
+    snprintf(s.model.chat_template, sizeof s.model.chat_template, "llama3");
     s.model.dim = 768;
     s.model.n_layers = 12;
     s.model.layer_first = 6;
@@ -518,6 +545,7 @@ Test(protocol, heartbeat_round_trip)
     cr_assert_str_eq(t.status.ring[1], "tcp://127.0.0.1:7001");
     cr_assert_str_eq(t.status.warning, s.warning);
     cr_assert_float_eq(t.status.uptime_s, 3.5, 1e-9);
+    cr_assert_str_eq(t.status.model.chat_template, "llama3");
     proto_tel_free(&t);
     free(text);
 }
@@ -538,6 +566,17 @@ Test(protocol, req_and_event_round_trip)
     cr_assert_eq(t.req.source, PROTO_SOURCE_SYNTHETIC);
     cr_assert_eq(t.req.prompt_tokens, 8192);
     cr_assert_str_eq(t.req.session, "grow");
+    cr_assert_str_eq(t.req.origin, "");
+    cr_assert_null(json_object_get(t.json, "origin"), "no origin, no field");
+    proto_tel_free(&t);
+    free(text);
+
+    snprintf(m.origin, sizeof m.origin, "http");
+    text = proto_req_encode(&h, &m);
+    cr_assert_eq(proto_tel_decode("req", 3, text, strlen(text), &t, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert_str_eq(t.req.origin, "http");
+    cr_assert_eq(t.req.source, PROTO_SOURCE_SYNTHETIC, "origin is not the prompt's source");
     proto_tel_free(&t);
     free(text);
 

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto_step_scan.h"
-#include "protocol.h"
+#include "engine/proto/proto_step_scan.h"
+#include "engine/proto/protocol.h"
 
 struct tally {
     int total, fast;

@@ -4,8 +4,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "memstat.h"
+#include "engine/sys/clock.h"
+#include "engine/sys/memstat.h"
 
 #define MiB (1024 * 1024)
 

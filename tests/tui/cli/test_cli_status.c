@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "tui/cli/cli.h"
 
 Test(cli_set, parses_each_setting)
 {

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cluster.h"
+#include "tui/core/cluster.h"
 
 static char dir[64];
 
@@ -74,12 +74,18 @@ Test(cluster, example_file_loads)
     cr_assert_eq(c->n_nodes, 3);
     cr_assert_str_eq(c->nodes[0].name, "head");
     cr_assert_str_eq(c->nodes[2].name, "tail");
+    cr_assert_str_eq(c->nodes[0].ssh_host, "10.0.0.11", "`ops@`: the node's host");
     cr_assert_eq(c->nodes[2].ssh_port, 2222);
     cr_assert_eq(c->nodes[1].layer_first, 6);
     cr_assert_eq(c->nodes[1].layer_last, 11);
-    /* The continued start lines are joined with a space. */
+    cr_assert_str_eq(c->nodes[1].control, "tcp://10.0.0.12:5555");
+    cr_assert_eq(c->nodes[2].mem_limit, 28ull << 30);
+    /* The derived command lines close the ring from the tail to the head. */
     cr_assert(strstr(c->nodes[0].start, "--layers 0:6 --control tcp://10.0.0.11:5555"), "%s",
               c->nodes[0].start);
+    cr_assert(strstr(c->nodes[2].start, "--next tcp://10.0.0.11:5557"), "%s", c->nodes[2].start);
+    cr_assert(strstr(c->nodes[2].start, "--kv-bits 8 --prefill-step 512 --max-ctx 200000"), "%s",
+              c->nodes[2].start);
     cr_assert_str_eq(c->nodes[0].identity, "~/.ssh/id_ed25519");
     cr_assert_str_eq(c->nodes[2].identity, "~/.ssh/tail_ed25519");
     cluster_free(c);
@@ -181,8 +187,8 @@ Test(cluster, errors_name_line_and_key)
     expect_error(NODE_A "layers = 0-4\n", ":6:", "`layers`", "FIRST:LAST");
     expect_error(NODE_A "accept_new = maybe\n", ":6:", "`accept_new`", "yes or no");
     expect_error(NODE_A "log =\n", ":6:", "`log`", "empty");
-    expect_error("[node a]\nssh = h\ncontrol = tcp://h:1\ntelemetry = tcp://h:2\n",
-                 ":1:", "key `start`", "missing");
+    expect_error("[node a]\nssh = h\ntelemetry = tcp://h:2\n", ":1:", "no control endpoint",
+                 "`host` and `port`");
     expect_error(NODE_A "[node b]\nssh = b\ncontrol = tcp://127.0.0.1:5555\n", ":8:",
                  "`control`", "another node");
     expect_error("name = x\n", ":1:", "`name`", "outside any section");
@@ -212,6 +218,166 @@ Test(cluster, missing_file)
     struct cluster *c = NULL;
     cr_assert_eq(cluster_load("/nonexistent/x.conf", &c, err, sizeof err), -1);
     cr_assert(strstr(err, "/nonexistent/x.conf") && strstr(err, "cannot open"), "%s", err);
+}
+
+/* ---- the second form: what a node is, and what infertop derives ---- */
+
+#define RING2                                                                                    \
+    "[cluster]\n"                                                                                \
+    "name = two\n"                                                                               \
+    "base_port = 7000\n"                                                                         \
+    "model = synth:1b\n"                                                                         \
+    "threads = 2\n"                                                                              \
+    "flags = --kv-bits 8\n"                                                                      \
+    "[node a]\n"                                                                                 \
+    "host = 10.0.0.1\n"                                                                          \
+    "ssh = ops@\n"                                                                               \
+    "layers = 0:10\n"                                                                            \
+    "mem_limit = 96M\n"                                                                          \
+    "[node b]\n"                                                                                 \
+    "host = 10.0.0.1\n"                                                                          \
+    "layers = 10:16\n"                                                                           \
+    "threads = 4\n"                                                                              \
+    "flags = --prefill-step 256\n"                                                               \
+    "  --max-ctx 4096\n"                                                                         \
+    "[node c]\n"                                                                                 \
+    "host = gpu3\n"                                                                              \
+    "port = 9000\n"                                                                              \
+    "model = /models/my model.bin\n"                                                             \
+    "inferd = /opt/inferd\n"                                                                     \
+    "log = ~/logs/c.log\n"                                                                       \
+    "layers = 16:20\n"                                                                           \
+    "start = inferd serve --layers 16:20\n"
+
+Test(cluster, second_form_derives_ports_and_endpoints)
+{
+    const char *path = write_file("v2.conf", RING2);
+    char err[512];
+    struct cluster *c;
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c->base_port, 7000);
+    const struct cluster_node *a = &c->nodes[0], *b = &c->nodes[1], *n3 = &c->nodes[2];
+    /* Two nodes on one host take consecutive triples of base_port. */
+    cr_assert_eq(a->port, 7000);
+    cr_assert_eq(b->port, 7003);
+    cr_assert_eq(n3->port, 9000);
+    cr_assert_str_eq(a->control, "tcp://10.0.0.1:7000");
+    cr_assert_str_eq(a->telemetry, "tcp://10.0.0.1:7001");
+    cr_assert_str_eq(a->listen, "tcp://10.0.0.1:7002");
+    cr_assert_str_eq(b->control, "tcp://10.0.0.1:7003");
+    cr_assert_str_eq(n3->listen, "tcp://gpu3:9002");
+    /* `ops@`: that user on the node's host; no ssh key: no SSH target. */
+    cr_assert_str_eq(a->ssh_user, "ops");
+    cr_assert_str_eq(a->ssh_host, "10.0.0.1");
+    cr_assert_str_eq(b->ssh_host, "");
+    /* [cluster] defaults, the node's own values, flags joined. */
+    cr_assert_str_eq(a->model, "synth:1b");
+    cr_assert_str_eq(n3->model, "/models/my model.bin");
+    cr_assert_str_eq(a->inferd, "inferd");
+    cr_assert_eq(a->threads, 2);
+    cr_assert_eq(b->threads, 4);
+    cr_assert_eq(a->mem_limit, 96ull << 20);
+    cr_assert_eq(b->mem_limit, 0);
+    cr_assert_str_eq(b->flags, "--kv-bits 8 --prefill-step 256 --max-ctx 4096");
+    cr_assert_eq(n3->start_given, 1);
+    cr_assert_str_eq(n3->start, "inferd serve --layers 16:20");
+    cluster_free(c);
+}
+
+Test(cluster, second_form_derives_the_ring_command_lines)
+{
+    const char *path = write_file("v2.conf", RING2);
+    char err[512], cmd[CLUSTER_START_MAX];
+    struct cluster *c;
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c->nodes[0].start_given, 0);
+    cr_assert_str_eq(c->nodes[0].start,
+                     "inferd serve --name a --model synth:1b --layers 0:10"
+                     " --control tcp://10.0.0.1:7000 --telemetry tcp://10.0.0.1:7001"
+                     " --listen tcp://10.0.0.1:7002 --next tcp://10.0.0.1:7005 --threads 2"
+                     " --mem-limit 100663296 --log ~/.infertop/a.log --kv-bits 8");
+    cr_assert_eq(cluster_node_command(c, 1, cmd, sizeof cmd, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(cmd, c->nodes[1].start);
+    cr_assert(strstr(cmd, " --next tcp://gpu3:9002 "), "%s", cmd);
+    cr_assert(strstr(cmd, " --prefill-step 256 --max-ctx 4096"), "%s", cmd);
+    cluster_free(c);
+
+    /* A name binds every interface, quoted; the tail closes the ring. */
+    char text[2048];
+    snprintf(text, sizeof text, "%s", RING2);
+    *strstr(text, "start = ") = '\0';
+    path = write_file("v2b.conf", text);
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(c->nodes[2].start,
+                     "/opt/inferd serve --name c --model '/models/my model.bin' --layers 16:20"
+                     " --control 'tcp://*:9000' --telemetry 'tcp://*:9001'"
+                     " --listen 'tcp://*:9002' --next tcp://10.0.0.1:7002 --threads 2"
+                     " --log ~/logs/c.log --kv-bits 8",
+                     "%s", c->nodes[2].start);
+    cluster_free(c);
+}
+
+Test(cluster, second_form_command_says_what_is_missing)
+{
+    char err[512], cmd[CLUSTER_START_MAX];
+    struct cluster *c;
+    const char *path = write_file("m.conf", "[cluster]\nbase_port = 7000\n"
+                                            "[node a]\nhost = h1\n"
+                                            "[node b]\ncontrol = tcp://h2:1\ntelemetry = tcp://h2:2\n"
+                                            "layers = 1:2\n");
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(c->nodes[0].start, "", "nothing to derive from");
+    cr_assert_eq(cluster_node_command(c, 0, cmd, sizeof cmd, err, sizeof err), -1);
+    cr_assert(strstr(err, "[node a]: no `layers`"), "%s", err);
+    cr_assert_eq(cluster_node_command(c, 1, cmd, sizeof cmd, err, sizeof err), -1);
+    cr_assert(strstr(err, "[node b]: no command line") && strstr(err, "`host` and `port`"), "%s",
+              err);
+    cluster_free(c);
+    path = write_file("m2.conf", "[node a]\nhost = h1\nport = 100\nlayers = 0:1\n"
+                                 "[node b]\ncontrol = tcp://h2:1\ntelemetry = tcp://h2:2\n");
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(cluster_node_command(c, 0, cmd, sizeof cmd, err, sizeof err), -1);
+    cr_assert(strstr(err, "node b's ring input"), "%s", err);
+    cluster_free(c);
+    /* One node alone needs no layers and no ring. */
+    path = write_file("m3.conf", "[node a]\nhost = 127.0.0.1\nport = 100\n");
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(c->nodes[0].start,
+                     "inferd serve --name a --control tcp://127.0.0.1:100"
+                     " --telemetry tcp://127.0.0.1:101 --log ~/.infertop/a.log");
+    cluster_free(c);
+}
+
+Test(cluster, second_form_errors)
+{
+    expect_error("[node a]\nhost = h\n", ":1:", "no control endpoint", "base_port");
+    expect_error("[node a]\nhost = h\nport = 65534\n", ":3:", "`port`", "65533");
+    expect_error("[cluster]\nport = 1\n", ":2:", "[cluster]", "`port`");
+    expect_error("[node a]\nhost = h:22\n", ":2:", "`host`", "without a port");
+    expect_error("[node a]\nhost = h\nport = 1\nmem_limit = 12X\n", ":4:", "`mem_limit`", "24G");
+    expect_error("[node a]\nhost = h\nport = 1\nthreads = 0\n", ":4:", "`threads`", "4096");
+    expect_error("[node a]\nssh = ops@\ncontrol = tcp://h:1\ntelemetry = tcp://h:2\n", ":1:",
+                 "`ssh`", "takes the host from `host`");
+    expect_error("[node a]\nhost = h\nport = 100\n[node b]\nhost = h\nport = 101\n", ":4:",
+                 "endpoint tcp://h:101", "node a's");
+    expect_error("[node a]\nhost = h\nport = 1\nlog = x\n  y\n", ":5:", "`log`", "`flags`");
+}
+
+Test(cluster, parse_bytes)
+{
+    uint64_t v;
+    cr_assert_eq(cluster_parse_bytes("1024", &v), 0);
+    cr_assert_eq(v, 1024);
+    cr_assert_eq(cluster_parse_bytes("3k", &v), 0);
+    cr_assert_eq(v, 3072);
+    cr_assert_eq(cluster_parse_bytes("24G", &v), 0);
+    cr_assert_eq(v, 24ull << 30);
+    cr_assert_eq(cluster_parse_bytes("2T", &v), 0);
+    cr_assert_eq(v, 2ull << 40);
+    cr_assert_eq(cluster_parse_bytes("1GB", &v), -1);
+    cr_assert_eq(cluster_parse_bytes("-1", &v), -1);
+    cr_assert_eq(cluster_parse_bytes("", &v), -1);
+    cr_assert_eq(cluster_parse_bytes("99999999999T", &v), -1);
 }
 
 /* ---- search order ---- */

@@ -9,10 +9,10 @@
 #include <jansson.h>
 #include <zmq.h>
 
-#include "cluster.h"
-#include "links.h"
-#include "protocol.h"
-#include "state.h"
+#include "tui/core/cluster.h"
+#include "tui/core/links.h"
+#include "engine/proto/protocol.h"
+#include "tui/core/state.h"
 
 /* Longest wait for a socket in a test: generous, it only bounds a hang. */
 #define WAIT_MS 5000

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "state.h"
+#include "tui/core/state.h"
 
 static state *st;
 static uint64_t seqs[3];

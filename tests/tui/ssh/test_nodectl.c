@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nodectl.h"
+#include "tui/ssh/nodectl.h"
 
 static char *quoted(const char *s)
 {

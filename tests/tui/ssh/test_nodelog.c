@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nodelog.h"
+#include "tui/ssh/nodelog.h"
 
 static void feed(nodelog *l, const char *s)
 {

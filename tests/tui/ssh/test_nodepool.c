@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "nodepool.h"
+#include "tui/ssh/nodepool.h"
 
 /* A TCP listener on 127.0.0.1 that never accepts: the kernel completes
  * the connection, and the client then waits for a banner that never

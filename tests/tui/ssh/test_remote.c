@@ -12,9 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "app.h"
-#include "cluster.h"
-#include "remote.h"
+#include "tui/cmd/app.h"
+#include "tui/core/cluster.h"
+#include "tui/ssh/remote.h"
 
 /* A port on 127.0.0.1 with nothing listening (bound, then released). */
 static int closed_port(void)
@@ -94,7 +94,7 @@ Test(remote, a_failed_start_is_told_and_leaves_the_node_down)
     struct fixture fx;
     char err[256];
     setup(&fx);
-    cr_assert_eq(fx.h.node_action(fx.h.ctx, UI_ACT_NODE_START, 0, 1.0, err, sizeof err), 0, "%s",
+    cr_assert_eq(fx.h.node_action(fx.h.ctx, ACT_NODE_START, 0, 1.0, err, sizeof err), 0, "%s",
                  err);
     const struct state_event *asked = event_of(&fx, "start");
     cr_assert_not_null(asked);
@@ -111,7 +111,7 @@ Test(remote, a_failed_stop_changes_nothing)
     struct fixture fx;
     char err[256];
     setup(&fx);
-    cr_assert_eq(fx.h.node_action(fx.h.ctx, UI_ACT_NODE_STOP, 0, 1.0, err, sizeof err), 0);
+    cr_assert_eq(fx.h.node_action(fx.h.ctx, ACT_NODE_STOP, 0, 1.0, err, sizeof err), 0);
     pump_until(&fx, "stop_failed");
     cr_assert_null(event_of(&fx, "stopped"));
     cr_assert_null(event_of(&fx, "node_down"), "no liveness change was made up");
@@ -123,7 +123,7 @@ Test(remote, an_action_needs_one_node)
     struct fixture fx;
     char err[256];
     setup(&fx);
-    cr_assert_eq(fx.h.node_action(fx.h.ctx, UI_ACT_NODE_RESTART, -1, 1.0, err, sizeof err), -1);
+    cr_assert_eq(fx.h.node_action(fx.h.ctx, ACT_NODE_RESTART, -1, 1.0, err, sizeof err), -1);
     cr_assert(strstr(err, "one node"), "%s", err);
     teardown(&fx);
 }

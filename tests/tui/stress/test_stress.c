@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stress_int.h"
+#include "tui/stress/stress_int.h"
 
 /* The levels of a growth leg, as the runner walks them. */
 static int levels_of(int64_t from, int64_t to, double factor, int64_t step, int64_t *out, int max)

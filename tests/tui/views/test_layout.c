@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "layout.h"
+#include "tui/views/layout.h"
 
 static const char *const pane_names[LAYOUT_PANE_COUNT] = {
     "header", "footer", "nodes", "events_pane", "facts", "timing", "memory",
     "log",    "config_table", "config_edit", "filter", "list", "form", "progress", "chart",
-    "runs",   "detail", "help", "message"};
+    "runs",   "detail", "plan_form", "plan_bars", "plan_info", "help", "message"};
 
 static char why[256];
 
@@ -58,6 +58,9 @@ static int pane_of_view(enum layout_pane p, enum layout_view v)
     case LAYOUT_CHART: return v == LAYOUT_STRESS;
     case LAYOUT_RUNS:
     case LAYOUT_DETAIL: return v == LAYOUT_HISTORY;
+    case LAYOUT_PLAN_FORM:
+    case LAYOUT_PLAN_BARS:
+    case LAYOUT_PLAN_INFO: return v == LAYOUT_PLAN;
     default: return 0;
     }
 }
@@ -133,6 +136,14 @@ static const char *check_view(const struct layout *l, int n_nodes)
             return "history runs pane too short";
         if (p[LAYOUT_DETAIL].h < 10) return "history detail too short";
         break;
+    case LAYOUT_PLAN: {
+        int fits = l->rows - 3 - LAYOUT_PLAN_FORM_ROWS - LAYOUT_PLAN_INFO_MIN_ROWS - 2;
+        int want = n_nodes < fits ? n_nodes : fits;
+        if (p[LAYOUT_PLAN_FORM].h != LAYOUT_PLAN_FORM_ROWS) return "plan form";
+        if (p[LAYOUT_PLAN_BARS].h != 2 + want) return "plan bars not as tall as they should be";
+        if (p[LAYOUT_PLAN_INFO].h < LAYOUT_PLAN_INFO_MIN_ROWS) return "plan info too short";
+        break;
+    }
     case LAYOUT_VIEW_COUNT: break;
     }
     if (l->view != LAYOUT_CONFIG && (uncovered_rows(l, 0) || uncovered_rows(l, l->cols - 1)))

@@ -5,9 +5,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "glyphs.h"
-#include "meter.h"
-#include "view.h"
+#include "tui/views/glyphs.h"
+#include "tui/views/meter.h"
+#include "tui/views/view.h"
 
 TestSuite(meter);
 

@@ -3,14 +3,15 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "layout.h"
-#include "view.h"
+#include "tui/views/layout.h"
+#include "tui/views/ui.h"
+#include "tui/views/view.h"
 
 static state *st;
 static struct layout lay;
 static struct ui_options opt;
 static struct view_ctx v;
-static struct ui_action out[UI_ACTIONS_MAX];
+static struct action out[UI_ACTIONS_MAX];
 
 static void heartbeat(int node, int prefill, int kv_bits)
 {
@@ -64,7 +65,7 @@ Test(view_config, cycling_kv_bits_sends_a_set_to_the_node)
 {
     keys("lb\n");
     cr_assert_eq(v.n_out, 1);
-    cr_expect_eq(out[0].kind, UI_ACT_SET_CONFIG);
+    cr_expect_eq(out[0].kind, ACT_SET_CONFIG);
     cr_expect_eq(out[0].node, 0);
     cr_expect(out[0].set.has_kv_bits);
     cr_expect_eq(out[0].set.kv_bits, 8); /* 16 -> 8 */
@@ -104,7 +105,7 @@ Test(view_config, last_row_is_every_node)
 {
     keys("Gl-\n");
     cr_assert_eq(v.n_out, 1);
-    cr_expect_eq(out[0].node, UI_ALL_NODES);
+    cr_expect_eq(out[0].node, ACT_ALL_NODES);
     cr_expect_eq(out[0].set.kv_bits, 8); /* node a's 16, one step down */
 }
 

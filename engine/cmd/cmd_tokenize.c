@@ -1,0 +1,209 @@
+/* cmd_tokenize.c: `inferd tokenize`, a text's token ids as the model
+ * would see them: the ids on one line, or with their pieces as JSON. Only
+ * the vocabulary is read, never the weights. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "engine/model/model.h"
+#include "engine/model/tokenizer.h"
+
+typedef struct tokenize_options {
+    const char *model;
+    const char *tokenizer;
+    const char *prompt;
+    const char *file;
+    int no_bos;
+    int special;
+    int json;
+} tokenize_options;
+
+enum {
+    OPT_MODEL = 256,
+    OPT_TOKENIZER,
+    OPT_PROMPT,
+    OPT_FILE,
+    OPT_NO_BOS,
+    OPT_SPECIAL,
+    OPT_JSON,
+    OPT_HELP,
+};
+
+static const struct option long_options[] = {
+    {"model", required_argument, NULL, OPT_MODEL},
+    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+    {"prompt", required_argument, NULL, OPT_PROMPT},
+    {"file", required_argument, NULL, OPT_FILE},
+    {"no-bos", no_argument, NULL, OPT_NO_BOS},
+    {"special", no_argument, NULL, OPT_SPECIAL},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: inferd tokenize (--prompt TEXT | --file PATH) [OPTIONS]\n"
+                 "\n"
+                 "Prints the token ids of a text on one line, separated by spaces.\n"
+                 "\n"
+                 "  --prompt TEXT        the text\n"
+                 "  --file PATH          the text is the file's bytes, as they are\n"
+                 "  --model SPEC         a GGUF file (its vocabulary), or a llama2.c\n"
+                 "                       checkpoint / \"embedded\" / synth:... (the embedded\n"
+                 "                       vocabulary unless --tokenizer says otherwise)\n"
+                 "  --tokenizer PATH     a llama2.c tokenizer or GGUF file instead\n"
+                 "  --no-bos             no BOS first (default: BOS when the vocabulary\n"
+                 "                       wants one)\n"
+                 "  --special            control tokens' texts (\"<s>\") become those tokens\n"
+                 "  --json               [{\"id\": N, \"piece\": TEXT}, ...] instead\n"
+                 "  --help               this text\n");
+}
+
+static const args_spec spec;
+
+static int take_option(void *ctx, int opt, const char *arg)
+{
+    tokenize_options *o = ctx;
+    switch (opt) {
+    case OPT_MODEL:
+        o->model = arg;
+        return 0;
+    case OPT_TOKENIZER:
+        o->tokenizer = arg;
+        return 0;
+    case OPT_PROMPT:
+        o->prompt = arg;
+        return 0;
+    case OPT_FILE:
+        o->file = arg;
+        return 0;
+    case OPT_NO_BOS:
+        o->no_bos = 1;
+        return 0;
+    case OPT_SPECIAL:
+        o->special = 1;
+        return 0;
+    case OPT_JSON:
+        o->json = 1;
+        return 0;
+    }
+    return -1;
+}
+
+static const args_spec spec = {
+    .verb = "tokenize",
+    .options = long_options,
+    .help = OPT_HELP,
+    .usage = usage,
+    .take = take_option,
+};
+
+static int parse_options(int argc, char **argv, tokenize_options *o)
+{
+    *o = (tokenize_options){0};
+    int rc = args_parse(&spec, argc, argv, o);
+    if (rc != 0)
+        return rc;
+    if (!o->prompt == !o->file) {
+        fprintf(stderr, "inferd tokenize: give one of --prompt TEXT and --file PATH (see --help)\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int read_text(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "--file %s: cannot open it", path);
+        return -1;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    int failed = !buf;
+    while (!failed) {
+        if (n == cap) {
+            char *bigger = realloc(buf, cap * 2);
+            failed = !bigger;
+            if (failed)
+                break;
+            buf = bigger;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        if (got == 0)
+            break;
+        n += got;
+    }
+    failed = failed || ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        snprintf(err, errlen, "--file %s: cannot read it", path);
+        return -1;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static int print_ids(const tokenizer *t, const int *ids, int n, int json)
+{
+    if (!json) {
+        for (int i = 0; i < n; i++)
+            printf("%s%d", i ? " " : "", ids[i]);
+        return putchar('\n') == EOF ? -1 : 0;
+    }
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++) {
+        size_t len = 0;
+        const char *piece = tok_piece(t, ids[i], 1, &len);
+        if (json_array_append_new(a, json_pack("{s:i, s:s%}", "id", ids[i], "piece",
+                                               piece ? piece : "", piece ? len : 0)) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    int rc = a ? json_dumpf(a, stdout, JSON_COMPACT | JSON_ENSURE_ASCII) : -1;
+    json_decref(a);
+    return rc != 0 || putchar('\n') == EOF ? -1 : 0;
+}
+
+int cmd_tokenize(int argc, char **argv)
+{
+    tokenize_options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc != 0)
+        return rc > 0 ? 0 : 2;
+    char err[512];
+    const char *vocab = o.tokenizer ? o.tokenizer : model_is_gguf(o.model) ? o.model : NULL;
+    tokenizer *t = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    int *ids = NULL, n = -1;
+    rc = tok_load(&t, vocab, err, sizeof err);
+    if (rc == 0 && o.file)
+        rc = read_text(o.file, &text, &len, err, sizeof err);
+    if (rc == 0) {
+        int flags = (!o.no_bos && tok_add_bos(t) ? TOK_ADD_BOS : 0) |
+                    (o.special ? TOK_PARSE_SPECIAL : 0);
+        n = tok_tokenize(t, o.file ? text : o.prompt, o.file ? len : strlen(o.prompt), flags, &ids,
+                         err, sizeof err);
+        rc = n < 0 ? -1 : 0;
+    }
+    if (rc == 0 && print_ids(t, ids, n, o.json) != 0) {
+        snprintf(err, sizeof err, "cannot write the ids");
+        rc = -1;
+    }
+    if (rc != 0)
+        fprintf(stderr, "inferd tokenize: %s\n", err);
+    free(ids);
+    free(text);
+    tok_free(t);
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,101 @@
+/* qblock.c: qblock.h's entry points, dispatched by weight type to the
+ * per-type tables of qblock_f.c (F32, F16, BF16), qblock_q.c (Q8_0, Q4_0)
+ * and qblock_k.c (Q4_K, Q5_K, Q6_K). */
+#include "qblock.h"
+
+#include <assert.h>
+
+#include "engine/model/wtype.h"
+#include "qblock_int.h"
+
+static const qb_type *type_of(uint32_t wtype)
+{
+    switch (wtype) {
+    case WT_F32:
+        return &qb_f32;
+    case WT_F16:
+        return &qb_f16;
+    case WT_BF16:
+        return &qb_bf16;
+    case WT_Q8_0:
+        return &qb_q8_0;
+    case WT_Q4_0:
+        return &qb_q4_0;
+    case WT_Q4_K:
+        return &qb_q4_K;
+    case WT_Q5_K:
+        return &qb_q5_K;
+    case WT_Q6_K:
+        return &qb_q6_K;
+    default:
+        return NULL;
+    }
+}
+
+/* For the functions whose callers must pass a supported type. */
+static const qb_type *must_type(uint32_t wtype)
+{
+    const qb_type *t = type_of(wtype);
+    assert(t != NULL);
+    return t;
+}
+
+void qb_dequant_row(uint32_t type, const void *row, float *out, int64_t n)
+{
+    must_type(type)->dequant(row, out, n);
+}
+
+void qb_dequant_rows(uint32_t type, const void *w, size_t row_bytes, int row0, int nrows, int64_t n,
+                     float *out)
+{
+    const qb_type *t = must_type(type);
+    const char *rows = (const char *)w + (size_t)row0 * row_bytes;
+    for (int r = 0; r < nrows; r++)
+        t->dequant(rows + (size_t)r * row_bytes, out + (size_t)r * (size_t)n, n);
+}
+
+uint32_t qb_act_type(uint32_t wtype)
+{
+    return must_type(wtype)->act;
+}
+
+size_t qb_act_bytes(uint32_t wtype, int64_t n)
+{
+    const qb_type *t = type_of(wtype);
+    if (t == NULL || n < 0 || n % t->act_block != 0)
+        return 0;
+    size_t blocks = (size_t)(n / t->act_block);
+    return blocks * (size_t)t->act_block_bytes + blocks / 8 * (size_t)t->act_group_bytes;
+}
+
+void qb_quantize_act(uint32_t wtype, const float *x, void *out, int64_t n)
+{
+    must_type(wtype)->quantize_act(x, out, n);
+}
+
+float qb_dot(uint32_t wtype, const void *wrow, const void *xact, int64_t n)
+{
+    float y;
+    must_type(wtype)->gemv(wrow, 0, 1, xact, n, &y);
+    return y;
+}
+
+float qb_dot_ref(uint32_t wtype, const void *wrow, const void *xact, int64_t n)
+{
+    return must_type(wtype)->dot_ref(wrow, xact, n);
+}
+
+void qb_gemv(uint32_t wtype, const void *w, size_t row_bytes, int rows, const void *xact, int64_t n,
+             float *y)
+{
+    must_type(wtype)->gemv(w, row_bytes, rows, xact, n, y);
+}
+
+int qb_quantize_row(uint32_t type, const float *x, void *out, int64_t n)
+{
+    const qb_type *t = type_of(type);
+    if (t == NULL || n < 0 || n % wtype_get(type)->block != 0)
+        return -1;
+    t->quantize(x, out, n);
+    return 0;
+}

@@ -1,0 +1,310 @@
+/* qblock_int.h: what the qblock_*.c files share: ggml's block layouts,
+ * half-float conversions, the per-type table and the vector primitives.
+ * Internal to engine/compute (tests include it to look inside blocks).
+ */
+#ifndef QBLOCK_INT_H
+#define QBLOCK_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "engine/model/wtype.h"
+#include "qblock.h"
+
+/* The vector kernels are written for AVX2 with FMA and F16C, on 256-bit
+ * registers: on Zen 4 a 512-bit op costs two 256-bit ones, so wider ones
+ * would only save decode slots. Where the build targets them, AVX-512
+ * extensions replace single steps: VNNI fuses the int8 and int16 dot
+ * products, GFNI splits nibbles in one op, VBMI gathers Q4_0 scales.
+ * Without AVX2 the scalar reference runs; either way the results differ
+ * only by the order of float sums. */
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define QB_AVX2 1
+#include <immintrin.h>
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#define QB_VNNI 1
+#endif
+#endif
+
+#define QK 32    /* values per block of Q8_0 and Q4_0 */
+#define QK_K 256 /* values per super-block of the K types and Q8_K */
+
+/* Layouts as ggml-common.h defines them; scales are IEEE half floats. */
+typedef struct {
+    uint16_t d;
+    int8_t qs[QK];
+} blk_q8_0;
+
+/* Value j of the block is the low nibble of qs[j] for j < 16, the high
+ * nibble of qs[j - 16] above; q - 8 times d. */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[QK / 2];
+} blk_q4_0;
+
+/* Eight sub-blocks of 32 values, each with a 6-bit scale and min packed in
+ * `scales` (see k_scale_min). Values 64i .. 64i+31 are the low nibbles of
+ * qs[32i ..], 64i+32 .. 64i+63 the high ones; value = d*sc*q - dmin*m. */
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[12];
+    uint8_t qs[QK_K / 2];
+} blk_q4_K;
+
+/* Q4_K plus a fifth bit: bit 2i of qh[l] for value 64i + l, bit 2i+1 for
+ * value 64i + 32 + l. */
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[12];
+    uint8_t qh[QK_K / 8];
+    uint8_t qs[QK_K / 2];
+} blk_q5_K;
+
+/* Sixteen groups of 16 values with signed 8-bit scales; 6-bit values
+ * (q - 32), low 4 bits in ql, high 2 in qh (see q6_K_chunk). */
+typedef struct {
+    uint8_t ql[QK_K / 2];
+    uint8_t qh[QK_K / 4];
+    int8_t scales[QK_K / 16];
+    uint16_t d;
+} blk_q6_K;
+
+/* The K types' activations: bsums[g] is the sum of qs[16g .. 16g+15]. */
+typedef struct {
+    float d;
+    int8_t qs[QK_K];
+    int16_t bsums[QK_K / 16];
+} blk_q8_K;
+
+_Static_assert(sizeof(blk_q8_0) == 34 && sizeof(blk_q4_0) == 18, "ggml block size");
+_Static_assert(sizeof(blk_q4_K) == 144 && sizeof(blk_q5_K) == 176, "ggml block size");
+_Static_assert(sizeof(blk_q6_K) == 210 && sizeof(blk_q8_K) == 292, "ggml block size");
+
+/* ---- half floats ---- */
+
+static inline float qb_bits_f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t qb_f_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float qb_h2f(uint16_t h)
+{
+#ifdef QB_AVX2
+    return _cvtsh_ss(h);
+#else
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, em = h & 0x7fffu;
+    if (em >= 0x7c00) /* inf, NaN */
+        return qb_bits_f(sign | 0x7f800000u | (em & 0x3ffu) << 13);
+    if (em >= 0x400) /* normal: rebias the exponent */
+        return qb_bits_f(sign | ((em << 13) + ((127u - 15u) << 23)));
+    float f = (float)em * 0x1p-24f; /* subnormal, exact */
+    return sign ? -f : f;
+#endif
+}
+
+/* Round to nearest even, as ggml's FP32_TO_FP16 and F16C do. */
+static inline uint16_t qb_f2h(float f)
+{
+#ifdef QB_AVX2
+    return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#else
+    uint32_t x = qb_f_bits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00u);
+    if (ax >= 0x477ff000u) /* 65520 and up round to infinity */
+        return (uint16_t)(sign | 0x7c00u);
+    if (ax >= 0x38800000u) /* normal: carries into the exponent are right */
+        return (uint16_t)(sign | (ax - (112u << 23) + 0xfffu + ((ax >> 13) & 1)) >> 13);
+    /* Subnormal: units of 2^-24, rounded by the float adder. */
+    float t = qb_bits_f(ax) * 0x1p24f;
+    return (uint16_t)(sign | (uint32_t)((t + 0x1p23f) - 0x1p23f));
+#endif
+}
+
+static inline float qb_bf2f(uint16_t h)
+{
+    return qb_bits_f((uint32_t)h << 16);
+}
+
+/* Round to nearest even; NaN stays a (quiet) NaN: ggml's FP32_TO_BF16. */
+static inline uint16_t qb_f2bf(float f)
+{
+    uint32_t u = qb_f_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 64);
+    return (uint16_t)((u + (0x7fffu + ((u >> 16) & 1))) >> 16);
+}
+
+/* Round to nearest even for |x| < 2^22: ggml's nearest_int. */
+static inline int qb_nearest(float x)
+{
+    return (int)(qb_f_bits(x + 12582912.0f) & 0x007fffffu) - 0x00400000;
+}
+
+/* ---- the per-type table ---- */
+
+typedef void qb_gemv_fn(const void *w, size_t row_bytes, int rows, const void *x, int64_t n,
+                        float *y);
+
+typedef struct qb_type {
+    uint32_t act;        /* activation type */
+    int act_block;       /* values per activation block */
+    int act_block_bytes; /* bytes per activation block */
+    int act_group_bytes; /* bytes after the blocks per 8 of them */
+    void (*dequant)(const void *row, float *out, int64_t n);
+    void (*quantize)(const float *x, void *out, int64_t n);
+    void (*quantize_act)(const float *x, void *out, int64_t n);
+    float (*dot_ref)(const void *w, const void *x, int64_t n);
+    qb_gemv_fn *gemv;
+} qb_type;
+
+extern const qb_type qb_f32, qb_f16, qb_bf16, qb_q8_0, qb_q4_0, qb_q4_K, qb_q5_K, qb_q6_K;
+
+/* Weight quantizers the K types share (qblock_kq.c). */
+void qb_quantize_q4_K(const float *x, void *out, int64_t n);
+void qb_quantize_q5_K(const float *x, void *out, int64_t n);
+void qb_quantize_q6_K(const float *x, void *out, int64_t n);
+
+/* The 6-bit scale and min of sub-block j (0..7) of a Q4_K or Q5_K block. */
+static inline void k_scale_min(int j, const uint8_t *s, uint8_t *sc, uint8_t *m)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4);
+        *m = (uint8_t)((s[j + 4] >> 4) | (s[j] >> 6) << 4);
+    }
+}
+
+/* ---- gemv drivers ---- */
+
+/* Rows a kernel runs at once, sharing each activation load. */
+#define QB_ROWS 4
+
+/* Defines gemv function `name` from rows_fn(w, step, R, x, n, y, ystep),
+ * a static always-inline kernel that dots the R rows w, w + step, ...
+ * into y[0], y[ystep], ...: it is compiled once for R = QB_ROWS and once
+ * for leftover single rows. Its loops over rows carry "#pragma GCC
+ * unroll": GCC -O2 would keep them as loops, and with them the rows'
+ * accumulators in memory instead of registers. The R rows of a call lie a quarter of the
+ * matrix apart, so that each is a sequential stream in pages of its own:
+ * the hardware prefetchers keep several such streams going (near 30 GB/s
+ * on one Zen 4 core) but lose track of rows side by side in one page
+ * (about 12 GB/s). */
+#define QB_GEMV(name, rows_fn)                                                                     \
+    static void name(const void *w, size_t row_bytes, int rows, const void *x, int64_t n,          \
+                     float *y)                                                                     \
+    {                                                                                              \
+        const char *wr = w;                                                                        \
+        int h = rows / QB_ROWS;                                                                    \
+        for (int i = 0; i < h; i++)                                                                \
+            rows_fn(wr + (size_t)i * row_bytes, (size_t)h * row_bytes, QB_ROWS, x, n, y + i,       \
+                    (size_t)h);                                                                    \
+        for (int r = h * QB_ROWS; r < rows; r++)                                                   \
+            rows_fn(wr + (size_t)r * row_bytes, 0, 1, x, n, y + r, 0);                             \
+    }
+
+/* The scalar gemv: a row at a time through dot_fn(w, x, n). */
+#define QB_GEMV_REF(name, dot_fn)                                                                  \
+    static void name(const void *w, size_t row_bytes, int rows, const void *x, int64_t n,          \
+                     float *y)                                                                     \
+    {                                                                                              \
+        for (int r = 0; r < rows; r++)                                                             \
+            y[r] = dot_fn((const char *)w + (size_t)r * row_bytes, x, n);                          \
+    }
+
+#define QB_INLINE static inline __attribute__((always_inline))
+
+#ifdef QB_AVX2
+
+static inline float qb_hsum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* acc + sums of four u8 x s8 products per int32 lane. Without VNNI the
+ * pairs go through int16, exact while u <= 128 and |s| <= 127. */
+static inline __m256i qb_dpbusd(__m256i acc, __m256i u, __m256i s)
+{
+#ifdef QB_VNNI
+    return _mm256_dpbusd_epi32(acc, u, s);
+#else
+    return _mm256_add_epi32(acc,
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* acc + sums of two int16 x int16 products per int32 lane. */
+static inline __m256i qb_dpwssd(__m256i acc, __m256i a, __m256i b)
+{
+#ifdef QB_VNNI
+    return _mm256_dpwssd_epi32(acc, a, b);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+
+/* 16 bytes at a, then 16 at b. */
+static inline __m256i qb_load_pair(const void *a, const void *b)
+{
+    return _mm256_loadu2_m128i((const __m128i *)b, (const __m128i *)a);
+}
+
+/* Four registers of int32 partial sums, register i holding 4 of block 2i
+ * in its low half and 4 of block 2i+1 in its high half, to one sum per
+ * block in the order 0 2 4 6 | 1 3 5 7. Unpacks and adds: hadd would do
+ * it in three ops, but at one per two cycles on Zen 4. */
+static inline __m256i qb_pair_sums(const __m256i v[4])
+{
+    __m256i s01 =
+        _mm256_add_epi32(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
+    __m256i s23 =
+        _mm256_add_epi32(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
+}
+
+/* GFNI's affine transform applies an 8x8 bit matrix to every byte: byte
+ * 7 - k of the matrix selects the input bits whose parity is output bit
+ * k. These move a nibble to bits 0..3 and clear the rest. */
+#define QB_GF_LO 0x0102040800000000LL
+#define QB_GF_HI 0x1020408000000000LL
+
+/* The nibbles of q as bytes 0..15: the low ones, the high ones (GFNI
+ * saves the shift). */
+static inline __m256i qb_nib_lo(__m256i q)
+{
+    return _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
+}
+
+static inline __m256i qb_nib_hi(__m256i q)
+{
+#ifdef __GFNI__
+    return _mm256_gf2p8affine_epi64_epi8(q, _mm256_set1_epi64x(QB_GF_HI), 0);
+#else
+    return _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F));
+#endif
+}
+
+/* Broadcast of a block scale pair's product. */
+static inline __m256 qb_scale(uint16_t dw, float dx)
+{
+    return _mm256_set1_ps(qb_h2f(dw) * dx);
+}
+
+#endif /* QB_AVX2 */
+
+#endif

@@ -1,0 +1,458 @@
+/* qblock_k.c: the K types Q4_K, Q5_K and Q6_K (256-value super-blocks),
+ * whose activation type is Q8_K. Their weight quantizers are in
+ * qblock_kq.c.
+ *
+ * An activation is its Q8_K blocks followed by a k_pack per block: the
+ * values laid out for the Q4_K and Q5_K kernels, so that they need not
+ * rearrange them for every 4 rows of a matrix. */
+#include <math.h>
+
+#include "qblock_int.h"
+
+/* ---- activations ---- */
+
+/* The values of a block in the pair layout of the Q8_0 kernels
+ * (qblock_q.c): a[j] holds values 0..15 of sub-blocks 2j and 2j+1 (32 each)
+ * in its two halves, c[j] values 16..31; pairs[j] is the sum of sub-block
+ * j (its two bsums). */
+typedef struct k_pack {
+    int8_t a[4][32], c[4][32];
+    int16_t pairs[8];
+} k_pack;
+
+static void q8_K_pack(const blk_q8_K *y, k_pack *p)
+{
+    for (int j = 0; j < 4; j++)
+        for (int h = 0; h < 2; h++) {
+            memcpy(p->a[j] + 16 * h, y->qs + 64 * j + 32 * h, 16);
+            memcpy(p->c[j] + 16 * h, y->qs + 64 * j + 32 * h + 16, 16);
+        }
+    for (int j = 0; j < 8; j++)
+        p->pairs[j] = (int16_t)(y->bsums[2 * j] + y->bsums[2 * j + 1]);
+}
+
+/* ggml's quantize_row_q8_K_ref (x86 runs the reference too): the value
+ * of largest magnitude maps to -127 (its sign flipped, so that it cannot
+ * land on -128), values round half to even, and the sums of 16 feed the
+ * K types' min and offset terms. */
+static void q8_K_quantize_act(const float *x, void *out, int64_t n)
+{
+    blk_q8_K *y = out;
+    int64_t nb = n / QK_K;
+    k_pack *packs = (k_pack *)(y + nb);
+    for (int64_t b = 0; b < nb; b++, x += QK_K) {
+        float amax = 0, m = 0;
+        for (int j = 0; j < QK_K; j++)
+            if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                m = x[j];
+            }
+        memset(&y[b], 0, sizeof y[b]);
+        if (amax != 0) {
+            float iscale = -127.0f / m;
+            for (int j = 0; j < QK_K; j++) {
+                int v = qb_nearest(iscale * x[j]);
+                y[b].qs[j] = (int8_t)(v < 127 ? v : 127);
+            }
+            for (int g = 0; g < QK_K / 16; g++) {
+                int sum = 0;
+                for (int j = 0; j < 16; j++)
+                    sum += y[b].qs[16 * g + j];
+                y[b].bsums[g] = (int16_t)sum;
+            }
+            y[b].d = 1 / iscale;
+        }
+        q8_K_pack(&y[b], &packs[b]);
+    }
+}
+
+/* ---- dequantization ---- */
+
+/* Sub-block j's 32 values of a Q4_K or Q5_K block: the low (even j) or
+ * high (odd j) nibbles of qs[32 * (j / 2) ..], plus 16 where bit j of qh
+ * is set (qh NULL for Q4_K). */
+static void k_sub_values(const uint8_t *qs, const uint8_t *qh, int j, uint8_t *q)
+{
+    const uint8_t *p = qs + 32 * (j / 2);
+    int shift = 4 * (j % 2);
+    for (int l = 0; l < 32; l++)
+        q[l] = (uint8_t)((p[l] >> shift & 0xF) | (qh ? (qh[l] >> j & 1) << 4 : 0));
+}
+
+/* value = d * sc * q - dmin * m, a sub-block of 32 at a time. */
+static void k_dequant(uint16_t d16, uint16_t dmin16, const uint8_t *scales, const uint8_t *qs,
+                      const uint8_t *qh, float *out)
+{
+    float d = qb_h2f(d16), dmin = qb_h2f(dmin16);
+    uint8_t q[32];
+    for (int j = 0; j < 8; j++, out += 32) {
+        uint8_t sc, m;
+        k_scale_min(j, scales, &sc, &m);
+        float ds = d * sc, dm = dmin * m;
+        k_sub_values(qs, qh, j, q);
+        for (int l = 0; l < 32; l++)
+            out[l] = ds * q[l] - dm;
+    }
+}
+
+static void q4_K_dequant(const void *row, float *out, int64_t n)
+{
+    const blk_q4_K *x = row;
+    for (int64_t b = 0; b < n / QK_K; b++, out += QK_K)
+        k_dequant(x[b].d, x[b].dmin, x[b].scales, x[b].qs, NULL, out);
+}
+
+static void q5_K_dequant(const void *row, float *out, int64_t n)
+{
+    const blk_q5_K *x = row;
+    for (int64_t b = 0; b < n / QK_K; b++, out += QK_K)
+        k_dequant(x[b].d, x[b].dmin, x[b].scales, x[b].qs, x[b].qh, out);
+}
+
+/* The 32 values (0..63, offset 32) of Q6_K chunk c (0..7): values
+ * 32c .. 32c+31. Each half of 128 keeps its low nibbles in 64 bytes of ql
+ * (chunks 0, 1 low nibbles, chunks 2, 3 high) and two bits per chunk in
+ * 32 bytes of qh. */
+static void q6_K_chunk(const blk_q6_K *x, int c, uint8_t *q)
+{
+    const uint8_t *ql = x->ql + 64 * (c / 4) + 32 * (c % 2), *qh = x->qh + 32 * (c / 4);
+    int lshift = 4 * (c % 4 / 2), hshift = 2 * (c % 4);
+    for (int l = 0; l < 32; l++)
+        q[l] = (uint8_t)((ql[l] >> lshift & 0xF) | (qh[l] >> hshift & 3) << 4);
+}
+
+static void q6_K_dequant(const void *row, float *out, int64_t n)
+{
+    const blk_q6_K *x = row;
+    uint8_t q[32];
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        float d = qb_h2f(x[b].d);
+        for (int c = 0; c < 8; c++, out += 32) {
+            q6_K_chunk(&x[b], c, q);
+            for (int h = 0; h < 2; h++) {
+                float ds = d * x[b].scales[2 * c + h];
+                for (int l = 16 * h; l < 16 * h + 16; l++)
+                    out[l] = ds * (q[l] - 32);
+            }
+        }
+    }
+}
+
+/* ---- reference dots: integer sums within a block, then the scales ---- */
+
+static int dot32(const uint8_t *q, const int8_t *y)
+{
+    int s = 0;
+    for (int l = 0; l < 32; l++)
+        s += q[l] * y[l];
+    return s;
+}
+
+/* d * sum_j sc_j (q . y)_j - dmin * sum_j m_j (sum of y over j). */
+static float k_dot_block(uint16_t d16, uint16_t dmin16, const uint8_t *scales, const uint8_t *qs,
+                         const uint8_t *qh, const blk_q8_K *y)
+{
+    int sumi = 0, summ = 0;
+    uint8_t q[32];
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        k_scale_min(j, scales, &sc, &m);
+        k_sub_values(qs, qh, j, q);
+        sumi += sc * dot32(q, y->qs + 32 * j);
+        summ += m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+    }
+    return qb_h2f(d16) * y->d * (float)sumi - qb_h2f(dmin16) * y->d * (float)summ;
+}
+
+static float q4_K_dot_ref(const void *w, const void *x, int64_t n)
+{
+    const blk_q4_K *a = w;
+    const blk_q8_K *y = x;
+    float s = 0;
+    for (int64_t b = 0; b < n / QK_K; b++)
+        s += k_dot_block(a[b].d, a[b].dmin, a[b].scales, a[b].qs, NULL, &y[b]);
+    return s;
+}
+
+static float q5_K_dot_ref(const void *w, const void *x, int64_t n)
+{
+    const blk_q5_K *a = w;
+    const blk_q8_K *y = x;
+    float s = 0;
+    for (int64_t b = 0; b < n / QK_K; b++)
+        s += k_dot_block(a[b].d, a[b].dmin, a[b].scales, a[b].qs, a[b].qh, &y[b]);
+    return s;
+}
+
+/* d * sum_g sc_g ((q - 32) . y)_g over the 16 groups of 16. */
+static float q6_K_dot_ref(const void *w, const void *x, int64_t n)
+{
+    const blk_q6_K *a = w;
+    const blk_q8_K *y = x;
+    float s = 0;
+    uint8_t q[32];
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        int sumi = 0;
+        for (int c = 0; c < 8; c++) {
+            q6_K_chunk(&a[b], c, q);
+            for (int h = 0; h < 2; h++) {
+                int g = 2 * c + h, dot = 0;
+                for (int l = 16 * h; l < 16 * h + 16; l++)
+                    dot += (q[l] - 32) * y[b].qs[32 * c + l];
+                sumi += a[b].scales[g] * dot;
+            }
+        }
+        s += qb_h2f(a[b].d) * y[b].d * (float)sumi;
+    }
+    return s;
+}
+
+/* ---- the vector kernels: R rows against one activation ---- */
+
+#ifdef QB_AVX2
+
+/* Scales (bytes 0-7) and mins (bytes 8-15) of the eight sub-blocks of
+ * blocks a (low half) and b (high half), each unpacked from its six bits
+ * as k_scale_min does: the low bits (six of bytes 0-7, four of bytes
+ * 8-11) gathered by one shuffle, the top two bits of bytes 0-7 (for
+ * sub-blocks 4-7) by another. The scales are read 16 bytes wide: the 4
+ * bytes past them are the block's own. */
+static inline __m256i k_scales_mins(const uint8_t *a, const uint8_t *b)
+{
+    __m256i v = qb_load_pair(a, b);
+    __m256i lo = _mm256_shuffle_epi8(v, _mm256_broadcastsi128_si256(_mm_setr_epi8(
+                                            0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
+    lo = _mm256_and_si256(_mm256_srlv_epi32(lo, _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4)),
+                          _mm256_broadcastsi128_si256(
+                              _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f)));
+    __m256i hi =
+        _mm256_shuffle_epi8(v, _mm256_broadcastsi128_si256(_mm_setr_epi8(
+                                   -1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7)));
+    hi = _mm256_srli_epi16(_mm256_and_si256(hi, _mm256_set1_epi8((char)0xC0)), 2);
+    return _mm256_or_si256(lo, hi);
+}
+
+/* The 16 values 16h .. 16h+15 of sub-blocks 2j (low half) and 2j+1 (high
+ * half) of a Q4_K or Q5_K block (qh NULL for Q4_K): the 16 bytes of qs
+ * holding both as low and high nibbles, broadcast to both halves, each
+ * half keeping its nibble; Q5_K adds bit 2j (low half) or 2j+1 (high) of
+ * qh as 16. */
+QB_INLINE __m256i k_vals(const uint8_t *qs, const uint8_t *qh, int j, int h)
+{
+    __m256i q =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(qs + 32 * j + 16 * h)));
+#ifdef __GFNI__
+    __m256i v = _mm256_gf2p8affine_epi64_epi8(
+        q, _mm256_set_epi64x(QB_GF_HI, QB_GF_HI, QB_GF_LO, QB_GF_LO), 0);
+#else
+    __m256i v = _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
+                                 _mm256_set1_epi8(0x0F));
+#endif
+    if (qh) {
+        __m256i hb = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(qh + 16 * h)));
+#ifdef __GFNI__
+        /* Output bit 4 (matrix byte 3) from input bit 2j or 2j+1. */
+        long long lo = (1LL << (2 * j)) << 24, hi = (1LL << (2 * j + 1)) << 24;
+        v = _mm256_or_si256(
+            v, _mm256_gf2p8affine_epi64_epi8(hb, _mm256_set_epi64x(hi, hi, lo, lo), 0));
+#else
+        __m256i m = _mm256_setr_m128i(_mm_set1_epi8((char)(1 << (2 * j))),
+                                      _mm_set1_epi8((char)(1 << (2 * j + 1))));
+        v = _mm256_or_si256(v, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, m), m),
+                                                _mm256_set1_epi8(16)));
+#endif
+    }
+    return v;
+}
+
+/* acc + one Q4_K or Q5_K block k dotted with the activation pairs ya, yc:
+ * sco holds k's scales in the order of qb_pair_sums, lane 0 of ds its d
+ * times y's d. */
+QB_INLINE __m256 k_block(int has_qh, const blk_q4_K *k, const __m256i *ya, const __m256i *yc,
+                         __m128i sco, __m128 ds, __m256 acc)
+{
+    const uint8_t *qs = has_qh ? ((const blk_q5_K *)k)->qs : k->qs;
+    const uint8_t *qh = has_qh ? ((const blk_q5_K *)k)->qh : NULL;
+    __m256i v[4];
+#pragma GCC unroll 8
+    for (int j = 0; j < 4; j++)
+        v[j] = qb_dpbusd(qb_dpbusd(_mm256_setzero_si256(), k_vals(qs, qh, j, 0), ya[j]),
+                         k_vals(qs, qh, j, 1), yc[j]);
+    __m256i sumi = _mm256_mullo_epi32(qb_pair_sums(v), _mm256_cvtepu8_epi32(sco));
+    return _mm256_fmadd_ps(_mm256_broadcastss_ps(ds), _mm256_cvtepi32_ps(sumi), acc);
+}
+
+/* Q4_K and Q5_K (has_qh). The activation's k_pack holds sub-blocks 2j and
+ * 2j+1 in register pair j; per row the pairs' dpbusd sums become one sum
+ * per sub-block (qb_pair_sums), times the sub-block scales in int32,
+ * times d in float. The mins meet the pair sums of y's bsums. Rows go in
+ * pairs through the per-block work on scales, mins, d and dmin, each row
+ * in one half of the registers: R is QB_ROWS (even) or 1, a lone row
+ * paired with itself. */
+QB_INLINE void k_rows(int has_qh, const char *w, size_t step, int R, const void *x, int64_t n,
+                      float *y, size_t ystep)
+{
+    const size_t bsize = has_qh ? sizeof(blk_q5_K) : sizeof(blk_q4_K);
+    const blk_q8_K *xb = x;
+    const k_pack *packs = (const k_pack *)(xb + n / QK_K);
+    /* Scale bytes to the order of qb_pair_sums, in each half. */
+    const __m256i order =
+        _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0));
+    const __m256i dmin_lanes = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);
+    __m256 acc[QB_ROWS], accm[(QB_ROWS + 1) / 2];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+        acc[r] = accm[r / 2] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const blk_q8_K *yb = &xb[b];
+        const __m128 dy = _mm_set1_ps(yb->d);
+        const k_pack *pk = &packs[b];
+        __m256i ypairs = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pk->pairs));
+        __m256i ya[4], yc[4];
+#pragma GCC unroll 8
+        for (int j = 0; j < 4; j++) {
+            ya[j] = _mm256_loadu_si256((const __m256i *)pk->a[j]);
+            yc[j] = _mm256_loadu_si256((const __m256i *)pk->c[j]);
+        }
+#pragma GCC unroll 8
+        for (int p = 0; p < R; p += 2) {
+            /* Q4_K and Q5_K blocks both start with d, dmin, scales. */
+            const blk_q4_K *k[2] = {
+                (const blk_q4_K *)(w + p * step + b * bsize),
+                (const blk_q4_K *)(w + (p + 1 < R ? p + 1 : p) * step + b * bsize)};
+            __m256i scm = k_scales_mins(k[0]->scales, k[1]->scales);
+            /* d, dmin of both rows times y's d: d0 dmin0 d1 dmin1. */
+            uint32_t dd[2];
+            memcpy(&dd[0], k[0], sizeof dd[0]);
+            memcpy(&dd[1], k[1], sizeof dd[1]);
+            __m128 ds = _mm_mul_ps(_mm_cvtph_ps(_mm_setr_epi32((int)dd[0], (int)dd[1], 0, 0)), dy);
+            __m256i mins = _mm256_madd_epi16(
+                _mm256_cvtepu8_epi16(_mm_unpackhi_epi64(_mm256_castsi256_si128(scm),
+                                                        _mm256_extracti128_si256(scm, 1))),
+                ypairs);
+            accm[p / 2] =
+                _mm256_fmadd_ps(_mm256_permutevar8x32_ps(_mm256_castps128_ps256(ds), dmin_lanes),
+                                _mm256_cvtepi32_ps(mins), accm[p / 2]);
+            __m256i sco = _mm256_shuffle_epi8(scm, order);
+            acc[p] = k_block(has_qh, k[0], ya, yc, _mm256_castsi256_si128(sco), ds, acc[p]);
+            if (R > 1)
+                acc[p + 1] = k_block(has_qh, k[1], ya, yc, _mm256_extracti128_si256(sco, 1),
+                                     _mm_movehl_ps(ds, ds), acc[p + 1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        __m128 m =
+            r % 2 ? _mm256_extractf128_ps(accm[r / 2], 1) : _mm256_castps256_ps128(accm[r / 2]);
+        m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        y[r * ystep] = qb_hsum(acc[r]) - _mm_cvtss_f32(m);
+    }
+}
+
+QB_INLINE void q4_K_rows(const char *w, size_t step, int R, const void *x, int64_t n, float *y,
+                         size_t ystep)
+{
+    k_rows(0, w, step, R, x, n, y, ystep);
+}
+
+QB_INLINE void q5_K_rows(const char *w, size_t step, int R, const void *x, int64_t n, float *y,
+                         size_t ystep)
+{
+    k_rows(1, w, step, R, x, n, y, ystep);
+}
+
+/* Q6_K: the unsigned values (0..63) go through maddubs; the offset 32
+ * comes off as 32 * sum_g sc_g * bsums_g. Chunk c (32 values) spans
+ * groups 2c and 2c+1, whose scales fill the low and high int16 halves. */
+QB_INLINE void q6_K_rows(const char *w, size_t step, int R, const void *x, int64_t n, float *y,
+                         size_t ystep)
+{
+    const blk_q8_K *xb = x;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+    __m256 acc[QB_ROWS];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const blk_q8_K *yb = &xb[b];
+        __m256i bsums = _mm256_loadu_si256((const __m256i *)yb->bsums);
+        __m128i sc8[QB_ROWS];
+        __m256i sumi[QB_ROWS];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const blk_q6_K *k = (const blk_q6_K *)(w + r * step) + b;
+            sc8[r] = _mm_loadu_si128((const __m128i *)k->scales);
+            __m256i off = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc8[r]), bsums);
+            sumi[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, 5));
+        }
+#pragma GCC unroll 8
+        for (int h = 0; h < 2; h++) {
+            __m256i yq[4];
+#pragma GCC unroll 8
+            for (int i = 0; i < 4; i++)
+                yq[i] = _mm256_loadu_si256((const __m256i *)(yb->qs + 128 * h + 32 * i));
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) {
+                const blk_q6_K *k = (const blk_q6_K *)(w + r * step) + b;
+                __m256i l0 = _mm256_loadu_si256((const __m256i *)(k->ql + 64 * h));
+                __m256i l1 = _mm256_loadu_si256((const __m256i *)(k->ql + 64 * h + 32));
+                __m256i hb = _mm256_loadu_si256((const __m256i *)(k->qh + 32 * h));
+                __m256i q[4] = {
+                    _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                    _mm256_and_si256(_mm256_slli_epi16(hb, 4), m2)),
+                    _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                    _mm256_and_si256(_mm256_slli_epi16(hb, 2), m2)),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                    _mm256_and_si256(hb, m2)),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                    _mm256_and_si256(_mm256_srli_epi16(hb, 2), m2)),
+                };
+#pragma GCC unroll 8
+                for (int i = 0; i < 4; i++) {
+                    int c = 4 * h + i;
+                    __m128i pick = _mm_set_epi64x(0x0101010101010101LL * (2 * c + 1),
+                                                  0x0101010101010101LL * (2 * c));
+                    __m256i s = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8[r], pick));
+                    sumi[r] = qb_dpwssd(sumi[r], _mm256_maddubs_epi16(q[i], yq[i]), s);
+                }
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const blk_q6_K *k = (const blk_q6_K *)(w + r * step) + b;
+            acc[r] = _mm256_fmadd_ps(qb_scale(k->d, yb->d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+        y[r * ystep] = qb_hsum(acc[r]);
+}
+
+QB_GEMV(q4_K_gemv, q4_K_rows)
+QB_GEMV(q5_K_gemv, q5_K_rows)
+QB_GEMV(q6_K_gemv, q6_K_rows)
+
+#else
+
+QB_GEMV_REF(q4_K_gemv, q4_K_dot_ref)
+QB_GEMV_REF(q5_K_gemv, q5_K_dot_ref)
+QB_GEMV_REF(q6_K_gemv, q6_K_dot_ref)
+
+#endif
+
+#define K_TYPE(name)                                                                               \
+    const qb_type qb_##name = {                                                                    \
+        .act = QB_Q8_K,                                                                            \
+        .act_block = QK_K,                                                                         \
+        .act_block_bytes = sizeof(blk_q8_K) + sizeof(k_pack),                                      \
+        .dequant = name##_dequant,                                                                 \
+        .quantize = qb_quantize_##name,                                                            \
+        .quantize_act = q8_K_quantize_act,                                                         \
+        .dot_ref = name##_dot_ref,                                                                 \
+        .gemv = name##_gemv,                                                                       \
+    };
+
+K_TYPE(q4_K)
+K_TYPE(q5_K)
+K_TYPE(q6_K)

@@ -1,0 +1,24 @@
+/* qgemm.h: a chunk of positions times one weight matrix, for prefill.
+ *
+ * y[n][w->rows] = x[n][cols] W^T. fp32 weights go straight to sgemm.
+ * Quantized ones are dequantized a tile of rows at a time into scratch
+ * and multiplied by sgemm, after x is rounded the way the decode kernels
+ * (qblock.h) quantize their input: the products are then those of the
+ * integer kernels up to float summation order, so a prompt gives the same
+ * logits whether it is prefilled in chunks or fed a token at a time, and
+ * the same as llama.cpp's for the same file.
+ */
+#ifndef QGEMM_H
+#define QGEMM_H
+
+#include <stddef.h>
+
+#include "engine/model/weights.h"
+#include "pool.h"
+
+/* Floats of scratch qg_multiply needs for w and up to n positions. */
+size_t qg_scratch_floats(const wmat *w, int n);
+
+void qg_multiply(pool *p, const wmat *w, const float *x, int n, float *y, float *scratch);
+
+#endif

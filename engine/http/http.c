@@ -1,0 +1,455 @@
+/* http.c: the HTTP server: listener, routes, authentication, bodies (see
+ * http.h). One thread per connection (libmicrohttpd's), so that a handler
+ * may block on the node while it streams; the connection limit bounds the
+ * threads, and the node's own queue bound turns into 429. */
+#include "http.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <zmq.h>
+
+#include "feed.h"
+#include "gen.h"
+#include "openai.h"
+#include "sbuf.h"
+
+#define KEY_MAX 256
+/* Connections at once; past it the listener stops accepting for a while. */
+#define CONNECTIONS_MAX 64
+/* An idle keep-alive connection is closed after this long. */
+#define IDLE_TIMEOUT_S 120
+/* How long a request waits for the node's first heartbeat after a start. */
+#define STATUS_WAIT_MS 3000
+/* Streamed events are copied out in blocks of this size. */
+#define STREAM_BLOCK 16384
+
+struct http {
+    struct MHD_Daemon *d;
+    void *zctx;
+    int own_zctx;
+    char *control;
+    char key[KEY_MAX + 1];
+    size_t key_len; /* 0: no key */
+    feed *feed;
+    atomic_int stopping;
+    long long started; /* unix seconds, for /v1/models */
+    int port;
+};
+
+typedef enum route { ROUTE_METRICS, ROUTE_MODELS, ROUTE_COMPLETIONS, ROUTE_CHAT, ROUTE_NONE } route;
+
+static const struct {
+    const char *path, *method;
+} routes[ROUTE_NONE] = {
+    [ROUTE_METRICS] = {"/metrics", "GET"},
+    [ROUTE_MODELS] = {"/v1/models", "GET"},
+    [ROUTE_COMPLETIONS] = {"/v1/completions", "POST"},
+    [ROUTE_CHAT] = {"/v1/chat/completions", "POST"},
+};
+
+/* One request on a connection, from its headers to its response. */
+typedef struct exchange {
+    route rt;
+    sbuf body;
+    int too_large;
+} exchange;
+
+/* ---- responses ---------------------------------------------------------- */
+
+/* Queues body (malloc'd, taken; NULL: out of memory, a bare 500). */
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type,
+                               char *body, const char *header, const char *value)
+{
+    if (!body) {
+        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        type = "text/plain";
+        body = strdup("out of memory\n");
+        if (!body)
+            return MHD_NO;
+    }
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (header)
+        MHD_add_response_header(r, header, value);
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* An error in OpenAI's shape, with the header its status calls for. */
+static enum MHD_Result respond_error(struct MHD_Connection *c, const oai_error *e)
+{
+    const char *header = NULL, *value = NULL;
+    if (e->status == 429) /* the node's queue is full: a step or two frees a place */
+        header = MHD_HTTP_HEADER_RETRY_AFTER, value = "1";
+    else if (e->status == 401)
+        header = MHD_HTTP_HEADER_WWW_AUTHENTICATE, value = "Bearer";
+    return respond(c, (unsigned)e->status, "application/json", oai_error_json(e), header, value);
+}
+
+static enum MHD_Result fail(struct MHD_Connection *c, int status, const char *code, const char *fmt,
+                            ...) __attribute__((format(printf, 4, 5)));
+
+static enum MHD_Result fail(struct MHD_Connection *c, int status, const char *code, const char *fmt,
+                            ...)
+{
+    oai_error e;
+    char msg[PROTO_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    oai_fail(&e, status, code, NULL, "%s", msg);
+    return respond_error(c, &e);
+}
+
+/* ---- routes ------------------------------------------------------------- */
+
+static route find_route(const char *url)
+{
+    for (int r = 0; r < ROUTE_NONE; r++)
+        if (strcmp(url, routes[r].path) == 0)
+            return (route)r;
+    return ROUTE_NONE;
+}
+
+/* The node as the API needs it: it must be the head of its ring. */
+static int node_model(http *h, proto_status *st, oai_error *e)
+{
+    if (!h->control)
+        return oai_fail(e, 404, "not_found", NULL,
+                        "this server exports /metrics only: the API is on the nodes");
+    if (feed_status(h->feed, st, STATUS_WAIT_MS) != 0)
+        return oai_fail(e, 503, "unavailable", NULL, "the node has not reported its status yet");
+    if (st->model.layer_first != 0)
+        return oai_fail(e, 404, "not_head", NULL,
+                        "this node holds layers %d:%d; the API is served by the head of the ring "
+                        "(the stage holding layer 0)",
+                        st->model.layer_first, st->model.layer_last);
+    return 0;
+}
+
+static enum MHD_Result on_models(http *h, struct MHD_Connection *c)
+{
+    proto_status st;
+    oai_error e;
+    if (node_model(h, &st, &e) != 0)
+        return respond_error(c, &e);
+    return respond(c, MHD_HTTP_OK, "application/json", oai_models(st.model.name, h->started), NULL,
+                   NULL);
+}
+
+static enum MHD_Result on_metrics(http *h, struct MHD_Connection *c)
+{
+    return respond(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
+                   feed_metrics(h->feed, NULL), NULL, NULL);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    ssize_t n = gen_stream(cls, buf, max);
+    if (n == GEN_END)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    return n == GEN_ABORT ? MHD_CONTENT_READER_END_WITH_ERROR : n;
+}
+
+static void stream_free(void *cls)
+{
+    gen_free(cls);
+}
+
+static enum MHD_Result stream(struct MHD_Connection *c, gen *g)
+{
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK,
+                                                               stream_read, g, stream_free);
+    if (!r) {
+        gen_free(g);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result on_completion(http *h, struct MHD_Connection *c, oai_kind kind,
+                                     const sbuf *body)
+{
+    proto_status st;
+    oai_error e;
+    if (node_model(h, &st, &e) != 0)
+        return respond_error(c, &e);
+    oai_model model = {st.model.name, CHAT_PLAIN};
+    chat_format_parse(st.model.chat_template, &model.chat);
+    oai_req req;
+    if (oai_parse(kind, body->data ? body->data : "", body->len, &model, &req, &e) != 0)
+        return respond_error(c, &e);
+    int streaming = req.stream;
+    oai_reply reply = {kind, kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", st.model.name,
+                       (long long)time(NULL)};
+    gen_env env = {h->zctx, h->control, &h->stopping};
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    gen *g = NULL;
+    if (gen_begin(&g, &env, &req, &reply, ci ? ci->connect_fd : -1, &e) != 0) {
+        gen_free(g);
+        return e.status ? respond_error(c, &e) : MHD_NO;
+    }
+    if (streaming)
+        return stream(c, g);
+    char *text = gen_complete(g, &e);
+    gen_free(g);
+    if (!text)
+        return e.status ? respond_error(c, &e) : MHD_NO;
+    return respond(c, MHD_HTTP_OK, "application/json", text, NULL, NULL);
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+static int authorised(const http *h, struct MHD_Connection *c)
+{
+    if (h->key_len == 0)
+        return 1;
+    const char *auth =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!auth || strncmp(auth, "Bearer ", 7) != 0)
+        return 0;
+    const char *given = auth + 7;
+    size_t len = strlen(given);
+    /* Compared in time independent of where the first difference is. */
+    unsigned char diff = len != h->key_len;
+    for (size_t i = 0; i < h->key_len; i++)
+        diff |= (unsigned char)(h->key[i] ^ (i < len ? given[i] : 0));
+    return diff == 0;
+}
+
+/* The headers are in: route, method, key, announced size. Returns MHD_YES
+ * to read the body, or the verdict already queued. */
+static enum MHD_Result on_headers(http *h, struct MHD_Connection *c, exchange *x, const char *url,
+                                  const char *method)
+{
+    x->rt = find_route(url);
+    if (x->rt == ROUTE_NONE)
+        return fail(c, 404, "unknown_url", "Invalid URL (%.8s %.200s)", method, url);
+    if (strcmp(method, routes[x->rt].method) != 0) {
+        oai_error e;
+        oai_fail(&e, 405, "method_not_allowed", NULL, "%s takes %s, not %.16s", routes[x->rt].path,
+                 routes[x->rt].method, method);
+        return respond(c, 405, "application/json", oai_error_json(&e), MHD_HTTP_HEADER_ALLOW,
+                       routes[x->rt].method);
+    }
+    if (!authorised(h, c))
+        return fail(c, 401, "invalid_api_key",
+                    "missing or wrong API key: send 'Authorization: Bearer KEY' (--api-key)");
+    if (x->rt == ROUTE_METRICS)
+        return on_metrics(h, c);
+    if (x->rt == ROUTE_MODELS)
+        return on_models(h, c);
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > OAI_BODY_MAX)
+        return fail(c, 413, "too_large", "the body is %s bytes; at most %d are taken", cl,
+                    OAI_BODY_MAX);
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    http *h = cls;
+    exchange *x = *con_cls;
+    if (!x) {
+        if (!(x = calloc(1, sizeof *x)))
+            return MHD_NO;
+        *con_cls = x;
+        return on_headers(h, c, x, url, method);
+    }
+    if (*upload_data_size > 0) {
+        if (x->body.len + *upload_data_size > OAI_BODY_MAX)
+            x->too_large = 1;
+        else
+            sbuf_put(&x->body, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (x->too_large)
+        return fail(c, 413, "too_large", "the body is over %d bytes", OAI_BODY_MAX);
+    if (x->body.failed)
+        return fail(c, 500, "internal", "out of memory for the body");
+    return on_completion(h, c, x->rt == ROUTE_CHAT ? OAI_CHAT : OAI_COMPLETION, &x->body);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode why)
+{
+    (void)cls, (void)c, (void)why;
+    exchange *x = *con_cls;
+    if (!x)
+        return;
+    sbuf_free(&x->body);
+    free(x);
+    *con_cls = NULL;
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+/* HOST:PORT into an address; [..] around an IPv6 host. */
+static int parse_listen(const char *text, struct sockaddr_storage *ss, char *err, size_t errlen)
+{
+    const char *colon = strrchr(text, ':');
+    char host[256];
+    if (!colon || colon == text || strlen(text) >= sizeof host || !colon[1]) {
+        snprintf(err, errlen, "%s: expected HOST:PORT (127.0.0.1:8080, [::1]:8080)", text);
+        return -1;
+    }
+    size_t hl = (size_t)(colon - text);
+    if (text[0] == '[' && hl >= 2 && text[hl - 1] == ']')
+        memcpy(host, text + 1, hl - 2), host[hl - 2] = '\0';
+    else
+        memcpy(host, text, hl), host[hl] = '\0';
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai;
+    int rc = getaddrinfo(host, colon + 1, &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: %s", text, gai_strerror(rc));
+        return -1;
+    }
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
+/* The key: the file's first line. Like a CURVE secret key, the file must
+ * not be readable by group or others. */
+static int load_key(http *h, const char *path, char *err, size_t errlen)
+{
+    struct stat sb;
+    FILE *f = fopen(path, "r");
+    if (!f || fstat(fileno(f), &sb) != 0) {
+        snprintf(err, errlen, "--api-key %s: %s", path, strerror(errno));
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    if (sb.st_mode & 077) {
+        fclose(f);
+        snprintf(err, errlen, "--api-key %s: readable by group or others (mode %03o); chmod 600 it",
+                 path, (unsigned)(sb.st_mode & 0777));
+        return -1;
+    }
+    char line[KEY_MAX + 2] = "";
+    int got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    size_t n = got ? strcspn(line, "\r\n") : 0;
+    while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t'))
+        n--;
+    if (n == 0 || n > KEY_MAX) {
+        snprintf(err, errlen, "--api-key %s: expected the key on the first line (1..%d bytes)",
+                 path, KEY_MAX);
+        return -1;
+    }
+    memcpy(h->key, line, n);
+    h->key_len = n;
+    return 0;
+}
+
+static int start_daemon(http *h, const struct sockaddr_storage *ss, char *err, size_t errlen)
+{
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | (ss->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ss,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTIONS_MAX,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+    if (!h->d) {
+        snprintf(err, errlen, "cannot listen (in use, or not an address of this host)");
+        return -1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = di ? di->port : 0;
+    return 0;
+}
+
+int http_start(http **out, const http_opts *o, char *warning, size_t warnlen, char *err,
+               size_t errlen)
+{
+    struct sockaddr_storage ss;
+    if (warning && warnlen)
+        warning[0] = '\0';
+    if (parse_listen(o->listen, &ss, err, errlen) != 0)
+        return -1;
+    http *h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    h->started = (long long)time(NULL);
+    h->zctx = o->zctx;
+    if (!h->zctx) {
+        h->zctx = zmq_ctx_new();
+        h->own_zctx = 1;
+    }
+    char why[256] = "out of memory";
+    if (!h->zctx || (o->control && !(h->control = strdup(o->control))) ||
+        (o->api_key_file && load_key(h, o->api_key_file, why, sizeof why) != 0) ||
+        feed_start(&h->feed, h->zctx, o->telemetry, o->n_telemetry, why, sizeof why) != 0 ||
+        start_daemon(h, &ss, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: %s", o->listen, why);
+        http_stop(h);
+        return -1;
+    }
+    if (!is_loopback(&ss) && h->key_len == 0 && warning)
+        snprintf(warning, warnlen,
+                 "HTTP listener %s is not loopback and has no --api-key: anyone who reaches it "
+                 "can run requests and read metrics",
+                 o->listen);
+    *out = h;
+    return 0;
+}
+
+void http_stop(http *h)
+{
+    if (!h)
+        return;
+    atomic_store(&h->stopping, 1);
+    if (h->d)
+        MHD_stop_daemon(h->d);
+    feed_stop(h->feed);
+    if (h->own_zctx && h->zctx)
+        zmq_ctx_term(h->zctx);
+    free(h->control);
+    free(h);
+}
+
+int http_port(const http *h)
+{
+    return h->port;
+}

@@ -1,0 +1,40 @@
+/* http.h: the HTTP server of a node (`inferd serve --http`) and of
+ * `infertop metrics`, on libmicrohttpd's threads.
+ *
+ * It serves the OpenAI-compatible API (GET /v1/models, POST
+ * /v1/completions and /v1/chat/completions) by sending ordinary protocol
+ * requests to the node's control socket, and GET /metrics (Prometheus)
+ * from the telemetry it subscribes to. It knows the node only as a client
+ * does: through those two sockets. engine/http/README.md documents the
+ * routes, the statuses and the metrics.
+ */
+#ifndef HTTP_H
+#define HTTP_H
+
+#include <stddef.h>
+
+typedef struct http_opts {
+    const char *listen;           /* HOST:PORT: 127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080 */
+    const char *api_key_file;     /* NULL: no key; else requests need Authorization: Bearer KEY */
+    void *zctx;                   /* the ZeroMQ context of the endpoints; NULL: one of its own */
+    const char *control;          /* the node's control endpoint; NULL: /metrics only */
+    const char *const *telemetry; /* telemetry endpoints to subscribe to */
+    int n_telemetry;
+} http_opts;
+
+typedef struct http http;
+
+/* Reads the key, binds and starts serving. A listener other nodes can
+ * reach without an API key gets a warning in `warning` ("" otherwise),
+ * for the caller to print loudly. Returns 0, or -1 with err filled
+ * ("HOST:PORT: why", for the caller to prefix with its flag). */
+int http_start(http **out, const http_opts *o, char *warning, size_t warnlen, char *err,
+               size_t errlen);
+/* Ends every request (those waiting on the node end with 503), then
+ * returns when every thread is gone. NULL is fine. */
+void http_stop(http *h);
+
+/* The port bound (the one asked for, or the one picked for port 0). */
+int http_port(const http *h);
+
+#endif

@@ -1,0 +1,662 @@
+/* openai.c: the OpenAI-compatible API's JSON (see openai.h). */
+#include "openai.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/proto/jsonr.h"
+#include "engine/proto/jsonw.h"
+
+/* ---- errors ------------------------------------------------------------- */
+
+int oai_fail(oai_error *e, int status, const char *code, const char *param, const char *fmt, ...)
+{
+    va_list ap;
+    e->status = status;
+    snprintf(e->code, sizeof e->code, "%s", code ? code : "");
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static const char *error_type(int status)
+{
+    if (status == 401)
+        return "authentication_error";
+    if (status == 429)
+        return "rate_limit_error";
+    return status >= 500 ? "server_error" : "invalid_request_error";
+}
+
+void oai_from_node(const char *code, const char *message, oai_error *e)
+{
+    static const struct {
+        const char *code;
+        int status;
+    } map[] = {
+        {"too_large", 413}, {"kv_oom", 400},    {"ctx_limit", 400},     {"bad_token", 400},
+        {"bad_value", 400}, {"busy", 429},      {"stage_timeout", 503}, {"model_mismatch", 503},
+        {"shutdown", 503},  {"cancelled", 503},
+    };
+    int status = 500;
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (strcmp(code, map[i].code) == 0)
+            status = map[i].status;
+    oai_fail(e, status, code, NULL, "%s", message);
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s[0] ? json_string(s) : json_null();
+}
+
+char *oai_error_json(const oai_error *e)
+{
+    json_t *o = json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message", jw_string(e->message),
+                          "type", error_type(e->status), "param", str_or_null(e->param), "code",
+                          str_or_null(e->code));
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+/* What a request's fields add up to while they are read. */
+typedef struct parsing {
+    oai_kind kind;
+    const oai_model *model;
+    oai_req *out;
+    int has_model, has_max, has_max_completion, has_stream_options;
+    const json_t *prompt, *messages;
+} parsing;
+
+/* Reads one field; v is never JSON null (null means absent). */
+typedef int (*take_fn)(parsing *p, const char *key, const json_t *v, oai_error *e);
+
+/* Sets a field of the generate request (steals v). */
+static int set(parsing *p, const char *key, json_t *v, oai_error *e)
+{
+    if (json_object_set_new(p->out->generate, key, v))
+        return oai_fail(e, 500, "internal", key, "out of memory");
+    return 0;
+}
+
+static size_t json_len(const json_t *v)
+{
+    return json_is_array(v) ? json_array_size(v) : json_is_object(v) ? json_object_size(v) : 0;
+}
+
+static int bad_type(oai_error *e, const char *key, const char *expected, const json_t *v)
+{
+    return oai_fail(e, 400, "bad_type", key, "'%s' must be %s, got %s", key, expected, jr_type(v));
+}
+
+static int number_in(const char *key, const json_t *v, double lo, int lo_open, double hi,
+                     double *out, oai_error *e)
+{
+    if (!json_is_number(v))
+        return bad_type(e, key, "a number", v);
+    double d = json_number_value(v);
+    if (!(lo_open ? d > lo : d >= lo) || !(d <= hi))
+        return oai_fail(e, 400, "bad_value", key, "'%s' must be %s %g and at most %g, got %g", key,
+                        lo_open ? "above" : "at least", lo, hi, d);
+    *out = d;
+    return 0;
+}
+
+static int integer_in(const char *key, const json_t *v, long long lo, long long hi, long long *out,
+                      oai_error *e)
+{
+    if (!json_is_integer(v))
+        return bad_type(e, key, "an integer", v);
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return oai_fail(e, 400, "bad_value", key, "'%s' must be in %lld..%lld, got %lld", key, lo,
+                        hi, x);
+    *out = x;
+    return 0;
+}
+
+static int take_model(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    if (!json_is_string(v))
+        return bad_type(e, key, "a string", v);
+    if (strcmp(json_string_value(v), p->model->name) != 0)
+        return oai_fail(e, 404, "model_not_found", key,
+                        "The model '%.128s' does not exist: this node serves '%s'",
+                        json_string_value(v), p->model->name);
+    p->has_model = 1;
+    return 0;
+}
+
+static int take_prompt(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    (void)key, (void)e;
+    p->prompt = v;
+    return 0;
+}
+
+static int take_messages(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    if (!json_is_array(v))
+        return bad_type(e, key, "an array of messages", v);
+    if (json_array_size(v) == 0)
+        return oai_fail(e, 400, "bad_value", key, "'messages' must hold at least one message");
+    p->messages = v;
+    return 0;
+}
+
+static int take_stream(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    if (!json_is_boolean(v))
+        return bad_type(e, key, "a boolean", v);
+    p->out->stream = json_is_true(v);
+    return 0;
+}
+
+static int take_stream_options(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    const char *k;
+    const json_t *x;
+    if (!json_is_object(v))
+        return bad_type(e, key, "an object", v);
+    json_object_foreach((json_t *)v, k, x)
+    {
+        if (strcmp(k, "include_usage") != 0)
+            return oai_fail(e, 400, "unknown_field", key,
+                            "'stream_options' takes only include_usage, got '%.32s'", k);
+        if (!json_is_boolean(x))
+            return bad_type(e, "stream_options.include_usage", "a boolean", x);
+        p->out->include_usage = json_is_true(x);
+    }
+    p->has_stream_options = 1;
+    return 0;
+}
+
+static int take_max_tokens(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    long long x = 0;
+    if (integer_in(key, v, 1, PROTO_MAX_TOKENS_MAX, &x, e))
+        return -1;
+    if (strcmp(key, "max_tokens") == 0)
+        p->has_max = 1;
+    else
+        p->has_max_completion = 1;
+    if (p->has_max && p->has_max_completion)
+        return oai_fail(e, 400, "conflict", key,
+                        "give one of 'max_tokens' and 'max_completion_tokens'");
+    p->out->max_tokens = (int)x;
+    return 0;
+}
+
+static int take_temperature(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    double d = 0;
+    if (number_in(key, v, 0, 0, OAI_TEMPERATURE_MAX, &d, e))
+        return -1;
+    return set(p, "temperature", json_real(d), e);
+}
+
+static int take_top_p(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    double d = 0;
+    if (number_in(key, v, 0, 1, 1, &d, e))
+        return -1;
+    return set(p, "top_p", json_real(d), e);
+}
+
+static int take_seed(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    long long x = 0;
+    if (integer_in(key, v, 0, INT64_MAX, &x, e))
+        return -1;
+    return set(p, "seed", json_integer(x), e);
+}
+
+static int add_stop(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    if (!json_is_string(v))
+        return bad_type(e, key, "a string or an array of strings", v);
+    if (json_string_length(v) == 0)
+        return oai_fail(e, 400, "bad_value", key, "a stop sequence must not be empty");
+    if (p->out->stop.n == STOPSEQ_MAX)
+        return oai_fail(e, 400, "bad_value", key, "at most %d stop sequences", STOPSEQ_MAX);
+    char *s = strdup(json_string_value(v));
+    if (!s)
+        return oai_fail(e, 500, "internal", key, "out of memory");
+    p->out->stop.s[p->out->stop.n++] = s;
+    return 0;
+}
+
+static int take_stop(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    if (!json_is_array(v))
+        return add_stop(p, key, v, e);
+    size_t i;
+    const json_t *x;
+    json_array_foreach(v, i, x)
+    {
+        if (add_stop(p, key, x, e))
+            return -1;
+    }
+    return 0;
+}
+
+/* A feature this server does not have is accepted only at the value that
+ * leaves it off, so that a client never silently gets less than it asked. */
+static int unsupported(oai_error *e, const char *key)
+{
+    return oai_fail(e, 400, "unsupported", key,
+                    "'%s' is not supported by this server other than at its default", key);
+}
+
+static int take_one(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    (void)p;
+    return json_is_integer(v) && json_integer_value(v) == 1 ? 0 : unsupported(e, key);
+}
+
+static int take_zero(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    (void)p;
+    return json_is_number(v) && json_number_value(v) == 0 ? 0 : unsupported(e, key);
+}
+
+static int take_off(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    (void)p;
+    int off = json_is_false(v) || (json_is_integer(v) && json_integer_value(v) == 0) ||
+              (json_is_string(v) && json_string_length(v) == 0) ||
+              ((json_is_array(v) || json_is_object(v)) && json_len(v) == 0) ||
+              (json_is_string(v) && strcmp(json_string_value(v), "none") == 0);
+    return off ? 0 : unsupported(e, key);
+}
+
+static int take_format(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    (void)p;
+    const json_t *type = json_object_get(v, "type");
+    return json_is_object(v) && json_len(v) == 1 && json_is_string(type) &&
+                   strcmp(json_string_value(type), "text") == 0
+               ? 0
+               : unsupported(e, key);
+}
+
+/* Fields with no effect here: a user id, metadata, storage, priority. */
+static int take_ignored(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    (void)p, (void)key, (void)v, (void)e;
+    return 0;
+}
+
+#define BOTH ((1u << OAI_COMPLETION) | (1u << OAI_CHAT))
+#define COMPLETION (1u << OAI_COMPLETION)
+#define CHAT (1u << OAI_CHAT)
+
+static const struct {
+    const char *key;
+    unsigned kinds;
+    take_fn take;
+} fields[] = {
+    {"model", BOTH, take_model},
+    {"prompt", COMPLETION, take_prompt},
+    {"messages", CHAT, take_messages},
+    {"stream", BOTH, take_stream},
+    {"stream_options", BOTH, take_stream_options},
+    {"max_tokens", BOTH, take_max_tokens},
+    {"max_completion_tokens", CHAT, take_max_tokens},
+    {"temperature", BOTH, take_temperature},
+    {"top_p", BOTH, take_top_p},
+    {"seed", BOTH, take_seed},
+    {"stop", BOTH, take_stop},
+    {"n", BOTH, take_one},
+    {"best_of", COMPLETION, take_one},
+    {"frequency_penalty", BOTH, take_zero},
+    {"presence_penalty", BOTH, take_zero},
+    {"echo", COMPLETION, take_off},
+    {"suffix", COMPLETION, take_off},
+    {"logprobs", BOTH, take_off},
+    {"top_logprobs", CHAT, take_off},
+    {"logit_bias", BOTH, take_off},
+    {"tools", CHAT, take_off},
+    {"tool_choice", CHAT, take_off},
+    {"functions", CHAT, take_off},
+    {"function_call", CHAT, take_off},
+    {"response_format", CHAT, take_format},
+    {"parallel_tool_calls", CHAT, take_ignored},
+    {"user", BOTH, take_ignored},
+    {"metadata", BOTH, take_ignored},
+    {"store", BOTH, take_ignored},
+    {"service_tier", BOTH, take_ignored},
+};
+
+static int take_field(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        if (strcmp(key, fields[i].key) != 0 || !(fields[i].kinds & (1u << p->kind)))
+            continue;
+        if (json_is_null(v))
+            return 0;
+        return fields[i].take(p, key, v, e) ? -1 : 0;
+    }
+    return oai_fail(e, 400, "unknown_field", "", "Unrecognized request argument supplied: %.64s",
+                    key);
+}
+
+/* A completion's prompt: a string, or token ids; one prompt per request. */
+static int completion_prompt(parsing *p, oai_error *e)
+{
+    const json_t *v = p->prompt;
+    if (json_is_array(v) && json_array_size(v) == 1 && !json_is_integer(json_array_get(v, 0)))
+        v = json_array_get(v, 0);
+    if (json_is_string(v))
+        return set(p, "prompt", json_copy((json_t *)v), e);
+    if (!json_is_array(v))
+        return bad_type(e, "prompt", "a string or an array of token ids", v);
+    if (json_array_size(v) == 0)
+        return oai_fail(e, 400, "bad_value", "prompt", "'prompt' must not be an empty array");
+    size_t i;
+    const json_t *x;
+    json_array_foreach(v, i, x)
+    {
+        long long id = 0;
+        if (json_is_string(x) || json_is_array(x))
+            return oai_fail(e, 400, "unsupported", "prompt",
+                            "one prompt per request: 'prompt' holds %zu", json_array_size(v));
+        if (integer_in("prompt", x, 0, PROTO_TOKEN_ID_MAX, &id, e))
+            return -1;
+    }
+    return set(p, "tokens", json_deep_copy(v), e);
+}
+
+static int message_role(const json_t *m, size_t i, chat_role *out, oai_error *e)
+{
+    static const struct {
+        const char *name;
+        chat_role role;
+    } roles[] = {{"system", CHAT_SYSTEM},
+                 {"developer", CHAT_SYSTEM},
+                 {"user", CHAT_USER},
+                 {"assistant", CHAT_ASSISTANT}};
+    const json_t *r = json_object_get(m, "role");
+    if (!json_is_string(r))
+        return oai_fail(e, 400, "bad_value", "messages",
+                        "messages[%zu] needs a 'role' string (system, developer, user, assistant)",
+                        i);
+    for (size_t k = 0; k < sizeof roles / sizeof *roles; k++) {
+        if (strcmp(json_string_value(r), roles[k].name) == 0) {
+            *out = roles[k].role;
+            return 0;
+        }
+    }
+    return oai_fail(e, 400, "bad_value", "messages",
+                    "messages[%zu]: role '%.32s' is not supported (system, developer, user, "
+                    "assistant)",
+                    i, json_string_value(r));
+}
+
+/* A message's content: a string, or text parts joined. */
+static int message_content(const json_t *m, size_t i, sbuf *out, oai_error *e)
+{
+    const json_t *c = json_object_get(m, "content");
+    if (json_is_string(c)) {
+        sbuf_put(out, json_string_value(c), json_string_length(c));
+        return 0;
+    }
+    if (!json_is_array(c))
+        return oai_fail(e, 400, "bad_value", "messages",
+                        "messages[%zu] needs a 'content' string or array of text parts", i);
+    size_t k;
+    const json_t *part;
+    json_array_foreach(c, k, part)
+    {
+        const json_t *type = json_object_get(part, "type"), *text = json_object_get(part, "text");
+        if (!json_is_string(type) || strcmp(json_string_value(type), "text") != 0 ||
+            !json_is_string(text))
+            return oai_fail(e, 400, "unsupported", "messages",
+                            "messages[%zu].content[%zu]: only {\"type\":\"text\",\"text\":...} "
+                            "parts are supported",
+                            i, k);
+        sbuf_put(out, json_string_value(text), json_string_length(text));
+    }
+    return 0;
+}
+
+static int check_message_keys(const json_t *m, size_t i, oai_error *e)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)m, k, v)
+    {
+        if (strcmp(k, "role") && strcmp(k, "content") && strcmp(k, "name"))
+            return oai_fail(e, 400, "unsupported", "messages",
+                            "messages[%zu]: field '%.32s' is not supported (role, content, name)",
+                            i, k);
+    }
+    return 0;
+}
+
+/* The chat rendered with the model's format into the prompt. */
+static int chat_prompt(parsing *p, oai_error *e)
+{
+    size_t n = json_array_size(p->messages);
+    chat_msg *msgs = calloc(n, sizeof *msgs);
+    sbuf *texts = calloc(n, sizeof *texts);
+    int rc = -1;
+    if (!msgs || !texts) {
+        oai_fail(e, 500, "internal", "messages", "out of memory for %zu messages", n);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *m = json_array_get(p->messages, i);
+        if (!json_is_object(m)) {
+            oai_fail(e, 400, "bad_type", "messages", "messages[%zu] must be an object, got %s", i,
+                     jr_type(m));
+            goto out;
+        }
+        if (check_message_keys(m, i, e) || message_role(m, i, &msgs[i].role, e) ||
+            message_content(m, i, &texts[i], e))
+            goto out;
+        sbuf_put(&texts[i], "", 0);
+        msgs[i].content = texts[i].data ? texts[i].data : "";
+    }
+    size_t len = chat_render(p->model->chat, msgs, (int)n, NULL, 0);
+    char *prompt = malloc(len + 1);
+    if (!prompt) {
+        oai_fail(e, 500, "internal", "messages", "out of memory for a %zu-byte prompt", len);
+        goto out;
+    }
+    chat_render(p->model->chat, msgs, (int)n, prompt, len + 1);
+    rc = set(p, "prompt", json_string(prompt), e);
+    free(prompt);
+out:
+    for (size_t i = 0; texts && i < n; i++)
+        sbuf_free(&texts[i]);
+    free(texts);
+    free(msgs);
+    return rc;
+}
+
+static int parse_fields(parsing *p, const json_t *root, oai_error *e)
+{
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)root, key, v)
+    {
+        if (take_field(p, key, v, e))
+            return -1;
+    }
+    if (!p->has_model)
+        return oai_fail(e, 400, "missing_field", "model",
+                        "'model' is required (this node "
+                        "serves '%s')",
+                        p->model->name);
+    if (p->has_stream_options && !p->out->stream)
+        return oai_fail(e, 400, "bad_value", "stream_options",
+                        "'stream_options' is only allowed when 'stream' is true");
+    if (p->kind == OAI_CHAT)
+        return p->messages
+                   ? chat_prompt(p, e)
+                   : oai_fail(e, 400, "missing_field", "messages", "'messages' is required");
+    return p->prompt ? completion_prompt(p, e)
+                     : oai_fail(e, 400, "missing_field", "prompt", "'prompt' is required");
+}
+
+int oai_parse(oai_kind kind, const char *body, size_t len, const oai_model *model, oai_req *out,
+              oai_error *e)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = kind;
+    out->max_tokens = kind == OAI_CHAT ? PROTO_DEFAULT_MAX_TOKENS : OAI_COMPLETION_MAX_TOKENS;
+    json_error_t jerr;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return oai_fail(e, 400, "bad_json", "", "the body is not valid JSON: %s (at byte %d)",
+                        jerr.text, jerr.position);
+    /* OpenAI's defaults, which are not the node's. */
+    out->generate = json_pack("{s:f,s:f,s:s}", "temperature", 1.0, "top_p", 1.0, "origin", "http");
+    parsing p = {.kind = kind, .model = model, .out = out};
+    int rc = out->generate ? 0 : oai_fail(e, 500, "internal", "", "out of memory");
+    if (!rc && !json_is_object(root))
+        rc = oai_fail(e, 400, "not_object", "", "the body must be a JSON object, got %s",
+                      jr_type(root));
+    if (!rc)
+        rc = parse_fields(&p, root, e);
+    if (!rc)
+        rc = set(&p, "max_tokens", json_integer(out->max_tokens), e);
+    json_decref(root);
+    if (rc)
+        oai_req_free(out);
+    return rc;
+}
+
+void oai_req_free(oai_req *r)
+{
+    for (int i = 0; i < r->stop.n; i++)
+        free((char *)r->stop.s[i]);
+    json_decref(r->generate);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- responses and chunks ----------------------------------------------- */
+
+static const char *object_name(oai_kind kind, int chunk)
+{
+    if (kind == OAI_CHAT)
+        return chunk ? "chat.completion.chunk" : "chat.completion";
+    return "text_completion";
+}
+
+/* {"id":..,"object":..,"created":..,"model":..,"choices":[ */
+static void put_head(sbuf *b, const oai_reply *r, int chunk)
+{
+    sbuf_puts(b, "{\"id\":");
+    sbuf_json_str(b, r->id, strlen(r->id));
+    sbuf_printf(b, ",\"object\":\"%s\",\"created\":%lld,\"model\":", object_name(r->kind, chunk),
+                r->created);
+    sbuf_json_str(b, r->model, strlen(r->model));
+    sbuf_puts(b, ",\"choices\":[");
+}
+
+static void put_finish(sbuf *b, const char *finish)
+{
+    sbuf_puts(b, ",\"logprobs\":null,\"finish_reason\":");
+    if (finish)
+        sbuf_printf(b, "\"%s\"}", finish);
+    else
+        sbuf_puts(b, "null}");
+}
+
+static void put_usage(sbuf *b, int prompt_tokens, int completion_tokens)
+{
+    sbuf_printf(b, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}",
+                prompt_tokens, completion_tokens, prompt_tokens + completion_tokens);
+}
+
+char *oai_response(const oai_reply *r, const char *text, size_t len, const char *finish,
+                   int prompt_tokens, int completion_tokens)
+{
+    sbuf b = {0};
+    put_head(&b, r, 0);
+    if (r->kind == OAI_CHAT) {
+        sbuf_puts(&b, "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":");
+        sbuf_json_str(&b, text, len);
+        sbuf_puts(&b, "}");
+    } else {
+        sbuf_puts(&b, "{\"index\":0,\"text\":");
+        sbuf_json_str(&b, text, len);
+    }
+    put_finish(&b, finish);
+    sbuf_puts(&b, "],");
+    put_usage(&b, prompt_tokens, completion_tokens);
+    sbuf_puts(&b, "}");
+    return sbuf_take(&b, NULL);
+}
+
+void oai_chunk(sbuf *out, const oai_reply *r, const char *text, size_t len, const char *finish)
+{
+    sbuf_puts(out, "data: ");
+    put_head(out, r, 1);
+    if (r->kind == OAI_CHAT) {
+        sbuf_puts(out, "{\"index\":0,\"delta\":{");
+        if (text) {
+            sbuf_puts(out, "\"content\":");
+            sbuf_json_str(out, text, len);
+        }
+        sbuf_puts(out, "}");
+    } else {
+        sbuf_puts(out, "{\"index\":0,\"text\":");
+        sbuf_json_str(out, text ? text : "", text ? len : 0);
+    }
+    put_finish(out, finish);
+    sbuf_puts(out, "]}\n\n");
+}
+
+void oai_chunk_role(sbuf *out, const oai_reply *r)
+{
+    sbuf_puts(out, "data: ");
+    put_head(out, r, 1);
+    sbuf_puts(out, "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}");
+    put_finish(out, NULL);
+    sbuf_puts(out, "]}\n\n");
+}
+
+void oai_chunk_usage(sbuf *out, const oai_reply *r, int prompt_tokens, int completion_tokens)
+{
+    sbuf_puts(out, "data: ");
+    put_head(out, r, 1);
+    sbuf_puts(out, "],");
+    put_usage(out, prompt_tokens, completion_tokens);
+    sbuf_puts(out, "}\n\n");
+}
+
+void oai_chunk_error(sbuf *out, const oai_error *e)
+{
+    char *text = oai_error_json(e);
+    if (!text) {
+        out->failed = 1;
+        return;
+    }
+    sbuf_printf(out, "data: %s\n\n", text);
+    free(text);
+}
+
+void oai_chunk_done(sbuf *out)
+{
+    sbuf_puts(out, "data: [DONE]\n\n");
+}
+
+char *oai_models(const char *model, long long created)
+{
+    json_t *o = json_pack("{s:s,s:[{s:s,s:s,s:I,s:s}]}", "object", "list", "data", "id", model,
+                          "object", "model", "created", (json_int_t)created, "owned_by", "inferd");
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
+}

@@ -1,0 +1,98 @@
+/* openai.h: the JSON of the OpenAI-compatible API, without any I/O.
+ *
+ * In: a /v1/completions or /v1/chat/completions body, validated in full
+ * (types, ranges, unknown fields, features this server does not have) and
+ * turned into the fields of one protocol `generate` request; chat messages
+ * are rendered with the model's chat format (engine/model/chat.h). Out:
+ * responses, server-sent-event chunks, and errors in OpenAI's shape
+ * {"error":{"message","type","param","code"}} with their HTTP status.
+ * engine/http/README.md documents what is accepted and every status.
+ */
+#ifndef OPENAI_H
+#define OPENAI_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "engine/model/chat.h"
+#include "engine/proto/protocol.h"
+#include "sbuf.h"
+#include "stopseq.h"
+
+typedef enum oai_kind { OAI_COMPLETION, OAI_CHAT } oai_kind;
+
+/* Largest request body: a prompt must fit one protocol frame anyway. */
+#define OAI_BODY_MAX PROTO_MAX_FRAME
+/* max_tokens when a request gives none: OpenAI's for completions; the
+ * node's default for chat (OpenAI's is the rest of the context). */
+#define OAI_COMPLETION_MAX_TOKENS 16
+#define OAI_TEMPERATURE_MAX 2.0
+
+typedef struct oai_error {
+    int status;                  /* HTTP status */
+    char code[PROTO_CODE_MAX];   /* "" for null */
+    char param[PROTO_FIELD_MAX]; /* "" for null */
+    char message[PROTO_MESSAGE_MAX];
+} oai_error;
+
+/* Fills e; the type follows from the status (400s invalid_request_error,
+ * 401 authentication_error, 429 rate_limit_error, 500s server_error).
+ * Returns -1, for `return oai_fail(...)`. */
+int oai_fail(oai_error *e, int status, const char *code, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* The HTTP error for a node's error reply (code, message): kv_oom and
+ * ctx_limit 400, busy 429, stage_timeout 503, too_large 413, ... */
+void oai_from_node(const char *code, const char *message, oai_error *e);
+
+/* {"error":{...}} as text (free()); NULL when out of memory. */
+char *oai_error_json(const oai_error *e);
+
+typedef struct oai_req {
+    oai_kind kind;
+    int stream;
+    int include_usage; /* stream_options.include_usage */
+    int max_tokens;    /* the limit in effect: finish_reason "length" when reached */
+    stopseq stop;      /* strings owned here */
+    json_t *generate;  /* the generate request's fields, "origin":"http" included */
+} oai_req;
+
+/* What the node serves: the only model name accepted, and its chat format. */
+typedef struct oai_model {
+    const char *name;
+    chat_format chat;
+} oai_model;
+
+/* Returns 0 with *out filled (oai_req_free it), or -1 with e filled. */
+int oai_parse(oai_kind kind, const char *body, size_t len, const oai_model *model, oai_req *out,
+              oai_error *e);
+void oai_req_free(oai_req *r);
+
+/* The identity every response and chunk of one request carries. */
+typedef struct oai_reply {
+    oai_kind kind;
+    const char *id; /* "cmpl-..." or "chatcmpl-..." */
+    const char *model;
+    long long created; /* unix seconds */
+} oai_reply;
+
+/* The whole response of a request that does not stream. */
+char *oai_response(const oai_reply *r, const char *text, size_t len, const char *finish,
+                   int prompt_tokens, int completion_tokens);
+
+/* Server-sent events, appended to out. A chunk of text; text NULL for the
+ * last one, which carries finish ("stop" or "length"). */
+void oai_chunk(sbuf *out, const oai_reply *r, const char *text, size_t len, const char *finish);
+/* A chat stream's first chunk: the assistant's role. */
+void oai_chunk_role(sbuf *out, const oai_reply *r);
+/* stream_options.include_usage: the usage after the last chunk. */
+void oai_chunk_usage(sbuf *out, const oai_reply *r, int prompt_tokens, int completion_tokens);
+/* An error once the stream has begun (the status went out already). */
+void oai_chunk_error(sbuf *out, const oai_error *e);
+void oai_chunk_done(sbuf *out); /* data: [DONE] */
+
+/* GET /v1/models: the one model. */
+char *oai_models(const char *model, long long created);
+
+#endif

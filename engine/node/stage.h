@@ -1,0 +1,53 @@
+/* stage.h: this node's layers as one stage of the ring (stage.c): admission,
+ * a request's cache, live config, and the frames a non-head stage handles.
+ * The head drives its own stage through these; serve.c hands a non-head
+ * stage its frames. */
+#ifndef STAGE_H
+#define STAGE_H
+
+#include "node.h"
+
+typedef struct stage_admission {
+    proto_code code; /* PROTO_OK, KV_OOM, CTX_LIMIT or NOT_FOUND */
+    char message[PROTO_MESSAGE_MAX];
+    size_t needed, available, budget;
+    int chunk; /* admitted: the largest prefill chunk whose step fits */
+} stage_admission;
+
+/* Checks that a request reaching context ctx, on session (may be "") whose
+ * context the head holds at pos, fits this stage: its KV cache and the
+ * memory of a step (scratch, frames) of at least one position; evicts
+ * idle sessions (appending their names to `evicted`) when that makes it
+ * fit. Then finds the largest chunk, up to `chunk`, whose steps fit too. */
+void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, json_t *evicted,
+                 stage_admission *out);
+/* Sets up nd->cur for a request. */
+int stage_begin(node *nd, uint64_t op, const char *req, const char *session, int pos, int ctx,
+                const proto_generate_args *sampling, uint64_t seed, proto_error *e);
+/* Ends nd->cur: a session keeps its cache (rolled back to where it was
+ * when !ok), anything else is freed. Returns the session's length. */
+void stage_end(node *nd, int ok, int pending_token);
+/* The two phases of a set (PROTOCOL.md "Live config"). Each fills result
+ * (this stage's entry, its verdict included) and returns 0, or -1 with e.
+ * check: would the caches fit at the new kv_bits?
+ * Changes nothing. apply: at this step boundary, checking again; remembers
+ * what it changed under op. undo: puts back what the set of op changed
+ * (nothing when this stage did not apply it). */
+int stage_check_set(node *nd, const proto_set_args *set, json_t *result, proto_error *e);
+int stage_apply_set(node *nd, uint64_t op, const proto_set_args *set, json_t *result,
+                    proto_error *e);
+int stage_undo_set(node *nd, uint64_t op, json_t *result, proto_error *e);
+void stage_drop_sessions(node *nd, const json_t *names);
+/* Runs one step of this stage's layers on nd->cur and checks its numbers. */
+int stage_forward(node *nd, const int *tokens, const float *x_in, int n, float *x_out,
+                  float *logits, fwd_stats *st, proto_error *e);
+/* Publishes and logs one step of this stage. */
+void stage_publish(node *nd, int64_t step, int decode, int n, int pos, int chunk, double step_ms,
+                   const fwd_stats *st, double wait_ms);
+/* A frame on a non-head stage. */
+void stage_on_frame(node *nd, ring_frame *f);
+size_t stage_kv_bytes(const node *nd); /* the request's cache and the sessions' */
+/* A set's fields as a set frame carries them. */
+json_t *stage_set_to_json(const proto_set_args *set);
+
+#endif

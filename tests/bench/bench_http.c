@@ -1,0 +1,439 @@
+/* bench_http.c: what the HTTP server (engine/http) costs.
+ *
+ *   publish, plain / with the metrics feed
+ *                encode + publish of a step message on a PUB with a TCP
+ *                subscriber (a console), and the same with the HTTP server's
+ *                metrics feed (feed.c) subscribed too on inproc, as a node
+ *                started with --http has it: what /metrics costs the step
+ *                path, us per message.
+ *   streaming overhead per token
+ *                a node (`inferd serve --http`, a small synthetic model so
+ *                that steps are short and no end of text comes early)
+ *                generates the same greedy tokens for a ZeroMQ client
+ *                (engine/proto/client.h) and for a streaming HTTP client
+ *                (/v1/completions, server-sent events, read off a raw
+ *                socket); the difference of the two per-token slopes,
+ *                measured between two lengths so that fixed per-request
+ *                costs cancel out (best of REPEAT runs each), us per token.
+ *   per-request overhead
+ *                the same for a request of one token (best of N_ONE): the
+ *                connection, parsing, a DEALER per request, headers; ms.
+ *   decode step  the ZeroMQ client's time per token, for scale.
+ *   /metrics scrape, 8 nodes
+ *                GET /metrics on a connection of its own, from a server fed
+ *                the telemetry of 8 nodes (heartbeats, 2000 steps each,
+ *                requests, events); ms per scrape, and the size.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "benchlib.h"
+#include "engine/http/feed.h"
+#include "engine/http/http.h"
+#include "engine/proto/client.h"
+#include "engine/proto/protocol.h"
+
+#define N_PUBLISH 200000
+#define N_SHORT 64
+#define N_LONG 512
+#define REPEAT 15
+#define N_ONE 50
+#define N_NODES 8
+#define N_SCRAPES 200
+#define MODEL "synth:dim=64,hidden=128,layers=1,heads=2,kv_heads=2,vocab=512,seed=2"
+
+/* ---- publish, with and without the feed --------------------------------- */
+
+static proto_step sample_step(int64_t i)
+{
+    proto_step s = {.step = i,
+                    .phase = (i & 15) ? PROTO_PHASE_DECODE : PROTO_PHASE_PREFILL,
+                    .tokens = 1,
+                    .pos = 100 + (int)(i & 1023),
+                    .step_ms = 3.125 + (double)(i & 7),
+                    .model_ms = 2.5,
+                    .eval_ms = 0.625 + (double)(i & 7),
+                    .kv_bytes = 1u << 20,
+                    .kv_bits = 16,
+                    .prefill_step = 512,
+                    .rss = 1u << 30,
+                    .budget = 1ull << 34,
+                    .headroom = 1ll << 33,
+                    .act_max = 3.5};
+    snprintf(s.req, sizeof s.req, "r%lld", (long long)(i >> 8));
+    return s;
+}
+
+/* A console: a TCP subscriber a thread of its own keeps drained. */
+typedef struct drain {
+    void *sub;
+    atomic_int stop;
+} drain;
+
+static void *drain_main(void *arg)
+{
+    drain *d = arg;
+    char buf[2048];
+    while (!atomic_load(&d->stop)) {
+        zmq_pollitem_t item = {d->sub, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&item, 1, 100) > 0)
+            while (zmq_recv(d->sub, buf, sizeof buf, ZMQ_DONTWAIT) >= 0)
+                ;
+    }
+    return NULL;
+}
+
+/* Publishes N_PUBLISH step messages on pub; us per message. */
+static double publish(void *pub, const char *node)
+{
+    proto_head h = {.t_ms = 1700000000000};
+    snprintf(h.node, sizeof h.node, "%s", node);
+    char buf[PROTO_STEP_BUF];
+    double t0 = bench_now();
+    for (int i = 0; i < N_PUBLISH; i++) {
+        proto_step s = sample_step(i);
+        h.seq++;
+        int n = proto_step_encode(&h, &s, buf, sizeof buf);
+        proto_publish(pub, PROTO_TOPIC_STEP, buf, (size_t)n);
+    }
+    return (bench_now() - t0) * 1e6 / N_PUBLISH;
+}
+
+/* plain and fed: us per message without and with the feed, a console
+ * subscribed in both. */
+static int bench_publish(double *plain, double *fed)
+{
+    char ep[256], err[256];
+    size_t eplen = sizeof ep;
+    void *ctx = zmq_ctx_new();
+    void *pub = zmq_socket(ctx, ZMQ_PUB);
+    drain d = {.sub = zmq_socket(ctx, ZMQ_SUB)};
+    pthread_t th;
+    int zero = 0;
+    zmq_setsockopt(pub, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(d.sub, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(d.sub, ZMQ_SUBSCRIBE, "", 0);
+    if (zmq_bind(pub, "tcp://127.0.0.1:*") || zmq_getsockopt(pub, ZMQ_LAST_ENDPOINT, ep, &eplen) ||
+        zmq_connect(d.sub, ep) || zmq_bind(pub, "inproc://bench-telemetry") ||
+        pthread_create(&th, NULL, drain_main, &d)) {
+        fprintf(stderr, "bench_http: sockets: %s\n", zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    zmq_poll(NULL, 0, 200); /* the subscription reaches the PUB */
+    *plain = publish(pub, "plain");
+    const char *eps[] = {"inproc://bench-telemetry"};
+    feed *f = NULL;
+    int rc = feed_start(&f, ctx, eps, 1, err, sizeof err);
+    if (rc == 0) {
+        zmq_poll(NULL, 0, 200);
+        *fed = publish(pub, "fed");
+        feed_stop(f);
+    } else {
+        fprintf(stderr, "bench_http: feed: %s\n", err);
+    }
+    atomic_store(&d.stop, 1);
+    pthread_join(th, NULL);
+    zmq_close(d.sub);
+    zmq_close(pub);
+    zmq_ctx_term(ctx);
+    return rc;
+}
+
+/* ---- a node, and its two kinds of client -------------------------------- */
+
+static int free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+static int connect_port(int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static int send_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return -1;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Set by http_exchange when `until` showed up. */
+static int done_seen;
+
+/* Sends an HTTP request and reads the response until `until` shows up or
+ * the server closes; returns the bytes read, -1 on failure. */
+static long http_exchange(int port, const char *request, const char *until)
+{
+    done_seen = 0;
+    int fd = connect_port(port);
+    if (fd < 0 || send_all(fd, request, strlen(request)) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    static char buf[1 << 20];
+    size_t got = 0;
+    for (;;) {
+        ssize_t r = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        buf[got] = '\0';
+        if (until && strstr(buf + (got > (size_t)r + 16 ? got - (size_t)r - 16 : 0), until)) {
+            done_seen = 1;
+            break;
+        }
+        if (got == sizeof buf - 1)
+            got = 0; /* only the end matters */
+    }
+    close(fd);
+    return (long)got;
+}
+
+/* Seconds for one streamed completion of n tokens over HTTP, -1 when it
+ * did not end with [DONE]. */
+static double http_run(int port, const char *model, int n)
+{
+    char body[512], req[1024];
+    snprintf(body, sizeof body,
+             "{\"model\":\"%s\",\"prompt\":\"x\",\"max_tokens\":%d,\"temperature\":0,"
+             "\"stream\":true}",
+             model, n);
+    snprintf(req, sizeof req,
+             "POST /v1/completions HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+             "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+             strlen(body), body);
+    double t0 = bench_now();
+    long got = http_exchange(port, req, "data: [DONE]");
+    return got > 0 && done_seen ? bench_now() - t0 : -1;
+}
+
+/* Seconds for the same over the protocol; *tokens: how many came. */
+static double zmq_run(client *c, int n, int *tokens)
+{
+    char id[PROTO_ID_MAX + 1], err[256];
+    json_t *args = json_pack("{s:s,s:i,s:f}", "prompt", "x", "max_tokens", n, "temperature", 0.0);
+    double t0 = bench_now();
+    int rc = client_send(c, "generate", args, id, sizeof id, err, sizeof err);
+    json_decref(args);
+    *tokens = 0;
+    while (rc == 0) {
+        proto_reply r;
+        if (client_recv(c, &r, 30000, err, sizeof err) != 1)
+            return -1;
+        int done = r.done, ok = r.ok;
+        *tokens += r.has_token;
+        proto_reply_free(&r);
+        if (done)
+            return ok ? bench_now() - t0 : -1;
+    }
+    return -1;
+}
+
+static double best(double a, double b)
+{
+    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
+/* The per-token difference and the per-request one (at zero tokens). */
+static int bench_stream(double *per_token_us, double *per_request_ms, double *step_us)
+{
+    int control = free_port(), telemetry = free_port(), port = free_port();
+    char ep_c[64], ep_t[64], hp[64];
+    snprintf(ep_c, sizeof ep_c, "tcp://127.0.0.1:%d", control);
+    snprintf(ep_t, sizeof ep_t, "tcp://127.0.0.1:%d", telemetry);
+    snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execlp("inferd", "inferd", "serve", "--name", "bench", "--model", MODEL, "--threads", "1",
+               "--control", ep_c, "--telemetry", ep_t, "--http", hp, (char *)NULL);
+        _exit(127);
+    }
+    client *c = NULL;
+    char err[256];
+    int rc = -1, tokens[2] = {0, 0};
+    if (pid < 0 || client_open(&c, NULL, ep_c, NULL, err, sizeof err) != 0)
+        goto out;
+    proto_reply r;
+    if (client_call(c, "status", NULL, &r, 30000, err, sizeof err) != 1) {
+        fprintf(stderr, "bench_http: the node did not start: %s\n", err);
+        goto out;
+    }
+    char model[PROTO_TEXT_MAX];
+    snprintf(model, sizeof model, "%s",
+             json_string_value(json_object_get(json_object_get(r.json, "model"), "name")));
+    proto_reply_free(&r);
+    double z[2] = {-1, -1}, h[2] = {-1, -1};
+    const int n[2] = {N_SHORT, N_LONG};
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < REPEAT; i++) {
+            z[k] = best(z[k], zmq_run(c, n[k], &tokens[k]));
+            h[k] = best(h[k], http_run(port, model, n[k]));
+        }
+    }
+    if (z[0] < 0 || z[1] < 0 || h[0] < 0 || h[1] < 0 || tokens[1] <= tokens[0]) {
+        fprintf(stderr, "bench_http: a run failed\n");
+        goto out;
+    }
+    double slope_z = (z[1] - z[0]) / (tokens[1] - tokens[0]);
+    double slope_h = (h[1] - h[0]) / (tokens[1] - tokens[0]);
+    *step_us = slope_z * 1e6;
+    *per_token_us = (slope_h - slope_z) * 1e6;
+    double z1 = -1, h1 = -1;
+    int one;
+    for (int i = 0; i < N_ONE; i++) {
+        z1 = best(z1, zmq_run(c, 1, &one));
+        h1 = best(h1, http_run(port, model, 1));
+    }
+    *per_request_ms = z1 >= 0 && h1 >= 0 ? (h1 - z1) * 1e3 : -1;
+    rc = 0;
+out:
+    client_close(c);
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    return rc;
+}
+
+/* ---- /metrics of 8 nodes ------------------------------------------------ */
+
+static void send_tel(void *pub, proto_topic topic, char *text)
+{
+    if (text)
+        proto_publish(pub, topic, text, strlen(text));
+    free(text);
+}
+
+/* Publishes a history like a ring of N_NODES stages would; returns how
+ * many messages. */
+static long feed_history(void *pub)
+{
+    long sent = 0;
+    char buf[PROTO_STEP_BUF];
+    for (int node = 0; node < N_NODES; node++) {
+        proto_head h = {.t_ms = 1700000000000};
+        snprintf(h.node, sizeof h.node, "node-%d", node);
+        proto_status st = {.config = {.prefill_step = 512, .kv_bits = 16, .threads = 2}};
+        snprintf(st.model.name, sizeof st.model.name, "synth:1b");
+        snprintf(st.model.fingerprint, sizeof st.model.fingerprint, "%064d", node);
+        snprintf(st.model.chat_template, sizeof st.model.chat_template, "llama3");
+        st.model.layer_first = node * 2;
+        st.model.layer_last = node * 2 + 2;
+        h.seq++;
+        send_tel(pub, PROTO_TOPIC_NODE, proto_node_encode(&h, &st));
+        sent++;
+        for (int i = 0; i < 2000; i++) {
+            proto_step s = sample_step(i);
+            h.seq++;
+            int n = proto_step_encode(&h, &s, buf, sizeof buf);
+            proto_publish(pub, PROTO_TOPIC_STEP, buf, (size_t)n);
+            sent++;
+        }
+        for (int i = 0; i < 50 && node == 0; i++) {
+            proto_req_msg m = {.end = 1, .ok = i % 10 != 0, .stats = {.ttft_ms = 40.0 + i}};
+            snprintf(m.req, sizeof m.req, "r%d", i);
+            snprintf(m.code, sizeof m.code, "%s", m.ok ? "" : "kv_oom");
+            h.seq++;
+            send_tel(pub, PROTO_TOPIC_REQ, proto_req_encode(&h, &m));
+            sent++;
+        }
+        proto_event ev = {.kind = PROTO_EV_CONFIG_APPLIED};
+        snprintf(ev.message, sizeof ev.message, "set");
+        h.seq++;
+        send_tel(pub, PROTO_TOPIC_EVENT, proto_event_encode(&h, &ev, NULL));
+        sent++;
+    }
+    return sent;
+}
+
+/* ms per scrape and the size of one, in KiB. */
+static int bench_scrape(double *ms, double *kib)
+{
+    void *ctx = zmq_ctx_new();
+    void *pub = zmq_socket(ctx, ZMQ_PUB);
+    int zero = 0, port = free_port();
+    zmq_setsockopt(pub, ZMQ_SNDHWM, &zero, sizeof zero);
+    zmq_setsockopt(pub, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_bind(pub, "inproc://bench-nodes");
+    char listen[64], warning[256], err[256];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    const char *eps[] = {"inproc://bench-nodes"};
+    http_opts o = {.listen = listen, .zctx = ctx, .telemetry = eps, .n_telemetry = 1};
+    http *h = NULL;
+    int rc = -1;
+    if (http_start(&h, &o, warning, sizeof warning, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_http: %s\n", err);
+        goto out;
+    }
+    zmq_poll(NULL, 0, 200);
+    feed_history(pub);
+    const char *get = "GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
+    zmq_poll(NULL, 0, 500); /* the feed takes the history in */
+    long size = http_exchange(port, get, NULL);
+    double t0 = bench_now();
+    for (int i = 0; i < N_SCRAPES; i++)
+        if (http_exchange(port, get, NULL) <= 0)
+            goto out;
+    *ms = (bench_now() - t0) * 1e3 / N_SCRAPES;
+    *kib = size / 1024.0;
+    rc = size > 0 ? 0 : -1;
+out:
+    http_stop(h);
+    zmq_close(pub);
+    zmq_ctx_term(ctx);
+    return rc;
+}
+
+int main(void)
+{
+    bench *b = bench_open("http");
+    double plain = -1, fed = -1, per_token = -1, per_request = -1, step = -1, scrape = -1, kib = -1;
+    int ok = bench_publish(&plain, &fed) == 0;
+    ok &= bench_stream(&per_token, &per_request, &step) == 0;
+    ok &= bench_scrape(&scrape, &kib) == 0;
+    bench_add(b, "step message publish, no /metrics feed", plain, "us", NULL, -1);
+    bench_add(b, "step message publish, /metrics feed subscribed", fed, "us", "<= 5 us",
+              fed >= 0 && fed <= 5.0);
+    bench_add(b, "HTTP streaming overhead per token vs ZeroMQ", per_token, "us", NULL, -1);
+    bench_add(b, "token time through the ZeroMQ client (small synth model)", step, "us", NULL, -1);
+    bench_add(b, "HTTP per-request overhead vs ZeroMQ (1 token)", per_request, "ms", NULL, -1);
+    bench_add(b, "/metrics scrape, 8 nodes", scrape, "ms", "< 10 ms", scrape >= 0 && scrape < 10);
+    bench_add(b, "/metrics size, 8 nodes", kib, "KiB", NULL, -1);
+    return bench_close(b) == 0 && ok ? 0 : 1;
+}

@@ -1,0 +1,458 @@
+/* bench_qblock.c: how near memory bandwidth the weight-block kernels run
+ * a decode step, and what dequantizing costs a prefill chunk.
+ *
+ *   triad     a[i] = b[i] + s * c[i] over three double arrays of 3 x 256
+ *             MiB (far past the 32 MiB L3), with 1 and with 2 threads;
+ *             GB/s = 3 arrays x n x 8 bytes / time, best of TRIAD_RUNS
+ *             (STREAM's convention: the write-allocate read of a is not
+ *             counted).
+ *   read      the read-only bandwidth a gemv can hope for: sums of a 384 MiB
+ *             float array, each thread its half as four streams a quarter
+ *             apart (as qb_gemv reads four rows); GB/s, best of TRIAD_RUNS.
+ *             Reported, not a bar.
+ *   gemv      per weight type, a 110M-class model's matrices: per layer
+ *             four 768x768 (q, k, v, o), two 2048x768 (w1, w3) and one
+ *             768x2048 (w2), for as many layers as make MODEL_BYTES at
+ *             least (and 12 at least), so nothing stays cached between
+ *             passes. A pass runs qb_gemv over every matrix with a
+ *             quantized activation (quantized once, outside the timing:
+ *             O(n) against the matrix's O(rows x n)); GB/s = weight bytes
+ *             / time of a pass, best of GEMV_RUNS. With 2 threads each
+ *             matrix's rows are split in halves, each thread running its
+ *             half of every matrix. "of triad" is against the triad of the
+ *             same thread count (the bar), "of read" against the read.
+ *             Triad, read and gemv are measured in ROUNDS rounds, each
+ *             figure the best of all rounds (the machine is shared).
+ *   prefill   12 layers of the same shapes and a PREFILL_N-token chunk on
+ *             1 thread: each matrix dequantized (qb_dequant_rows) to fp32,
+ *             then cblas_sgemm with the chunk's activations; "% of sgemm"
+ *             = sgemm time / (dequantize + sgemm time), the share of the
+ *             sgemm speed that dequantize-then-sgemm keeps.
+ */
+#include <cblas.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "benchlib.h"
+#include "engine/compute/blas.h"
+#include "engine/compute/qblock.h"
+#include "engine/model/wtype.h"
+
+#define TRIAD_N ((size_t)32 << 20) /* doubles per array: 3 x 256 MiB */
+#define TRIAD_RUNS 6
+#define MODEL_BYTES ((size_t)256 << 20)
+#define MIN_LAYERS 12
+#define GEMV_RUNS 5
+#define ROUNDS 3
+#define PREFILL_N 512
+#define PATTERN_N 65536 /* values quantized once and tiled over a model */
+#define MAX_THREADS 2
+
+typedef struct shape {
+    int rows, n;
+} shape;
+
+static const shape LAYER[] = {{768, 768},  {768, 768},  {768, 768}, {768, 768},
+                              {2048, 768}, {2048, 768}, {768, 2048}};
+#define N_MATS (int)(sizeof LAYER / sizeof LAYER[0])
+#define MAX_N 2048
+
+static const struct {
+    uint32_t type;
+    const char *target; /* % of triad the product must reach, or NULL */
+    double bar;
+} TYPES[] = {
+    {WT_F32, NULL, 0},        {WT_F16, ">= 85 %", 85},  {WT_BF16, NULL, 0},
+    {WT_Q8_0, ">= 85 %", 85}, {WT_Q4_0, ">= 85 %", 85}, {WT_Q4_K, ">= 75 %", 75},
+    {WT_Q5_K, NULL, 0},       {WT_Q6_K, NULL, 0},
+};
+#define N_TYPES (sizeof TYPES / sizeof TYPES[0])
+
+/* ---- threads: run fn(arg, i) for i < n, i = 0 on the calling thread ---- */
+
+typedef struct job {
+    void (*fn)(void *arg, int i);
+    void *arg;
+    int i;
+} job;
+
+static void *job_main(void *p)
+{
+    job *j = p;
+    j->fn(j->arg, j->i);
+    return NULL;
+}
+
+static int run_threads(int n, void (*fn)(void *, int), void *arg)
+{
+    pthread_t tid[MAX_THREADS];
+    job jobs[MAX_THREADS];
+    for (int i = 1; i < n; i++) {
+        jobs[i] = (job){fn, arg, i};
+        if (pthread_create(&tid[i], NULL, job_main, &jobs[i]) != 0) {
+            for (int k = 1; k < i; k++)
+                pthread_join(tid[k], NULL);
+            return -1;
+        }
+    }
+    fn(arg, 0);
+    for (int i = 1; i < n; i++)
+        pthread_join(tid[i], NULL);
+    return 0;
+}
+
+/* ---- triad ---- */
+
+typedef struct triad {
+    double *a, *b, *c;
+    int threads, init;
+} triad;
+
+static void triad_slice(void *arg, int i)
+{
+    triad *t = arg;
+    size_t lo = TRIAD_N * (size_t)i / (size_t)t->threads;
+    size_t hi = TRIAD_N * (size_t)(i + 1) / (size_t)t->threads;
+    if (t->init) { /* first touch by the thread that streams the slice */
+        for (size_t j = lo; j < hi; j++) {
+            t->a[j] = 0.0;
+            t->b[j] = 1.0;
+            t->c[j] = 2.0;
+        }
+        return;
+    }
+    for (size_t j = lo; j < hi; j++)
+        t->a[j] = t->b[j] + 3.0 * t->c[j];
+}
+
+static int triad_gbs(int threads, double *gbs)
+{
+    triad t = {.threads = threads, .init = 1};
+    t.a = malloc(TRIAD_N * sizeof(double));
+    t.b = malloc(TRIAD_N * sizeof(double));
+    t.c = malloc(TRIAD_N * sizeof(double));
+    int rc = t.a && t.b && t.c ? run_threads(threads, triad_slice, &t) : -1;
+    t.init = 0;
+    double best = 0;
+    for (int r = 0; rc == 0 && r < TRIAD_RUNS; r++) {
+        double t0 = bench_now();
+        rc = run_threads(threads, triad_slice, &t);
+        double g = 3.0 * TRIAD_N * sizeof(double) / (bench_now() - t0) / 1e9;
+        best = g > best ? g : best;
+    }
+    free(t.a), free(t.b), free(t.c);
+    *gbs = best;
+    return rc;
+}
+
+/* ---- read ---- */
+
+#define READ_N ((size_t)96 << 20) /* floats: 384 MiB */
+#define READ_STREAMS 4
+
+typedef float f32x8 __attribute__((vector_size(32)));
+
+typedef struct reader {
+    const f32x8 *v;
+    int threads;
+    float sum[MAX_THREADS]; /* kept so the reads are not optimized away */
+} reader;
+
+static void read_slice(void *arg, int i)
+{
+    reader *t = arg;
+    size_t n = READ_N / 8 / (size_t)t->threads, q = n / READ_STREAMS;
+    const f32x8 *v = t->v + n * (size_t)i;
+    f32x8 acc[READ_STREAMS] = {{0}};
+    for (size_t j = 0; j < q; j++)
+        for (int s = 0; s < READ_STREAMS; s++)
+            acc[s] += v[(size_t)s * q + j];
+    float sum = 0;
+    for (int s = 0; s < READ_STREAMS; s++)
+        for (int k = 0; k < 8; k++)
+            sum += acc[s][k];
+    t->sum[i] = sum;
+}
+
+static int read_gbs(int threads, double *gbs)
+{
+    reader t = {.threads = threads};
+    float *a = aligned_alloc(64, READ_N * sizeof(float));
+    if (!a)
+        return -1;
+    for (size_t j = 0; j < READ_N; j++)
+        a[j] = 1.0f;
+    t.v = (const f32x8 *)a;
+    int rc = 0;
+    double best = 0;
+    for (int r = 0; rc == 0 && r < TRIAD_RUNS; r++) {
+        double t0 = bench_now();
+        rc = run_threads(threads, read_slice, &t);
+        double g = (double)READ_N * sizeof(float) / (bench_now() - t0) / 1e9;
+        best = g > best ? g : best;
+    }
+    free(a);
+    *gbs = best;
+    return rc;
+}
+
+/* ---- a model's weights in one type ---- */
+
+typedef struct model {
+    uint32_t type;
+    int layers;
+    size_t mat_bytes[N_MATS], layer_bytes, bytes;
+    uint8_t *w;
+    void *act[2]; /* quantized activations of 768 and 2048 values */
+} model;
+
+static size_t row_bytes(const model *m, int k)
+{
+    return wtype_row_bytes(m->type, (uint64_t)LAYER[k].n);
+}
+
+static const uint8_t *matrix(const model *m, int layer, int k)
+{
+    const uint8_t *p = m->w + (size_t)layer * m->layer_bytes;
+    for (int j = 0; j < k; j++)
+        p += m->mat_bytes[j];
+    return p;
+}
+
+static const void *act_for(const model *m, int k)
+{
+    return m->act[LAYER[k].n == MAX_N];
+}
+
+static float *random_floats(size_t n, float sigma)
+{
+    float *x = malloc(n * sizeof *x);
+    if (!x)
+        return NULL;
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        /* Sum of four uniform bytes: near enough a normal for weights. */
+        uint32_t u = (uint32_t)(s >> 32);
+        int sum = (int8_t)u + (int8_t)(u >> 8) + (int8_t)(u >> 16) + (int8_t)(u >> 24);
+        x[i] = sigma * (float)sum / 128.0f;
+    }
+    return x;
+}
+
+/* Quantizes PATTERN_N values once and tiles them over the weights: every
+ * block is a real one, and filling 256 MiB stays quick. */
+static int model_fill(model *m)
+{
+    size_t pat_bytes = wtype_row_bytes(m->type, PATTERN_N);
+    float *x = random_floats(PATTERN_N, 0.02f);
+    uint8_t *pat = malloc(pat_bytes);
+    int rc = x && pat ? qb_quantize_row(m->type, x, pat, PATTERN_N) : -1;
+    for (size_t off = 0; rc == 0 && off < m->bytes; off += pat_bytes)
+        memcpy(m->w + off, pat, m->bytes - off < pat_bytes ? m->bytes - off : pat_bytes);
+    free(x);
+    free(pat);
+    return rc;
+}
+
+static int model_open(model *m, uint32_t type, int layers)
+{
+    memset(m, 0, sizeof *m);
+    m->type = type;
+    for (int k = 0; k < N_MATS; k++) {
+        m->mat_bytes[k] = row_bytes(m, k) * (size_t)LAYER[k].rows;
+        m->layer_bytes += m->mat_bytes[k];
+    }
+    m->layers = layers > 0 ? layers : (int)((MODEL_BYTES + m->layer_bytes - 1) / m->layer_bytes);
+    if (m->layers < MIN_LAYERS)
+        m->layers = MIN_LAYERS;
+    m->bytes = m->layer_bytes * (size_t)m->layers;
+    m->w = malloc(m->bytes);
+    float *x = random_floats(MAX_N, 1.0f);
+    m->act[0] = malloc(qb_act_bytes(type, 768));
+    m->act[1] = malloc(qb_act_bytes(type, MAX_N));
+    int rc = m->w && x && m->act[0] && m->act[1] ? model_fill(m) : -1;
+    if (rc == 0) {
+        qb_quantize_act(type, x, m->act[0], 768);
+        qb_quantize_act(type, x, m->act[1], MAX_N);
+    }
+    free(x);
+    return rc;
+}
+
+static void model_close(model *m)
+{
+    free(m->w);
+    free(m->act[0]);
+    free(m->act[1]);
+}
+
+/* ---- decode: gemv passes ---- */
+
+typedef struct pass {
+    const model *m;
+    int threads;
+    float *y[MAX_THREADS];
+} pass;
+
+static void pass_slice(void *arg, int i)
+{
+    const pass *p = arg;
+    const model *m = p->m;
+    for (int l = 0; l < m->layers; l++)
+        for (int k = 0; k < N_MATS; k++) {
+            int lo = LAYER[k].rows * i / p->threads, hi = LAYER[k].rows * (i + 1) / p->threads;
+            size_t rb = row_bytes(m, k);
+            qb_gemv(m->type, matrix(m, l, k) + (size_t)lo * rb, rb, hi - lo, act_for(m, k),
+                    LAYER[k].n, p->y[i]);
+        }
+}
+
+static int gemv_gbs(const model *m, int threads, double *gbs)
+{
+    pass p = {.m = m, .threads = threads};
+    int rc = 0;
+    for (int i = 0; i < threads; i++)
+        rc |= (p.y[i] = malloc(MAX_N * sizeof(float))) == NULL;
+    double best = 0;
+    for (int r = 0; rc == 0 && r <= GEMV_RUNS; r++) {
+        double t0 = bench_now();
+        rc = run_threads(threads, pass_slice, &p);
+        double g = (double)m->bytes / (bench_now() - t0) / 1e9;
+        if (r > 0) /* the first pass faults the pages in */
+            best = g > best ? g : best;
+    }
+    for (int i = 0; i < threads; i++)
+        free(p.y[i]);
+    *gbs = best;
+    return rc;
+}
+
+/* ---- prefill: dequantize, then sgemm ---- */
+
+static int prefill_times(const model *m, double *t_deq, double *t_gemm)
+{
+    float *w = malloc((size_t)MAX_N * 768 * sizeof(float));
+    float *x = random_floats((size_t)PREFILL_N * MAX_N, 1.0f);
+    float *y = malloc((size_t)PREFILL_N * MAX_N * sizeof(float));
+    *t_deq = *t_gemm = 0;
+    for (int l = 0; w && x && y && l < m->layers; l++)
+        for (int k = 0; k < N_MATS; k++) {
+            int rows = LAYER[k].rows, n = LAYER[k].n;
+            double t0 = bench_now();
+            qb_dequant_rows(m->type, matrix(m, l, k), row_bytes(m, k), 0, rows, n, w);
+            double t1 = bench_now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, PREFILL_N, n, 1.0f, w, n, x,
+                        n, 0.0f, y, PREFILL_N);
+            *t_deq += t1 - t0;
+            *t_gemm += bench_now() - t1;
+        }
+    int rc = w && x && y ? 0 : -1;
+    free(w), free(x), free(y);
+    return rc;
+}
+
+/* ---- the table ---- */
+
+static void add_row(bench *b, const char *fmt, const char *type, int threads, double v,
+                    const char *unit, const char *target, int pass)
+{
+    char name[96];
+    snprintf(name, sizeof name, fmt, type, threads, threads == 1 ? "" : "s");
+    bench_add(b, name, v, unit, target, pass);
+}
+
+/* Keeps the better of *best and v. */
+static void keep_max(double *best, double v)
+{
+    *best = v > *best ? v : *best;
+}
+
+/* Every figure of the decode section, best of ROUNDS rounds: g[type][t]
+ * for t threads, and the triad and read limits. A round measures the
+ * limits, then every type's gemv, so that a busy stretch on a shared
+ * machine pulls down no figure alone. */
+static int decode_rounds(double g[][MAX_THREADS + 1], double *triad, double *rd)
+{
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int t = 1; t <= MAX_THREADS; t++) {
+            double v, w;
+            if (triad_gbs(t, &v) != 0 || read_gbs(t, &w) != 0)
+                return -1;
+            keep_max(&triad[t], v);
+            keep_max(&rd[t], w);
+        }
+        for (size_t i = 0; i < N_TYPES; i++) {
+            model m;
+            int rc = model_open(&m, TYPES[i].type, 0);
+            for (int t = 1; rc == 0 && t <= MAX_THREADS; t++) {
+                double v;
+                rc = gemv_gbs(&m, t, &v);
+                keep_max(&g[i][t], v);
+            }
+            model_close(&m);
+            if (rc != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int decode_bars(bench *b)
+{
+    double triad[MAX_THREADS + 1] = {0}, rd[MAX_THREADS + 1] = {0};
+    double g[N_TYPES][MAX_THREADS + 1] = {{0}};
+    if (decode_rounds(g, triad, rd) != 0)
+        return -1;
+    for (int t = 1; t <= MAX_THREADS; t++) {
+        add_row(b, "triad%s, %d thread%s", "", t, triad[t], "GB/s", NULL, -1);
+        add_row(b, "read%s, %d thread%s", "", t, rd[t], "GB/s", NULL, -1);
+    }
+    for (size_t i = 0; i < N_TYPES; i++)
+        for (int t = 1; t <= MAX_THREADS; t++) {
+            const char *name = wtype_name(TYPES[i].type);
+            double pct = 100 * g[i][t] / triad[t];
+            add_row(b, "gemv %s, %d thread%s", name, t, g[i][t], "GB/s", NULL, -1);
+            add_row(b, "gemv %s, %d thread%s, of triad", name, t, pct, "%", TYPES[i].target,
+                    TYPES[i].target ? pct >= TYPES[i].bar : -1);
+            add_row(b, "gemv %s, %d thread%s, of read", name, t, 100 * g[i][t] / rd[t], "%", NULL,
+                    -1);
+        }
+    return 0;
+}
+
+static int prefill_bars(bench *b)
+{
+    blas_set_threads(1);
+    for (size_t i = 0; i < N_TYPES; i++) {
+        model m;
+        double t_deq, t_gemm;
+        const char *name = wtype_name(TYPES[i].type);
+        int rc = model_open(&m, TYPES[i].type, MIN_LAYERS);
+        if (rc == 0)
+            rc = prefill_times(&m, &t_deq, &t_gemm);
+        model_close(&m);
+        if (rc != 0)
+            return -1;
+        add_row(b, "prefill %s, dequantize, %d thread%s", name, 1, t_deq * 1e3, "ms", NULL, -1);
+        add_row(b, "prefill %s, sgemm, %d thread%s", name, 1, t_gemm * 1e3, "ms", NULL, -1);
+        double pct = 100 * t_gemm / (t_deq + t_gemm);
+        add_row(b, "prefill %s, %d thread%s, of sgemm", name, 1, pct, "%", ">= 60 %", pct >= 60);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    blas_select_core(argv);
+    bench *b = bench_open("qblock");
+    if (decode_bars(b) != 0 || prefill_bars(b) != 0) {
+        fprintf(stderr, "bench_qblock: out of memory or threads\n");
+        bench_close(b);
+        return 1;
+    }
+    return bench_close(b) == 0 ? 0 : 1;
+}

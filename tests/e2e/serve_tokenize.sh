@@ -1,0 +1,53 @@
+#!/bin/sh
+# End to end: a long text prompt never freezes the node. Tokenizing runs
+# off the node's loop, so while a 12 KB prompt is tokenized (seconds with a
+# quadratic tokenizer) status answers at once, the request can be
+# cancelled, and SIGTERM stops the node within a second or two.
+. "$(dirname "$0")/lib/serve.sh"
+
+alloc_ports 2
+C=$(ep "$P1")
+start tok --control "$C" --telemetry "$(ep "$P2")" --threads 1
+up "$C" || { fail "node started"; finish; exit 1; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+within() { [ "$1" -lt "$2" ]; }
+
+# 12 KB of words, as a careless client might paste.
+words="once upon a time there was a little girl named lily she liked to play with her ball"
+text=""
+i=0
+while [ ${#text} -lt 12000 ]; do
+    set -- $words
+    shift $((i % 17))
+    text="$text $1"
+    i=$((i + 7))
+done
+args="{\"prompt\":\"$text\",\"max_tokens\":16,\"temperature\":0}"
+
+call "$C" generate "$args" --id slow1 >"$tmp/slow1" &
+g=$!
+sleep 0.3
+t0=$(now_ms)
+call "$C" status --timeout 5000 >"$tmp/status"
+elapsed=$(($(now_ms) - t0))
+check "status answers within 1 s while a 12 KB prompt is tokenized (${elapsed} ms)" \
+    within "$elapsed" 1000
+check "and shows the request in flight or queued" [ "$(get ok <"$tmp/status")" = true ]
+t0=$(now_ms)
+call "$C" cancel '{"target":"slow1"}' >/dev/null
+wait $g
+elapsed=$(($(now_ms) - t0))
+check "cancel ends it within 1 s (${elapsed} ms, $(get error.code <"$tmp/slow1"))" within "$elapsed" 1000
+
+call "$C" generate "$args" --id slow2 >"$tmp/slow2" &
+g=$!
+sleep 0.3
+t0=$(now_ms)
+stop tok
+elapsed=$(($(now_ms) - t0))
+wait $g
+check "SIGTERM stops the node within 2 s (${elapsed} ms)" within "$elapsed" 2000
+check "with exit status 0" [ "$STOP_RC" = 0 ]
+check "and the request gets shutdown" [ "$(get error.code <"$tmp/slow2")" = shutdown ]
+
+finish

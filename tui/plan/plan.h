@@ -1,0 +1,140 @@
+/* plan.h: the layer planner. Where each layer of a model goes so that a
+ * target context fits every node's memory.
+ *
+ * A layout gives each node of the ring, in ring order, a contiguous range
+ * of layers (at least one each). Node i holding [first, last) needs
+ *
+ *   weights   its layers, plus the embedding table on the first node and
+ *             the final norm and classifier on the last (model.h)
+ *   KV        kv_bytes_for() of its layers at the target context and bits,
+ *             the engine's own formula (engine/compute/kvcache.h)
+ *   scratch   one prefill chunk's activations and attention tiles
+ *             (plan_scratch_bytes)
+ *   reserve   what the engine's memory guard keeps free: max(32 MiB,
+ *             budget / 16) (engine/node/guard.h)
+ *   runtime   the process's own memory besides all that: measured on a
+ *             running node as RSS - weights - KV (which counts the scratch
+ *             it already holds twice, on the safe side), else
+ *             PLAN_RUNTIME_DEFAULT
+ *
+ * and the layout fits when that sum is within every node's budget.
+ * Among the layouts that fit, the planner takes the one whose slowest
+ * stage is fastest (a stage's time is its layers times its node's ms per
+ * layer; without measured speeds every layer counts alike, which balances
+ * the layers), and among those the one leaving the most bytes free on its
+ * tightest node; a remaining tie goes to the layout found first, which
+ * gives later nodes the larger ranges.
+ *
+ * When no layout fits, the result says which node falls short by how much
+ * in the layout where the shortfall is smallest, and the largest context
+ * any layout fits at each kv_bits. Pure computation: the callers gather
+ * budgets (plan_gather.h) and apply layouts (plan_apply.h).
+ */
+#ifndef PLAN_H
+#define PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/model/model.h"
+
+#define PLAN_NODES_MAX 64
+#define PLAN_LAYERS_MAX 1024
+#define PLAN_NAME_MAX 64
+/* The context the planner searches up to: far past any model's. */
+#define PLAN_CTX_MAX (1 << 30)
+/* An idle `inferd serve` holds about 13 MiB besides its weights (the
+ * binary, OpenBLAS, ZeroMQ), measured on x86-64 Debian 12. */
+#define PLAN_RUNTIME_DEFAULT ((uint64_t)16 << 20)
+/* The prefill chunk a node runs when its own is not known. */
+#define PLAN_PREFILL_DEFAULT 512
+
+/* The kv_bits the max-context figures are given for, in this order. */
+#define PLAN_N_BITS 3
+extern const int plan_bits[PLAN_N_BITS];
+
+/* A model's shape and weight bytes, read without its weights. */
+typedef struct plan_model {
+    char spec[1024];
+    model_config cfg;
+    size_t embed_bytes, out_bytes;
+    size_t layer_bytes[PLAN_LAYERS_MAX];
+} plan_model;
+
+/* Probes `spec` (a model file on this machine, "embedded" or synth:...)
+ * with the engine's reader. -1 with err. */
+int plan_model_probe(const char *spec, plan_model *m, char *err, size_t errlen);
+
+/* The weights bytes of a stage holding [first, last): equal to the
+ * engine's model_stage_bytes for the loaded model. */
+size_t plan_stage_weights(const plan_model *m, int first, int last);
+
+/* The KV bytes of n_layers layers at ctx positions and bits: the
+ * engine's kv_bytes_for. */
+size_t plan_stage_kv(const plan_model *m, int n_layers, int bits, int ctx);
+
+/* Activation scratch of one stage for prefill chunks of prefill_step
+ * positions on `threads` threads. It must match what the engine allocates:
+ * engine/compute/forward.c (per position: 5 dim + 2 kv_dim + 2 hidden +
+ * head_dim floats), attention.c (per thread: two dequantized blocks, a
+ * tile of scores, a running max and sum per query row) and the tail's
+ * logits (vocab floats). */
+size_t plan_scratch_bytes(const plan_model *m, int last, int prefill_step, int threads);
+
+/* The engine's memory guard reserve for a budget. */
+uint64_t plan_reserve(uint64_t budget);
+
+typedef struct plan_node {
+    char name[PLAN_NAME_MAX];
+    uint64_t budget;     /* bytes, > 0 */
+    uint64_t runtime;    /* bytes, see the top of this file */
+    double ms_per_layer; /* measured speed; 0 when unknown */
+    int prefill_step;    /* for the scratch */
+    int threads;
+    int cur_first, cur_last; /* the current range; -1 when unknown */
+} plan_node;
+
+typedef struct plan_input {
+    const plan_model *model;
+    int n_nodes;
+    plan_node nodes[PLAN_NODES_MAX];
+    int ctx;     /* the target context, 1..PLAN_CTX_MAX */
+    int kv_bits; /* 32, 16, 8 or 4 */
+} plan_input;
+
+/* One node's figures in a layout. */
+typedef struct plan_stage {
+    int first, last;
+    uint64_t weights, kv, scratch, reserve, runtime;
+    uint64_t need;            /* the sum of the five */
+    int64_t headroom;         /* budget - need: negative when it does not fit */
+    int max_ctx[PLAN_N_BITS]; /* the largest context that fits, at plan_bits; 0: none */
+    double time;              /* its layers x ms per layer (or 1) */
+} plan_stage;
+
+typedef struct plan_layout {
+    int known; /* the ranges are known (a current layout may not be) */
+    int fits;  /* every node fits at the target */
+    plan_stage st[PLAN_NODES_MAX];
+    int max_ctx[PLAN_N_BITS]; /* the least over the nodes: what the layout supports */
+    int short_node;           /* the node with the least headroom */
+} plan_layout;
+
+typedef struct plan_result {
+    int feasible;
+    /* The plan; when infeasible, the layout whose largest shortfall is
+     * smallest: st[short_node].headroom says by how much. */
+    plan_layout planned;
+    plan_layout current;       /* .known = 0 when a node's range is unknown */
+    int best_ctx[PLAN_N_BITS]; /* the largest context any layout fits */
+    int speeds;                /* 1: measured speeds were used */
+} plan_result;
+
+/* Plans. -1 with err only for input that cannot be planned at all (fewer
+ * layers than nodes, a budget of 0, a shape the KV cache cannot hold). */
+int plan_compute(const plan_input *in, plan_result *out, char *err, size_t errlen);
+
+/* The figures of a given layout (ranges in first[], last[]). */
+void plan_layout_of(const plan_input *in, const int *first, const int *last, plan_layout *out);
+
+#endif

@@ -1,0 +1,219 @@
+/* plan_gather.c: budgets, runtime memory, ranges and the model, from a
+ * cluster's live status, its facts over SSH and its file (plan_gather.h). */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/proto/client.h"
+#include "engine/sys/clock.h"
+#include "plan_gather.h"
+#include "plan_int.h"
+
+const char *plan_from_name(enum plan_from f)
+{
+    static const char *const names[] = {"-", "status", "facts", "mem_limit"};
+    return names[f];
+}
+
+/* ---- status ---- */
+
+/* Takes node i's answer, if it comes before the deadline. */
+static void take_status(client *cl, double deadline_ms, plan_seen *seen)
+{
+    char err[256];
+    for (;;) {
+        double left = deadline_ms - clock_ms();
+        proto_reply rep;
+        if (left <= 0 || client_recv(cl, &rep, (int)left + 1, err, sizeof err) != 1)
+            return;
+        int done = rep.done, ok = rep.ok;
+        if (done && ok && proto_status_from_json(rep.json, &seen->status, err, sizeof err) == 0)
+            seen->up = 1;
+        proto_reply_free(&rep);
+        if (done)
+            return;
+    }
+}
+
+void plan_ask_status(const struct cluster *c, int timeout_ms, plan_seen *seen)
+{
+    client *cl[PLAN_NODES_MAX] = {0};
+    char err[256];
+    int n = c->n_nodes < PLAN_NODES_MAX ? c->n_nodes : PLAN_NODES_MAX;
+    memset(seen, 0, (size_t)c->n_nodes * sizeof *seen);
+    for (int i = 0; i < n; i++)
+        if (client_open(&cl[i], NULL, c->nodes[i].control, NULL, err, sizeof err) != 0 ||
+            client_send(cl[i], "status", NULL, NULL, 0, err, sizeof err) != 0) {
+            client_close(cl[i]);
+            cl[i] = NULL;
+        }
+    /* The requests went out together: one deadline bounds every wait. */
+    double deadline = clock_ms() + timeout_ms;
+    for (int i = 0; i < n; i++)
+        if (cl[i])
+            take_status(cl[i], deadline, &seen[i]);
+    for (int i = 0; i < n; i++)
+        client_close(cl[i]);
+}
+
+/* ---- facts ---- */
+
+void plan_ssh_run(nodepool *p, nodectl_op op, const int *nodes, int n, nodectl_result *res)
+{
+    long jobs[PLAN_NODES_MAX];
+    char err[256];
+    nodectl_req req = {.op = op};
+    int left = 0;
+    for (int k = 0; k < n; k++) {
+        memset(&res[k], 0, sizeof res[k]);
+        jobs[k] = nodepool_submit(p, nodes[k], &req, err, sizeof err);
+        if (jobs[k] < 0)
+            snprintf(res[k].error, sizeof res[k].error, "%s", err);
+        else
+            left++;
+    }
+    while (left > 0) {
+        struct pollfd pfd = {.fd = nodepool_fd(p), .events = POLLIN};
+        poll(&pfd, 1, 1000);
+        nodepool_event ev;
+        while (nodepool_next(p, &ev)) {
+            for (int k = 0; k < n; k++)
+                if (ev.kind == NODEPOOL_DONE && ev.job == jobs[k]) {
+                    res[k] = ev.result;
+                    left--;
+                }
+            nodepool_event_free(&ev);
+        }
+    }
+}
+
+void plan_ask_facts(const struct cluster *c, const nodepool_opts *o, plan_seen *seen)
+{
+    int nodes[PLAN_NODES_MAX], n = 0;
+    for (int i = 0; i < c->n_nodes && i < PLAN_NODES_MAX; i++)
+        if (!seen[i].up && c->nodes[i].ssh_host[0])
+            nodes[n++] = i;
+    nodepool *p;
+    char err[256];
+    if (n == 0 || nodepool_new(c, o, &p, err, sizeof err) != 0)
+        return;
+    nodectl_result *res = calloc((size_t)n, sizeof *res);
+    if (res) {
+        plan_ssh_run(p, NODECTL_FACTS, nodes, n, res);
+        for (int k = 0; k < n; k++)
+            if (res[k].ok && res[k].facts.mem_available_kb > 0) {
+                seen[nodes[k]].has_facts = 1;
+                seen[nodes[k]].facts = res[k].facts;
+            }
+    }
+    free(res);
+    nodepool_free(p);
+}
+
+/* ---- the plan's nodes ---- */
+
+static uint64_t least(uint64_t a, uint64_t b)
+{
+    return !a ? b : !b ? a : a < b ? a : b;
+}
+
+/* Memory a running node holds besides its weights and KV (its scratch
+ * included): RSS - weights - KV. */
+static uint64_t runtime_of(const proto_status *s)
+{
+    uint64_t model = s->memory.weights_bytes + s->memory.kv_bytes;
+    return s->memory.rss > model ? s->memory.rss - model : 0;
+}
+
+int plan_fill_nodes(const struct cluster *c, const plan_seen *seen, plan_input *in,
+                    enum plan_from *from, char *err, size_t errlen)
+{
+    if (c->n_nodes > PLAN_NODES_MAX) {
+        snprintf(err, errlen, "%d nodes: the planner takes up to %d", c->n_nodes, PLAN_NODES_MAX);
+        return -1;
+    }
+    in->n_nodes = c->n_nodes;
+    for (int i = 0; i < c->n_nodes; i++) {
+        const struct cluster_node *cn = &c->nodes[i];
+        const plan_seen *s = &seen[i];
+        plan_node *n = &in->nodes[i];
+        memset(n, 0, sizeof *n);
+        snprintf(n->name, sizeof n->name, "%s", cn->name);
+        from[i] = PLAN_FROM_NONE;
+        if (s->up && s->status.memory.budget) {
+            n->budget = s->status.memory.budget;
+            from[i] = PLAN_FROM_STATUS;
+        } else if (s->has_facts) {
+            n->budget = least((uint64_t)s->facts.mem_available_kb * 1024, cn->mem_limit);
+            from[i] = PLAN_FROM_FACTS;
+        } else if (cn->mem_limit) {
+            n->budget = cn->mem_limit;
+            from[i] = PLAN_FROM_FILE;
+        } else {
+            snprintf(err, errlen,
+                     "node %s: its memory budget is unknown: it does not answer status, %s, and "
+                     "its section has no `mem_limit`",
+                     cn->name, cn->ssh_host[0] ? "its facts over SSH failed" : "it has no `ssh`");
+            return -1;
+        }
+        n->runtime = s->up ? runtime_of(&s->status) : PLAN_RUNTIME_DEFAULT;
+        n->ms_per_layer = s->ms_per_layer;
+        n->prefill_step = s->up && s->status.config.prefill_step > 0 ? s->status.config.prefill_step
+                                                                     : PLAN_PREFILL_DEFAULT;
+        n->threads = s->up && s->status.config.threads > 0 ? s->status.config.threads
+                     : cn->threads                         ? cn->threads
+                     : s->has_facts && s->facts.cores > 0  ? s->facts.cores
+                                                           : 1;
+        n->cur_first = s->up ? s->status.model.layer_first : cn->layer_first;
+        n->cur_last = s->up ? s->status.model.layer_last : cn->layer_last;
+    }
+    return 0;
+}
+
+/* ---- the model ---- */
+
+int plan_pick_model(const struct cluster *c, const plan_seen *seen, const char *given, char *spec,
+                    size_t len, char *err, size_t errlen)
+{
+    const char *file = c->nodes[0].model[0] ? c->nodes[0].model : NULL;
+    for (int i = 1; file && i < c->n_nodes; i++)
+        if (strcmp(c->nodes[i].model, file) != 0)
+            file = NULL;
+    const char *pick = given ? given : file;
+    for (int i = 0; !pick && i < c->n_nodes; i++) {
+        if (!seen[i].up)
+            continue;
+        const char *name = seen[i].status.model.name;
+        if (strcmp(name, "stories260K") == 0)
+            pick = "embedded";
+        else if (strncmp(name, "synth:", 6) == 0)
+            pick = name;
+        else
+            break;
+    }
+    if (!pick) {
+        snprintf(err, errlen,
+                 "which model? give --model SPEC (a copy of the model file on this machine, "
+                 "or synth:...), or `model` in the cluster file");
+        return -1;
+    }
+    if (snprintf(spec, len, "%s", pick) >= (int)len) {
+        snprintf(err, errlen, "model %.64s...: name too long", pick);
+        return -1;
+    }
+    return 0;
+}
+
+int plan_pick_kv_bits(const struct cluster *c, const plan_seen *seen)
+{
+    int bits = 0;
+    for (int i = 0; i < c->n_nodes; i++) {
+        if (!seen[i].up)
+            continue;
+        if (bits && seen[i].status.config.kv_bits != bits)
+            return 16;
+        bits = seen[i].status.config.kv_bits;
+    }
+    return bits ? bits : 16;
+}

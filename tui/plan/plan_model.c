@@ -1,0 +1,94 @@
+/* plan_model.c: a model's bytes as the engine counts them (see plan.h):
+ * weights from the engine's header reader, KV from its formula, the
+ * reserve from its memory guard, and the scratch the forward pass takes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/compute/kvcache.h"
+#include "engine/compute/attention.h"
+#include "engine/node/guard.h"
+#include "plan.h"
+
+const int plan_bits[PLAN_N_BITS] = {16, 8, 4};
+
+int plan_model_probe(const char *spec, plan_model *m, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    if (snprintf(m->spec, sizeof m->spec, "%s", spec) >= (int)sizeof m->spec) {
+        snprintf(err, errlen, "model %.64s...: name too long", spec);
+        return -1;
+    }
+    return model_probe_bytes(spec, &m->cfg, &m->embed_bytes, m->layer_bytes, PLAN_LAYERS_MAX,
+                             &m->out_bytes, err, errlen);
+}
+
+/* A stage's weights from the bytes of its layers: the embedding on the
+ * first stage, the norm and classifier on the last, one table when the
+ * same stage holds both and the classifier is shared (model.h). */
+size_t plan_weights_from(const plan_model *m, size_t layers, int first, int last)
+{
+    int head = first == 0, tail = last == m->cfg.n_layers;
+    size_t bytes = layers;
+    if (head)
+        bytes += m->embed_bytes;
+    if (tail)
+        bytes += m->out_bytes;
+    if (head && tail && m->cfg.shared_classifier)
+        bytes -= m->embed_bytes;
+    return bytes;
+}
+
+size_t plan_stage_weights(const plan_model *m, int first, int last)
+{
+    size_t layers = 0;
+    for (int l = first; l < last; l++)
+        layers += m->layer_bytes[l];
+    return plan_weights_from(m, layers, first, last);
+}
+
+static kv_shape shape_of(const plan_model *m, int n_layers)
+{
+    kv_shape s = {.n_layers = n_layers,
+                  .n_kv_heads = m->cfg.n_kv_heads,
+                  .head_dim = m->cfg.head_dim,
+                  .block = KV_BLOCK_DEFAULT};
+    return s;
+}
+
+size_t plan_stage_kv(const plan_model *m, int n_layers, int bits, int ctx)
+{
+    return kv_bytes_for(shape_of(m, n_layers), bits, ctx);
+}
+
+int plan_kv_check(const plan_model *m, int bits, char *err, size_t errlen)
+{
+    kv_cache *kv;
+    if (kv_create(&kv, shape_of(m, 1), bits, err, errlen) != 0)
+        return -1;
+    kv_free(kv);
+    return 0;
+}
+
+size_t plan_scratch_bytes(const plan_model *m, int last, int prefill_step, int threads)
+{
+    const model_config *c = &m->cfg;
+    size_t n = (size_t)prefill_step, dim = c->dim, hidden = c->hidden_dim, hd = c->head_dim;
+    size_t kv_dim = (size_t)c->n_kv_heads * hd;
+    /* The forward pass's activation rows (forward.c), the attention's
+     * tiles by the engine's own figure, and the tail's logits; fp32
+     * weights need no prefill tiles (qgemm.h), and the files planned here
+     * are sized as fp32. */
+    size_t acts = n * (5 * dim + 2 * kv_dim + 2 * hidden + hd);
+    kv_shape shape = {.n_layers = last, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
+                      .block = KV_BLOCK_DEFAULT};
+    size_t logits = last == c->n_layers ? (size_t)c->vocab_size : 0;
+    return (acts + logits) * sizeof(float) +
+           attn_scratch_bytes_for((int)n, c->n_heads, shape, threads);
+}
+
+uint64_t plan_reserve(uint64_t budget)
+{
+    guard_mem g;
+    guard_from((size_t)budget, 0, 0, 0, &g);
+    return g.reserve;
+}

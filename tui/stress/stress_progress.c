@@ -1,0 +1,97 @@
+/* stress_progress.c: what a run shares between its thread and the
+ * callers watching it: progress, chart points, the abort flag. The run's
+ * thread writes it under the run's lock (st_progress_*), watchers copy it
+ * out (stress_progress_get, stress_points_since). Below the files that run
+ * the legs, so that they report without calling up into stress.c. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/sys/clock.h"
+#include "stress_int.h"
+
+int st_aborted(stress_run *r)
+{
+    return atomic_load(&r->abort);
+}
+
+void st_progress_leg(stress_run *r, int64_t requests_total, int64_t ctx_target)
+{
+    pthread_mutex_lock(&r->mu);
+    r->prog.leg = r->leg;
+    r->prog.n_legs = r->n_legs;
+    r->prog.kv_bits = r->kv_bits;
+    r->prog.prefill_step = r->prefill_step;
+    r->prog.requests_total = requests_total;
+    r->prog.ctx = 0;
+    r->prog.ctx_target = ctx_target;
+    r->leg_fraction = 0.0;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void st_progress_request(stress_run *r, const st_outcome *o, int64_t ctx)
+{
+    pthread_mutex_lock(&r->mu);
+    r->prog.requests_done++;
+    r->prog.requests_failed += !o->ok;
+    r->prog.ctx = ctx;
+    if (o->ok && o->decode_tps > 0)
+        r->prog.tok_s = o->decode_tps;
+    if (o->ok)
+        r->points[r->n_points++ % STRESS_POINTS_MAX] = o->point;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void st_progress_work(stress_run *r, double done, double total)
+{
+    pthread_mutex_lock(&r->mu);
+    r->leg_fraction = total > 0 ? fmin(done / total, 1.0) : 0.0;
+    r->prog.in_flight = r->n_inflight;
+    r->prog.telemetry_lost = r->telemetry_lost;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void st_progress_error(stress_run *r, const char *fmt, ...)
+{
+    va_list ap;
+    pthread_mutex_lock(&r->mu);
+    va_start(ap, fmt);
+    vsnprintf(r->prog.last_error, sizeof r->prog.last_error, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&r->mu);
+}
+
+size_t stress_points_since(stress_run *r, size_t *seen, store_point *out, size_t max)
+{
+    pthread_mutex_lock(&r->mu);
+    size_t from = *seen;
+    if (r->n_points > STRESS_POINTS_MAX && from < r->n_points - STRESS_POINTS_MAX)
+        from = r->n_points - STRESS_POINTS_MAX;
+    size_t n = 0;
+    for (; from < r->n_points && n < max; from++)
+        out[n++] = r->points[from % STRESS_POINTS_MAX];
+    *seen = from;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+void stress_progress_get(stress_run *r, stress_progress *p)
+{
+    pthread_mutex_lock(&r->mu);
+    *p = r->prog;
+    double end = r->t_end_ms > 0 ? r->t_end_ms : clock_ms();
+    p->elapsed_s = (end - r->t0_ms) / 1000.0;
+    if (p->state == STRESS_FINISHED)
+        p->eta_s = 0.0;
+    else if (p->state == STRESS_RUNNING && p->n_legs > 0)
+        p->eta_s = stress_eta(p->elapsed_s, (p->leg + r->leg_fraction) / p->n_legs, 1.0);
+    else
+        p->eta_s = -1.0;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void stress_abort(stress_run *r)
+{
+    atomic_store(&r->abort, 1);
+}
