@@ -59,6 +59,23 @@ static int best_rung(void)
     return -1;
 }
 
+/* Exec the binary's own path, not /proc/self/exe: the kernel names the
+ * process after the last part of the path it was exec'd by, and tools
+ * that find inferd by name (pgrep -x, /proc/PID/comm, the SSH driver's
+ * status) would see "exe". /proc/self/exe is the fallback for a binary
+ * replaced or deleted since it started. */
+static void exec_self(char **argv)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        if (access(self, X_OK) == 0)
+            execv(self, argv);
+    }
+    execv("/proc/self/exe", argv);
+}
+
 void blas_select_core(char **argv)
 {
     if (getenv(REEXEC_MARK))
@@ -79,7 +96,7 @@ void blas_select_core(char **argv)
     }
     char *saved = inherited ? strdup(inherited) : NULL;
     if (setenv("OPENBLAS_CORETYPE", want, 1) == 0 && setenv(REEXEC_MARK, "1", 1) == 0)
-        execv("/proc/self/exe", argv);
+        exec_self(argv);
     /* exec failed: carry on with the kernels already loaded, and leave the
      * environment children inherit as it was. */
     if (saved)
