@@ -91,7 +91,7 @@ _infertop() {
                 esac
             done
             case $verb:${#pos[@]} in
-            nodes:0) words=(start stop restart status logs facts exec) ;;
+            nodes:0) words=(start stop restart status logs facts exec command) ;;
             nodes:1 | set:0) words=(all $(_infertop_nodes)) ;;
             set:*) words=(prefill_step= kv_bits=) ;;
             stress:0) words=(growth fixed soak sweep) ;;

@@ -474,6 +474,12 @@ static int chat_prompt(parsing *p, oai_error *e)
     }
     chat_render(p->model->chat, msgs, (int)n, prompt, len + 1);
     rc = set(p, "prompt", json_string(prompt), e);
+    /* The format's markers (<|im_start|>, [INST], ...) are the model's
+     * control tokens, not text; the plain format has none, so a user's
+     * "<s>" stays text there. As in llama.cpp's server, markers a user
+     * types inside a message of a marked format become tokens too. */
+    if (!rc && p->model->chat != CHAT_PLAIN)
+        rc = set(p, "special", json_true(), e);
     free(prompt);
 out:
     for (size_t i = 0; texts && i < n; i++)
@@ -520,7 +526,7 @@ int oai_parse(oai_kind kind, const char *body, size_t len, const oai_model *mode
         return oai_fail(e, 400, "bad_json", "", "the body is not valid JSON: %s (at byte %d)",
                         jerr.text, jerr.position);
     /* OpenAI's defaults, which are not the node's. */
-    out->generate = json_pack("{s:f,s:f,s:s}", "temperature", 1.0, "top_p", 1.0, "origin", "http");
+    out->generate = json_pack("{s:f,s:f,s:s}", "temperature", 1.0, "top_p", 1.0, "source", "http");
     parsing p = {.kind = kind, .model = model, .out = out};
     int rc = out->generate ? 0 : oai_fail(e, 500, "internal", "", "out of memory");
     if (!rc && !json_is_object(root))

@@ -55,7 +55,7 @@ typedef struct oai_req {
     int include_usage; /* stream_options.include_usage */
     int max_tokens;    /* the limit in effect: finish_reason "length" when reached */
     stopseq stop;      /* strings owned here */
-    json_t *generate;  /* the generate request's fields, "origin":"http" included */
+    json_t *generate;  /* the generate request's fields, "source":"http" included */
 } oai_req;
 
 /* What the node serves: the only model name accepted, and its chat format. */

@@ -238,10 +238,10 @@ static void job_fail(node *nd, int i, proto_code code, const char *fmt, ...)
 /* Prompt positions known before tokenizing (a text prompt's are not). */
 static int known_prompt(const proto_generate_args *g)
 {
-    switch (g->source) {
-    case PROTO_SOURCE_TOKENS:
+    switch (g->input) {
+    case PROTO_INPUT_TOKENS:
         return g->n_tokens;
-    case PROTO_SOURCE_SYNTHETIC:
+    case PROTO_INPUT_SYNTHETIC:
         return g->synthetic_tokens;
     default:
         return 0;
@@ -274,7 +274,7 @@ void head_generate(node *nd, const peer *from, proto_request *req)
         proto_request_free(req);
         return;
     }
-    if (g->source == PROTO_SOURCE_TOKENS) {
+    if (g->input == PROTO_INPUT_TOKENS) {
         for (int i = 0; i < g->n_tokens; i++) {
             if (g->tokens[i] >= nd->cfg->vocab_size) {
                 node_reply_error(nd, from, req->id, PROTO_E_BAD_TOKEN,
@@ -322,8 +322,8 @@ static int job_prompt(node *nd, job *j, proto_error *e)
     const proto_generate_args *g = &j->req.generate;
     int pending = j->pending0 >= 0;
     int n = 0;
-    switch (g->source) {
-    case PROTO_SOURCE_PROMPT:
+    switch (g->input) {
+    case PROTO_INPUT_PROMPT:
         n = j->n_text;
         if (n < 0)
             return proto_fail(e, PROTO_E_INTERNAL, "prompt", "out of memory encoding the prompt");
@@ -336,10 +336,10 @@ static int job_prompt(node *nd, job *j, proto_error *e)
                                   "(0..%d): use a tokenizer made for this model",
                                   j->ids[i], nd->cfg->vocab_size - 1);
         break;
-    case PROTO_SOURCE_TOKENS:
+    case PROTO_INPUT_TOKENS:
         n = g->n_tokens;
         break;
-    case PROTO_SOURCE_SYNTHETIC:
+    case PROTO_INPUT_SYNTHETIC:
         n = g->synthetic_tokens;
         break;
     }
@@ -360,12 +360,12 @@ static int job_id(const node *nd, const job *j, int i)
             return j->pending0;
         i--;
     }
-    switch (g->source) {
-    case PROTO_SOURCE_PROMPT:
+    switch (g->input) {
+    case PROTO_INPUT_PROMPT:
         return j->ids[i];
-    case PROTO_SOURCE_TOKENS:
+    case PROTO_INPUT_TOKENS:
         return g->tokens[i];
-    case PROTO_SOURCE_SYNTHETIC:
+    case PROTO_INPUT_SYNTHETIC:
         break;
     }
     int vocab = tok_vocab_size(nd->tok) < nd->cfg->vocab_size ? tok_vocab_size(nd->tok)
@@ -423,8 +423,9 @@ static void job_begin(node *nd, job *j)
     memset(&m, 0, sizeof m);
     snprintf(m.req, sizeof m.req, "%s", j->req.id);
     snprintf(m.session, sizeof m.session, "%s", g->session);
-    m.source = g->source;
-    snprintf(m.origin, sizeof m.origin, "%s", g->origin);
+    m.input = g->input;
+    /* A request that does not say who sent it came in on the control socket. */
+    snprintf(m.source, sizeof m.source, "%s", g->source[0] ? g->source : "control");
     m.prompt_tokens = j->n_ids;
     m.max_tokens = g->max_tokens;
     tel_req(nd->tel, &m);
@@ -482,11 +483,12 @@ static void job_admit(node *nd, job *j)
 static void job_tokenize(node *nd, job *j)
 {
     const proto_generate_args *g = &j->req.generate;
-    if (g->source == PROTO_SOURCE_PROMPT && !j->ids) {
+    if (g->input == PROTO_INPUT_PROMPT && !j->tokenized) {
         if (!j->submitted) {
             /* BOS only at the very start of a context, as `inferd generate`. */
             int bos = j->pos0 == 0 && j->pending0 < 0;
-            int rc = tokwork_submit(nd->tokw, j->op, g->prompt, g->prompt_len, bos);
+            int flags = (bos ? TOK_ADD_BOS : 0) | (g->special ? TOK_PARSE_SPECIAL : 0);
+            int rc = tokwork_submit(nd->tokw, j->op, g->prompt, g->prompt_len, flags);
             if (rc < 0)
                 job_fail(nd, 0, PROTO_E_INTERNAL, "out of memory encoding the prompt");
             j->submitted = rc == 0;
@@ -495,6 +497,7 @@ static void job_tokenize(node *nd, job *j)
         if (!tokwork_take(nd->tokw, j->op, &j->ids, &j->n_text))
             return;
         j->submitted = 0;
+        j->tokenized = 1;
     }
     job_admit(nd, j);
 }

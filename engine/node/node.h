@@ -104,8 +104,9 @@ typedef struct job {
     int *ids;   /* a text prompt's ids (see job_prompt) */
     int n_text; /* how many; -1: the tokenizer ran out of memory */
     int submitted; /* the text prompt is with the tokenizer's thread */
-    int n_ids;  /* ids to feed: a session's pending token, then the prompt */
-    int *chunk; /* the ids of the prefill step in flight */
+    int tokenized; /* ids and n_text are back from it */
+    int n_ids;     /* ids to feed: a session's pending token, then the prompt */
+    int *chunk;    /* the ids of the prefill step in flight */
     int chunk_cap;
     int max_chunk; /* the largest prefill chunk every stage admitted */
     int fed;      /* prompt ids fed so far */

@@ -20,7 +20,7 @@ struct tokwork {
     int busy, encoding, done, cancelled, stop;
     uint64_t tag;
     char *text;
-    int bos;
+    int flags; /* tok_tokenize's */
     int *ids;
     int n;
 };
@@ -46,10 +46,15 @@ static void *work(void *arg)
             break;
         w->encoding = 1;
         const char *text = w->text;
-        int bos = w->bos;
+        int flags = w->flags;
         pthread_mutex_unlock(&w->mu);
-        int *ids = malloc((tok_max_tokens(strlen(text)) + 1) * sizeof *ids);
-        int n = ids ? tok_encode(w->tok, text, bos, ids) : -1;
+        char err[160];
+        int *ids = NULL;
+        int n = tok_tokenize(w->tok, text, strlen(text), flags, &ids, err, sizeof err);
+        if (n < 0) {
+            free(ids);
+            ids = NULL;
+        }
         pthread_mutex_lock(&w->mu);
         w->encoding = 0;
         w->ids = ids;
@@ -128,7 +133,7 @@ int tokwork_fd(const tokwork *w)
     return w->pipe[0];
 }
 
-int tokwork_submit(tokwork *w, uint64_t tag, const char *text, size_t len, int bos)
+int tokwork_submit(tokwork *w, uint64_t tag, const char *text, size_t len, int flags)
 {
     char *copy = malloc(len + 1);
     if (!copy)
@@ -141,7 +146,7 @@ int tokwork_submit(tokwork *w, uint64_t tag, const char *text, size_t len, int b
         w->busy = 1;
         w->tag = tag;
         w->text = copy;
-        w->bos = bos;
+        w->flags = flags;
         pthread_cond_signal(&w->wake);
     }
     pthread_mutex_unlock(&w->mu);

@@ -6,7 +6,7 @@
  * submits a prompt under a tag (its request's ring operation), polls the
  * descriptor, and takes the ids when they are ready. A prompt whose
  * request ended meanwhile is cancelled: the thread finishes it and throws
- * the ids away. The tokenizer is only read (tok_encode and tok_decode on
+ * the ids away. The tokenizer is only read (tok_tokenize and tok_decode on
  * the loop's thread may run at once).
  */
 #ifndef TOKWORK_H
@@ -30,10 +30,11 @@ int tokwork_stop(tokwork *w);
 /* Readable (poll) when a result is ready or the thread became free. */
 int tokwork_fd(const tokwork *w);
 
-/* Hands text (copied) to the thread: BOS first when bos is set. 0, or 1
+/* Hands text (copied) to the thread, to be encoded with tok_tokenize's
+ * flags (TOK_ADD_BOS, TOK_PARSE_SPECIAL). 0, or 1
  * when the thread is still busy with another prompt (a cancelled one),
  * or -1 out of memory. */
-int tokwork_submit(tokwork *w, uint64_t tag, const char *text, size_t len, int bos);
+int tokwork_submit(tokwork *w, uint64_t tag, const char *text, size_t len, int flags);
 
 /* The ids of tag's prompt: 1 with *ids (malloc'd, the caller frees them)
  * and *n (-1 when encoding ran out of memory), 0 when not ready yet. */

@@ -50,10 +50,10 @@ const char *proto_event_name(proto_event_kind k)
     return (unsigned)k <= PROTO_EV_UNKNOWN ? event_names[k] : "unknown";
 }
 
-static const char *const source_names[] = {
-    [PROTO_SOURCE_PROMPT] = "prompt",
-    [PROTO_SOURCE_TOKENS] = "tokens",
-    [PROTO_SOURCE_SYNTHETIC] = "synthetic",
+static const char *const input_names[] = {
+    [PROTO_INPUT_PROMPT] = "prompt",
+    [PROTO_INPUT_TOKENS] = "tokens",
+    [PROTO_INPUT_SYNTHETIC] = "synthetic",
 };
 
 int proto_step_encode(const proto_head *h, const proto_step *s, char *buf, size_t cap)
@@ -147,15 +147,16 @@ char *proto_req_encode(const proto_head *h, const proto_req_msg *m)
     int bad = !o;
     if (!bad && m->session[0])
         bad = json_object_set_new(o, "session", jw_string(m->session));
-    if (!bad && !m->end && m->origin[0])
-        bad = json_object_set_new(o, "origin", jw_string(m->origin));
+    if (!bad && !m->end && m->source[0])
+        bad = json_object_set_new(o, "source", jw_string(m->source));
     if (!bad && !m->end)
-        bad = json_object_set_new(o, "source",
-                                  json_string(source_names[m->source <= PROTO_SOURCE_SYNTHETIC
-                                                               ? m->source
-                                                               : PROTO_SOURCE_PROMPT])) ||
-              json_object_set_new(o, "prompt_tokens", json_integer(m->prompt_tokens)) ||
-              json_object_set_new(o, "max_tokens", json_integer(m->max_tokens));
+        bad =
+            json_object_set_new(
+                o, "input",
+                json_string(input_names[m->input <= PROTO_INPUT_SYNTHETIC ? m->input
+                                                                          : PROTO_INPUT_PROMPT])) ||
+            json_object_set_new(o, "prompt_tokens", json_integer(m->prompt_tokens)) ||
+            json_object_set_new(o, "max_tokens", json_integer(m->max_tokens));
     if (!bad && m->end)
         bad = json_object_set_new(o, "ok", json_boolean(m->ok)) ||
               json_object_set_new(o, "stats", proto_stats_json(&m->stats));
@@ -259,12 +260,12 @@ static int decode_step(const json_t *o, proto_step *s, char *err, size_t errlen)
 
 static int decode_req(const json_t *o, proto_req_msg *m, char *err, size_t errlen)
 {
-    char state[16] = "", source[16] = "";
+    char state[16] = "", input[16] = "";
     if (jr_str(o, "req", m->req, sizeof m->req, err, errlen) ||
         jr_str(o, "state", state, sizeof state, err, errlen) ||
         jr_str(o, "session", m->session, sizeof m->session, err, errlen) ||
-        jr_str(o, "source", source, sizeof source, err, errlen) ||
-        jr_str(o, "origin", m->origin, sizeof m->origin, err, errlen) ||
+        jr_str(o, "input", input, sizeof input, err, errlen) ||
+        jr_str(o, "source", m->source, sizeof m->source, err, errlen) ||
         jr_int(o, "prompt_tokens", &m->prompt_tokens, err, errlen) ||
         jr_int(o, "max_tokens", &m->max_tokens, err, errlen) ||
         jr_bool(o, "ok", &m->ok, err, errlen))
@@ -274,9 +275,9 @@ static int decode_req(const json_t *o, proto_req_msg *m, char *err, size_t errle
         return -1;
     }
     m->end = !strcmp(state, "end");
-    for (int i = 0; i <= PROTO_SOURCE_SYNTHETIC; i++)
-        if (!strcmp(source, source_names[i]))
-            m->source = (proto_source)i;
+    for (int i = 0; i <= PROTO_INPUT_SYNTHETIC; i++)
+        if (!strcmp(input, input_names[i]))
+            m->input = (proto_input)i;
     const json_t *stats = json_object_get(o, "stats");
     if (stats && proto_stats_from_json(stats, &m->stats, err, errlen))
         return -1;

@@ -80,11 +80,11 @@ const char *proto_op_name(proto_op op)
 
 /* The fields each op takes besides v, id and op; the error message for an
  * unknown field lists them. */
-static const char *const op_fields[PROTO_OP_COUNT][10] = {
+static const char *const op_fields[PROTO_OP_COUNT][11] = {
     [PROTO_OP_STATUS] = {NULL},
     [PROTO_OP_SET] = {"prefill_step", "kv_bits", NULL},
     [PROTO_OP_GENERATE] = {"prompt", "tokens", "synthetic_tokens", "max_tokens", "temperature",
-                           "top_p", "seed", "session", "origin", NULL},
+                           "top_p", "seed", "session", "source", "special", NULL},
     [PROTO_OP_CANCEL] = {"target", NULL},
     [PROTO_OP_DROP_SESSION] = {"session", NULL},
 };
@@ -234,7 +234,7 @@ static int decode_tokens(const json_t *v, proto_generate_args *a, proto_error *e
     return 0;
 }
 
-static int decode_source(const json_t *root, proto_generate_args *a, proto_error *err)
+static int decode_input(const json_t *root, proto_generate_args *a, proto_error *err)
 {
     static const char *const names[] = {"prompt", "tokens", "synthetic_tokens"};
     const json_t *src[3];
@@ -247,17 +247,17 @@ static int decode_source(const json_t *root, proto_generate_args *a, proto_error
         if (n++)
             return proto_fail(err, PROTO_E_CONFLICT, names[i],
                               "fields '%s' and '%s' exclude each other: give exactly one "
-                              "prompt source", names[which], names[i]);
+                              "prompt input", names[which], names[i]);
         which = i;
     }
     if (n == 0)
         return proto_fail(err, PROTO_E_MISSING_FIELD, "prompt",
                           "op 'generate' needs one of prompt, tokens, synthetic_tokens");
 
-    a->source = (proto_source)which;
-    if (which == PROTO_SOURCE_TOKENS)
+    a->input = (proto_input)which;
+    if (which == PROTO_INPUT_TOKENS)
         return decode_tokens(src[which], a, err);
-    if (which == PROTO_SOURCE_SYNTHETIC) {
+    if (which == PROTO_INPUT_SYNTHETIC) {
         long long x;
         if (get_int(src[which], "synthetic_tokens", 1, PROTO_SYNTHETIC_MAX, &x, err))
             return -1;
@@ -309,10 +309,16 @@ static int decode_generate(const json_t *root, proto_generate_args *a, proto_err
     }
     if ((v = json_object_get(root, "session")) && get_name(v, "session", a->session, err))
         return -1;
-    if ((v = json_object_get(root, "origin")) && get_name(v, "origin", a->origin, err))
+    if ((v = json_object_get(root, "source")) && get_name(v, "source", a->source, err))
         return -1;
-    /* Last: the prompt source is the only part that allocates. */
-    return decode_source(root, a, err);
+    if ((v = json_object_get(root, "special"))) {
+        if (!json_is_boolean(v))
+            return proto_fail(err, PROTO_E_BAD_TYPE, "special",
+                              "field 'special': expected true or false, got %s", jr_type(v));
+        a->special = json_is_true(v);
+    }
+    /* Last: the prompt input is the only part that allocates. */
+    return decode_input(root, a, err);
 }
 
 static int op_takes(proto_op op, const char *key)

@@ -108,11 +108,11 @@ typedef enum proto_op {
 
 const char *proto_op_name(proto_op op);
 
-typedef enum proto_source {
-    PROTO_SOURCE_PROMPT,    /* "prompt": text, tokenized by the node */
-    PROTO_SOURCE_TOKENS,    /* "tokens": token ids */
-    PROTO_SOURCE_SYNTHETIC  /* "synthetic_tokens": N deterministic ids */
-} proto_source;
+typedef enum proto_input {
+    PROTO_INPUT_PROMPT,   /* "prompt": text, tokenized by the node */
+    PROTO_INPUT_TOKENS,   /* "tokens": token ids */
+    PROTO_INPUT_SYNTHETIC /* "synthetic_tokens": N deterministic ids */
+} proto_input;
 
 #define PROTO_PREFILL_AUTO 0 /* set.prefill_step == "auto" */
 
@@ -124,10 +124,10 @@ typedef struct proto_set_args {
 } proto_set_args;
 
 typedef struct proto_generate_args {
-    proto_source source;
-    char *prompt;           /* PROMPT: UTF-8, NUL-terminated, may be "" */
-    size_t prompt_len;      /* bytes, without the NUL */
-    int *tokens;            /* TOKENS: n_tokens >= 1 ids in 0..PROTO_TOKEN_ID_MAX */
+    proto_input input;
+    char *prompt;      /* PROMPT: UTF-8, NUL-terminated, may be "" */
+    size_t prompt_len; /* bytes, without the NUL */
+    int *tokens;       /* TOKENS: n_tokens >= 1 ids in 0..PROTO_TOKEN_ID_MAX */
     int n_tokens;
     int synthetic_tokens;   /* SYNTHETIC: 1..PROTO_SYNTHETIC_MAX */
     int max_tokens;         /* 0..PROTO_MAX_TOKENS_MAX; 0 = prefill only */
@@ -136,7 +136,8 @@ typedef struct proto_generate_args {
     int has_seed;           /* 0: the node picks one */
     uint64_t seed;
     char session[PROTO_ID_MAX + 1]; /* "" = no session: KV freed at the end */
-    char origin[PROTO_ID_MAX + 1];  /* "" or who sent it ("http": the node's HTTP server) */
+    char source[PROTO_ID_MAX + 1];  /* "" or who sent it ("http": the node's HTTP server) */
+    int special;                    /* PROMPT: control tokens' texts become those tokens */
 } proto_generate_args;
 
 typedef struct proto_request {
@@ -310,13 +311,13 @@ typedef struct proto_req_msg {
     char req[PROTO_ID_MAX + 1];
     int end;                /* 0: "state":"start", 1: "state":"end" */
     char session[PROTO_ID_MAX + 1];
-    proto_source source;    /* start */
-    char origin[PROTO_ID_MAX + 1]; /* start: "" or the request's origin */
-    int prompt_tokens;      /* start: prompt length (synthetic included) */
-    int max_tokens;         /* start */
-    int ok;                 /* end */
-    proto_stats stats;      /* end (also on error: what was done) */
-    char code[PROTO_CODE_MAX];      /* end && !ok */
+    proto_input input;             /* start */
+    char source[PROTO_ID_MAX + 1]; /* start: who sent it ("control", "http") */
+    int prompt_tokens;             /* start: prompt length (synthetic included) */
+    int max_tokens;                /* start */
+    int ok;                        /* end */
+    proto_stats stats;             /* end (also on error: what was done) */
+    char code[PROTO_CODE_MAX];     /* end && !ok */
     char message[PROTO_MESSAGE_MAX];
 } proto_req_msg;
 

@@ -2,8 +2,10 @@
 # End to end: a cluster file of the second form (host, base_port, model,
 # layers, threads, flags) without any `ssh` key.
 #  - `infertop nodes command` derives each node's `inferd serve` line, the
-#    ring wired in section order; the test starts the nodes with exactly
-#    those lines, and they form a working ring;
+#    ring wired in section order; `nodes command --systemd` the flag file
+#    of the systemd unit inferd@.service instead; the test starts a with
+#    its line and b as the unit would, with its flag file, and they form a
+#    working ring;
 #  - status, set, stress and history work on it, with the options before
 #    the verb (`infertop -c FILE status`) as well as after;
 #  - `nodes start` fails, naming the missing `ssh`.
@@ -41,12 +43,22 @@ check "b, the tail, closes the ring to a" \
     grep -q "^b: .* --listen tcp://127.0.0.1:$((BASE + 5)) --next tcp://127.0.0.1:$((BASE + 2)) " "$tmp/commands"
 check "[cluster] flags come before the node's" grep -q "^b: .* --prefill-step 64 --max-ctx 4096$" "$tmp/commands"
 
-# Started with exactly the derived lines.
-for n in a b; do
-    line=$(infertop nodes command "$n" -c "$conf")
-    sh -c "exec $line" 2>>"$tmp/$n.err" &
-    pids="$pids $!"
-done
+infertop nodes command b --systemd -c "$conf" >"$tmp/b.conf" 2>"$tmp/unit.err"
+check "nodes command --systemd writes b's flag file for the unit" \
+    [ "$(head -n 1 "$tmp/b.conf")" = "# /etc/inferd/b.conf: the flags of inferd@b.service" ]
+check "... an option a line, without what the unit adds (--name, --log)" \
+    [ "$(grep -c '^--' "$tmp/b.conf"):$(grep -c -e --name -e --log "$tmp/b.conf")" = "8:0" ]
+infertop nodes command all --systemd --json -c "$conf" >"$tmp/units.json"
+check "--json gives both flag files" \
+    [ "$(tr -d ' \n' <"$tmp/units.json" | grep -o '"flag_file":"#/etc/inferd/[ab].conf' | wc -l)" = 2 ]
+
+# a started with exactly its derived line; b as the unit starts it
+# (contrib/systemd/inferd@.service's ExecStart) with the flag file.
+line=$(infertop nodes command a -c "$conf")
+sh -c "exec $line" 2>>"$tmp/a.err" &
+pids="$pids $!"
+inferd serve --name b --log "$tmp/b.log" --flags "$tmp/b.conf" 2>>"$tmp/b.err" &
+pids="$pids $!"
 for p in $BASE $((BASE + 3)); do up "$(ep "$p")" || { fail "node on $p up"; finish; exit 1; }; done
 
 infertop -c "$conf" status >"$tmp/status" 2>&1

@@ -3,11 +3,13 @@
 # 2-stage ring on loopback, driven by real clients: curl (streaming and
 # not) and the official `openai` npm package. Greedy text equals what
 # `inferd generate` gives for the same prompt; HTTP requests are ordinary
-# requests inside (telemetry with origin "http"); stop sequences end the
+# requests inside (telemetry with source "http"); stop sequences end the
 # text; a client that disconnects mid-stream has its request cancelled and
-# its KV freed; a full queue answers 429 with Retry-After.
+# its KV freed; the console shows an HTTP request in flight as one; a full
+# queue answers 429 with Retry-After.
 . "$(dirname "$0")/lib/serve.sh"
 . "$(dirname "$0")/lib/http.sh"
+. "$(dirname "$0")/lib/tmux.sh"
 
 alloc_ports 11
 # The ring: the embedded model over two stages, HTTP on both.
@@ -54,8 +56,8 @@ check "completion: finish_reason length, usage 5 + $N" \
 check "completion: object text_completion, id cmpl-..." \
     [ "$(get object <"$tmp/body" | sed 's/^/x/')$(get id <"$tmp/body" | cut -c 1-5)" = "xtext_completioncmpl-" ]
 wait $lpid
-check "the request is an ordinary one inside: req start with origin http" \
-    [ "$(get topic state origin <"$tmp/tel" | grep -c "$(printf '^req\tstart\thttp$')")" = 1 ]
+check "the request is an ordinary one inside: req start with source http" \
+    [ "$(get topic state source <"$tmp/tel" | grep -c "$(printf '^req\tstart\thttp$')")" = 1 ]
 check "... and its steps on the head's telemetry" \
     [ "$(get topic <"$tmp/tel" | grep -c '^step$')" = $N ]
 
@@ -159,6 +161,29 @@ check "the disconnected client's request ends and its KV is freed" \
 wait $lpid
 check "telemetry shows the request cancelled" \
     [ "$(get topic state error.code <"$tmp/tel_slow" | grep -c "$(printf '^req\tend\tcancelled$')")" = 1 ]
+
+# ---- the console names an HTTP request's source in its header
+cat >"$tmp/slow.conf" <<EOF
+[cluster]
+name = http-test
+[node slow]
+control = $(ep "$P9")
+telemetry = $(ep "$P10")
+EOF
+T -f "$tmp/tmux.conf" new-session -d -s A -x 120 -y 30 \
+    "env LC_ALL=C.UTF-8 infertop -c $tmp/slow.conf; echo \$? >$tmp/console.rc"
+# The console learns of a request from its start: it must be watching first.
+console_up() { T capture-pane -p -t A | head -n 1 | grep -q 'nodes 1/1 up'; }
+check "the console sees the node" wait_for 100 console_up
+curl -s -N -o /dev/null -X POST "http://$HS/v1/completions" --data-binary \
+    '{"model":"synth:110m","prompt":"x","max_tokens":5000,"stream":true}' &
+long=$!
+http_req_shown() { T capture-pane -p -t A | head -n 1 | grep -qE 'req [^ ]+ \(http\)'; }
+check "the console's header shows the request in flight as an HTTP one" wait_for 100 http_req_shown
+kill $long 2>/dev/null
+wait $long 2>/dev/null
+T send-keys -t A q
+check "the console exits 0" wait_for 50 grep -qsx 0 "$tmp/console.rc"
 
 # ---- the node's queue bound is a 429 with Retry-After
 queue=""

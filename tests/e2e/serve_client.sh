@@ -137,6 +137,8 @@ gaps=$(get seq <"$tmp/tel" | awk 'NR > 1 && $1 != prev + 1 { n++ } { prev = $1 }
 check "telemetry seq has no gaps" [ "$gaps" = 0 ]
 check "request start and end are published" \
     [ "$(get topic req state <"$tmp/tel" | grep -c "^req	tel1	")" = 2 ]
+check "the start says who sent it (control) and the prompt's input" \
+    [ "$(get topic req state source input <"$tmp/tel" | grep -c "^req	tel1	start	control	prompt$")" = 1 ]
 check "heartbeats carry the fingerprint" grep -q "\"fingerprint\":\"$fp\"" "$tmp/tel"
 check "every message decodes" [ "$(get invalid <"$tmp/tel" | wc -l)" = 0 ]
 

@@ -2,7 +2,9 @@
 # End to end: a long text prompt never freezes the node. Tokenizing runs
 # off the node's loop, so while a 12 KB prompt is tokenized (seconds with a
 # quadratic tokenizer) status answers at once, the request can be
-# cancelled, and SIGTERM stops the node within a second or two.
+# cancelled, and SIGTERM stops the node within a second or two. A prompt
+# with "special" has its control tokens' texts tokenized as those tokens
+# (as `inferd tokenize --special`), and as text without.
 . "$(dirname "$0")/lib/serve.sh"
 
 alloc_ports 2
@@ -49,5 +51,22 @@ wait $g
 check "SIGTERM stops the node within 2 s (${elapsed} ms)" within "$elapsed" 2000
 check "with exit status 0" [ "$STOP_RC" = 0 ]
 check "and the request gets shutdown" [ "$(get error.code <"$tmp/slow2")" = shutdown ]
+
+# ---- "special": a GGUF vocabulary's control tokens
+G="$INFERTOP_ROOT/tests/fixtures/gguf/stories260K-f32.gguf"
+start gg --model "$G" --control "$C" --telemetry "$(ep "$P2")" --threads 1
+up "$C" || fail "the GGUF node started"
+marked="Once</s> upon<s> a time"
+prompt_tokens() { # ARGS: the prompt's length as the node counted it
+    call "$C" generate "{\"prompt\":\"$marked\",\"max_tokens\":0$1}" | get stats.prompt_tokens
+}
+want_special=$(inferd tokenize --model "$G" --special --prompt "$marked" | wc -w)
+want_text=$(inferd tokenize --model "$G" --prompt "$marked" | wc -w)
+check "the markers are fewer tokens as control tokens ($want_special) than as text ($want_text)" \
+    [ "$want_special" -lt "$want_text" ]
+check "special: the node counts the prompt as tokenize --special does" \
+    [ "$(prompt_tokens ',"special":true')" = "$want_special" ]
+check "without it, the markers are text" [ "$(prompt_tokens '')" = "$want_text" ]
+stop gg
 
 finish

@@ -19,6 +19,7 @@ typedef struct nopts {
     int lines_given, grace_given;
     nodectl_op op;
     int show_command; /* `nodes command`: no SSH, the command lines only */
+    int systemd;      /* command --systemd: the unit's flag files instead */
     const char *target;
     char *command; /* exec: the words after the target, joined by spaces */
 } nopts;
@@ -62,7 +63,8 @@ static void usage(FILE *out)
           "  exec -- CMD... run CMD with the node's shell; output streamed\n"
           "  command        print the `inferd serve` command line start runs: the node's\n"
           "                 `start`, or the one derived from host, port, model, layers,\n"
-          "                 threads, mem_limit and flags (no SSH)\n"
+          "                 threads, mem_limit and flags (no SSH); with --systemd, the\n"
+          "                 flag file /etc/inferd/NODE.conf of the unit inferd@NODE.service\n"
           "\n"
           "  -c FILE        the cluster file (default ./infertop.conf, then\n"
           "                 $XDG_CONFIG_HOME/infertop/cluster.conf)\n"
@@ -71,6 +73,7 @@ static void usage(FILE *out)
           "                 connect_timeout, else 5)\n"
           "  --grace SEC    stop, restart: wait before SIGKILL (default 10)\n"
           "  --json         JSON on stdout (not with logs -f)\n"
+          "  --systemd      command: print the unit's flag file instead\n"
           "\n"
           "With several nodes, logs and exec prefix each line with \"NODE: \".\n"
           "\n"
@@ -98,7 +101,7 @@ static char *join_words(int n, char **words)
     return s;
 }
 
-enum { OPT_ACCEPT_NEW = 256, OPT_TIMEOUT, OPT_GRACE, OPT_JSON };
+enum { OPT_ACCEPT_NEW = 256, OPT_TIMEOUT, OPT_GRACE, OPT_JSON, OPT_SYSTEMD };
 
 /* Returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, nopts *o)
@@ -109,6 +112,7 @@ static int parse_args(int argc, char **argv, nopts *o)
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"grace", required_argument, NULL, OPT_GRACE},
         {"json", no_argument, NULL, OPT_JSON},
+        {"systemd", no_argument, NULL, OPT_SYSTEMD},
         {"lines", required_argument, NULL, 'n'},
         {"follow", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
@@ -140,6 +144,9 @@ static int parse_args(int argc, char **argv, nopts *o)
         case OPT_JSON:
             o->json = 1;
             break;
+        case OPT_SYSTEMD:
+            o->systemd = 1;
+            break;
         case 'n':
             if (cli_parse_int(optarg, 1, 1000000, &o->lines) != 0)
                 return cli_usage_error("nodes", "-n '%s': expected a number of lines, 1 to 1000000",
@@ -166,6 +173,8 @@ static int parse_args(int argc, char **argv, nopts *o)
     o->show_command = strcmp(argv[optind], "command") == 0;
     if (!o->show_command && nodectl_op_parse(argv[optind], &o->op) != 0)
         return cli_usage_error("nodes", "unknown operation '%s'", argv[optind]);
+    if (o->systemd && !o->show_command)
+        return cli_usage_error("nodes", "%s", "--systemd is an option of command");
     if (npos < 2)
         return cli_usage_error("nodes", "%s", "missing NODE (a node name, or all)");
     o->target = argv[optind + 1];
@@ -545,23 +554,28 @@ static int report(const struct cluster *c, const nopts *o, nodeout *outs, int n)
     return failed ? CLI_ERROR : CLI_OK;
 }
 
-/* `nodes command`: each selected node's command line, or why there is none. */
+/* `nodes command`: each selected node's command line (or, --systemd, its
+ * unit's flag file, which names its node in its first line), or why there
+ * is none. */
 static int print_commands(const struct cluster *c, const nopts *o, const nodeout *outs, int n)
 {
     json_t *arr = o->json ? json_array() : NULL;
+    cluster_command_form form = o->systemd ? CLUSTER_COMMAND_UNIT : CLUSTER_COMMAND_LINE;
     int failed = 0;
     for (int i = 0; i < n; i++) {
         const struct cluster_node *node = &c->nodes[outs[i].node];
         char cmd[CLUSTER_START_MAX], err[512];
-        int ok = cluster_node_command(c, outs[i].node, cmd, sizeof cmd, err, sizeof err) == 0;
+        int ok = cluster_node_command(c, outs[i].node, form, cmd, sizeof cmd, err, sizeof err) == 0;
         failed |= !ok;
         if (!ok)
             fprintf(stderr, "infertop nodes: %s\n", err);
         if (arr)
-            json_array_append_new(arr, ok ? json_pack("{s:s, s:s}", "node", node->name, "command",
-                                                      cmd)
-                                          : json_pack("{s:s, s:s}", "node", node->name, "error",
-                                                      err));
+            json_array_append_new(arr,
+                                  ok ? json_pack("{s:s, s:s}", "node", node->name,
+                                                 o->systemd ? "flag_file" : "command", cmd)
+                                     : json_pack("{s:s, s:s}", "node", node->name, "error", err));
+        else if (ok && o->systemd)
+            printf("%s%s", i ? "\n" : "", cmd);
         else if (ok && n > 1)
             printf("%s: %s\n", node->name, cmd);
         else if (ok)

@@ -656,8 +656,8 @@ int cluster_load(const char *path, struct cluster **out, char *err, size_t errle
     char ignored[256];
     for (int i = 0; i < ld.c->n_nodes; i++) {
         struct cluster_node *n = &ld.c->nodes[i];
-        if (!n->start_given &&
-            cluster_node_command(ld.c, i, n->start, sizeof n->start, ignored, sizeof ignored) != 0)
+        if (!n->start_given && cluster_node_command(ld.c, i, CLUSTER_COMMAND_LINE, n->start,
+                                                    sizeof n->start, ignored, sizeof ignored) != 0)
             n->start[0] = '\0';
     }
     *out = ld.c;
@@ -685,6 +685,8 @@ struct line {
     char *buf;
     size_t len, cap;
     int over;
+    cluster_command_form form;
+    const char *unplain; /* unit form: the first value a flag file cannot hold */
 };
 
 static void put(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -703,10 +705,17 @@ static void put(struct line *l, const char *fmt, ...)
 
 /* One shell word: as it is when every character is plain, else in single
  * quotes; a leading "~/" stays outside them so that the node's shell
- * expands it. */
+ * expands it. A flag file has no quoting and no shell: there a word must
+ * be plain, and the first that is not is kept for the error. */
 static void put_word(struct line *l, const char *w)
 {
     put(l, " ");
+    if (l->form == CLUSTER_COMMAND_UNIT) {
+        if ((!*w || w[strcspn(w, " \t\n#")] || strncmp(w, "~/", 2) == 0) && !l->unplain)
+            l->unplain = w;
+        put(l, "%s", w);
+        return;
+    }
     if (strncmp(w, "~/", 2) == 0) {
         put(l, "~/");
         w += 2;
@@ -725,12 +734,18 @@ static void put_word(struct line *l, const char *w)
 /* What the node binds for an endpoint the console connects to: the same
  * when its host is a numeric address, else every interface (ZeroMQ binds
  * addresses and interfaces, not names). */
+/* An option: a word of the line, or a line of the flag file. */
+static void put_option(struct line *l, const char *option)
+{
+    put(l, l->form == CLUSTER_COMMAND_UNIT ? "\n%s" : " %s", option);
+}
+
 static void put_bind(struct line *l, const char *option, const char *ep)
 {
     char host[CLUSTER_HOST_MAX], v6[sizeof(struct in6_addr)];
     int port;
     const char *why;
-    put(l, " %s", option);
+    put_option(l, option);
     if (parse_host_port(ep + strlen("tcp://"), host, sizeof host, &port, &why) == 0 &&
         (inet_pton(AF_INET, host, v6) == 1 || inet_pton(AF_INET6, host, v6) == 1)) {
         put_word(l, ep);
@@ -741,10 +756,18 @@ static void put_bind(struct line *l, const char *option, const char *ep)
     }
 }
 
-int cluster_node_command(const struct cluster *c, int i, char *buf, size_t len, char *err,
-                         size_t errlen)
+int cluster_node_command(const struct cluster *c, int i, cluster_command_form form, char *buf,
+                         size_t len, char *err, size_t errlen)
 {
     const struct cluster_node *n = &c->nodes[i], *next = &c->nodes[(i + 1) % c->n_nodes];
+    if (n->start_given && form == CLUSTER_COMMAND_UNIT) {
+        snprintf(err, errlen,
+                 "[node %s]: its `start` line is a shell command, not flags a unit can take: "
+                 "give `host` and `port` (or [cluster] base_port) instead so that infertop "
+                 "derives them",
+                 n->name);
+        return -1;
+    }
     if (n->start_given) {
         if (strlen(n->start) >= len) {
             snprintf(err, errlen, "[node %s]: the start line is too long", n->name);
@@ -775,39 +798,65 @@ int cluster_node_command(const struct cluster *c, int i, char *buf, size_t len, 
                  n->name, next->name);
         return -1;
     }
-    struct line l = {.buf = buf, .cap = len};
+    struct line l = {.buf = buf, .cap = len, .form = form};
     buf[0] = '\0';
-    put_word(&l, n->inferd);
-    put(&l, " serve --name %s", n->name);
+    /* The unit runs `inferd serve --name %i` with its own log and pidfile:
+     * the file holds the rest. */
+    if (form == CLUSTER_COMMAND_UNIT) {
+        put(&l, "\n# /etc/inferd/%s.conf: the flags of inferd@%s.service", n->name, n->name);
+    } else {
+        put_word(&l, n->inferd);
+        put(&l, " serve --name %s", n->name);
+    }
     if (n->model[0]) {
-        put(&l, " --model");
+        put_option(&l, "--model");
         put_word(&l, n->model);
     }
-    if (n->layer_first != CLUSTER_UNSET) put(&l, " --layers %d:%d", n->layer_first, n->layer_last);
+    if (n->layer_first != CLUSTER_UNSET) {
+        put_option(&l, "--layers");
+        put(&l, " %d:%d", n->layer_first, n->layer_last);
+    }
     put_bind(&l, "--control", n->control);
     put_bind(&l, "--telemetry", n->telemetry);
     if (ring) {
         put_bind(&l, "--listen", n->listen);
-        put(&l, " --next");
+        put_option(&l, "--next");
         put_word(&l, next->listen);
     }
-    if (n->threads) put(&l, " --threads %d", n->threads);
-    if (n->mem_limit) put(&l, " --mem-limit %llu", (unsigned long long)n->mem_limit);
-    put(&l, " --log");
-    if (n->log[0]) {
-        put_word(&l, n->log);
-    } else {
-        char log[CLUSTER_NAME_MAX + 32];
-        snprintf(log, sizeof log, CLUSTER_LOG_DEFAULT_DIR "/%s.log", n->name);
-        put_word(&l, log);
+    if (n->threads) {
+        put_option(&l, "--threads");
+        put(&l, " %d", n->threads);
     }
-    if (n->flags[0]) put(&l, " %s", n->flags);
+    if (n->mem_limit) {
+        put_option(&l, "--mem-limit");
+        put(&l, " %llu", (unsigned long long)n->mem_limit);
+    }
+    if (form == CLUSTER_COMMAND_LINE) {
+        put(&l, " --log");
+        if (n->log[0]) {
+            put_word(&l, n->log);
+        } else {
+            char log[CLUSTER_NAME_MAX + 32];
+            snprintf(log, sizeof log, CLUSTER_LOG_DEFAULT_DIR "/%s.log", n->name);
+            put_word(&l, log);
+        }
+    }
+    if (n->flags[0]) put_option(&l, n->flags);
     if (l.over) {
         snprintf(err, errlen, "[node %s]: the derived command line is longer than %zu bytes",
                  n->name, len - 1);
         return -1;
     }
-    memmove(buf, buf + 1, strlen(buf)); /* the space before the first word */
+    if (l.unplain) {
+        snprintf(err, errlen,
+                 "[node %s]: '%s' cannot go in a unit's flag file, which has no quoting and no "
+                 "shell (no spaces, '#' or '~/')",
+                 n->name, l.unplain);
+        return -1;
+    }
+    if (form == CLUSTER_COMMAND_UNIT)
+        put(&l, "\n");
+    memmove(buf, buf + 1, strlen(buf)); /* the separator before the first word */
     return 0;
 }
 

@@ -114,8 +114,16 @@ const struct cluster_node *cluster_node_find(const struct cluster *c, const char
  * `host` is numeric, else on every interface (`*`). -1 with err naming
  * the missing key when it cannot be derived (no host or port, no layers in
  * a ring of several nodes, a neighbour without a ring input). */
-int cluster_node_command(const struct cluster *c, int i, char *buf, size_t len, char *err,
-                         size_t errlen);
+/* The unit form is the flag file of contrib/systemd/inferd@.service for
+ * the node (/etc/inferd/NAME.conf): an option a line, without what the
+ * unit adds itself (serve, --name, --log, --pidfile); -1 for a node with a
+ * `start` line, or a value a flag file cannot hold (it has no quoting). */
+typedef enum cluster_command_form {
+    CLUSTER_COMMAND_LINE, /* a shell command line */
+    CLUSTER_COMMAND_UNIT  /* the systemd unit's flag file */
+} cluster_command_form;
+int cluster_node_command(const struct cluster *c, int i, cluster_command_form form, char *buf,
+                         size_t len, char *err, size_t errlen);
 
 /* Where a node's log goes when the file names none: nodectl.h's default. */
 #define CLUSTER_LOG_DEFAULT_DIR "~/.infertop"

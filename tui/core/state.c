@@ -73,6 +73,7 @@ struct state {
     int n;
     struct node *nodes;
     char req[PROTO_ID_MAX + 1];
+    char req_source[PROTO_ID_MAX + 1]; /* who sent req: "control", "http" */
     int ctx_pos;
     double last_ttft_ms;
     struct state_event events[STATE_EVENTS];
@@ -363,9 +364,10 @@ void state_ingest_req(state *st, int node, const proto_head *h, const proto_req_
     count_seq(st, node, h, now);
     if (!m->end) {
         copy_text(st->req, sizeof st->req, m->req);
+        copy_text(st->req_source, sizeof st->req_source, m->source);
         return;
     }
-    if (strcmp(st->req, m->req) == 0) st->req[0] = '\0';
+    if (strcmp(st->req, m->req) == 0) st->req[0] = st->req_source[0] = '\0';
     if (m->stats.ttft_ms > 0) st->last_ttft_ms = m->stats.ttft_ms;
     if (!m->ok) {
         struct state_event *e = event_slot(st, node, "req_failed", now);
@@ -689,6 +691,7 @@ void state_cluster_view(const state *st, double now, struct state_cluster_view *
         out->lost += n->lost;
     }
     out->req = st->req;
+    out->req_source = st->req_source;
     out->ctx_pos = st->ctx_pos;
     out->prefill_tps = (double)prefill / STATE_RECENT_S;
     out->decode_tps = (double)decode / STATE_RECENT_S;

@@ -125,8 +125,9 @@ struct state_node_view {
 struct state_cluster_view {
     const char *name;
     int nodes_up, nodes_total;
-    const char *req; /* the request in flight, "" when none */
-    int ctx_pos;     /* the last context position a step reported */
+    const char *req;                /* the request in flight, "" when none */
+    const char *req_source;         /* who sent it ("control", "http"), "" when none or untold */
+    int ctx_pos;                    /* the last context position a step reported */
     double prefill_tps, decode_tps; /* head's prefill and tail's decode, STATE_RECENT_S */
     double last_ttft_ms;            /* NaN before the first finished request */
     uint64_t lost;

@@ -340,7 +340,14 @@ static void draw_header(ui *u)
     snprintf(buf, sizeof buf, "%d/%d up", cv.nodes_up, cv.nodes_total);
     header_item(u, w, &x, "nodes", buf,
                 palette_attr(&u->pal, cv.nodes_up == cv.nodes_total ? PAL_UP : PAL_STALE));
-    header_item(u, w, &x, "req", cv.req[0] ? cv.req : "-", A_BOLD);
+    /* The sender beside the id when it is not the control socket (the
+     * usual case, left unsaid): "g1 (http)" for an HTTP client's. */
+    char req[2 * PROTO_ID_MAX + 8];
+    if (cv.req[0] && cv.req_source[0] && strcmp(cv.req_source, "control") != 0)
+        snprintf(req, sizeof req, "%s (%s)", cv.req, cv.req_source);
+    else
+        snprintf(req, sizeof req, "%s", cv.req[0] ? cv.req : "-");
+    header_item(u, w, &x, "req", req, A_BOLD);
     snprintf(buf, sizeof buf, "%d", cv.ctx_pos);
     header_item(u, w, &x, "ctx", buf, A_BOLD);
     meter_fmt_num(cv.prefill_tps, tps, sizeof tps);

@@ -37,7 +37,7 @@ Test(openai, completion_defaults_are_openais)
     cr_expect_eq(gen_num(&r, "max_tokens"), OAI_COMPLETION_MAX_TOKENS);
     cr_expect_eq(gen_num(&r, "temperature"), 1.0);
     cr_expect_eq(gen_num(&r, "top_p"), 1.0, "OpenAI's top_p default, not the node's 0.9");
-    cr_expect_str_eq(gen_str(&r, "origin"), "http");
+    cr_expect_str_eq(gen_str(&r, "source"), "http");
     cr_expect_null(json_object_get(r.generate, "seed"));
     cr_expect_eq(r.stream, 0);
     oai_req_free(&r);
@@ -114,6 +114,8 @@ Test(openai, chat_renders_with_the_models_format)
     cr_expect_str_eq(gen_str(&r, "prompt"),
                      "<|im_start|>system\nBe brief<|im_end|>\n<|im_start|>user\nHi "
                      "there<|im_end|>\n<|im_start|>assistant\n");
+    cr_expect(json_is_true(json_object_get(r.generate, "special")),
+              "the format's markers are tokenized as the model's control tokens");
     cr_expect_eq(r.max_tokens, 5);
     oai_req_free(&r);
     cr_assert_eq(parse(OAI_CHAT,
@@ -122,6 +124,7 @@ Test(openai, chat_renders_with_the_models_format)
                        &plain, &r, &e),
                  0, "%s", e.message);
     cr_expect_str_eq(gen_str(&r, "prompt"), "User: Once upon a time\nAssistant:");
+    cr_expect_null(json_object_get(r.generate, "special"), "the plain format has no markers");
     cr_expect_eq(r.max_tokens, PROTO_DEFAULT_MAX_TOKENS);
     oai_req_free(&r);
 }

@@ -81,11 +81,10 @@ static const bad_case bad_cases[] = {
     {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"seed\":1.5}", PROTO_E_BAD_TYPE, "seed"},
     {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"session\":\"\"}", PROTO_E_BAD_VALUE,
      "session"},
-    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"session\":null}", PROTO_E_BAD_TYPE,
-     "session"},
-    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"origin\":\"\"}", PROTO_E_BAD_VALUE,
-     "origin"},
-    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"origin\":1}", PROTO_E_BAD_TYPE, "origin"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"session\":null}", PROTO_E_BAD_TYPE, "session"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"source\":\"\"}", PROTO_E_BAD_VALUE, "source"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"source\":1}", PROTO_E_BAD_TYPE, "source"},
+    {"{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"special\":1}", PROTO_E_BAD_TYPE, "special"},
     {"{" ENV "\"op\":\"cancel\"}", PROTO_E_MISSING_FIELD, "target"},
     {"{" ENV "\"op\":\"cancel\",\"target\":3}", PROTO_E_BAD_TYPE, "target"},
     {"{" ENV "\"op\":\"drop_session\"}", PROTO_E_MISSING_FIELD, "session"},
@@ -235,7 +234,7 @@ Test(protocol, valid_generate)
                         &err),
                  0, "%s", err.message);
     cr_assert_eq(req.op, PROTO_OP_GENERATE);
-    cr_assert_eq(req.generate.source, PROTO_SOURCE_PROMPT);
+    cr_assert_eq(req.generate.input, PROTO_INPUT_PROMPT);
     cr_assert_str_eq(req.generate.prompt, "Once upon a \xc3\xa9");
     cr_assert_eq(req.generate.prompt_len, 14);
     cr_assert_eq(req.generate.max_tokens, PROTO_DEFAULT_MAX_TOKENS);
@@ -251,7 +250,7 @@ Test(protocol, valid_generate)
                         "\"session\":\"grow\"}",
                         &req, &err),
                  0, "%s", err.message);
-    cr_assert_eq(req.generate.source, PROTO_SOURCE_TOKENS);
+    cr_assert_eq(req.generate.input, PROTO_INPUT_TOKENS);
     cr_assert_eq(req.generate.n_tokens, 3);
     cr_assert_eq(req.generate.tokens[0], 1);
     cr_assert_eq(req.generate.tokens[1], 0);
@@ -262,19 +261,26 @@ Test(protocol, valid_generate)
     cr_assert(req.generate.has_seed);
     cr_assert_eq(req.generate.seed, 9007199254740993ull);
     cr_assert_str_eq(req.generate.session, "grow");
-    cr_assert_str_eq(req.generate.origin, "");
+    cr_assert_str_eq(req.generate.source, "");
+    cr_assert(!req.generate.special, "control tokens' texts are text unless asked");
     proto_request_free(&req);
 
     /* Who sent it, for telemetry: the HTTP server says so. */
-    cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"origin\":\"http\"}", &req,
-                        &err),
-                 0, "%s", err.message);
-    cr_assert_str_eq(req.generate.origin, "http");
+    cr_assert_eq(
+        decode("{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"source\":\"http\"}", &req, &err), 0,
+        "%s", err.message);
+    cr_assert_str_eq(req.generate.source, "http");
     proto_request_free(&req);
 
-    cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"synthetic_tokens\":200000}", &req, &err),
-                 0, "%s", err.message);
-    cr_assert_eq(req.generate.source, PROTO_SOURCE_SYNTHETIC);
+    cr_assert_eq(
+        decode("{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"special\":true}", &req, &err), 0,
+        "%s", err.message);
+    cr_assert(req.generate.special);
+    proto_request_free(&req);
+
+    cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"synthetic_tokens\":200000}", &req, &err), 0,
+                 "%s", err.message);
+    cr_assert_eq(req.generate.input, PROTO_INPUT_SYNTHETIC);
     cr_assert_eq(req.generate.synthetic_tokens, 200000);
     proto_request_free(&req);
 
@@ -554,7 +560,7 @@ Test(protocol, req_and_event_round_trip)
 {
     proto_head h = {.seq = 9, .t_ms = 1};
     snprintf(h.node, sizeof h.node, "head");
-    proto_req_msg m = {.source = PROTO_SOURCE_SYNTHETIC, .prompt_tokens = 8192, .max_tokens = 16};
+    proto_req_msg m = {.input = PROTO_INPUT_SYNTHETIC, .prompt_tokens = 8192, .max_tokens = 16};
     snprintf(m.req, sizeof m.req, "g1");
     snprintf(m.session, sizeof m.session, "grow");
     char *text = proto_req_encode(&h, &m);
@@ -563,20 +569,19 @@ Test(protocol, req_and_event_round_trip)
     cr_assert_eq(proto_tel_decode("req", 3, text, strlen(text), &t, err, sizeof err), 0, "%s",
                  err);
     cr_assert(!t.req.end);
-    cr_assert_eq(t.req.source, PROTO_SOURCE_SYNTHETIC);
+    cr_assert_eq(t.req.input, PROTO_INPUT_SYNTHETIC);
     cr_assert_eq(t.req.prompt_tokens, 8192);
     cr_assert_str_eq(t.req.session, "grow");
-    cr_assert_str_eq(t.req.origin, "");
-    cr_assert_null(json_object_get(t.json, "origin"), "no origin, no field");
+    cr_assert_str_eq(t.req.source, "");
+    cr_assert_null(json_object_get(t.json, "source"), "no source, no field");
     proto_tel_free(&t);
     free(text);
 
-    snprintf(m.origin, sizeof m.origin, "http");
+    snprintf(m.source, sizeof m.source, "http");
     text = proto_req_encode(&h, &m);
-    cr_assert_eq(proto_tel_decode("req", 3, text, strlen(text), &t, err, sizeof err), 0, "%s",
-                 err);
-    cr_assert_str_eq(t.req.origin, "http");
-    cr_assert_eq(t.req.source, PROTO_SOURCE_SYNTHETIC, "origin is not the prompt's source");
+    cr_assert_eq(proto_tel_decode("req", 3, text, strlen(text), &t, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(t.req.source, "http");
+    cr_assert_eq(t.req.input, PROTO_INPUT_SYNTHETIC, "the sender is not the prompt's input");
     proto_tel_free(&t);
     free(text);
 

@@ -296,7 +296,8 @@ Test(cluster, second_form_derives_the_ring_command_lines)
                      " --control tcp://10.0.0.1:7000 --telemetry tcp://10.0.0.1:7001"
                      " --listen tcp://10.0.0.1:7002 --next tcp://10.0.0.1:7005 --threads 2"
                      " --mem-limit 100663296 --log ~/.infertop/a.log --kv-bits 8");
-    cr_assert_eq(cluster_node_command(c, 1, cmd, sizeof cmd, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(cluster_node_command(c, 1, CLUSTER_COMMAND_LINE, cmd, sizeof cmd, err, sizeof err),
+                 0, "%s", err);
     cr_assert_str_eq(cmd, c->nodes[1].start);
     cr_assert(strstr(cmd, " --next tcp://gpu3:9002 "), "%s", cmd);
     cr_assert(strstr(cmd, " --prefill-step 256 --max-ctx 4096"), "%s", cmd);
@@ -317,6 +318,45 @@ Test(cluster, second_form_derives_the_ring_command_lines)
     cluster_free(c);
 }
 
+Test(cluster, second_form_derives_the_units_flag_files)
+{
+    const char *path = write_file("v2u.conf", RING2);
+    char err[512], flags[CLUSTER_START_MAX];
+    struct cluster *c;
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(
+        cluster_node_command(c, 0, CLUSTER_COMMAND_UNIT, flags, sizeof flags, err, sizeof err), 0,
+        "%s", err);
+    /* What the unit adds itself (serve, --name, --log) is not there. */
+    cr_assert_str_eq(flags, "# /etc/inferd/a.conf: the flags of inferd@a.service\n"
+                            "--model synth:1b\n"
+                            "--layers 0:10\n"
+                            "--control tcp://10.0.0.1:7000\n"
+                            "--telemetry tcp://10.0.0.1:7001\n"
+                            "--listen tcp://10.0.0.1:7002\n"
+                            "--next tcp://10.0.0.1:7005\n"
+                            "--threads 2\n"
+                            "--mem-limit 100663296\n"
+                            "--kv-bits 8\n");
+    /* A `start` line is a shell command: no flags to take from it. */
+    cr_assert_eq(
+        cluster_node_command(c, 2, CLUSTER_COMMAND_UNIT, flags, sizeof flags, err, sizeof err), -1);
+    cr_assert(strstr(err, "[node c]: its `start` line is a shell command"), "%s", err);
+    cluster_free(c);
+
+    /* A flag file has no quoting: a path with a space is refused by name. */
+    char text[2048];
+    snprintf(text, sizeof text, "%s", RING2);
+    *strstr(text, "start = ") = '\0';
+    path = write_file("v2ub.conf", text);
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(
+        cluster_node_command(c, 2, CLUSTER_COMMAND_UNIT, flags, sizeof flags, err, sizeof err), -1);
+    cr_assert(strstr(err, "[node c]: '/models/my model.bin' cannot go in a unit's flag file"), "%s",
+              err);
+    cluster_free(c);
+}
+
 Test(cluster, second_form_command_says_what_is_missing)
 {
     char err[512], cmd[CLUSTER_START_MAX];
@@ -327,16 +367,19 @@ Test(cluster, second_form_command_says_what_is_missing)
                                             "layers = 1:2\n");
     cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(c->nodes[0].start, "", "nothing to derive from");
-    cr_assert_eq(cluster_node_command(c, 0, cmd, sizeof cmd, err, sizeof err), -1);
+    cr_assert_eq(cluster_node_command(c, 0, CLUSTER_COMMAND_LINE, cmd, sizeof cmd, err, sizeof err),
+                 -1);
     cr_assert(strstr(err, "[node a]: no `layers`"), "%s", err);
-    cr_assert_eq(cluster_node_command(c, 1, cmd, sizeof cmd, err, sizeof err), -1);
+    cr_assert_eq(cluster_node_command(c, 1, CLUSTER_COMMAND_LINE, cmd, sizeof cmd, err, sizeof err),
+                 -1);
     cr_assert(strstr(err, "[node b]: no command line") && strstr(err, "`host` and `port`"), "%s",
               err);
     cluster_free(c);
     path = write_file("m2.conf", "[node a]\nhost = h1\nport = 100\nlayers = 0:1\n"
                                  "[node b]\ncontrol = tcp://h2:1\ntelemetry = tcp://h2:2\n");
     cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(cluster_node_command(c, 0, cmd, sizeof cmd, err, sizeof err), -1);
+    cr_assert_eq(cluster_node_command(c, 0, CLUSTER_COMMAND_LINE, cmd, sizeof cmd, err, sizeof err),
+                 -1);
     cr_assert(strstr(err, "node b's ring input"), "%s", err);
     cluster_free(c);
     /* One node alone needs no layers and no ring. */

@@ -519,6 +519,7 @@ Test(state, cluster_view_totals)
     proto_head h = head_of(0);
     proto_req_msg m = {.end = 0, .prompt_tokens = 300};
     strcpy(m.req, "r7");
+    strcpy(m.source, "http");
     state_ingest_req(st, 0, &h, &m, 100);
     /* head: 2 prefill chunks of 64 per second; tail: 10 decode steps a second. */
     for (int sec = 0; sec < STATE_RECENT_S; sec++) {
@@ -532,6 +533,7 @@ Test(state, cluster_view_totals)
     cr_assert_eq(c.nodes_total, 3);
     cr_assert_eq(c.nodes_up, 0, "heartbeats are 5 s old: stale");
     cr_assert_str_eq(c.req, "r7");
+    cr_assert_str_eq(c.req_source, "http", "the header says who sent the request");
     cr_assert_float_eq(c.prefill_tps, 128, 1e-9);
     cr_assert_float_eq(c.decode_tps, 10, 1e-9);
     cr_assert(isnan(c.last_ttft_ms));
@@ -545,6 +547,7 @@ Test(state, cluster_view_totals)
     state_cluster_view(st, 105, &c);
     cr_assert_eq(c.nodes_up, 3);
     cr_assert_str_eq(c.req, "");
+    cr_assert_str_eq(c.req_source, "");
     cr_assert_float_eq(c.last_ttft_ms, 42.5, 1e-9);
 }
 
