@@ -11,6 +11,17 @@
  *
  * Both products go through one register-tiled kernel, c += a * b, with a
  * tile of rows x 32 columns kept in vector registers.
+ *
+ * With an fp16 cache and a chunk of fewer than 64 positions (a decode
+ * step, a short prompt) the arithmetic is llama.cpp's instead, so that its
+ * logits can be matched: its CPU flash attention takes that many query
+ * rows one at a time (ggml's flash_attn_ext "one chunk" path; from 64 on
+ * it tiles in fp32, like the path above). The query is rounded to fp16,
+ * keys are folded into the running max and sum one at a time, and the
+ * unnormalized output is an fp16 accumulator: rounded after every rescale
+ * and after every value row added. On the random-weight fixtures those
+ * roundings are most of what set inferd's logits apart from llama.cpp's
+ * (Q8_0: normalized RMS 0.011 without them, 0.008 with).
  */
 #include "attention.h"
 
@@ -25,6 +36,10 @@
 
 #define TILE_ROWS 4
 
+/* Chunks of fewer positions follow llama.cpp's fp16 arithmetic (above):
+ * ggml's GGML_FA_TILE_Q. */
+#define FP16_BELOW 64
+
 struct attn_scratch {
     kv_shape shape;
     int max_n;
@@ -36,20 +51,22 @@ struct attn_scratch {
     float *mem;     /* [workers][worker_floats] */
 };
 
-/* One worker's scratch: the dequantized block, a tile of scores, and the
- * running max and sum of every row of a task. */
+/* One worker's scratch: the dequantized block, a tile of queries rounded
+ * to fp16, a tile of scores, and the running max and sum of every row of
+ * a task. */
 typedef struct worker_mem {
-    float *kt; /* [head_dim][block] */
-    float *v;  /* [block][head_dim] */
-    float *s;  /* [TILE_ROWS][block] */
-    float *m;  /* [max_n * gqa] */
-    float *l;  /* [max_n * gqa] */
+    float *kt;  /* [head_dim][block] */
+    float *v;   /* [block][head_dim] */
+    float *q16; /* [TILE_ROWS][head_dim] */
+    float *s;   /* [TILE_ROWS][block] */
+    float *m;   /* [max_n * gqa] */
+    float *l;   /* [max_n * gqa] */
 } worker_mem;
 
 static size_t worker_floats(kv_shape shape, int max_rows)
 {
     size_t blk = (size_t)shape.block * shape.head_dim;
-    return 2 * blk + (size_t)TILE_ROWS * shape.block + 2 * (size_t)max_rows;
+    return 2 * blk + (size_t)TILE_ROWS * (shape.head_dim + shape.block) + 2 * (size_t)max_rows;
 }
 
 static worker_mem worker_at(const attn_scratch *s, int w)
@@ -59,7 +76,8 @@ static worker_mem worker_at(const attn_scratch *s, int w)
     worker_mem wm;
     wm.kt = p;
     wm.v = wm.kt + blk;
-    wm.s = wm.v + blk;
+    wm.q16 = wm.v + blk;
+    wm.s = wm.q16 + (size_t)TILE_ROWS * s->shape.head_dim;
     wm.m = wm.s + (size_t)TILE_ROWS * s->shape.block;
     wm.l = wm.m + (size_t)s->max_n * s->gqa;
     return wm;
@@ -226,6 +244,47 @@ static void scale_row(float *x, int n, float c)
         vec8_store(x + i, vec8_load(x + i) * vc);
 }
 
+/* The fp16 path's steps on an output row that holds fp16 values: x *= c
+ * (ggml_vec_scale_f16), x += v * c (ggml_vec_mad_f16), each rounded back
+ * to fp16. */
+static void scale_row_f16(float *x, int n, float c)
+{
+    f32x8 vc = vec8_splat(c);
+    for (int i = 0; i < n; i += 8)
+        vec8_store(x + i, vec8_round_f16(vec8_load(x + i) * vc));
+}
+
+static void mad_row_f16(float *x, const float *v, int n, float c)
+{
+    f32x8 vc = vec8_splat(c);
+    for (int i = 0; i < n; i += 8)
+        vec8_store(x + i, vec8_round_f16(vec8_fma(vec8_load(v + i), vc, vec8_load(x + i))));
+}
+
+/* The fp16 path's fold of one row's raw scores s[0, vc) with the values
+ * v [vc][hd] into its running max m, sum l and output out, a key at a
+ * time: a new max rescales what is there, any other key enters with
+ * weight e^(score - max). */
+static void fold_keys_f16(const float *s, int vc, float scale, const float *v, int hd, float *m,
+                          float *l, float *out)
+{
+    float mx = *m, sum = *l;
+    for (int t = 0; t < vc; t++) {
+        float x = s[t] * scale, ms = 1.0f, vs = 1.0f;
+        if (x > mx) {
+            ms = expf(mx - x);
+            mx = x;
+            scale_row_f16(out, hd, ms);
+        } else {
+            vs = expf(x - mx);
+        }
+        mad_row_f16(out, v + (size_t)t * hd, hd, vs);
+        sum = sum * ms + vs;
+    }
+    *m = mx;
+    *l = sum;
+}
+
 typedef struct job {
     attn_scratch *s;
     const kv_cache *kv;
@@ -233,6 +292,7 @@ typedef struct job {
     const float *q;
     int n, pos;
     float *out;
+    int fp16;     /* llama.cpp's fp16 arithmetic (see the top) */
     int splits;   /* row ranges per KV head */
     int tasks;    /* n_kv_heads * splits */
     int runners;  /* pool indices, one scratch each */
@@ -248,7 +308,9 @@ static size_t row_offset(const job *jb, int h, int r)
     return ((size_t)i * s->n_heads + qh) * s->shape.head_dim;
 }
 
-/* Rows [rt, rt + R) against block b (keys kt, values v) of KV head h. */
+/* Rows [rt, rt + R) against block b (keys kt, values v) of KV head h.
+ * The fp16 path scores its queries rounded to fp16 (the products are then
+ * exact; their sums round as the tile kernel's do). */
 static void fold_tile(const job *jb, const worker_mem *wm, int h, int r0, int rt, int R, int b)
 {
     const attn_scratch *s = jb->s;
@@ -260,6 +322,12 @@ static void fold_tile(const job *jb, const worker_mem *wm, int h, int r0, int rt
         qrow[t] = jb->q + off;
         orow[t] = jb->out + off;
         srow[t] = wm->s + (size_t)t * B;
+        if (jb->fp16) {
+            float *q16 = wm->q16 + (size_t)t * hd;
+            for (int d = 0; d < hd; d += 8)
+                vec8_store(q16 + d, vec8_round_f16(vec8_load(qrow[t] + d)));
+            qrow[t] = q16;
+        }
     }
     gemm(R, qrow, hd, wm->kt, B, B, srow, 0);
 
@@ -271,11 +339,17 @@ static void fold_tile(const job *jb, const worker_mem *wm, int h, int r0, int rt
         vc = vc > B ? B : vc;
         vc_max = vc > vc_max ? vc : vc_max;
         int lr = rt + t - r0;
-        float c = softmax_fold(srow[t], B, vc, scale, &wm->m[lr], &wm->l[lr]);
-        if (c != 1.0f)
-            scale_row(orow[t], hd, c);
+        if (jb->fp16) {
+            fold_keys_f16(srow[t], vc, scale, wm->v, hd, &wm->m[lr], &wm->l[lr], orow[t]);
+        } else {
+            float c = softmax_fold(srow[t], B, vc, scale, &wm->m[lr], &wm->l[lr]);
+            if (c != 1.0f)
+                scale_row(orow[t], hd, c);
+        }
     }
-    gemm(R, (const float *const *)srow, vc_max, wm->v, hd, hd, orow, 1);
+    /* The fp16 path has added the values already, a key at a time. */
+    if (!jb->fp16)
+        gemm(R, (const float *const *)srow, vc_max, wm->v, hd, hd, orow, 1);
 }
 
 /* Attention of rows [r0, r1) for KV head h. */
@@ -321,6 +395,7 @@ void attn_forward(attn_scratch *s, const kv_cache *kv, int layer, const float *q
 {
     assert(n >= 1 && n <= s->max_n);
     job jb = {.s = s, .kv = kv, .layer = layer, .q = q, .n = n, .pos = pos, .out = out};
+    jb.fp16 = kv_bits(kv) == 16 && n < FP16_BELOW;
     int heads = s->shape.n_kv_heads;
     /* With fewer KV heads than threads, split each head's rows too. */
     jb.splits = heads >= s->workers ? 1 : (s->workers + heads - 1) / heads;

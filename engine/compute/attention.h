@@ -4,6 +4,8 @@
  * a time, dequantized into a small scratch, and folded into running max,
  * sum and output accumulators. The full query x context score matrix is
  * never materialized: scratch depends on the chunk and block sizes only.
+ * With an fp16 cache, chunks of fewer than 64 positions round as
+ * llama.cpp's CPU flash attention does (attention.c says how).
  */
 #ifndef ATTENTION_H
 #define ATTENTION_H

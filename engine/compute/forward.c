@@ -29,7 +29,8 @@ struct fwd_stage {
     int first, last;
     int kv_dim;
     pool *pool;
-    float *inv_freq; /* [head_dim / 2] RoPE frequency of each pair; 0 past rope_dim */
+    float theta_scale;         /* RoPE: rope_base^(-2 / rope_dim), see rope_angles */
+    const float *rope_factors; /* Llama 3's divisor of each pair's angle, or NULL */
     void *mv_scratch; /* a decode product's quantized inputs */
 
     /* Activations for up to `cap` positions, grown to the largest chunk. */
@@ -64,13 +65,10 @@ int fwd_create(fwd_stage **out, const model *m, int first, int last, pool *pool,
         return -1;
     }
     fwd_stage *s = calloc(1, sizeof *s);
-    int pairs = c->head_dim / 2;
     int widest = c->hidden_dim > c->dim ? c->hidden_dim : c->dim;
-    if (s) {
-        s->inv_freq = malloc(pairs * sizeof(float));
+    if (s)
         s->mv_scratch = malloc(mv_scratch_bytes(widest));
-    }
-    if (!s || !s->inv_freq || !s->mv_scratch) {
+    if (!s || !s->mv_scratch) {
         fwd_free(s);
         snprintf(err, errlen, "out of memory creating the forward stage");
         return -1;
@@ -81,16 +79,8 @@ int fwd_create(fwd_stage **out, const model *m, int first, int last, pool *pool,
     s->last = last;
     s->kv_dim = c->n_kv_heads * c->head_dim;
     s->pool = pool;
-    /* llama2.c's and GGUF llama's convention: pair (2p, 2p+1) of a head
-     * turns at 1 / theta^(2p / rope_dim), divided by Llama 3's factor for
-     * the pair when the model has one; pairs past rope_dim do not turn. */
-    const float *factors = model_rope_freqs(m);
-    for (int p = 0; p < pairs; p++) {
-        float f = 0.0f;
-        if (2 * p < c->rope_dim)
-            f = 1.0f / powf(c->rope_base, (float)(2 * p) / (float)c->rope_dim);
-        s->inv_freq[p] = factors && 2 * p < c->rope_dim ? f / factors[p] : f;
-    }
+    s->theta_scale = powf(c->rope_base, -2.0f / (float)c->rope_dim);
+    s->rope_factors = model_rope_freqs(m);
     /* BLAS and the pool take turns on the same cores. */
     blas_set_threads(pool ? pool_threads(pool) : 1);
     *out = s;
@@ -105,7 +95,6 @@ void fwd_free(fwd_stage *s)
     free(s->acts);
     free(s->qg);
     free(s->mv_scratch);
-    free(s->inv_freq);
     free(s);
 }
 
@@ -365,15 +354,26 @@ static void rotate(float *vec, int n_heads, int head_dim, const float *cs, const
 
 /* The RoPE rotations of positions [pos, pos + n), once per step for all
  * layers. They are computed per position, so nothing grows with the
- * context. */
+ * context. llama2.c's and GGUF llama's convention: pair (2j, 2j+1) of a
+ * head at position p turns by p * rope_base^(-2j / rope_dim), divided by
+ * Llama 3's factor for the pair when the model has one; pairs past
+ * rope_dim do not turn. The angle is formed as ggml's rope forms it, by
+ * repeated float multiplication with theta_scale, so that it rounds the
+ * same. */
 static void rope_angles(fwd_stage *s, int pos, int n)
 {
-    int pairs = s->c.head_dim / 2;
+    int pairs = s->c.head_dim / 2, turning = s->c.rope_dim / 2;
     for (int i = 0; i < n; i++) {
-        float p = (float)(pos + i);
-        for (int j = 0; j < pairs; j++) {
-            s->rope_cos[(size_t)i * pairs + j] = cosf(p * s->inv_freq[j]);
-            s->rope_sin[(size_t)i * pairs + j] = sinf(p * s->inv_freq[j]);
+        float *cs = s->rope_cos + (size_t)i * pairs, *sn = s->rope_sin + (size_t)i * pairs;
+        float theta = (float)(pos + i);
+        for (int j = 0; j < turning; j++, theta *= s->theta_scale) {
+            float a = s->rope_factors ? theta / s->rope_factors[j] : theta;
+            cs[j] = cosf(a);
+            sn[j] = sinf(a);
+        }
+        for (int j = turning; j < pairs; j++) {
+            cs[j] = 1.0f;
+            sn[j] = 0.0f;
         }
     }
 }

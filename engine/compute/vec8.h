@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef __FMA__
+#if defined(__FMA__) || defined(__F16C__)
 #include <immintrin.h>
 #endif
 
@@ -43,6 +43,20 @@ static inline f32x8 vec8_fma(f32x8 a, f32x8 b, f32x8 c)
     return (f32x8)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #else
     return a * b + c;
+#endif
+}
+
+/* x rounded to the nearest fp16 value (ties to even), as storing it in
+ * an fp16 buffer and loading it back would: F16C's conversions, as ggml's
+ * fp16 vectors use them. */
+static inline f32x8 vec8_round_f16(f32x8 x)
+{
+#ifdef __F16C__
+    return (f32x8)_mm256_cvtph_ps(_mm256_cvtps_ph((__m256)x, _MM_FROUND_TO_NEAREST_INT));
+#else
+    for (int i = 0; i < 8; i++)
+        x[i] = (float)(_Float16)x[i];
+    return x;
 #endif
 }
 

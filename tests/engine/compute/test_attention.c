@@ -1,6 +1,8 @@
 /* test_attention.c: tiled attention equals a naive full-softmax reference
  * over the (dequantized) cache, for every head size, GQA ratio, chunk and
- * block size, with and without threads. */
+ * block size, with and without threads; with an fp16 cache and a chunk of
+ * fewer than 64 positions, it equals a scalar model of llama.cpp's
+ * arithmetic instead. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -80,7 +82,55 @@ static void naive(const setup *c, const float *q, const float *k, const float *v
     free(w);
 }
 
-/* Runs one case; returns max |tiled - naive| / max |naive|. */
+static float fp16(float x)
+{
+    return (float)(_Float16)x;
+}
+
+/* What llama.cpp's CPU flash attention computes for chunks of fewer than
+ * 64 positions over an fp16 cache (attention.c): the query rounded to
+ * fp16, keys folded one at a time into an output held in fp16. Scores sum
+ * in attention.c's order, so that the roundings to fp16 land the same. */
+static void naive_fp16(const setup *c, const float *q, const float *k, const float *v, float *out)
+{
+    int hd = c->head_dim, heads = c->n_kv_heads * c->gqa, row = c->n_kv_heads * hd;
+    float *q16 = malloc(sizeof(float) * hd), *acc = malloc(sizeof(float) * hd);
+    cr_assert(q16 && acc);
+    for (int i = 0; i < c->n; i++)
+        for (int qh = 0; qh < heads; qh++) {
+            const float *qv = q + ((size_t)i * heads + qh) * hd;
+            int h = qh / c->gqa, last = c->pos + i;
+            for (int d = 0; d < hd; d++) {
+                q16[d] = fp16(qv[d]);
+                acc[d] = 0.0f;
+            }
+            float mx = -INFINITY, sum = 0.0f;
+            for (int j = 0; j <= last; j++) {
+                const float *kj = k + (size_t)j * row + h * hd, *vj = v + (size_t)j * row + h * hd;
+                float dot = 0.0f;
+                for (int d = 0; d < hd; d++)
+                    dot = fmaf(q16[d], kj[d], dot);
+                float x = dot * (1.0f / sqrtf((float)hd)), ms = 1.0f, vs = 1.0f;
+                if (x > mx) {
+                    ms = expf(mx - x);
+                    mx = x;
+                    for (int d = 0; d < hd; d++)
+                        acc[d] = fp16(acc[d] * ms);
+                } else {
+                    vs = expf(x - mx);
+                }
+                for (int d = 0; d < hd; d++)
+                    acc[d] = fp16(fmaf(vj[d], vs, acc[d]));
+                sum = sum * ms + vs;
+            }
+            for (int d = 0; d < hd; d++)
+                out[((size_t)i * heads + qh) * hd + d] = acc[d] * (1.0f / sum);
+        }
+    free(q16);
+    free(acc);
+}
+
+/* Runs one case; returns max |tiled - reference| / max |reference|. */
 static double run_case(const setup *c, pool *pl)
 {
     char err[256];
@@ -117,7 +167,10 @@ static double run_case(const setup *c, pool *pl)
     attn_forward(sc, kv, LAYER, q, c->n, c->pos, out);
 
     read_layer(kv, LAYER, ctx, k, v);
-    naive(c, q, k, v, ref);
+    if (c->bits == 16 && c->n < 64)
+        naive_fp16(c, q, k, v, ref);
+    else
+        naive(c, q, k, v, ref);
     double diff = 0, mag = 0;
     for (size_t i = 0; i < qn; i++) {
         double d = fabs((double)out[i] - ref[i]), m = fabs((double)ref[i]);

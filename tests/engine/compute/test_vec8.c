@@ -1,5 +1,6 @@
 /* test_vec8.c: the vector exp and silu of the hot loops stay within a
- * few ulp of a double-precision reference over their whole range. */
+ * few ulp of a double-precision reference over their whole range; the
+ * fp16 rounding is the C conversion's. */
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
@@ -49,4 +50,22 @@ Test(vec8, silu_within_three_ulp)
                   "silu(%g) = %g", ends[t], y[t]);
     cr_assert(y[4] == 0.0f && y[5] == 0.0f, "silu(+-0) = %g, %g", y[4], y[5]);
     cr_assert(isnan(y[6]) && isnan(y[7]), "silu(NaN) = %g, %g", y[6], y[7]);
+}
+
+static void check_round_f16(f32x8 v)
+{
+    f32x8 r = vec8_round_f16(v);
+    for (int t = 0; t < 8; t++)
+        cr_assert(r[t] == (float)(_Float16)v[t], "round_f16(%.9g) = %.9g, expected %.9g", v[t],
+                  r[t], (float)(_Float16)v[t]);
+}
+
+/* Ties go to even, overflow to infinity, tiny values to fp16 subnormals:
+ * every lane as the scalar conversion rounds it. */
+Test(vec8, round_f16_as_the_conversion)
+{
+    for (float x = -70000.0f; x <= 70000.0f; x += 8 * 0.37f)
+        check_round_f16(lanes_from(x, 0.37f));
+    check_round_f16((f32x8){1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, -2049.0f, 65519.0f, 65520.0f,
+                            0x1p-25f, 3 * 0x1p-26f, -1e-9f});
 }
