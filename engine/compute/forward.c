@@ -81,8 +81,8 @@ int fwd_create(fwd_stage **out, const model *m, int first, int last, pool *pool,
     s->pool = pool;
     s->theta_scale = powf(c->rope_base, -2.0f / (float)c->rope_dim);
     s->rope_factors = model_rope_freqs(m);
-    /* BLAS and the pool take turns on the same cores. */
-    blas_set_threads(pool ? pool_threads(pool) : 1);
+    /* sgemm runs inside the pool's tasks, one call a thread (qgemm.c). */
+    blas_set_threads(1);
     *out = s;
     return 0;
 }
@@ -144,15 +144,16 @@ static size_t max_size(size_t a, size_t b)
  * stage's matrices needs (the classifier too, for fwd_step_logits). */
 static size_t qg_floats_for(const fwd_stage *s, int n)
 {
+    int workers = s->pool ? pool_threads(s->pool) : 1;
     size_t most = 0;
     for (int l = s->first; l < s->last; l++) {
         const layer_weights *w = model_layer(s->m, l);
         const wmat *mats[] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3};
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
-            most = max_size(most, qg_scratch_floats(mats[i], n));
+            most = max_size(most, qg_scratch_floats(mats[i], n, workers));
     }
     if (fwd_is_tail(s))
-        most = max_size(most, qg_scratch_floats(model_classifier(s->m), n));
+        most = max_size(most, qg_scratch_floats(model_classifier(s->m), n, workers));
     return most;
 }
 
@@ -336,8 +337,7 @@ static void matmul(fwd_stage *s, const float *x, int n, int cols, const mv_out *
         mv_multiply(s->pool, x, cols, outs, n_outs, s->mv_scratch);
         return;
     }
-    for (int k = 0; k < n_outs; k++)
-        qg_multiply(s->pool, outs[k].w, x, n, outs[k].y, s->qg);
+    qg_multiply(s->pool, x, n, cols, outs, n_outs, s->qg);
 }
 
 static void rotate(float *vec, int n_heads, int head_dim, const float *cs, const float *sn)

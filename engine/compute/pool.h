@@ -1,9 +1,8 @@
 /* pool.h: a fixed set of worker threads that run one parallel-for at a time.
  *
- * The engine's own threads (attention over KV heads) and OpenBLAS's threads
- * never run at the same time: a forward step alternates between BLAS calls
- * and pool_run() calls, and both use the same thread count, so the cores
- * are never oversubscribed.
+ * They are the only compute threads of a forward pass: OpenBLAS runs
+ * single-threaded inside the pool's tasks (qgemm.c), so the cores are
+ * never oversubscribed.
  */
 #ifndef POOL_H
 #define POOL_H
