@@ -65,7 +65,7 @@ typedef struct qg_job {
 /* [*lo, *hi) of a range of `count` split `parts` ways, aligned to align. */
 static void share_of(int count, int parts, int part, int align, int *lo, int *hi)
 {
-    int per = (count / parts + align - 1) / align * align;
+    int per = ((count + parts - 1) / parts + align - 1) / align * align;
     *lo = part * per < count ? part * per : count;
     *hi = *lo + per < count ? *lo + per : count;
 }

@@ -10,6 +10,7 @@
 
 #include "engine/compute/qblock.h"
 #include "engine/compute/qblock_int.h"
+#include "engine/compute/qgemm.h"
 #include "engine/model/gguf.h"
 #include "engine/model/wtype.h"
 
@@ -522,4 +523,73 @@ Test(qblock, gemv_on_llama_cpp_tensors)
         }
         gguf_close(f);
     }
+}
+
+/* ---- prefill products (qgemm.c) ---- */
+
+/* A rows x n matrix of `type` with random rows. */
+static void *random_matrix(uint32_t type, int rows, int64_t n, wmat *w)
+{
+    size_t rb = wtype_row_bytes(type, (uint64_t)n);
+    uint8_t *data = xmalloc((size_t)rows * rb);
+    for (int r = 0; r < rows; r++) {
+        float *wx = gauss_vec(n, 0.1f);
+        cr_assert_eq(qb_quantize_row(type, wx, data + r * rb, n), 0);
+        free(wx);
+    }
+    *w = (wmat){.type = type, .data = data, .rows = rows, .cols = (int)n, .row_bytes = rb};
+    return data;
+}
+
+/* Every position's product with every matrix of a group is the decode
+ * kernels' (x rounded to the activation type, then the dot), up to float
+ * summation order: for any number of positions and threads, and matrices
+ * whose activation types differ within the group. */
+Test(qblock, qgemm_matches_the_decode_kernels)
+{
+    const int64_t cols = 256;
+    const uint32_t types[] = {WT_Q8_0, WT_Q4_0, WT_Q4_K, WT_F16, WT_F32};
+    const int rows[] = {17, 5, 40, 33, 9};
+    enum { K = sizeof types / sizeof types[0], N_MAX = 9 };
+    wmat w[K];
+    void *data[K];
+    for (int k = 0; k < K; k++)
+        data[k] = random_matrix(types[k], rows[k], cols, &w[k]);
+    float *x = gauss_vec(N_MAX * cols, 1.0f);
+    for (int threads = 1; threads <= 3; threads++) {
+        pool *p;
+        char err[128];
+        cr_assert_eq(pool_create(&p, threads, err, sizeof err), 0, "%s", err);
+        for (int n = 1; n <= N_MAX; n += 2) {
+            size_t floats = 0;
+            mv_out outs[K];
+            for (int k = 0; k < K; k++) {
+                size_t f = qg_scratch_floats(&w[k], n, threads);
+                floats = f > floats ? f : floats;
+                outs[k] = (mv_out){.w = &w[k], .y = xmalloc((size_t)n * rows[k] * sizeof(float))};
+            }
+            float *scratch = xmalloc(floats * sizeof(float) + 1);
+            qg_multiply(p, x, n, (int)cols, outs, K, scratch);
+            for (int k = 0; k < K; k++) {
+                for (int i = 0; i < n; i++) {
+                    void *xa = act(types[k], x + i * cols, cols);
+                    for (int r = 0; r < rows[k]; r++) {
+                        const void *row = (const uint8_t *)data[k] + r * w[k].row_bytes;
+                        char what[96];
+                        snprintf(what, sizeof what, "%s threads=%d n=%d position %d row %d",
+                                 wtype_name(types[k]), threads, n, i, r);
+                        assert_close(outs[k].y[i * rows[k] + r], qb_dot_ref(types[k], row, xa, cols),
+                                     abs_dot(types[k], row, xa, cols), what);
+                    }
+                    free(xa);
+                }
+                free(outs[k].y);
+            }
+            free(scratch);
+        }
+        pool_free(p);
+    }
+    free(x);
+    for (int k = 0; k < K; k++)
+        free(data[k]);
 }
