@@ -114,7 +114,8 @@ _inferd() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]} words=()
     COMPREPLY=()
     case $prev in
-    --model | --tokenizer | --log | --pidfile | --curve-secret | --api-key | --flags | --out)
+    --model | --tokenizer | --log | --pidfile | --curve-secret | --api-key | --flags | --out | \
+        --logits | --curve-key | --curve-server-key)
         COMPREPLY=($(compgen -f -- "$cur"))
         return
         ;;

@@ -5,15 +5,19 @@
  * The prompt goes through in chunks of --prefill-step positions, the same
  * path `generate` and `serve` prefill with; each chunk's logits are
  * written out before the next, so memory holds one chunk's, not the
- * prompt's. */
+ * prompt's. With --control the pass runs on a node instead (a single node
+ * or the head of a ring, PROTOCOL.md "eval"), which answers chunk by chunk;
+ * both paths print and write through the same functions, so that the same
+ * arithmetic gives the same bytes. */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
 #include "commands.h"
+#include "engine/compute/sampler.h"
+#include "engine/proto/client.h"
 #include "local.h"
 
 typedef struct eval_options {
@@ -25,6 +29,11 @@ typedef struct eval_options {
     int kv_bits;
     int prefill_step;
     int threads;
+    const char *local_flag; /* the last flag given that only a local run takes */
+    const char *control;    /* a node's control endpoint: run there */
+    int timeout_ms;
+    const char *curve_key;        /* with CURVE: this client's key pair */
+    const char *curve_server_key; /* and the node's public key */
 } eval_options;
 
 enum {
@@ -36,6 +45,10 @@ enum {
     OPT_KV_BITS,
     OPT_PREFILL_STEP,
     OPT_THREADS,
+    OPT_CONTROL,
+    OPT_TIMEOUT,
+    OPT_CURVE_KEY,
+    OPT_CURVE_SERVER_KEY,
     OPT_HELP,
 };
 
@@ -48,6 +61,10 @@ static const struct option long_options[] = {
     {"kv-bits", required_argument, NULL, OPT_KV_BITS},
     {"prefill-step", required_argument, NULL, OPT_PREFILL_STEP},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"control", required_argument, NULL, OPT_CONTROL},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"curve-key", required_argument, NULL, OPT_CURVE_KEY},
+    {"curve-server-key", required_argument, NULL, OPT_CURVE_SERVER_KEY},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -55,10 +72,12 @@ static const struct option long_options[] = {
 static void usage(FILE *out)
 {
     fprintf(out, "usage: inferd eval (--prompt TEXT | --tokens IDS) [OPTIONS]\n"
+                 "       inferd eval --control EP (--prompt TEXT | --tokens IDS) [--logits FILE]\n"
+                 "                   [--timeout MS] [--curve-key FILE --curve-server-key FILE]\n"
                  "\n"
                  "Runs a prompt through the model teacher-forced and prints, for every\n"
                  "position, its token, the most likely next token and that token's\n"
-                 "log-probability.\n"
+                 "log-probability. Locally, or on a running node with --control.\n"
                  "\n"
                  "  --prompt TEXT        the text, tokenized with BOS first\n"
                  "  --tokens IDS         token ids instead, separated by spaces or commas\n"
@@ -71,6 +90,13 @@ static void usage(FILE *out)
                  "  --kv-bits B          KV cache precision: 32, 16, 8 or 4 (default 16)\n"
                  "  --prefill-step N     positions per chunk (default 512)\n"
                  "  --threads N          compute threads (default: online CPUs)\n"
+                 "  --control EP         run on the node at this control endpoint (a single\n"
+                 "                       node or a ring's head), with its model and settings\n"
+                 "  --timeout MS         with --control: the longest wait for the node's next\n"
+                 "                       reply (default 60000)\n"
+                 "  --curve-key FILE     with --control: this client's key pair (inferd\n"
+                 "                       keygen's .key), for a node with CURVE\n"
+                 "  --curve-server-key FILE  and the node's public key (its .pub)\n"
                  "  --help               this text\n");
 }
 
@@ -81,9 +107,11 @@ static int take_option(void *ctx, int opt, const char *arg)
     eval_options *o = ctx;
     switch (opt) {
     case OPT_MODEL:
+        o->local_flag = "--model";
         o->model = arg;
         return 0;
     case OPT_TOKENIZER:
+        o->local_flag = "--tokenizer";
         o->tokenizer = arg;
         return 0;
     case OPT_PROMPT:
@@ -96,11 +124,25 @@ static int take_option(void *ctx, int opt, const char *arg)
         o->logits = arg;
         return 0;
     case OPT_KV_BITS:
+        o->local_flag = "--kv-bits";
         return args_kv_bits(&spec, opt, arg, &o->kv_bits);
     case OPT_PREFILL_STEP:
+        o->local_flag = "--prefill-step";
         return args_int(&spec, opt, arg, 1, 1 << 20, &o->prefill_step);
     case OPT_THREADS:
+        o->local_flag = "--threads";
         return args_int(&spec, opt, arg, 1, 1024, &o->threads);
+    case OPT_CONTROL:
+        o->control = arg;
+        return 0;
+    case OPT_TIMEOUT:
+        return args_int(&spec, opt, arg, 1, 86400000, &o->timeout_ms);
+    case OPT_CURVE_KEY:
+        o->curve_key = arg;
+        return 0;
+    case OPT_CURVE_SERVER_KEY:
+        o->curve_server_key = arg;
+        return 0;
     }
     return -1;
 }
@@ -113,6 +155,32 @@ static const args_spec spec = {
     .take = take_option,
 };
 
+/* The flags of a run on a node and of a local run do not mix: the node
+ * runs its own model with its own settings. */
+static int check_mode(const eval_options *o)
+{
+    const char *remote_flag = o->timeout_ms         ? "--timeout"
+                              : o->curve_key        ? "--curve-key"
+                              : o->curve_server_key ? "--curve-server-key"
+                                                    : NULL;
+    if (o->control && o->local_flag) {
+        fprintf(stderr,
+                "inferd eval: %s is for a local run; with --control the node's model "
+                "and settings are used\n",
+                o->local_flag);
+        return -1;
+    }
+    if (!o->control && remote_flag) {
+        fprintf(stderr, "inferd eval: %s goes with --control EP\n", remote_flag);
+        return -1;
+    }
+    if (!o->curve_key != !o->curve_server_key) {
+        fprintf(stderr, "inferd eval: --curve-key and --curve-server-key go together\n");
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_options(int argc, char **argv, eval_options *o)
 {
     *o = (eval_options){.kv_bits = 16, .prefill_step = 512, .threads = args_default_threads()};
@@ -123,7 +191,7 @@ static int parse_options(int argc, char **argv, eval_options *o)
         fprintf(stderr, "inferd eval: give one of --prompt TEXT and --tokens IDS (see --help)\n");
         return -1;
     }
-    return 0;
+    return check_mode(o);
 }
 
 /* "1 403, 407": ids separated by spaces or commas, each in [0, vocab). */
@@ -157,59 +225,210 @@ static int parse_ids(const char *text, int vocab, int **ids, int *n, char *err, 
     return 0;
 }
 
-/* The most likely token of one position's logits and its log-probability. */
-static void top1(const float *logits, int vocab, int *id, double *logprob)
+/* ---- output: the same lines and bytes from either path ------------------ */
+
+/* Where results go: the lines on stdout, the logits to --logits. */
+typedef struct eval_out {
+    const char *path; /* --logits, or NULL */
+    FILE *file;
+} eval_out;
+
+static int out_open(eval_out *out, const char *path, char *err, size_t errlen)
 {
-    int best = 0;
-    double max = logits[0];
-    for (int v = 1; v < vocab; v++)
-        if (logits[v] > max)
-            max = logits[best = v];
-    double sum = 0.0;
-    for (int v = 0; v < vocab; v++)
-        sum += exp((double)logits[v] - max);
-    *id = best;
-    *logprob = -log(sum);
+    *out = (eval_out){.path = path};
+    if (path && !(out->file = fopen(path, "wb"))) {
+        snprintf(err, errlen, "--logits %s: cannot create the file", path);
+        return -1;
+    }
+    printf("pos token top1 logprob\n");
+    return 0;
 }
 
-static int run(local *l, const eval_options *o, const int *ids, int n, char *err, size_t errlen)
+/* One chunk: a line per position from pos on, and its logits [n][vocab]
+ * when a file wants them. */
+static int out_chunk(eval_out *out, int pos, const proto_eval_row *rows, int n, const float *logits,
+                     int vocab, char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++)
+        printf("%d %d %d %.6f\n", pos + i, rows[i].token, rows[i].top1, rows[i].logprob);
+    size_t count = (size_t)n * (size_t)vocab;
+    if (out->file && fwrite(logits, sizeof *logits, count, out->file) != count) {
+        snprintf(err, errlen, "--logits %s: write failed", out->path);
+        return -1;
+    }
+    return 0;
+}
+
+/* rc: how the run went; returns it, or -1 when the file fails to close. */
+static int out_close(eval_out *out, int rc, char *err, size_t errlen)
+{
+    if (out->file && fclose(out->file) != 0 && rc == 0) {
+        snprintf(err, errlen, "--logits %s: write failed", out->path);
+        rc = -1;
+    }
+    out->file = NULL;
+    return rc;
+}
+
+/* ---- a local run -------------------------------------------------------- */
+
+static int run_local(local *l, const eval_options *o, const int *ids, int n, char *err,
+                     size_t errlen)
 {
     int vocab = model_config_of(l->m)->vocab_size;
     int chunk = n < o->prefill_step ? n : o->prefill_step;
     float *logits = malloc((size_t)chunk * vocab * sizeof *logits);
-    FILE *out = o->logits ? fopen(o->logits, "wb") : NULL;
+    proto_eval_row *rows = malloc((size_t)chunk * sizeof *rows);
+    eval_out out = {0};
     int rc = -1;
-    if (!logits) {
+    if (!logits || !rows) {
         snprintf(err, errlen, "out of memory for %d positions of logits", chunk);
         goto done;
     }
-    if (o->logits && !out) {
-        snprintf(err, errlen, "--logits %s: cannot create the file", o->logits);
+    if (out_open(&out, o->logits, err, errlen) != 0)
         goto done;
-    }
-    printf("pos token top1 logprob\n");
     for (int start = 0; start < n; start += chunk) {
         int len = n - start < chunk ? n - start : chunk;
         if (fwd_step_logits(l->fwd, l->kv, ids + start, NULL, len, logits, NULL, err, errlen) != 0)
             goto done;
         for (int i = 0; i < len; i++) {
-            int best;
-            double lp;
-            top1(logits + (size_t)i * vocab, vocab, &best, &lp);
-            printf("%d %d %d %.6f\n", start + i, ids[start + i], best, lp);
+            rows[i].token = ids[start + i];
+            sampler_top1(logits + (size_t)i * vocab, vocab, &rows[i].top1, &rows[i].logprob);
         }
-        if (out && fwrite(logits, sizeof *logits, (size_t)len * vocab, out) != (size_t)len * vocab) {
-            snprintf(err, errlen, "--logits %s: write failed", o->logits);
+        if (out_chunk(&out, start, rows, len, logits, vocab, err, errlen) != 0)
             goto done;
-        }
     }
     rc = 0;
 done:
-    if (out && fclose(out) != 0 && rc == 0) {
-        snprintf(err, errlen, "--logits %s: write failed", o->logits);
+    rc = out_close(&out, rc, err, errlen);
+    free(rows);
+    free(logits);
+    return rc;
+}
+
+static int eval_local(const eval_options *o, char *err, size_t errlen)
+{
+    local l = {0};
+    int *ids = NULL, n = 0;
+    int rc = local_open(&l, o->model, o->tokenizer, o->threads, o->kv_bits, err, errlen);
+    if (rc == 0 && o->tokens) {
+        rc = parse_ids(o->tokens, model_config_of(l.m)->vocab_size, &ids, &n, err, errlen);
+    } else if (rc == 0) {
+        ids = malloc(tok_max_tokens(strlen(o->prompt)) * sizeof *ids);
+        n = ids ? tok_encode(l.tok, o->prompt, 1, ids) : -1;
+        if (n < 0) {
+            snprintf(err, errlen, "out of memory encoding the prompt");
+            rc = -1;
+        }
+    }
+    if (rc == 0)
+        rc = run_local(&l, o, ids, n, err, errlen);
+    free(ids);
+    local_close(&l);
+    return rc;
+}
+
+/* ---- a run on a node ---------------------------------------------------- */
+
+static int connect_node(client **c, const eval_options *o, char *err, size_t errlen)
+{
+    if (!o->curve_key)
+        return client_open(c, NULL, o->control, NULL, err, errlen);
+    client_curve cc;
+    curve_keypair server;
+    if (curve_keypair_load(o->curve_key, 1, &cc.keys, err, errlen) != 0 ||
+        curve_keypair_load(o->curve_server_key, 0, &server, err, errlen) != 0)
+        return -1;
+    snprintf(cc.server_public, sizeof cc.server_public, "%s", server.public_key);
+    return client_open(c, NULL, o->control, &cc, err, errlen);
+}
+
+/* The eval request's fields: the prompt input, and "logits" when a file
+ * wants them. The node checks ids against its vocabulary. */
+static json_t *eval_args(const eval_options *o, char *err, size_t errlen)
+{
+    json_t *args = json_object();
+    if (o->logits)
+        json_object_set_new(args, "logits", json_true());
+    if (o->prompt) {
+        json_object_set_new(args, "prompt", json_string(o->prompt));
+        return args;
+    }
+    int *ids, n;
+    if (parse_ids(o->tokens, PROTO_TOKEN_ID_MAX + 1, &ids, &n, err, errlen) != 0) {
+        free(ids);
+        json_decref(args);
+        return NULL;
+    }
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(ids[i]));
+    json_object_set_new(args, "tokens", a);
+    free(ids);
+    return args;
+}
+
+/* One reply frame of the request: a chunk goes out, the final frame ends
+ * the run (1), or says why it failed. Chunks come in order; a gap means
+ * frames were lost. */
+static int take_reply(eval_out *out, const proto_reply *r, int *next, char *err, size_t errlen)
+{
+    if (r->done && !r->ok) {
+        snprintf(err, errlen, "%s: %.400s", r->code, r->message);
+        return -1;
+    }
+    if (r->done)
+        return 1;
+    int pos, n, vocab;
+    proto_eval_row *rows;
+    int got = proto_eval_decode(r, &pos, &rows, &n, &vocab, err, errlen);
+    if (got <= 0) {
+        if (got == 0)
+            snprintf(err, errlen, "the node sent a frame that is not an eval chunk");
+        return -1;
+    }
+    int rc = 0;
+    if (pos != *next || (out->file && vocab == 0)) {
+        snprintf(err, errlen, "the node sent positions from %d%s, expected %d", pos,
+                 vocab ? "" : " without logits", *next);
         rc = -1;
     }
-    free(logits);
+    if (rc == 0)
+        rc = out_chunk(out, pos, rows, n, r->data, vocab, err, errlen);
+    *next += n;
+    free(rows);
+    return rc;
+}
+
+static int eval_remote(const eval_options *o, char *err, size_t errlen)
+{
+    client *c = NULL;
+    char id[PROTO_ID_MAX + 1];
+    eval_out out = {0};
+    json_t *args = eval_args(o, err, errlen);
+    int rc = args ? connect_node(&c, o, err, errlen) : -1;
+    if (rc == 0)
+        rc = client_send(c, "eval", args, id, sizeof id, err, errlen);
+    json_decref(args);
+    if (rc == 0)
+        rc = out_open(&out, o->logits, err, errlen);
+    for (int next = 0, state = 0; rc == 0 && state == 0;) {
+        proto_reply r;
+        int got = client_recv(c, &r, o->timeout_ms, err, errlen);
+        if (got == 0)
+            snprintf(err, errlen, "%s: no reply for %d ms", o->control, o->timeout_ms);
+        if (got <= 0) {
+            rc = -1;
+            break;
+        }
+        if (strcmp(r.id, id) == 0) {
+            state = take_reply(&out, &r, &next, err, errlen);
+            rc = state < 0 ? -1 : 0;
+        }
+        proto_reply_free(&r);
+    }
+    rc = out_close(&out, rc, err, errlen);
+    client_close(c);
     return rc;
 }
 
@@ -219,25 +438,11 @@ int cmd_eval(int argc, char **argv)
     int rc = parse_options(argc, argv, &o);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
+    if (o.control && !o.timeout_ms)
+        o.timeout_ms = 60000;
     char err[512];
-    local l = {0};
-    int *ids = NULL, n = 0;
-    rc = local_open(&l, o.model, o.tokenizer, o.threads, o.kv_bits, err, sizeof err);
-    if (rc == 0 && o.tokens) {
-        rc = parse_ids(o.tokens, model_config_of(l.m)->vocab_size, &ids, &n, err, sizeof err);
-    } else if (rc == 0) {
-        ids = malloc(tok_max_tokens(strlen(o.prompt)) * sizeof *ids);
-        n = ids ? tok_encode(l.tok, o.prompt, 1, ids) : -1;
-        if (n < 0) {
-            snprintf(err, sizeof err, "out of memory encoding the prompt");
-            rc = -1;
-        }
-    }
-    if (rc == 0)
-        rc = run(&l, &o, ids, n, err, sizeof err);
+    rc = o.control ? eval_remote(&o, err, sizeof err) : eval_local(&o, err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "inferd eval: %s\n", err);
-    free(ids);
-    local_close(&l);
     return rc == 0 ? 0 : 1;
 }

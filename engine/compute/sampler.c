@@ -161,3 +161,17 @@ int sampler_sample(sampler *s, float *logits)
         return sample_mult(logits, n, coin);
     return sample_topp(logits, n, s->top_p, s->candidates, coin);
 }
+
+void sampler_top1(const float *logits, int vocab, int *id, double *logprob)
+{
+    int best = 0;
+    double max = logits[0];
+    for (int v = 1; v < vocab; v++)
+        if (logits[v] > max)
+            max = logits[best = v];
+    double sum = 0.0;
+    for (int v = 0; v < vocab; v++)
+        sum += exp((double)logits[v] - max);
+    *id = best;
+    *logprob = -log(sum);
+}

@@ -23,4 +23,10 @@ void sampler_free(sampler *s);
 /* The next token; logits [vocab_size] are overwritten (probabilities). */
 int sampler_sample(sampler *s, float *logits);
 
+/* The most likely token of one position's logits [vocab] (the lowest id on
+ * ties, as greedy sampling picks) and its log-probability under the
+ * softmax, summed in double: what `inferd eval` reports per position, on
+ * the node and locally alike, so that both print the same digits. */
+void sampler_top1(const float *logits, int vocab, int *id, double *logprob);
+
 #endif

@@ -159,6 +159,7 @@ static void job_free(job *j)
     proto_request_free(&j->req);
     free(j->ids);
     free(j->chunk);
+    free(j->logits);
     free(j);
 }
 
@@ -248,13 +249,13 @@ static int known_prompt(const proto_generate_args *g)
     }
 }
 
-void head_generate(node *nd, const peer *from, proto_request *req)
+void head_enqueue(node *nd, const peer *from, proto_request *req)
 {
     if (!nd->head) {
         node_reply_error(nd, from, req->id, PROTO_E_BUSY,
-                         "this node holds layers %d:%d, not the head of the ring: send generate "
+                         "this node holds layers %d:%d, not the head of the ring: send %s "
                          "to the stage whose layers start at 0",
-                         fwd_first(nd->fwd), fwd_last(nd->fwd));
+                         fwd_first(nd->fwd), fwd_last(nd->fwd), proto_op_name(req->op));
         proto_request_free(req);
         return;
     }
@@ -385,6 +386,14 @@ static json_t *head_members_json(const node *nd)
     return a;
 }
 
+/* What the request's steps hold for logits (stage_admit counts it). */
+static stage_eval job_eval(const job *j)
+{
+    if (j->req.op != PROTO_OP_EVAL)
+        return STAGE_EVAL_NONE;
+    return j->req.eval_logits ? STAGE_EVAL_RAW : STAGE_EVAL;
+}
+
 /* The context the request may reach: what the admission rounds check. */
 static int job_ctx(const job *j)
 {
@@ -450,7 +459,8 @@ static void job_admit(node *nd, job *j)
     json_t *evicted = json_array();
     stage_admission a;
     int most = nd->prefill_step == PROTO_PREFILL_AUTO ? PF_AUTO_MAX : nd->prefill_step;
-    stage_admit(nd, g->session, pos0, job_ctx(j), j->n_ids < most ? j->n_ids : most, evicted, &a);
+    stage_admit(nd, g->session, pos0, job_ctx(j), j->n_ids < most ? j->n_ids : most, job_eval(j),
+                evicted, &a);
     if (a.code != PROTO_OK) {
         json_decref(evicted);
         job_fail(nd, 0, a.code, "%s", a.message);
@@ -470,6 +480,8 @@ static void job_admit(node *nd, job *j)
     json_object_set_new(o, "pos", json_integer(pos0));
     json_object_set_new(o, "ctx", json_integer(job_ctx(j)));
     json_object_set_new(o, "chunk", json_integer(j->max_chunk));
+    if (job_eval(j) != STAGE_EVAL_NONE)
+        json_object_set_new(o, "eval", json_true());
     json_object_set_new(o, "drop", evicted);
     json_object_set_new(o, "stages", json_pack("[o]", me));
     head_send(nd, RING_PREPARE, j->op, o);
@@ -705,6 +717,55 @@ static void step_done(node *nd, job *j, int token, double down_ms)
     }
 }
 
+/* One eval step's results to the client: every position's token, most
+ * likely next token and its log-probability, and the logits themselves as
+ * a second frame when the client asked for them. Returns -1 after failing
+ * the job. */
+static int eval_reply(node *nd, job *j, const float *logits)
+{
+    int n = j->step_n, vocab = nd->cfg->vocab_size;
+    proto_eval_row *rows = malloc((size_t)n * sizeof *rows);
+    if (!rows) {
+        job_fail(nd, 0, PROTO_E_INTERNAL, "out of memory for %d eval rows", n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        rows[i].token = j->chunk[i];
+        sampler_top1(logits + (size_t)i * vocab, vocab, &rows[i].top1, &rows[i].logprob);
+    }
+    int raw = j->req.eval_logits;
+    node_reply_with(nd, &j->from,
+                    proto_reply_eval(j->req.id, j->step_pos, rows, n, raw ? vocab : 0),
+                    raw ? logits : NULL, (size_t)n * (size_t)vocab * sizeof *logits);
+    free(rows);
+    return 0;
+}
+
+/* An eval step on a single node: every position's logits, into the job's
+ * buffer of one chunk (admission counted it). */
+static void eval_step_local(node *nd, job *j)
+{
+    size_t want = (size_t)j->step_n * (size_t)nd->cfg->vocab_size;
+    if (want > j->logits_cap) {
+        /* The old rows are never read again: no realloc copy. */
+        free(j->logits);
+        j->logits_cap = 0;
+        if (!(j->logits = malloc(want * sizeof *j->logits))) {
+            job_fail(nd, 0, PROTO_E_INTERNAL, "out of memory for the logits of %d positions",
+                     j->step_n);
+            return;
+        }
+        j->logits_cap = want;
+    }
+    proto_error e;
+    if (stage_forward_logits(nd, j->chunk, NULL, j->step_n, j->logits, &j->step_st, &e) != 0) {
+        job_finish(nd, 0, &e);
+        return;
+    }
+    if (eval_reply(nd, j, j->logits) == 0)
+        step_done(nd, j, -1, 0.0);
+}
+
 static void job_step(node *nd, job *j)
 {
     int remaining = j->n_ids - j->fed;
@@ -728,12 +789,17 @@ static void job_step(node *nd, job *j)
         tokens = j->chunk;
     }
     int sample = decode || (n == remaining && j->req.generate.max_tokens > 0);
+    int eval = j->req.op == PROTO_OP_EVAL; /* prefill steps only: max_tokens is 0 */
     j->step_n = n;
     j->step_pos = pos;
     j->step_chunk = chunk;
     j->step_decode = decode;
     j->step_t0 = clock_ms();
     proto_error e;
+    if (!nd->ring && eval) {
+        eval_step_local(nd, j);
+        return;
+    }
     if (!nd->ring) {
         if (stage_forward(nd, tokens, NULL, n, NULL, sample ? nd->logits : NULL, &j->step_st, &e) !=
             0) {
@@ -751,7 +817,8 @@ static void job_step(node *nd, job *j)
                   .dim = nd->cfg->dim,
                   .token = -1,
                   .chunk = chunk,
-                  .flags = (sample ? RING_F_SAMPLE : 0u) | (decode ? RING_F_DECODE : 0u)};
+                  .flags = (sample ? RING_F_SAMPLE : 0u) | (decode ? RING_F_DECODE : 0u) |
+                           (eval ? RING_F_LOGITS : 0u)};
     zmq_msg_t msg;
     float *x_out = ring_hidden_init(&msg, &h);
     if (!x_out) {
@@ -775,6 +842,27 @@ static void job_step(node *nd, job *j)
 }
 
 /* ---- frames back at the head ------------------------------------------ */
+
+/* The tail's answer to the step in flight: a token frame for a generate,
+ * a logits frame (every position's) for an eval, for the positions sent. */
+static void on_step_back(node *nd, job *j, const ring_frame *f)
+{
+    int vocab = nd->cfg->vocab_size;
+    int eval = j->req.op == PROTO_OP_EVAL;
+    ring_kind want = eval ? RING_LOGITS : RING_TOKEN;
+    if (f->h.kind != want || f->h.token >= vocab || f->h.pos != j->step_pos ||
+        f->h.n != j->step_n || (eval && f->h.dim != vocab)) {
+        job_fail(nd, 0, PROTO_E_INTERNAL,
+                 "step %lld came back as a %s frame (token %d, dim %d) for positions %d+%d; the "
+                 "head sent positions %d+%d for a %s frame of a %d-token vocabulary",
+                 (long long)j->step, ring_kind_name(f->h.kind), f->h.token, f->h.dim, f->h.pos,
+                 f->h.n, j->step_pos, j->step_n, ring_kind_name(want), vocab);
+        return;
+    }
+    if (eval && eval_reply(nd, j, f->x) != 0)
+        return;
+    step_done(nd, j, f->h.token, f->h.down_ms);
+}
 
 static int member_index(const node *nd, int first)
 {
@@ -942,16 +1030,9 @@ void head_on_frame(node *nd, ring_frame *f)
             prepare_done(nd, j, f->json);
         return;
     case RING_TOKEN:
-        if (!j || j->state != JOB_WAIT || j->op != f->h.op || j->step != f->h.step)
-            return;
-        if (f->h.token >= nd->cfg->vocab_size || f->h.pos != j->step_pos || f->h.n != j->step_n)
-            job_fail(nd, 0, PROTO_E_INTERNAL,
-                     "step %lld came back as token %d for positions %d+%d; the head sent "
-                     "positions %d+%d of a %d-token vocabulary",
-                     (long long)j->step, f->h.token, f->h.pos, f->h.n, j->step_pos, j->step_n,
-                     nd->cfg->vocab_size);
-        else
-            step_done(nd, j, f->h.token, f->h.down_ms);
+    case RING_LOGITS:
+        if (j && j->state == JOB_WAIT && j->op == f->h.op && j->step == f->h.step)
+            on_step_back(nd, j, f);
         return;
     case RING_SET_CHECK:
     case RING_SET:

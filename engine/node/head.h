@@ -6,7 +6,8 @@
 
 #include "node.h"
 
-void head_generate(node *nd, const peer *from, proto_request *req); /* takes req */
+/* Queues a generate or an eval; takes req. */
+void head_enqueue(node *nd, const peer *from, proto_request *req);
 void head_cancel(node *nd, const peer *from, const proto_request *req);
 void head_set(node *nd, const peer *from, const proto_request *req);
 void head_drop(node *nd, const peer *from, const proto_request *req);

@@ -14,6 +14,11 @@
 
 void node_reply(node *nd, const peer *to, char *payload)
 {
+    node_reply_with(nd, to, payload, NULL, 0);
+}
+
+void node_reply_with(node *nd, const peer *to, char *payload, const void *data, size_t len)
+{
     if (!payload) {
         steplog_line(nd->log, "CONTROL", "out of memory encoding a reply");
         return;
@@ -23,7 +28,10 @@ void node_reply(node *nd, const peer *to, char *payload)
     zmq_send(nd->control, to->id, to->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
     if (to->delimiter)
         zmq_send(nd->control, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(nd->control, payload, strlen(payload), ZMQ_DONTWAIT);
+    zmq_send(nd->control, payload, strlen(payload),
+             data ? ZMQ_SNDMORE | ZMQ_DONTWAIT : ZMQ_DONTWAIT);
+    if (data)
+        zmq_send(nd->control, data, len, ZMQ_DONTWAIT);
     free(payload);
 }
 

@@ -93,7 +93,7 @@ typedef enum job_state {
     JOB_WAIT     /* a step's hidden states are out; waiting for its token */
 } job_state;
 
-/* A generate request on the head. */
+/* A generate or eval request on the head. */
 typedef struct job {
     peer from;
     proto_request req; /* owns the prompt */
@@ -121,6 +121,8 @@ typedef struct job {
     int step_n, step_pos, step_chunk, step_decode;
     double step_t0;
     fwd_stats step_st;
+    float *logits;     /* an eval on a single node: the step's logits [n][vocab] */
+    size_t logits_cap; /* floats */
 } job;
 
 #define NODE_QUEUE_MAX 16
@@ -190,6 +192,9 @@ typedef struct node {
 
 /* node.c: what head.c, stage.c and serve.c share */
 void node_reply(node *nd, const peer *to, char *payload); /* frees payload */
+/* The same with data (len bytes, copied) as a second frame of the reply:
+ * an eval chunk's logits. */
+void node_reply_with(node *nd, const peer *to, char *payload, const void *data, size_t len);
 void node_reply_error(node *nd, const peer *to, const char *id, proto_code code, const char *fmt,
                       ...) __attribute__((format(printf, 5, 6)));
 void node_event(node *nd, proto_event_kind kind, const char *req, const char *code,

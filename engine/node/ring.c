@@ -337,8 +337,10 @@ static int step_hdr_check(const ring_hdr *h, char *err, size_t errlen)
                  what, (long long)h->step, h->pos, h->n, PROTO_PREFILL_STEP_MAX, RING_CTX_MAX);
         return -1;
     }
-    if ((h->flags & ~(RING_F_SAMPLE | RING_F_DECODE)) ||
-        ((h->flags & RING_F_DECODE) && h->n != 1)) {
+    /* An eval step is a prefill chunk that samples nothing. */
+    if ((h->flags & ~(RING_F_SAMPLE | RING_F_DECODE | RING_F_LOGITS)) ||
+        ((h->flags & RING_F_DECODE) && h->n != 1) ||
+        ((h->flags & RING_F_LOGITS) && (h->flags & (RING_F_SAMPLE | RING_F_DECODE)))) {
         snprintf(err, errlen, "%s frame with flags %u and n %d", what, h->flags, h->n);
         return -1;
     }
@@ -347,9 +349,11 @@ static int step_hdr_check(const ring_hdr *h, char *err, size_t errlen)
         snprintf(err, errlen, "%s frame with chunk %d, down_ms %g", what, h->chunk, h->down_ms);
         return -1;
     }
-    int dim_ok = h->kind == RING_HIDDEN ? h->dim >= 1 && h->dim <= RING_DIM_MAX : h->dim == 0;
+    int dim_ok = h->kind == RING_HIDDEN   ? h->dim >= 1 && h->dim <= RING_DIM_MAX
+                 : h->kind == RING_LOGITS ? h->dim >= 1 && h->dim <= PROTO_TOKEN_ID_MAX + 1
+                                          : h->dim == 0;
     int token_ok =
-        h->kind == RING_HIDDEN ? h->token == -1 : h->token >= -1 && h->token <= PROTO_TOKEN_ID_MAX;
+        h->kind == RING_TOKEN ? h->token >= -1 && h->token <= PROTO_TOKEN_ID_MAX : h->token == -1;
     if (!dim_ok || !token_ok) {
         snprintf(err, errlen, "%s frame with dim %d, token %d", what, h->dim, h->token);
         return -1;
@@ -377,15 +381,16 @@ static int json_hdr_check(const ring_hdr *h, char *err, size_t errlen)
 /* Checks that the header and payload fit the kind and decodes the payload. */
 static int ring_payload(ring_frame *f, const unsigned char *p, size_t len, char *err, size_t errlen)
 {
-    int step = f->h.kind == RING_HIDDEN || f->h.kind == RING_TOKEN;
+    int step = f->h.kind == RING_HIDDEN || f->h.kind == RING_TOKEN || f->h.kind == RING_LOGITS;
     if ((step ? step_hdr_check : json_hdr_check)(&f->h, err, errlen) != 0)
         return -1;
     switch (f->h.kind) {
-    case RING_HIDDEN: {
+    case RING_HIDDEN:
+    case RING_LOGITS: {
         size_t want = (size_t)f->h.n * (size_t)f->h.dim * sizeof(float);
         if (len != want) {
-            snprintf(err, errlen, "hidden frame of %zu payload bytes, n=%d dim=%d needs %zu", len,
-                     f->h.n, f->h.dim, want);
+            snprintf(err, errlen, "%s frame of %zu payload bytes, n=%d dim=%d needs %zu",
+                     ring_kind_name(f->h.kind), len, f->h.n, f->h.dim, want);
             return -1;
         }
         f->x = (const float *)(const void *)p;

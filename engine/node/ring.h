@@ -29,6 +29,7 @@
 /* RING_HIDDEN flags. */
 #define RING_F_SAMPLE 1u /* the tail computes logits and samples after this step */
 #define RING_F_DECODE 2u /* a decode step (else a prefill chunk) */
+#define RING_F_LOGITS 4u /* an eval step: the tail sends every position's logits back */
 
 typedef struct ring_hdr {
     ring_kind kind;
@@ -36,7 +37,7 @@ typedef struct ring_hdr {
     int64_t step; /* the step within the request; -1 for frames outside steps */
     int pos;      /* HIDDEN, TOKEN: context position of the step's first token */
     int n;        /* HIDDEN, TOKEN: positions in the step */
-    int dim;      /* HIDDEN: floats per position */
+    int dim;      /* HIDDEN: floats per position; LOGITS: the vocabulary */
     int token;    /* TOKEN: the sampled id, -1 when the step sampled none */
     unsigned flags;
     int chunk;      /* HIDDEN: the prefill chunk size in effect on the head */
@@ -47,7 +48,7 @@ typedef struct ring_hdr {
 typedef struct ring_frame {
     ring_hdr h;
     zmq_msg_t msg;
-    const float *x; /* HIDDEN: [n][dim] inside msg */
+    const float *x; /* HIDDEN, LOGITS: [n][dim] inside msg */
     json_t *json;   /* JSON kinds: the payload object */
 } ring_frame;
 
@@ -74,9 +75,9 @@ void ring_close(ring *r);
 /* The PULL socket, for zmq_poll; NULL without --listen. */
 void *ring_socket(ring *r);
 
-/* A HIDDEN frame under construction: the caller writes n * dim floats at
- * the returned pointer (fwd_step writes its output there, no copy), then
- * ring_send_msg() sends it. NULL when out of memory. */
+/* A HIDDEN or LOGITS frame under construction: the caller writes n * dim
+ * floats at the returned pointer (fwd_step writes its output there, no
+ * copy), then ring_send_msg() sends it. NULL when out of memory. */
 float *ring_hidden_init(zmq_msg_t *msg, const ring_hdr *h);
 
 /* Sends a frame built by ring_hidden_init (the message is consumed, sent

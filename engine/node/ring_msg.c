@@ -13,7 +13,7 @@ static const char *const kind_names[RING_KIND_COUNT] = {
     [RING_PREPARE] = "prepare",   [RING_START] = "start",   [RING_HIDDEN] = "hidden",
     [RING_TOKEN] = "token",       [RING_END] = "end",       [RING_SET] = "set",
     [RING_DROP] = "drop",         [RING_REPORT] = "report", [RING_SET_CHECK] = "set_check",
-    [RING_SET_UNDO] = "set_undo",
+    [RING_SET_UNDO] = "set_undo", [RING_LOGITS] = "logits",
 };
 
 const char *ring_kind_name(ring_kind kind)
@@ -123,6 +123,7 @@ static const fld prepare_msg[] = {
     {"pos", F_INT, REQ, 0, RING_CTX_MAX, NULL},
     {"ctx", F_INT, REQ, 1, RING_CTX_MAX, NULL},
     {"chunk", F_INT, REQ, 1, PROTO_PREFILL_STEP_MAX, NULL},
+    {"eval", F_BOOL, OPT, 0, 0, NULL},
     {"drop", F_IDS, REQ, 0, RING_DROP_MAX, NULL},
     {"stages", F_STAGES, REQ, 0, 0, prepare_entry},
     END,

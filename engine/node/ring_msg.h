@@ -24,6 +24,7 @@ typedef enum ring_kind {
     RING_REPORT,      /* JSON, a stage straight to the head: handled a frame */
     RING_SET_CHECK,   /* JSON, round trip: would a set fit every stage? */
     RING_SET_UNDO,    /* JSON, round trip: put back what a set changed */
+    RING_LOGITS,      /* float32 [n][vocab], tail to head: an eval step's logits */
     RING_KIND_COUNT
 } ring_kind;
 

@@ -139,13 +139,14 @@ static void on_request(node *nd, const peer *from, const void *buf, size_t len)
         head_set(nd, from, &req);
         break;
     case PROTO_OP_GENERATE:
+    case PROTO_OP_EVAL:
         /* Nobody would read the tokens of a client already gone. */
         if (!clients_alive(nd->clients, from->conn)) {
             steplog_line(nd->log, "REQ", "%s dropped: its client disconnected before it was read",
                          req.id);
             break;
         }
-        head_generate(nd, from, &req);
+        head_enqueue(nd, from, &req);
         return; /* req is the job's now */
     case PROTO_OP_CANCEL:
         head_cancel(nd, from, &req);
@@ -391,8 +392,12 @@ static int node_sockets(node *nd, char *err, size_t errlen)
             return -1;
     }
     if (o->listen) {
+        /* The widest rows a frame carries: hidden states, and on the head
+         * an eval's logits coming back from the tail. */
+        int row =
+            nd->head && nd->cfg->vocab_size > nd->cfg->dim ? nd->cfg->vocab_size : nd->cfg->dim;
         size_t max_frame =
-            RING_HDR_BYTES + (size_t)PROTO_PREFILL_STEP_MAX * (size_t)nd->cfg->dim * sizeof(float);
+            RING_HDR_BYTES + (size_t)PROTO_PREFILL_STEP_MAX * (size_t)row * sizeof(float);
         curve_keypair next;
         ring_curve rc = {.keys = &nd->curve_keys, .next_public = next.public_key};
         if (nd->curve && curve_keypair_load(o->next_key, 0, &next, err, errlen) != 0)

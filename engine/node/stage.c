@@ -70,21 +70,35 @@ static size_t add_sat(size_t a, size_t b)
     return a > SIZE_MAX - b ? SIZE_MAX : a + b;
 }
 
+/* Chunks of logits (n * vocab floats each) an eval's step holds here: the
+ * tail computes them into the frame it sends back (or, alone, into the
+ * head's buffer); the head holds them while it replies (the frame it
+ * received, or that buffer), and copies them into the reply when the
+ * client asked for them raw. */
+static size_t stage_logit_chunks(const node *nd, stage_eval eval)
+{
+    if (eval == STAGE_EVAL_NONE)
+        return 0;
+    return (size_t)(nd->head || nd->tail) + (size_t)(nd->head && eval == STAGE_EVAL_RAW);
+}
+
 /* Bytes a step of n positions needs beyond what this node holds now: its
- * forward pass's scratch, and the hidden states it receives and sends (a
- * frame each way, n * dim floats). */
-static size_t stage_step_bytes(node *nd, int n)
+ * forward pass's scratch, the hidden states it receives and sends (a
+ * frame each way, n * dim floats) and an eval's logits. */
+static size_t stage_step_bytes(node *nd, int n, stage_eval eval)
 {
     size_t scratch = fwd_scratch_bytes_for(nd->fwd, fwd_kv_shape(nd->fwd), n);
     size_t held = fwd_scratch_bytes(nd->fwd);
     size_t frames =
         (size_t)(!nd->head + !nd->tail) * (size_t)n * (size_t)nd->cfg->dim * sizeof(float);
-    return add_sat(scratch > held ? scratch - held : 0, frames);
+    size_t logits =
+        stage_logit_chunks(nd, eval) * (size_t)n * (size_t)nd->cfg->vocab_size * sizeof(float);
+    return add_sat(add_sat(scratch > held ? scratch - held : 0, frames), logits);
 }
 
 /* The largest chunk up to `chunk` whose step fits beside `kv` new bytes of
  * cache; 1 when none does (admission has checked that 1 fits). */
-static int stage_chunk_cap(node *nd, size_t kv, int chunk)
+static int stage_chunk_cap(node *nd, size_t kv, int chunk, stage_eval eval)
 {
     const guard_mem *g = node_mem(nd, 1);
     int lo = 1, hi = chunk;
@@ -92,8 +106,8 @@ static int stage_chunk_cap(node *nd, size_t kv, int chunk)
         int mid = lo + (hi - lo + 1) / 2;
         size_t evict;
         char msg[8];
-        if (guard_admit(g, add_sat(kv, stage_step_bytes(nd, mid)), 0, &evict, msg, sizeof msg) ==
-            GUARD_FITS)
+        if (guard_admit(g, add_sat(kv, stage_step_bytes(nd, mid, eval)), 0, &evict, msg,
+                        sizeof msg) == GUARD_FITS)
             lo = mid;
         else
             hi = mid - 1;
@@ -101,8 +115,8 @@ static int stage_chunk_cap(node *nd, size_t kv, int chunk)
     return lo;
 }
 
-void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, json_t *evicted,
-                 stage_admission *out)
+void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, stage_eval eval,
+                 json_t *evicted, stage_admission *out)
 {
     char who[PROTO_TEXT_MAX + 64];
     stage_name_layers(nd, who, sizeof who);
@@ -130,7 +144,7 @@ void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, jso
             held = kv_bytes(sess_peek(nd->sessions, session));
     }
     size_t want = kv_bytes_for(fwd_kv_shape(nd->fwd), nd->kv_bits, ctx);
-    size_t kv = want > held ? want - held : 0, step = stage_step_bytes(nd, 1);
+    size_t kv = want > held ? want - held : 0, step = stage_step_bytes(nd, 1, eval);
     out->needed = add_sat(kv, step);
     size_t idle = sess_bytes(nd->sessions) - held;
     const guard_mem *g = node_mem(nd, 1);
@@ -149,7 +163,7 @@ void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, jso
                        who, ctx, nd->kv_bits, kv, step, msg);
         return;
     }
-    out->chunk = stage_chunk_cap(nd, kv, chunk);
+    out->chunk = stage_chunk_cap(nd, kv, chunk, eval);
 }
 
 int stage_begin(node *nd, uint64_t op, const char *req, const char *session, int pos, int ctx,
@@ -221,6 +235,15 @@ int stage_forward(node *nd, const int *tokens, const float *x_in, int n, float *
 {
     char err[256];
     if (fwd_step(nd->fwd, nd->cur.kv, tokens, x_in, n, x_out, logits, st, err, sizeof err) != 0)
+        return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': %s", nd->o.name, err);
+    return 0;
+}
+
+int stage_forward_logits(node *nd, const int *tokens, const float *x_in, int n, float *logits,
+                         fwd_stats *st, proto_error *e)
+{
+    char err[256];
+    if (fwd_step_logits(nd->fwd, nd->cur.kv, tokens, x_in, n, logits, st, err, sizeof err) != 0)
         return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': %s", nd->o.name, err);
     return 0;
 }
@@ -536,8 +559,9 @@ static void on_prepare(node *nd, ring_frame *f)
     }
     stage_drop_sessions(nd, drop);
     stage_admission a;
+    stage_eval eval = json_is_true(json_object_get(f->json, "eval")) ? STAGE_EVAL : STAGE_EVAL_NONE;
     stage_admit(nd, jstr(f->json, "session"), jint(f->json, "pos", 0), jint(f->json, "ctx", 0),
-                jint(f->json, "chunk", 1), drop, &a);
+                jint(f->json, "chunk", 1), eval, drop, &a);
     json_t *entry = node_identity(nd);
     json_object_set_new(entry, "ok", json_boolean(a.code == PROTO_OK));
     if (a.code == PROTO_OK)
@@ -597,8 +621,46 @@ static void on_start(node *nd, ring_frame *f)
         stage_forward_frame(nd, f);
 }
 
+/* Runs a step into a frame of n * out->dim floats and sends it on: hidden
+ * states to the next stage or, for an eval on the tail, every position's
+ * logits to the head. The frame is the buffer: nothing is copied. */
+static int send_floats(node *nd, const ring_frame *f, ring_hdr *out, double t0, fwd_stats *st,
+                       proto_error *e, char *err, size_t errlen)
+{
+    zmq_msg_t msg;
+    float *y = ring_hidden_init(&msg, out);
+    if (!y)
+        return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': out of memory for step %lld",
+                          nd->o.name, (long long)f->h.step);
+    int rc = out->kind == RING_LOGITS ? stage_forward_logits(nd, NULL, f->x, f->h.n, y, st, e)
+                                      : stage_forward(nd, NULL, f->x, f->h.n, y, NULL, st, e);
+    if (rc != 0) {
+        zmq_msg_close(&msg);
+        return -1;
+    }
+    out->down_ms = f->h.down_ms + (clock_ms() - t0);
+    ring_hdr_encode(out, zmq_msg_data(&msg));
+    return ring_send_msg(nd->ring, &msg, err, errlen);
+}
+
+/* The tail's step of a generate: the token (sampled when the step says
+ * so, else -1) back to the head. */
+static int send_token(node *nd, const ring_frame *f, ring_hdr *out, double t0, fwd_stats *st,
+                      proto_error *e, char *err, size_t errlen)
+{
+    int sample = (f->h.flags & RING_F_SAMPLE) != 0;
+    if (stage_forward(nd, NULL, f->x, f->h.n, NULL, sample ? nd->logits : NULL, st, e) != 0)
+        return -1;
+    out->kind = RING_TOKEN;
+    out->dim = 0;
+    out->token = sample ? sampler_sample(nd->cur.smp, nd->logits) : -1;
+    out->down_ms = f->h.down_ms + (clock_ms() - t0);
+    return ring_send(nd->ring, out, NULL, err, errlen);
+}
+
 /* Runs this stage's layers on a step's hidden states and passes the result
- * on: hidden states to the next stage, or (tail) the token to the head. */
+ * on: hidden states to the next stage, or (tail) the token or an eval's
+ * logits to the head. */
 static void on_hidden(node *nd, ring_frame *f)
 {
     double t0 = clock_ms();
@@ -624,34 +686,14 @@ static void on_hidden(node *nd, ring_frame *f)
     char err[256] = "";
     int rc;
     e.code = PROTO_OK;
-    if (nd->tail) {
-        int sample = (in->flags & RING_F_SAMPLE) != 0;
-        rc = stage_forward(nd, NULL, f->x, in->n, NULL, sample ? nd->logits : NULL, &st, &e);
-        if (rc == 0) {
-            out.kind = RING_TOKEN;
-            out.dim = 0;
-            out.token = sample ? sampler_sample(c->smp, nd->logits) : -1;
-            out.down_ms = in->down_ms + (clock_ms() - t0);
-            rc = ring_send(nd->ring, &out, NULL, err, sizeof err);
-        }
-    } else {
-        zmq_msg_t msg;
-        float *x_out = ring_hidden_init(&msg, &out);
-        if (!x_out) {
-            proto_fail(&e, PROTO_E_INTERNAL, "", "stage '%s': out of memory for step %lld",
-                       nd->o.name, (long long)in->step);
-            stage_report(nd, in, &e);
-            return;
-        }
-        rc = stage_forward(nd, NULL, f->x, in->n, x_out, NULL, &st, &e);
-        if (rc != 0) {
-            zmq_msg_close(&msg);
-        } else {
-            out.down_ms = in->down_ms + (clock_ms() - t0);
-            ring_hdr_encode(&out, zmq_msg_data(&msg));
-            rc = ring_send_msg(nd->ring, &msg, err, sizeof err);
-        }
+    if (nd->tail && (in->flags & RING_F_LOGITS)) {
+        out.kind = RING_LOGITS;
+        out.dim = nd->cfg->vocab_size;
     }
+    if (nd->tail && !(in->flags & RING_F_LOGITS))
+        rc = send_token(nd, f, &out, t0, &st, &e, err, sizeof err);
+    else
+        rc = send_floats(nd, f, &out, t0, &st, &e, err, sizeof err);
     if (rc != 0) {
         /* A failed send (e.code still OK) means the next stage does not
          * take frames: the ring is broken after this stage. */

@@ -14,13 +14,23 @@ typedef struct stage_admission {
     int chunk; /* admitted: the largest prefill chunk whose step fits */
 } stage_admission;
 
+/* What the steps of a request hold for logits beyond a generate's: an
+ * eval's steps hold a chunk of logits (every position's) on the tail and on
+ * the head, and on the head a copy when the client asked for them raw. */
+typedef enum stage_eval {
+    STAGE_EVAL_NONE, /* a generate */
+    STAGE_EVAL,      /* an eval */
+    STAGE_EVAL_RAW   /* an eval whose client wants the raw logits */
+} stage_eval;
+
 /* Checks that a request reaching context ctx, on session (may be "") whose
  * context the head holds at pos, fits this stage: its KV cache and the
- * memory of a step (scratch, frames) of at least one position; evicts
- * idle sessions (appending their names to `evicted`) when that makes it
- * fit. Then finds the largest chunk, up to `chunk`, whose steps fit too. */
-void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, json_t *evicted,
-                 stage_admission *out);
+ * memory of a step (scratch, frames, an eval's logits) of at least one
+ * position; evicts idle sessions (appending their names to `evicted`)
+ * when that makes it fit. Then finds the largest chunk, up to `chunk`,
+ * whose steps fit too. */
+void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, stage_eval eval,
+                 json_t *evicted, stage_admission *out);
 /* Sets up nd->cur for a request. */
 int stage_begin(node *nd, uint64_t op, const char *req, const char *session, int pos, int ctx,
                 const proto_generate_args *sampling, uint64_t seed, proto_error *e);
@@ -41,6 +51,9 @@ void stage_drop_sessions(node *nd, const json_t *names);
 /* Runs one step of this stage's layers on nd->cur and checks its numbers. */
 int stage_forward(node *nd, const int *tokens, const float *x_in, int n, float *x_out,
                   float *logits, fwd_stats *st, proto_error *e);
+/* The same on the tail, with every position's logits into logits [n][vocab]. */
+int stage_forward_logits(node *nd, const int *tokens, const float *x_in, int n, float *logits,
+                         fwd_stats *st, proto_error *e);
 /* Publishes and logs one step of this stage. */
 void stage_publish(node *nd, int64_t step, int decode, int n, int pos, int chunk, double step_ms,
                    const fwd_stats *st, double wait_ms);

@@ -111,6 +111,40 @@ int client_send(client *c, const char *op, const json_t *args, char *id_out, siz
     return rc;
 }
 
+/* The second frame of a reply (an eval chunk's logits) into out->data;
+ * out NULL: read and dropped. A third frame is an error, read and dropped. */
+static int client_recv_data(client *c, proto_reply *out, char *err, size_t errlen)
+{
+    zmq_msg_t msg;
+    int parts = 1, rc = 0;
+    for (int more = 1; more; parts++) {
+        zmq_msg_init(&msg);
+        if (zmq_msg_recv(&msg, c->sock, ZMQ_DONTWAIT) < 0) {
+            snprintf(err, errlen, "recv: %s", zmq_strerror(errno));
+            zmq_msg_close(&msg);
+            return -1;
+        }
+        more = zmq_msg_more(&msg);
+        if (out && parts == 1) {
+            out->data_len = zmq_msg_size(&msg);
+            out->data = malloc(out->data_len ? out->data_len : 1);
+            if (out->data) {
+                memcpy(out->data, zmq_msg_data(&msg), out->data_len);
+            } else {
+                snprintf(err, errlen, "out of memory for a %zu-byte reply frame", out->data_len);
+                out->data_len = 0;
+                rc = -1;
+            }
+        }
+        zmq_msg_close(&msg);
+    }
+    if (rc == 0 && parts > 2) {
+        snprintf(err, errlen, "reply of %d frames (expected at most 2)", parts);
+        rc = -1;
+    }
+    return rc;
+}
+
 int client_recv(client *c, proto_reply *out, int timeout_ms, char *err, size_t errlen)
 {
     zmq_pollitem_t item = {c->sock, 0, ZMQ_POLLIN, 0};
@@ -130,8 +164,14 @@ int client_recv(client *c, proto_reply *out, int timeout_ms, char *err, size_t e
         zmq_msg_close(&msg);
         return -1;
     }
+    int more = zmq_msg_more(&msg);
     int rc = proto_reply_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), out, err, errlen);
     zmq_msg_close(&msg);
+    /* The parts of a message arrive together: reading them never waits. */
+    if (more && client_recv_data(c, rc == 0 ? out : NULL, err, errlen) != 0)
+        rc = -1;
+    if (rc)
+        proto_reply_free(out);
     return rc ? -1 : 1;
 }
 

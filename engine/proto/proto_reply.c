@@ -1,5 +1,6 @@
 /* proto_reply.c: reply frames (node -> client), request statistics and the
  * status object shared by the status reply and the node heartbeat. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,93 @@ char *proto_reply_error_with(const char *id, const proto_error *err, const json_
     return dump_and_free(o);
 }
 
+char *proto_reply_eval(const char *id, int pos, const proto_eval_row *rows, int n, int vocab)
+{
+    json_t *o = reply_head(id, 0);
+    json_t *tokens = json_array(), *top1 = json_array(), *logprob = json_array();
+    int failed = !o || !tokens || !top1 || !logprob;
+    for (int i = 0; !failed && i < n; i++)
+        failed = json_array_append_new(tokens, json_integer(rows[i].token)) ||
+                 json_array_append_new(top1, json_integer(rows[i].top1)) ||
+                 json_array_append_new(logprob, real_or_null(rows[i].logprob));
+    if (failed || json_object_set_new(o, "pos", json_integer(pos)) ||
+        json_object_set_new(o, "tokens", tokens) || json_object_set_new(o, "top1", top1) ||
+        json_object_set_new(o, "logprob", logprob) ||
+        (vocab > 0 && json_object_set_new(o, "vocab", json_integer(vocab)))) {
+        /* set_new took each array it was given, even when it failed. */
+        json_decref(o);
+        return NULL;
+    }
+    return dump_and_free(o);
+}
+
+/* Element i of an eval chunk's array `key`: an integer in [lo, hi], or
+ * (logprob) a number or null. */
+static int eval_elem(const json_t *a, const char *key, size_t i, int integer, double *out,
+                     char *err, size_t errlen)
+{
+    const json_t *v = json_array_get(a, i);
+    if (integer && json_is_integer(v) && json_integer_value(v) >= 0 &&
+        json_integer_value(v) <= PROTO_TOKEN_ID_MAX) {
+        *out = (double)json_integer_value(v);
+        return 0;
+    }
+    if (!integer && (json_is_number(v) || json_is_null(v))) {
+        *out = json_is_null(v) ? NAN : json_number_value(v);
+        return 0;
+    }
+    snprintf(err, errlen, "eval reply: %s[%zu] is %s, expected %s", key, i, jr_type(v),
+             integer ? "a token id" : "a number");
+    return -1;
+}
+
+int proto_eval_decode(const proto_reply *r, int *pos, proto_eval_row **rows, int *n, int *vocab,
+                      char *err, size_t errlen)
+{
+    static const char *const keys[3] = {"tokens", "top1", "logprob"};
+    const json_t *a[3];
+    *rows = NULL;
+    *pos = -1;
+    *vocab = 0;
+    if (r->done || !json_object_get(r->json, "pos"))
+        return 0;
+    if (jr_int(r->json, "pos", pos, err, errlen) || jr_int(r->json, "vocab", vocab, err, errlen))
+        return -1;
+    for (int k = 0; k < 3; k++)
+        a[k] = json_object_get(r->json, keys[k]);
+    size_t count = json_array_size(a[0]);
+    if (*pos < 0 || *vocab < 0 || count == 0 || json_array_size(a[1]) != count ||
+        json_array_size(a[2]) != count) {
+        snprintf(err, errlen, "eval reply: pos %d, vocab %d and arrays of %zu, %zu, %zu entries",
+                 *pos, *vocab, count, json_array_size(a[1]), json_array_size(a[2]));
+        return -1;
+    }
+    size_t want = (size_t)*vocab * count * sizeof(float);
+    if ((*vocab ? want : 0) != r->data_len) {
+        snprintf(err, errlen, "eval reply: %zu bytes of logits for %zu rows of %d", r->data_len,
+                 count, *vocab);
+        return -1;
+    }
+    *rows = malloc(count * sizeof **rows);
+    if (!*rows) {
+        snprintf(err, errlen, "out of memory for %zu eval rows", count);
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++) {
+        double v[3];
+        for (int k = 0; k < 3; k++) {
+            if (eval_elem(a[k], keys[k], i, k < 2, &v[k], err, errlen) != 0) {
+                free(*rows);
+                *rows = NULL;
+                return -1;
+            }
+        }
+        (*rows)[i] = (proto_eval_row){.token = (int)v[0], .top1 = (int)v[1], .logprob = v[2]};
+    }
+    *n = (int)count;
+    return 1;
+}
+
 json_t *proto_stats_json(const proto_stats *s)
 {
     return json_pack("{s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:i}", "prompt_tokens", s->prompt_tokens,
@@ -186,8 +274,11 @@ fail:
 void proto_reply_free(proto_reply *r)
 {
     json_decref(r->json);
+    free(r->data);
     r->json = NULL;
     r->text = NULL;
+    r->data = NULL;
+    r->data_len = 0;
 }
 
 json_t *proto_status_json(const char *node, const proto_status *s)

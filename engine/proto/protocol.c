@@ -71,6 +71,7 @@ static const char *const op_names[PROTO_OP_COUNT] = {
     [PROTO_OP_GENERATE] = "generate",
     [PROTO_OP_CANCEL] = "cancel",
     [PROTO_OP_DROP_SESSION] = "drop_session",
+    [PROTO_OP_EVAL] = "eval",
 };
 
 const char *proto_op_name(proto_op op)
@@ -87,6 +88,7 @@ static const char *const op_fields[PROTO_OP_COUNT][11] = {
                            "top_p", "seed", "session", "source", "special", NULL},
     [PROTO_OP_CANCEL] = {"target", NULL},
     [PROTO_OP_DROP_SESSION] = {"session", NULL},
+    [PROTO_OP_EVAL] = {"prompt", "tokens", "logits", NULL},
 };
 
 /* A received string shortened for a message, cut at a character boundary
@@ -234,7 +236,9 @@ static int decode_tokens(const json_t *v, proto_generate_args *a, proto_error *e
     return 0;
 }
 
-static int decode_input(const json_t *root, proto_generate_args *a, proto_error *err)
+/* op: whose input it is, for the message when none is given (eval takes
+ * no synthetic_tokens: check_fields has refused it already). */
+static int decode_input(const json_t *root, proto_op op, proto_generate_args *a, proto_error *err)
 {
     static const char *const names[] = {"prompt", "tokens", "synthetic_tokens"};
     const json_t *src[3];
@@ -251,8 +255,9 @@ static int decode_input(const json_t *root, proto_generate_args *a, proto_error 
         which = i;
     }
     if (n == 0)
-        return proto_fail(err, PROTO_E_MISSING_FIELD, "prompt",
-                          "op 'generate' needs one of prompt, tokens, synthetic_tokens");
+        return proto_fail(
+            err, PROTO_E_MISSING_FIELD, "prompt", "op '%s' needs one of %s", op_names[op],
+            op == PROTO_OP_EVAL ? "prompt, tokens" : "prompt, tokens, synthetic_tokens");
 
     a->input = (proto_input)which;
     if (which == PROTO_INPUT_TOKENS)
@@ -318,7 +323,22 @@ static int decode_generate(const json_t *root, proto_generate_args *a, proto_err
         a->special = json_is_true(v);
     }
     /* Last: the prompt input is the only part that allocates. */
-    return decode_input(root, a, err);
+    return decode_input(root, PROTO_OP_GENERATE, a, err);
+}
+
+/* An eval is a prefill that reports every position: generate's prompt
+ * input, nothing to generate, no session. */
+static int decode_eval(const json_t *root, proto_request *out, proto_error *err)
+{
+    const json_t *v = json_object_get(root, "logits");
+    if (v && !json_is_boolean(v))
+        return proto_fail(err, PROTO_E_BAD_TYPE, "logits",
+                          "field 'logits': expected true or false, got %s", jr_type(v));
+    out->eval_logits = json_is_true(v);
+    out->generate.max_tokens = 0;
+    out->generate.temperature = PROTO_DEFAULT_TEMPERATURE;
+    out->generate.top_p = PROTO_DEFAULT_TOP_P;
+    return decode_input(root, PROTO_OP_EVAL, &out->generate, err);
 }
 
 static int op_takes(proto_op op, const char *key)
@@ -368,9 +388,10 @@ static int decode_op(const json_t *root, proto_op *op, proto_error *err)
             return 0;
         }
     }
-    return proto_fail(err, PROTO_E_UNKNOWN_OP, "op",
-                      "unknown op '%s' (expected status, set, generate, cancel, drop_session)",
-                      clip(json_string_value(v), buf, sizeof buf));
+    return proto_fail(
+        err, PROTO_E_UNKNOWN_OP, "op",
+        "unknown op '%s' (expected status, set, generate, cancel, drop_session, eval)",
+        clip(json_string_value(v), buf, sizeof buf));
 }
 
 static int decode_envelope(const json_t *root, proto_request *out, proto_error *err)
@@ -432,6 +453,8 @@ static int decode_root(json_t *root, proto_request *out, proto_error *err)
             return proto_fail(err, PROTO_E_MISSING_FIELD, "session",
                               "op 'drop_session' needs field 'session'");
         return get_name(v, "session", out->session, err);
+    case PROTO_OP_EVAL:
+        return decode_eval(root, out, err);
     case PROTO_OP_COUNT:
         break;
     }

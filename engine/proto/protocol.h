@@ -103,6 +103,7 @@ typedef enum proto_op {
     PROTO_OP_GENERATE,
     PROTO_OP_CANCEL,
     PROTO_OP_DROP_SESSION,
+    PROTO_OP_EVAL,
     PROTO_OP_COUNT
 } proto_op;
 
@@ -144,7 +145,10 @@ typedef struct proto_request {
     proto_op op;
     char id[PROTO_ID_MAX + 1];      /* set even on error when it was readable */
     proto_set_args set;
+    /* generate; eval too: its prompt input, with max_tokens 0 and no
+     * session (an eval is a prefill whose every position is reported). */
     proto_generate_args generate;   /* prompt and tokens owned: proto_request_free */
+    int eval_logits;                /* eval: raw logits asked for ("logits": true) */
     char target[PROTO_ID_MAX + 1];  /* cancel: the request id to cancel */
     char session[PROTO_ID_MAX + 1]; /* drop_session */
 } proto_request;
@@ -177,6 +181,20 @@ char *proto_reply_error(const char *id, const proto_error *err);
  * added: a failed generate's "stats". */
 char *proto_reply_error_with(const char *id, const proto_error *err, const json_t *results);
 
+/* One position of an eval: the token there, the most likely next token
+ * and that token's log-probability. */
+typedef struct proto_eval_row {
+    int token;
+    int top1;
+    double logprob;
+} proto_eval_row;
+
+/* One eval chunk: {"v":1,"id":..,"done":false,"pos":P,"tokens":[..],
+ * "top1":[..],"logprob":[..]} for positions P..P+n-1, plus "vocab":V when
+ * the chunk's raw logits follow as a second frame of the same message
+ * (float32 little-endian [n][V]); vocab 0: they do not. */
+char *proto_reply_eval(const char *id, int pos, const proto_eval_row *rows, int n, int vocab);
+
 /* Statistics of one generate request (its final frame's "stats"). */
 typedef struct proto_stats {
     int prompt_tokens;
@@ -204,11 +222,21 @@ typedef struct proto_reply {
     int token;
     const char *text;       /* token text, owned by json */
     json_t *json;           /* the whole frame: results live here */
+    void *data;             /* a second frame's bytes (an eval chunk's logits), or NULL */
+    size_t data_len;
 } proto_reply;
 
 /* Returns 0, or -1 with a message when the frame is not a v1 reply. */
 int proto_reply_decode(const void *buf, size_t len, proto_reply *out, char *err, size_t errlen);
 void proto_reply_free(proto_reply *r);
+
+/* The rows of an eval chunk frame (proto_reply_eval): 1 with *rows a
+ * malloc'd array of *n (free() it), *pos the first position and *vocab
+ * the floats per row of r->data (0: no logits; data_len checked against
+ * it); 0 when the frame is not an eval chunk; -1 with a message when it
+ * is a malformed one. */
+int proto_eval_decode(const proto_reply *r, int *pos, proto_eval_row **rows, int *n, int *vocab,
+                      char *err, size_t errlen);
 
 /* ---- Status (status reply and node heartbeat) ------------------------- */
 

@@ -9,6 +9,10 @@
 #   - `inferd eval --logits` of every r256 file is within the acceptance
 #     bound of llama.cpp's logits (normalized RMS difference at most half
 #     the file's noise floor + 0.002, top-1 agreement on 90% of positions);
+#   - `inferd eval --control` on the head of a 2-stage ring prints what the
+#     local eval prints and writes the same logits, within the same bound
+#     of llama.cpp's; an eval without a prompt, with a field it does not
+#     take, or sent to a stage that is not the head gets its error;
 #   - a stage reports its own share of the file's weights, and a model
 #     that is not llama is refused by name.
 . "$(dirname "$0")/lib/serve.sh"
@@ -123,6 +127,41 @@ for pair in f32:0 F16:0.0006 BF16:0.0042 Q8_0:0.0144 Q6_K:0.0384 Q5_K_M:0.0649 \
     check "eval r256-$t: $m (bound nrmse $bound, top-1 0.9)" \
         awk -v e="$nrmse" -v b="$bound" -v a="$agree" 'BEGIN { exit !(e <= b && a >= 0.9) }'
 done
+
+# ---- eval on a ring's head: the same lines and logits as the local eval
+q8="$fx/r256-Q8_0.gguf"
+start eval_a --model "$q8" --layers 0:2 --control "$(ep "$P3")" --telemetry "$(ep "$P4")" \
+    --listen "$(ep "$P5")" --next "$(ep "$P8")" --threads 1
+start eval_b --model "$q8" --layers 2:4 --control "$(ep "$P6")" --telemetry "$(ep "$P7")" \
+    --listen "$(ep "$P8")" --next "$(ep "$P5")" --threads 1
+if up "$(ep "$P3")" && up "$(ep "$P6")"; then
+    inferd eval --model "$q8" --tokens "$toks" --logits "$tmp/local.bin" >"$tmp/local.txt"
+    inferd eval --control "$(ep "$P3")" --tokens "$toks" --logits "$tmp/ring.bin" >"$tmp/ring.txt"
+    check "eval on a 2-stage ring's head prints what the local eval prints ($(wc -l <"$tmp/ring.txt") lines)" \
+        cmp -s "$tmp/local.txt" "$tmp/ring.txt"
+    # The same arithmetic on both (kv_bits 16, prefill step 512): the same bytes.
+    m=$("$CMP" 512 "$tmp/ring.bin" "$tmp/local.bin")
+    check "eval on the ring writes the local eval's logits ($m)" cmp -s "$tmp/local.bin" "$tmp/ring.bin"
+    m=$("$CMP" 512 "$tmp/ring.bin" "$fx/r256-Q8_0.ref.logits")
+    check "eval on the ring against llama.cpp: $m (bound nrmse 0.0092, top-1 0.9)" \
+        awk -v e="$(echo "$m" | awk '{ print $2 }')" \
+        -v a="$(echo "$m" | awk '{ split($4, x, "/"); print x[1] / x[2] }')" \
+        'BEGIN { exit !(e <= 0.0092 && a >= 0.9) }'
+    inferd eval --control "$(ep "$P3")" --prompt "$PROMPT" >"$tmp/ring-prompt.txt"
+    inferd eval --model "$q8" --prompt "$PROMPT" >"$tmp/local-prompt.txt"
+    check "eval of a text prompt on the ring prints what the local eval prints" \
+        cmp -s "$tmp/local-prompt.txt" "$tmp/ring-prompt.txt"
+    out=$(call "$(ep "$P3")" eval '{"logits":true}' | get error.code)
+    check "eval without a prompt is missing_field ($out)" [ "$out" = missing_field ]
+    out=$(call "$(ep "$P3")" eval '{"tokens":[1],"session":"s"}' | get error.code)
+    check "eval with a field it does not take is unknown_field ($out)" [ "$out" = unknown_field ]
+    out=$(inferd eval --control "$(ep "$P6")" --tokens 1 2>&1 >/dev/null)
+    check "eval sent to a stage that is not the head is refused ($out)" \
+        sh -c "echo '$out' | grep -q 'busy: this node holds layers 2:4, not the head'"
+else
+    fail "the 2-stage ring of r256-Q8_0 starts"
+fi
+ring_stop
 
 # ---- refusals name the file and what is wrong
 head -c 100000 "$fx/r256-Q8_0.gguf" >"$tmp/cut.gguf"

@@ -157,3 +157,55 @@ Test(ring, malformed_payloads_are_dropped)
     ring_close(r);
     zmq_ctx_term(ctx);
 }
+
+/* An eval step: the head flags the hidden frame, the tail answers with
+ * every position's logits ([n][vocab] in dim), never with a token. */
+Test(ring, logits_frames)
+{
+    char err[256];
+    ring_frame f;
+    unsigned char buf[RING_HDR_BYTES + 6 * sizeof(float)];
+    ring_hdr h = {.kind = RING_LOGITS,
+                  .op = 7,
+                  .step = 3,
+                  .pos = 9,
+                  .n = 2,
+                  .dim = 3,
+                  .token = -1,
+                  .flags = RING_F_LOGITS,
+                  .chunk = 64};
+    ring_hdr_encode(&h, buf);
+    float row[6] = {0.5f, -1.0f, 2.0f, 3.0f, -0.25f, 1e-8f};
+    memcpy(buf + RING_HDR_BYTES, row, sizeof row);
+    cr_assert_eq(ring_frame_decode(buf, sizeof buf, &f, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(f.h.kind, RING_LOGITS);
+    cr_assert_eq(f.x[5], 1e-8f);
+    ring_frame_free(&f);
+
+    /* A row short, a token, no rows at all: refused. */
+    cr_assert_eq(ring_frame_decode(buf, sizeof buf - 4, &f, err, sizeof err), -1);
+    cr_assert(strstr(err, "logits frame"), "%s", err);
+    h.token = 5;
+    ring_hdr_encode(&h, buf);
+    cr_assert_eq(ring_frame_decode(buf, sizeof buf, &f, err, sizeof err), -1);
+    h.token = -1;
+    h.dim = 0;
+    ring_hdr_encode(&h, buf);
+    cr_assert_eq(ring_frame_decode(buf, RING_HDR_BYTES, &f, err, sizeof err), -1);
+
+    /* An eval step samples nothing and is no decode step. */
+    ring_hdr hid = {.kind = RING_HIDDEN,
+                    .op = 7,
+                    .step = 3,
+                    .n = 1,
+                    .dim = 6,
+                    .token = -1,
+                    .flags = RING_F_LOGITS | RING_F_SAMPLE};
+    ring_hdr_encode(&hid, buf);
+    cr_assert_eq(ring_frame_decode(buf, sizeof buf, &f, err, sizeof err), -1);
+    cr_assert(strstr(err, "flags"), "%s", err);
+    hid.flags = RING_F_LOGITS;
+    ring_hdr_encode(&hid, buf);
+    cr_assert_eq(ring_frame_decode(buf, sizeof buf, &f, err, sizeof err), 0, "%s", err);
+    ring_frame_free(&f);
+}

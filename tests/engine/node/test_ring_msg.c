@@ -30,6 +30,8 @@ static const msg_case msg_cases[] = {
     /* what the node sends */
     {RING_PREPARE, PREPARE(""), NULL},
     {RING_PREPARE, PREPARE(",\"head\":\"tcp://127.0.0.1:7000\""), NULL},
+    {RING_PREPARE, PREPARE(",\"eval\":true"), NULL},
+    {RING_PREPARE, PREPARE(",\"eval\":1"), "eval"},
     {RING_START, START(",\"temperature\":0.8,\"top_p\":0.9"), NULL},
     {RING_END, "{\"req\":\"g1\",\"ok\":false}", NULL},
     {RING_SET,

@@ -89,6 +89,18 @@ static const bad_case bad_cases[] = {
     {"{" ENV "\"op\":\"cancel\",\"target\":3}", PROTO_E_BAD_TYPE, "target"},
     {"{" ENV "\"op\":\"drop_session\"}", PROTO_E_MISSING_FIELD, "session"},
     {"{" ENV "\"op\":\"drop_session\",\"session\":[\"s\"]}", PROTO_E_BAD_TYPE, "session"},
+    {"{" ENV "\"op\":\"eval\"}", PROTO_E_MISSING_FIELD, "prompt"},
+    {"{" ENV "\"op\":\"eval\",\"logits\":true}", PROTO_E_MISSING_FIELD, "tokens"},
+    {"{" ENV "\"op\":\"eval\",\"prompt\":\"x\",\"tokens\":[1]}", PROTO_E_CONFLICT, "tokens"},
+    {"{" ENV "\"op\":\"eval\",\"synthetic_tokens\":9}", PROTO_E_UNKNOWN_FIELD, "synthetic_tokens"},
+    {"{" ENV "\"op\":\"eval\",\"tokens\":[1],\"max_tokens\":1}", PROTO_E_UNKNOWN_FIELD,
+     "max_tokens"},
+    {"{" ENV "\"op\":\"eval\",\"prompt\":\"x\",\"session\":\"s\"}", PROTO_E_UNKNOWN_FIELD,
+     "session"},
+    {"{" ENV "\"op\":\"eval\",\"tokens\":[]}", PROTO_E_BAD_VALUE, "tokens"},
+    {"{" ENV "\"op\":\"eval\",\"tokens\":[1,-1]}", PROTO_E_BAD_VALUE, "tokens"},
+    {"{" ENV "\"op\":\"eval\",\"prompt\":5}", PROTO_E_BAD_TYPE, "prompt"},
+    {"{" ENV "\"op\":\"eval\",\"tokens\":[1],\"logits\":1}", PROTO_E_BAD_TYPE, "logits"},
 };
 
 #define N_BAD (sizeof bad_cases / sizeof *bad_cases)
@@ -288,6 +300,109 @@ Test(protocol, valid_generate)
     cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"prompt\":\"\"}", &req, &err), 0);
     cr_assert_eq(req.generate.prompt_len, 0);
     proto_request_free(&req);
+}
+
+Test(protocol, valid_eval)
+{
+    proto_request req;
+    proto_error err;
+
+    cr_assert_eq(decode("{" ENV "\"op\":\"eval\",\"tokens\":[1,403,407]}", &req, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(req.op, PROTO_OP_EVAL);
+    cr_assert_eq(req.generate.input, PROTO_INPUT_TOKENS);
+    cr_assert_eq(req.generate.n_tokens, 3);
+    cr_assert_eq(req.generate.tokens[2], 407);
+    /* A prefill with nothing to generate and no session. */
+    cr_assert_eq(req.generate.max_tokens, 0);
+    cr_assert_str_eq(req.generate.session, "");
+    cr_assert_eq(req.eval_logits, 0);
+    proto_request_free(&req);
+
+    cr_assert_eq(decode("{" ENV "\"op\":\"eval\",\"prompt\":\"Once\",\"logits\":true}", &req, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(req.generate.input, PROTO_INPUT_PROMPT);
+    cr_assert_str_eq(req.generate.prompt, "Once");
+    cr_assert_eq(req.eval_logits, 1);
+    proto_request_free(&req);
+    cr_assert_str_eq(proto_op_name(PROTO_OP_EVAL), "eval");
+}
+
+/* An eval chunk frame as the node sends it, with its logits as the second
+ * frame the client reads into data. */
+static void eval_frame(proto_reply *r, const char *text, const float *logits, size_t len)
+{
+    char err[256];
+    cr_assert_eq(proto_reply_decode(text, strlen(text), r, err, sizeof err), 0, "%s", err);
+    r->data_len = len;
+    r->data = len ? malloc(len) : NULL;
+    if (len)
+        memcpy(r->data, logits, len);
+}
+
+Test(protocol, eval_reply_round_trip)
+{
+    const proto_eval_row rows[3] = {
+        {1, 430, -0.4834389453465327}, {403, 488, -1.367416}, {407, 5, NAN}};
+    const float logits[6] = {0.5f, -1.0f, 2.0f, 3.0f, -0.25f, 1e-8f};
+    char *text = proto_reply_eval("e-1", 7, rows, 3, 2);
+    cr_assert_not_null(text);
+    proto_reply r;
+    eval_frame(&r, text, logits, sizeof logits);
+    cr_assert(!r.done && !r.has_token);
+    int pos, n, vocab;
+    proto_eval_row *got;
+    char err[256];
+    cr_assert_eq(proto_eval_decode(&r, &pos, &got, &n, &vocab, err, sizeof err), 1, "%s", err);
+    cr_assert_eq(pos, 7);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(vocab, 2);
+    for (int i = 0; i < 2; i++) {
+        cr_expect_eq(got[i].token, rows[i].token);
+        cr_expect_eq(got[i].top1, rows[i].top1);
+        /* Exact: the client prints the digits the node computed. */
+        cr_expect_eq(got[i].logprob, rows[i].logprob);
+    }
+    cr_expect(isnan(got[2].logprob), "a non-finite logprob travels as null");
+    free(got);
+    proto_reply_free(&r);
+
+    /* Logits that do not match vocab * rows are refused. */
+    eval_frame(&r, text, logits, sizeof logits - sizeof *logits);
+    cr_assert_eq(proto_eval_decode(&r, &pos, &got, &n, &vocab, err, sizeof err), -1);
+    cr_assert(strstr(err, "logits") != NULL, "%s", err);
+    proto_reply_free(&r);
+    free(text);
+
+    /* Without logits: vocab 0 and no second frame. */
+    text = proto_reply_eval("e-1", 0, rows, 1, 0);
+    eval_frame(&r, text, NULL, 0);
+    cr_assert_eq(proto_eval_decode(&r, &pos, &got, &n, &vocab, err, sizeof err), 1, "%s", err);
+    cr_assert_eq(vocab, 0);
+    cr_assert_eq(n, 1);
+    free(got);
+    proto_reply_free(&r);
+    free(text);
+
+    /* A token frame is not an eval chunk; a chunk with ragged arrays is a bad one. */
+    text = proto_reply_token("g-1", 3, "x");
+    eval_frame(&r, text, NULL, 0);
+    cr_assert_eq(proto_eval_decode(&r, &pos, &got, &n, &vocab, err, sizeof err), 0);
+    proto_reply_free(&r);
+    free(text);
+    eval_frame(&r,
+               "{\"v\":1,\"id\":\"e\",\"done\":false,\"pos\":0,\"tokens\":[1,2],\"top1\":[3],"
+               "\"logprob\":[0.5,0.5]}",
+               NULL, 0);
+    cr_assert_eq(proto_eval_decode(&r, &pos, &got, &n, &vocab, err, sizeof err), -1);
+    proto_reply_free(&r);
+    eval_frame(&r,
+               "{\"v\":1,\"id\":\"e\",\"done\":false,\"pos\":0,\"tokens\":[1],\"top1\":[-3],"
+               "\"logprob\":[0.5]}",
+               NULL, 0);
+    cr_assert_eq(proto_eval_decode(&r, &pos, &got, &n, &vocab, err, sizeof err), -1);
+    cr_assert(strstr(err, "top1[0]") != NULL, "%s", err);
+    proto_reply_free(&r);
 }
 
 Test(protocol, token_reply_round_trip)
