@@ -73,6 +73,11 @@ void qb_quantize_act(uint32_t wtype, const float *x, void *out, int64_t n)
     must_type(wtype)->quantize_act(x, out, n);
 }
 
+void qb_round_act(uint32_t wtype, const float *x, float *out, int64_t n)
+{
+    must_type(wtype)->round_act(x, out, n);
+}
+
 float qb_dot(uint32_t wtype, const void *wrow, const void *xact, int64_t n)
 {
     float y;

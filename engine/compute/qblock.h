@@ -48,6 +48,11 @@ size_t qb_act_bytes(uint32_t wtype, int64_t n);
  * (qb_act_bytes(wtype, n) bytes). */
 void qb_quantize_act(uint32_t wtype, const float *x, void *out, int64_t n);
 
+/* x[n] as the decode kernels see it, in floats: quantized to wtype's
+ * activation type and back, bit for bit, in one pass (prefill's input to
+ * sgemm: no packed blocks, which only the integer kernels read). */
+void qb_round_act(uint32_t wtype, const float *x, float *out, int64_t n);
+
 /* One weight row dotted with one quantized activation. */
 float qb_dot(uint32_t wtype, const void *wrow, const void *xact, int64_t n);
 

@@ -122,6 +122,18 @@ QB_INLINE void frows(enum fkind k, const char *w, size_t step, int R, const void
 
 #endif
 
+/* x rounded to kind k and back, through a small buffer a piece at a time:
+ * the same conversions as fquantize and fdequant, so the same bits. */
+QB_INLINE void fround(enum fkind k, const float *x, float *out, int64_t n)
+{
+    float buf[64]; /* room for 64 values of any kind */
+    for (int64_t i = 0; i < n; i += 64) {
+        int64_t m = n - i < 64 ? n - i : 64;
+        fquantize(k, x + i, buf, m);
+        fdequant(k, buf, out + i, m);
+    }
+}
+
 /* The three types' entries: the functions above with the kind fixed. */
 #define FLOAT_TYPE(name, kind, id)                                                                 \
     static void name##_dequant(const void *row, float *out, int64_t n)                             \
@@ -131,6 +143,10 @@ QB_INLINE void frows(enum fkind k, const char *w, size_t step, int R, const void
     static void name##_quantize(const float *x, void *out, int64_t n)                              \
     {                                                                                              \
         fquantize(kind, x, out, n);                                                                \
+    }                                                                                              \
+    static void name##_round_act(const float *x, float *out, int64_t n)                            \
+    {                                                                                              \
+        fround(kind, x, out, n);                                                                   \
     }                                                                                              \
     static float name##_dot_ref(const void *w, const void *x, int64_t n)                           \
     {                                                                                              \
@@ -149,6 +165,7 @@ QB_INLINE void frows(enum fkind k, const char *w, size_t step, int R, const void
         .dequant = name##_dequant,                                                                 \
         .quantize = name##_quantize,                                                               \
         .quantize_act = name##_quantize,                                                           \
+        .round_act = name##_round_act,                                                             \
         .dot_ref = name##_dot_ref,                                                                 \
         .gemv = name##_gemv,                                                                       \
     };

@@ -164,6 +164,7 @@ typedef struct qb_type {
     void (*dequant)(const void *row, float *out, int64_t n);
     void (*quantize)(const float *x, void *out, int64_t n);
     void (*quantize_act)(const float *x, void *out, int64_t n);
+    void (*round_act)(const float *x, float *out, int64_t n); /* see qb_round_act */
     float (*dot_ref)(const void *w, const void *x, int64_t n);
     qb_gemv_fn *gemv;
 } qb_type;

@@ -68,6 +68,29 @@ static void q8_K_quantize_act(const float *x, void *out, int64_t n)
 
 /* ---- dequantization ---- */
 
+/* q8_K_quantize_act and the dequantization in one pass (no sums, no
+ * packs): each value is its rounded multiple of the block's scale. */
+static void q8_K_round_act(const float *x, float *out, int64_t n)
+{
+    for (int64_t b = 0; b < n / QK_K; b++, x += QK_K, out += QK_K) {
+        float amax = 0, m = 0;
+        for (int j = 0; j < QK_K; j++)
+            if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                m = x[j];
+            }
+        if (amax == 0) {
+            memset(out, 0, QK_K * sizeof *out);
+            continue;
+        }
+        float iscale = -127.0f / m, d = 1 / iscale;
+        for (int j = 0; j < QK_K; j++) {
+            int v = qb_nearest(iscale * x[j]);
+            out[j] = d * (float)(int8_t)(v < 127 ? v : 127);
+        }
+    }
+}
+
 /* Sub-block j's 32 values of a Q4_K or Q5_K block: the low (even j) or
  * high (odd j) nibbles of qs[32 * (j / 2) ..], plus 16 where bit j of qh
  * is set (qh NULL for Q4_K). */
@@ -75,8 +98,12 @@ static void k_sub_values(const uint8_t *qs, const uint8_t *qh, int j, uint8_t *q
 {
     const uint8_t *p = qs + 32 * (j / 2);
     int shift = 4 * (j % 2);
+    /* Two loops rather than a test inside one: each vectorizes. */
     for (int l = 0; l < 32; l++)
-        q[l] = (uint8_t)((p[l] >> shift & 0xF) | (qh ? (qh[l] >> j & 1) << 4 : 0));
+        q[l] = (uint8_t)(p[l] >> shift & 0xF);
+    if (qh)
+        for (int l = 0; l < 32; l++)
+            q[l] |= (uint8_t)((qh[l] >> j & 1) << 4);
 }
 
 /* value = d * sc * q - dmin * m, a sub-block of 32 at a time. */
@@ -449,6 +476,7 @@ QB_GEMV_REF(q6_K_gemv, q6_K_dot_ref)
         .dequant = name##_dequant,                                                                 \
         .quantize = qb_quantize_##name,                                                            \
         .quantize_act = q8_K_quantize_act,                                                         \
+        .round_act = q8_K_round_act,                                                               \
         .dot_ref = name##_dot_ref,                                                                 \
         .gemv = name##_gemv,                                                                       \
     };

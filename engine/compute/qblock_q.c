@@ -10,9 +10,13 @@
 
 static float max_abs(const float *x, int n)
 {
+    /* Not fmaxf, which gcc leaves a library call and the loop scalar; the
+     * same result (a NaN is passed over either way). */
     float m = 0;
-    for (int j = 0; j < n; j++)
-        m = fmaxf(m, fabsf(x[j]));
+    for (int j = 0; j < n; j++) {
+        float a = fabsf(x[j]);
+        m = a > m ? a : m;
+    }
     return m;
 }
 
@@ -87,6 +91,21 @@ static void q8_0_quantize_act(const float *x, void *out, int64_t n)
     q8_pack *packs = (q8_pack *)(y + nb);
     for (int64_t g = 0; g < nb / 8; g++)
         q8_0_pack(y + 8 * g, &packs[g]);
+}
+
+/* q8_0_quantize_act and the dequantization in one pass: each value is
+ * its rounded multiple of the block's fp16 scale. */
+static void q8_0_round_act(const float *x, float *out, int64_t n)
+{
+    for (int64_t b = 0; b < n / QK; b++, x += QK, out += QK) {
+        float amax = max_abs(x, QK);
+        float id = amax != 0 ? 127.0f / amax : 0.0f;
+        float d = qb_h2f(qb_f2h(amax / 127.0f));
+        for (int j = 0; j < QK; j++) {
+            int q = qb_nearest(x[j] * id);
+            out[j] = (float)(q < -128 ? -128 : q > 127 ? 127 : q) * d;
+        }
+    }
 }
 
 /* ggml's quantize_row_q4_0_ref: d = m / -8 where m is the value of
@@ -346,6 +365,7 @@ const qb_type qb_q8_0 = {
     .dequant = q8_0_dequant,
     .quantize = q8_0_quantize,
     .quantize_act = q8_0_quantize_act,
+    .round_act = q8_0_round_act,
     .dot_ref = q8_0_dot_ref,
     .gemv = q8_0_gemv,
 };
@@ -358,6 +378,7 @@ const qb_type qb_q4_0 = {
     .dequant = q4_0_dequant,
     .quantize = q4_0_quantize,
     .quantize_act = q8_0_quantize_act,
+    .round_act = q8_0_round_act,
     .dot_ref = q4_0_dot_ref,
     .gemv = q4_0_gemv,
 };

@@ -5,7 +5,6 @@
 
 #include "engine/model/wtype.h"
 #include "qblock.h"
-#include "qblock_int.h"
 
 /* Rows of a dequantized tile: big enough for sgemm to run at full speed,
  * small enough that the tile stays a few MB whatever the matrix. */
@@ -14,52 +13,32 @@
  * blocking works on 16 at a time). */
 #define SLICE_ALIGN 16
 
-/* Bytes of one row's quantized activations: 4 a value covers every type. */
-static size_t act_bytes_max(int cols)
-{
-    return (size_t)cols * sizeof(float) + 64;
-}
-
-/* One slot a worker: a tile and the quantized activations of one row. */
-static size_t slot_floats(int cols)
-{
-    return (size_t)TILE_ROWS * (size_t)cols + act_bytes_max(cols) / sizeof(float) + 1;
-}
-
 size_t qg_scratch_floats(const wmat *w, int n, int workers)
 {
     if (w->type == WT_F32)
         return 0;
-    return (size_t)n * (size_t)w->cols + (size_t)workers * slot_floats(w->cols);
-}
-
-/* The values a quantized activation stands for, back in floats. */
-static void act_to_float(uint32_t act, const void *q, float *out, int cols)
-{
-    if (act == QB_Q8_K) {
-        const blk_q8_K *b = q;
-        for (int i = 0; i < cols / QK_K; i++)
-            for (int j = 0; j < QK_K; j++)
-                out[i * QK_K + j] = b[i].d * (float)b[i].qs[j];
-        return;
-    }
-    qb_dequant_row(act, q, out, cols);
+    return (size_t)n * (size_t)w->cols + (size_t)workers * TILE_ROWS * (size_t)w->cols;
 }
 
 /* The product spread over the pool as one task a worker, each with a
- * slot of scratch: pool_run gives a task no worker id, but with as many
- * tasks as workers each task index is a slot no other task uses at the
+ * tile of scratch: pool_run gives a task no worker id, but with as many
+ * tasks as workers each task index is a tile no other task uses at the
  * same time. OpenBLAS runs single-threaded inside the tasks (fwd_create
  * sets it): a second set of threads spinning between its calls would
  * fight the pool's for the same cores (measured: a quarter of a prefill's
- * cycles went to their sched_yield). */
+ * cycles went to their sched_yield).
+ *
+ * A job is a group of matrices that take the same input (q, k and v; w1
+ * and w3) in the same form: their rows are split among the tasks as one
+ * range, so that each sgemm call is as wide as it can be and packs x as
+ * few times as it can. */
 typedef struct qg_job {
-    const wmat *w;
-    const float *x; /* [n][cols] */
-    int n, tasks;
-    float *xr;      /* quantized types: x as the decode kernels see it */
-    float *slots;   /* [tasks][slot_floats] */
-    float *y;       /* [n][w->rows] */
+    const mv_out *outs; /* all fp32, or all of one activation type */
+    int n_outs, rows;   /* rows: of all of them */
+    const float *x;     /* [n][cols] */
+    int n, cols, tasks;
+    float *xr;    /* quantized types: x as the decode kernels see it */
+    float *tiles; /* [tasks][TILE_ROWS * cols] */
 } qg_job;
 
 /* [*lo, *hi) of a range of `count` split `parts` ways, aligned to align. */
@@ -76,37 +55,44 @@ static void share_of(int count, int parts, int part, int align, int *lo, int *hi
 static void round_task(void *arg, int t)
 {
     const qg_job *j = arg;
-    int cols = j->w->cols, lo, hi;
-    void *tmp = j->slots + (size_t)t * slot_floats(cols) + (size_t)TILE_ROWS * cols;
-    uint32_t act = qb_act_type(j->w->type);
+    int lo, hi;
     share_of(j->n, j->tasks, t, 1, &lo, &hi);
-    for (int i = lo; i < hi; i++) {
-        qb_quantize_act(j->w->type, j->x + (size_t)i * cols, tmp, cols);
-        act_to_float(act, tmp, j->xr + (size_t)i * cols, cols);
+    for (int i = lo; i < hi; i++)
+        qb_round_act(j->outs[0].w->type, j->x + (size_t)i * j->cols, j->xr + (size_t)i * j->cols,
+                     j->cols);
+}
+
+/* Rows [lo, hi) of one matrix: fp32 weights straight to sgemm, quantized
+ * ones a tile at a time through `tile`. */
+static void multiply_rows(const qg_job *j, const mv_out *o, int lo, int hi, float *tile)
+{
+    const wmat *w = o->w;
+    if (w->type == WT_F32) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, hi - lo, j->cols, 1.0f, j->x,
+                    j->cols, (const float *)w->data + (size_t)lo * j->cols, j->cols, 0.0f,
+                    o->y + lo, w->rows);
+        return;
+    }
+    for (int r0 = lo; r0 < hi; r0 += TILE_ROWS) {
+        int rows = hi - r0 < TILE_ROWS ? hi - r0 : TILE_ROWS;
+        qb_dequant_rows(w->type, w->data, w->row_bytes, r0, rows, j->cols, tile);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, rows, j->cols, 1.0f, j->xr,
+                    j->cols, tile, j->cols, 0.0f, o->y + r0, w->rows);
     }
 }
 
-/* Task t's slice of the weight rows: fp32 weights straight to sgemm,
- * quantized ones a tile at a time through the task's slot. */
+/* Task t's share of the group's rows, matrix by matrix. */
 static void multiply_task(void *arg, int t)
 {
     const qg_job *j = arg;
-    const wmat *w = j->w;
-    int cols = w->cols, lo, hi;
-    share_of(w->rows, j->tasks, t, SLICE_ALIGN, &lo, &hi);
-    if (w->type == WT_F32) {
-        if (hi > lo)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, hi - lo, cols, 1.0f, j->x,
-                        cols, (const float *)w->data + (size_t)lo * cols, cols, 0.0f, j->y + lo,
-                        w->rows);
-        return;
-    }
-    float *tile = j->slots + (size_t)t * slot_floats(cols);
-    for (int r0 = lo; r0 < hi; r0 += TILE_ROWS) {
-        int rows = hi - r0 < TILE_ROWS ? hi - r0 : TILE_ROWS;
-        qb_dequant_rows(w->type, w->data, w->row_bytes, r0, rows, cols, tile);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, rows, cols, 1.0f, j->xr, cols,
-                    tile, cols, 0.0f, j->y + r0, w->rows);
+    float *tile = j->tiles + (size_t)t * TILE_ROWS * j->cols;
+    int lo, hi;
+    share_of(j->rows, j->tasks, t, SLICE_ALIGN, &lo, &hi);
+    for (int k = 0, base = 0; k < j->n_outs && base < hi; base += j->outs[k++].w->rows) {
+        int a = lo > base ? lo - base : 0;
+        int b = hi - base < j->outs[k].w->rows ? hi - base : j->outs[k].w->rows;
+        if (a < b)
+            multiply_rows(j, &j->outs[k], a, b, tile);
     }
 }
 
@@ -119,22 +105,28 @@ static void run(pool *p, int tasks, pool_fn fn, qg_job *j)
         fn(j, 0);
 }
 
+/* The form a matrix takes its input in: fp32 as it is, else rounded to
+ * its activation type. */
+static uint32_t input_form(const wmat *w)
+{
+    return w->type == WT_F32 ? UINT32_MAX : qb_act_type(w->type);
+}
+
 void qg_multiply(pool *p, const float *x, int n, int cols, const mv_out *outs, int n_outs,
                  float *scratch)
 {
     int tasks = p ? pool_threads(p) : 1;
-    uint32_t rounded = 0; /* the activation type xr holds, 0: none yet */
-    for (int k = 0; k < n_outs; k++) {
-        const wmat *w = outs[k].w;
-        qg_job j = {.w = w, .x = x, .n = n, .tasks = tasks, .y = outs[k].y};
-        if (w->type != WT_F32) {
+    for (int k = 0; k < n_outs;) {
+        qg_job j = {.outs = &outs[k], .x = x, .n = n, .cols = cols, .tasks = tasks};
+        uint32_t form = input_form(outs[k].w);
+        for (; k < n_outs && input_form(outs[k].w) == form; k++) {
+            j.rows += outs[k].w->rows;
+            j.n_outs++;
+        }
+        if (form != UINT32_MAX) {
             j.xr = scratch;
-            j.slots = scratch + (size_t)n * cols;
-            /* q, k and v (w1 and w3) usually share the rounding: once. */
-            if (qb_act_type(w->type) != rounded) {
-                run(p, tasks, round_task, &j);
-                rounded = qb_act_type(w->type);
-            }
+            j.tiles = scratch + (size_t)n * cols;
+            run(p, tasks, round_task, &j);
         }
         run(p, tasks, multiply_task, &j);
     }

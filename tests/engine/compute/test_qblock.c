@@ -527,6 +527,30 @@ Test(qblock, gemv_on_llama_cpp_tensors)
 
 /* ---- prefill products (qgemm.c) ---- */
 
+/* qb_round_act is quantize_act then the dequantization, bit for bit, for
+ * every type, on rows with zero blocks, ties and outliers in them. */
+Test(qblock, round_act_is_quantize_then_dequantize)
+{
+    const int64_t n = 1024;
+    float *x = gauss_vec(n, 1.0f);
+    for (int i = 0; i < 32; i++)
+        x[i] = 0; /* a whole zero block */
+    x[40] = 1e4f;
+    x[300] = -2.5f;
+    x[301] = 2.5f; /* equal magnitudes: the first one sets the K scale's sign */
+    float *want = xmalloc(n * sizeof *want), *got = xmalloc(n * sizeof *got);
+    for (size_t t = 0; t < N_TYPES; t++) {
+        void *xa = act(TYPES[t], x, n);
+        dequant_act(TYPES[t], xa, want, n);
+        qb_round_act(TYPES[t], x, got, n);
+        cr_assert_eq(memcmp(got, want, n * sizeof *got), 0, "%s", wtype_name(TYPES[t]));
+        free(xa);
+    }
+    free(want);
+    free(got);
+    free(x);
+}
+
 /* A rows x n matrix of `type` with random rows. */
 static void *random_matrix(uint32_t type, int rows, int64_t n, wmat *w)
 {
