@@ -5,12 +5,14 @@
 #ifndef QBLOCK_INT_H
 #define QBLOCK_INT_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "engine/model/wtype.h"
 #include "qblock.h"
+#include "vec8.h"
 
 /* The vector kernels are written for AVX2 with FMA and F16C, on 256-bit
  * registers: on Zen 4 a 512-bit op costs two 256-bit ones, so wider ones
@@ -149,6 +151,31 @@ static inline uint16_t qb_f2bf(float f)
 static inline int qb_nearest(float x)
 {
     return (int)(qb_f_bits(x + 12582912.0f) & 0x007fffffu) - 0x00400000;
+}
+
+/* The largest |x[j]|, 0 for none; NaNs are passed over. Vector lanes,
+ * not fmaxf, which gcc leaves a library call and the loop scalar. */
+static inline float qb_max_abs(const float *x, int n)
+{
+    f32x8 m = vec8_splat(0);
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        m = vec8_max((f32x8)((i32x8)vec8_load(x + j) & 0x7fffffff), m);
+    float amax = 0;
+    for (int l = 0; l < 8; l++)
+        amax = m[l] > amax ? m[l] : amax;
+    for (; j < n; j++)
+        amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+    return amax;
+}
+
+/* v rounded to the nearest integer (ties to even, as qb_nearest: v + 1.5 *
+ * 2^23 drops the fraction for |v| < 2^22) and clamped to [lo, hi]. */
+static inline f32x8 qb_round_grid(f32x8 v, float lo, float hi)
+{
+    const float magic = 12582912.0f;
+    f32x8 r = (v + magic) - magic;
+    return vec8_min(vec8_max(r, vec8_splat(lo)), vec8_splat(hi));
 }
 
 /* ---- the per-type table ---- */

@@ -69,25 +69,23 @@ static void q8_K_quantize_act(const float *x, void *out, int64_t n)
 /* ---- dequantization ---- */
 
 /* q8_K_quantize_act and the dequantization in one pass (no sums, no
- * packs): each value is its rounded multiple of the block's scale. */
+ * packs), eight values at a time: each value is its rounded multiple of
+ * the block's scale, which takes the sign of the first value of largest
+ * magnitude. */
 static void q8_K_round_act(const float *x, float *out, int64_t n)
 {
     for (int64_t b = 0; b < n / QK_K; b++, x += QK_K, out += QK_K) {
-        float amax = 0, m = 0;
-        for (int j = 0; j < QK_K; j++)
-            if (fabsf(x[j]) > amax) {
-                amax = fabsf(x[j]);
-                m = x[j];
-            }
+        float amax = qb_max_abs(x, QK_K);
         if (amax == 0) {
             memset(out, 0, QK_K * sizeof *out);
             continue;
         }
-        float iscale = -127.0f / m, d = 1 / iscale;
-        for (int j = 0; j < QK_K; j++) {
-            int v = qb_nearest(iscale * x[j]);
-            out[j] = d * (float)(int8_t)(v < 127 ? v : 127);
-        }
+        int first = 0;
+        while (fabsf(x[first]) != amax)
+            first++;
+        float iscale = -127.0f / x[first], d = 1 / iscale;
+        for (int k = 0; k < QK_K; k += 8)
+            vec8_store(out + k, d * qb_round_grid(vec8_load(x + k) * iscale, -128, 127));
     }
 }
 

@@ -8,18 +8,6 @@
 
 #include "qblock_int.h"
 
-static float max_abs(const float *x, int n)
-{
-    /* Not fmaxf, which gcc leaves a library call and the loop scalar; the
-     * same result (a NaN is passed over either way). */
-    float m = 0;
-    for (int j = 0; j < n; j++) {
-        float a = fabsf(x[j]);
-        m = a > m ? a : m;
-    }
-    return m;
-}
-
 /* ---- quantization ---- */
 
 /* ggml's quantize_row_q8_0_ref, which llama-quantize uses for weights:
@@ -28,7 +16,7 @@ static void q8_0_quantize(const float *x, void *out, int64_t n)
 {
     blk_q8_0 *y = out;
     for (int64_t b = 0; b < n / QK; b++, x += QK) {
-        float d = max_abs(x, QK) / 127;
+        float d = qb_max_abs(x, QK) / 127;
         float id = d != 0 ? 1.0f / d : 0.0f;
         y[b].d = qb_f2h(d);
         for (int j = 0; j < QK; j++)
@@ -80,7 +68,7 @@ static void q8_0_quantize_act(const float *x, void *out, int64_t n)
     blk_q8_0 *y = out;
     int64_t nb = n / QK;
     for (int64_t b = 0; b < nb; b++, x += QK) {
-        float amax = max_abs(x, QK);
+        float amax = qb_max_abs(x, QK);
         float id = amax != 0 ? 127.0f / amax : 0.0f;
         y[b].d = qb_f2h(amax / 127.0f);
         for (int j = 0; j < QK; j++) {
@@ -93,18 +81,17 @@ static void q8_0_quantize_act(const float *x, void *out, int64_t n)
         q8_0_pack(y + 8 * g, &packs[g]);
 }
 
-/* q8_0_quantize_act and the dequantization in one pass: each value is
- * its rounded multiple of the block's fp16 scale. */
+/* q8_0_quantize_act and the dequantization in one pass, eight values at
+ * a time: each value is its rounded multiple of the block's fp16 scale.
+ * The rounding is qb_nearest's, in float (qb_round_grid). */
 static void q8_0_round_act(const float *x, float *out, int64_t n)
 {
     for (int64_t b = 0; b < n / QK; b++, x += QK, out += QK) {
-        float amax = max_abs(x, QK);
+        float amax = qb_max_abs(x, QK);
         float id = amax != 0 ? 127.0f / amax : 0.0f;
         float d = qb_h2f(qb_f2h(amax / 127.0f));
-        for (int j = 0; j < QK; j++) {
-            int q = qb_nearest(x[j] * id);
-            out[j] = (float)(q < -128 ? -128 : q > 127 ? 127 : q) * d;
-        }
+        for (int k = 0; k < QK; k += 8)
+            vec8_store(out + k, qb_round_grid(vec8_load(x + k) * id, -128, 127) * d);
     }
 }
 

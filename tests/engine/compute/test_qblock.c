@@ -617,3 +617,36 @@ Test(qblock, qgemm_matches_the_decode_kernels)
     for (int k = 0; k < K; k++)
         free(data[k]);
 }
+
+/* A matrix taller than a tile (4 MiB of floats: 4096 rows of 256) goes
+ * through several tiles, each row's product still the decode kernels'. */
+Test(qblock, qgemm_across_tiles)
+{
+    const int64_t cols = 256;
+    const int rows = 4096 + 40, n = 3;
+    wmat w;
+    void *data = random_matrix(WT_Q8_0, rows, cols, &w);
+    float *x = gauss_vec(n * cols, 1.0f);
+    pool *p;
+    char err[128];
+    cr_assert_eq(pool_create(&p, 2, err, sizeof err), 0, "%s", err);
+    float *scratch = xmalloc(qg_scratch_floats(&w, n, 2) * sizeof(float));
+    mv_out out = {.w = &w, .y = xmalloc((size_t)n * rows * sizeof(float))};
+    qg_multiply(p, x, n, (int)cols, &out, 1, scratch);
+    for (int i = 0; i < n; i++) {
+        void *xa = act(WT_Q8_0, x + i * cols, cols);
+        for (int r = 0; r < rows; r += 7) {
+            const void *row = (const uint8_t *)data + r * w.row_bytes;
+            char what[64];
+            snprintf(what, sizeof what, "position %d row %d", i, r);
+            assert_close(out.y[i * rows + r], qb_dot_ref(WT_Q8_0, row, xa, cols),
+                         abs_dot(WT_Q8_0, row, xa, cols), what);
+        }
+        free(xa);
+    }
+    pool_free(p);
+    free(out.y);
+    free(scratch);
+    free(x);
+    free(data);
+}
