@@ -2,7 +2,7 @@
 # End to end: a long text prompt never freezes the node. Tokenizing runs
 # off the node's loop, so while a 12 KB prompt is tokenized (seconds with a
 # quadratic tokenizer) status answers at once, the request can be
-# cancelled, and SIGTERM stops the node within a second or two. A prompt
+# cancelled, and SIGTERM stops the node within seconds. A prompt
 # with "special" has its control tokens' texts tokenized as those tokens
 # (as `inferd tokenize --special`), and as text without.
 . "$(dirname "$0")/lib/serve.sh"
@@ -32,14 +32,16 @@ sleep 0.3
 t0=$(now_ms)
 call "$C" status --timeout 5000 >"$tmp/status"
 elapsed=$(($(now_ms) - t0))
-check "status answers within 1 s while a 12 KB prompt is tokenized (${elapsed} ms)" \
-    within "$elapsed" 1000
+# The bounds leave a loaded machine room: the frozen loop they guard
+# against took 10 s and more for this prompt.
+check "status answers within 3 s while a 12 KB prompt is tokenized (${elapsed} ms)" \
+    within "$elapsed" 3000
 check "and shows the request in flight or queued" [ "$(get ok <"$tmp/status")" = true ]
 t0=$(now_ms)
 call "$C" cancel '{"target":"slow1"}' >/dev/null
 wait $g
 elapsed=$(($(now_ms) - t0))
-check "cancel ends it within 1 s (${elapsed} ms, $(get error.code <"$tmp/slow1"))" within "$elapsed" 1000
+check "cancel ends it within 3 s (${elapsed} ms, $(get error.code <"$tmp/slow1"))" within "$elapsed" 3000
 
 call "$C" generate "$args" --id slow2 >"$tmp/slow2" &
 g=$!
@@ -48,7 +50,7 @@ t0=$(now_ms)
 stop tok
 elapsed=$(($(now_ms) - t0))
 wait $g
-check "SIGTERM stops the node within 2 s (${elapsed} ms)" within "$elapsed" 2000
+check "SIGTERM stops the node within 5 s (${elapsed} ms)" within "$elapsed" 5000
 check "with exit status 0" [ "$STOP_RC" = 0 ]
 check "and the request gets shutdown" [ "$(get error.code <"$tmp/slow2")" = shutdown ]
 
