@@ -18,11 +18,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         return 0;
     }
-    /* An accepted frame's payload is exactly what its header claims. */
-    int json_kind = f.h.kind != RING_HIDDEN && f.h.kind != RING_TOKEN;
+    /* An accepted frame's payload is exactly what its header claims: floats
+     * (hidden states, an eval's logits), a token, or JSON. */
+    int floats = f.h.kind == RING_HIDDEN || f.h.kind == RING_LOGITS;
+    int json_kind = !floats && f.h.kind != RING_TOKEN;
     if (json_kind != (f.json != NULL))
         abort();
-    if (f.h.kind == RING_HIDDEN &&
+    if (floats &&
         (size_t)f.h.n * (size_t)f.h.dim * sizeof(float) + RING_HDR_BYTES != size)
         abort();
     ring_frame_free(&f);
