@@ -14,14 +14,16 @@
  *                the sizes in SGEMM_SIZES and SGEMM_RUNS runs each.
  *   decode       synth:110m, fp32 weights, fp16 KV: a cache filled to PROMPT
  *                positions (as below), then DECODE_STEPS greedy steps after
- *                one warm-up; tok/s = 1 / median step.
+ *                one warm-up; tok/s = 1 / median step, the best of BEST_OF
+ *                such runs (as the limits are the best of theirs: another
+ *                guest on the host makes a run slower, never faster).
  *                Its limit is the weight bytes one token reads (every layer,
  *                the final norm and the classifier, which is the embedding
  *                table when shared; of the embedding only one row) divided
  *                by the triad bandwidth (the KV a step reads at this
  *                context is under 0.3% of that and not counted).
  *   prefill      one PREFILL_N-token chunk from an empty cache after a
- *                warm-up chunk, median of CHUNK_RUNS; FLOPs = 2 x layer
+ *                warm-up chunk, median of CHUNK_RUNS, best of BEST_OF; FLOPs = 2 x layer
  *                weight params x n + 2 x classifier params (logits of the
  *                last position only) + causal attention (QK and PV:
  *                4 x head_dim x heads x visible keys per query per layer);
@@ -68,6 +70,7 @@
 #define DEPTH 4096
 #define EMBEDDED_STEPS 64
 #define MAX_RUNS 64
+#define BEST_OF 3
 
 static const int SGEMM_SIZES[] = {1024, 2048, 3072};
 static const int CTXS[] = {1024, 8192, 32768};
@@ -625,6 +628,19 @@ static int gguf_file(const char *type, char *path, size_t len, char *err, size_t
     return 0;
 }
 
+/* The fastest of BEST_OF measurements of j (see the top). */
+static int measure_best(const job *j, point *out, char *err, size_t errlen)
+{
+    for (int i = 0; i < BEST_OF; i++) {
+        point p;
+        if (measure_in_child(j, &p, err, errlen) != 0)
+            return -1;
+        if (i == 0 || p.step_ms < out->step_ms)
+            *out = p;
+    }
+    return 0;
+}
+
 static int measure_gguf(int threads, gguf_run *runs, char *err, size_t errlen)
 {
     for (int i = 0; i < N_GGUF; i++) {
@@ -637,9 +653,9 @@ static int measure_gguf(int threads, gguf_run *runs, char *err, size_t errlen)
         runs[i].c = *model_config_of(m);
         job jd = {m, threads, 16, PROMPT, 1, DECODE_STEPS};
         job jp = {m, threads, 16, 0, PREFILL_N, CHUNK_RUNS};
-        int rc = measure_in_child(&jd, &runs[i].decode, err, errlen);
+        int rc = measure_best(&jd, &runs[i].decode, err, errlen);
         if (rc == 0)
-            rc = measure_in_child(&jp, &runs[i].prefill, err, errlen);
+            rc = measure_best(&jp, &runs[i].prefill, err, errlen);
         model_free(m);
         if (rc != 0)
             return -1;
@@ -694,9 +710,9 @@ static int engine_bars(bench *b, int threads, char *err, size_t errlen)
         return -1;
     job jd = {m, threads, 16, PROMPT, 1, DECODE_STEPS};
     job jp = {m, threads, 16, 0, PREFILL_N, CHUNK_RUNS};
-    int rc = measure_in_child(&jd, &decode, err, errlen);
+    int rc = measure_best(&jd, &decode, err, errlen);
     if (rc == 0)
-        rc = measure_in_child(&jp, &prefill, err, errlen);
+        rc = measure_best(&jp, &prefill, err, errlen);
     if (rc == 0)
         rc = measure_gguf(threads, runs, err, errlen);
     if (rc == 0)
