@@ -40,6 +40,11 @@
  * ggml's GGML_FA_TILE_Q. */
 #define FP16_BELOW 64
 
+/* Cache blocks folded together: the running max, sum and output of a row
+ * are updated once per span of SPAN blocks instead of once per block,
+ * which was most of attention's cost in prefill beside the products. */
+#define SPAN 4
+
 struct attn_scratch {
     kv_shape shape;
     int max_n;
@@ -51,34 +56,35 @@ struct attn_scratch {
     float *mem;     /* [workers][worker_floats] */
 };
 
-/* One worker's scratch: the dequantized block, a tile of queries rounded
- * to fp16, a tile of scores, and the running max and sum of every row of
- * a task. */
+/* One worker's scratch: a span of dequantized blocks, a tile of queries
+ * rounded to fp16, a tile of scores over the span, and the running max
+ * and sum of every row of a task. */
 typedef struct worker_mem {
-    float *kt;  /* [head_dim][block] */
-    float *v;   /* [block][head_dim] */
+    float *kt;  /* [SPAN][head_dim][block]: each block's keys transposed */
+    float *v;   /* [SPAN * block][head_dim] */
     float *q16; /* [TILE_ROWS][head_dim] */
-    float *s;   /* [TILE_ROWS][block] */
+    float *s;   /* [TILE_ROWS][SPAN * block] */
     float *m;   /* [max_n * gqa] */
     float *l;   /* [max_n * gqa] */
 } worker_mem;
 
 static size_t worker_floats(kv_shape shape, int max_rows)
 {
-    size_t blk = (size_t)shape.block * shape.head_dim;
-    return 2 * blk + (size_t)TILE_ROWS * (shape.head_dim + shape.block) + 2 * (size_t)max_rows;
+    size_t blk = (size_t)SPAN * shape.block * shape.head_dim;
+    return 2 * blk + (size_t)TILE_ROWS * (shape.head_dim + (size_t)SPAN * shape.block) +
+           2 * (size_t)max_rows;
 }
 
 static worker_mem worker_at(const attn_scratch *s, int w)
 {
     float *p = s->mem + (size_t)w * s->worker_floats;
-    size_t blk = (size_t)s->shape.block * s->shape.head_dim;
+    size_t blk = (size_t)SPAN * s->shape.block * s->shape.head_dim;
     worker_mem wm;
     wm.kt = p;
     wm.v = wm.kt + blk;
     wm.q16 = wm.v + blk;
     wm.s = wm.q16 + (size_t)TILE_ROWS * s->shape.head_dim;
-    wm.m = wm.s + (size_t)TILE_ROWS * s->shape.block;
+    wm.m = wm.s + (size_t)TILE_ROWS * SPAN * s->shape.block;
     wm.l = wm.m + (size_t)s->max_n * s->gqa;
     return wm;
 }
@@ -308,20 +314,25 @@ static size_t row_offset(const job *jb, int h, int r)
     return ((size_t)i * s->n_heads + qh) * s->shape.head_dim;
 }
 
-/* Rows [rt, rt + R) against block b (keys kt, values v) of KV head h.
- * The fp16 path scores its queries rounded to fp16 (the products are then
- * exact; their sums round as the tile kernel's do). */
-static void fold_tile(const job *jb, const worker_mem *wm, int h, int r0, int rt, int R, int b)
+/* Rows [rt, rt + R) against blocks [b, b + nb) of KV head h (keys kt,
+ * values v, read by run_task). Blocks past the tile's last visible
+ * position are not scored. The fp16 path scores its queries rounded to
+ * fp16 (the products are then exact; their sums round as the tile
+ * kernel's do). */
+static void fold_tile(const job *jb, const worker_mem *wm, int h, int r0, int rt, int R, int b,
+                      int nb)
 {
     const attn_scratch *s = jb->s;
     int hd = s->shape.head_dim, B = s->shape.block;
+    int last = jb->pos + (rt + R - 1) / s->gqa - b * B; /* the tile's last visible key */
+    int scored = last / B + 1 < nb ? last / B + 1 : nb, width = scored * B;
     const float *qrow[TILE_ROWS];
     float *orow[TILE_ROWS], *srow[TILE_ROWS];
     for (int t = 0; t < R; t++) {
         size_t off = row_offset(jb, h, rt + t);
         qrow[t] = jb->q + off;
         orow[t] = jb->out + off;
-        srow[t] = wm->s + (size_t)t * B;
+        srow[t] = wm->s + (size_t)t * SPAN * B;
         if (jb->fp16) {
             float *q16 = wm->q16 + (size_t)t * hd;
             for (int d = 0; d < hd; d += 8)
@@ -329,20 +340,25 @@ static void fold_tile(const job *jb, const worker_mem *wm, int h, int r0, int rt
             qrow[t] = q16;
         }
     }
-    gemm(R, qrow, hd, wm->kt, B, B, srow, 0);
+    for (int k = 0; k < scored; k++) {
+        float *sk[TILE_ROWS];
+        for (int t = 0; t < R; t++)
+            sk[t] = srow[t] + (size_t)k * B;
+        gemm(R, qrow, hd, wm->kt + (size_t)k * hd * B, B, B, sk, 0);
+    }
 
     float scale = 1.0f / sqrtf((float)hd);
     int vc_max = 0;
     for (int t = 0; t < R; t++) {
         int i = (rt + t) / s->gqa;
         int vc = jb->pos + i - b * B + 1;
-        vc = vc > B ? B : vc;
+        vc = vc > width ? width : vc;
         vc_max = vc > vc_max ? vc : vc_max;
         int lr = rt + t - r0;
         if (jb->fp16) {
             fold_keys_f16(srow[t], vc, scale, wm->v, hd, &wm->m[lr], &wm->l[lr], orow[t]);
         } else {
-            float c = softmax_fold(srow[t], B, vc, scale, &wm->m[lr], &wm->l[lr]);
+            float c = softmax_fold(srow[t], width, vc, scale, &wm->m[lr], &wm->l[lr]);
             if (c != 1.0f)
                 scale_row(orow[t], hd, c);
         }
@@ -352,7 +368,7 @@ static void fold_tile(const job *jb, const worker_mem *wm, int h, int r0, int rt
         gemm(R, (const float *const *)srow, vc_max, wm->v, hd, hd, orow, 1);
 }
 
-/* Attention of rows [r0, r1) for KV head h. */
+/* Attention of rows [r0, r1) for KV head h, SPAN blocks at a time. */
 static void run_task(const job *jb, const worker_mem *wm, int h, int r0, int r1)
 {
     const attn_scratch *s = jb->s;
@@ -362,14 +378,17 @@ static void run_task(const job *jb, const worker_mem *wm, int h, int r0, int r1)
         wm->l[r - r0] = 0.0f;
         memset(jb->out + row_offset(jb, h, r), 0, (size_t)hd * sizeof(float));
     }
-    int last_pos = jb->pos + (r1 - 1) / s->gqa;
-    for (int b = 0; b <= last_pos / B; b++) {
-        kv_read_block(jb->kv, jb->layer, h, b, jb->pos + jb->n, wm->kt, wm->v);
-        /* Rows before the block's first position see none of it. */
+    int last_block = (jb->pos + (r1 - 1) / s->gqa) / B;
+    for (int b = 0; b <= last_block; b += SPAN) {
+        int nb = last_block - b + 1 < SPAN ? last_block - b + 1 : SPAN;
+        for (int k = 0; k < nb; k++)
+            kv_read_block(jb->kv, jb->layer, h, b + k, jb->pos + jb->n,
+                          wm->kt + (size_t)k * hd * B, wm->v + (size_t)k * B * hd);
+        /* Rows before the span's first position see none of it. */
         int first = (b * B - jb->pos) * s->gqa;
         for (int rt = first > r0 ? first : r0; rt < r1; rt += TILE_ROWS) {
             int R = r1 - rt < TILE_ROWS ? r1 - rt : TILE_ROWS;
-            fold_tile(jb, wm, h, r0, rt, R, b);
+            fold_tile(jb, wm, h, r0, rt, R, b, nb);
         }
     }
     for (int r = r0; r < r1; r++)
