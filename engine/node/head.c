@@ -1,5 +1,6 @@
-/* head.c: generate requests on the head stage, and the ring operations the
- * head starts (see node.h, PROTOCOL.md "Stage-to-stage frames").
+/* head.c: generate and eval requests on the head stage (see node.h,
+ * PROTOCOL.md "Stage-to-stage frames"); `set` goes around the ring in
+ * head_set.c.
  *
  * A request goes through:
  *   queued   -> waits for the one in flight (requests run one at a time)
@@ -24,6 +25,8 @@
 
 #include "engine/sys/clock.h"
 #include "head.h"
+#include "head_ring.h"
+#include "head_set.h"
 #include "node.h"
 #include "stage.h"
 
@@ -63,52 +66,6 @@ double head_deadline(const node *nd)
     if (nd->set.live && nd->set.wait.deadline < d)
         d = nd->set.wait.deadline;
     return d;
-}
-
-static void head_send(node *nd, ring_kind kind, uint64_t op, json_t *obj)
-{
-    ring_hdr h = {.kind = kind, .op = op, .step = -1, .token = -1};
-    char err[256];
-    if (ring_send(nd->ring, &h, obj, err, sizeof err) != 0)
-        steplog_line(nd->log, "RING", "sending %s: %s", ring_kind_name(kind), err);
-}
-
-/* Frames from the head carry its endpoint once the ring has told it (the
- * tail's --next), and with CURVE its public key, so that the stages can
- * report to it. */
-static json_t *head_frame_json(const node *nd)
-{
-    json_t *o = json_object();
-    if (nd->head_ep[0])
-        json_object_set_new(o, "head", json_string(nd->head_ep));
-    if (nd->curve)
-        json_object_set_new(o, "head_key", json_string(nd->curve_keys.public_key));
-    return o;
-}
-
-static void pending_arm(const node *nd, pending *w, ring_kind kind, uint64_t op, int64_t step)
-{
-    w->live = 1;
-    w->kind = kind;
-    w->op = op;
-    w->step = step;
-    w->deadline = clock_ms() + nd->o.step_timeout_ms;
-    w->reported = 0;
-}
-
-/* The first stage after the head that did not report the operation: the
- * one that went silent (or, when all reported, the tail's link back). */
-static void silent_stage(const node *nd, const pending *w, char *out, size_t len)
-{
-    if (nd->n_members < 2) {
-        snprintf(out, len, "the stage at %s (--next) or one after it", nd->o.next);
-        return;
-    }
-    int i = 1;
-    while (i < nd->n_members - 1 && (w->reported & (1u << i)))
-        i++;
-    const member *m = &nd->members[i];
-    snprintf(out, len, "stage '%s' (layers %d:%d)", m->name, m->first, m->last);
 }
 
 /* ---- finishing -------------------------------------------------------- */
@@ -486,7 +443,7 @@ static void job_admit(node *nd, job *j)
     json_object_set_new(o, "stages", json_pack("[o]", me));
     head_send(nd, RING_PREPARE, j->op, o);
     json_decref(o);
-    pending_arm(nd, &j->wait, RING_PREPARE, j->op, -1);
+    head_pending_arm(nd, &j->wait, RING_PREPARE, j->op, -1);
 }
 
 /* A text prompt goes to the tokenizer's thread, however long it takes
@@ -838,7 +795,7 @@ static void job_step(node *nd, job *j)
         return;
     }
     j->state = JOB_WAIT;
-    pending_arm(nd, &j->wait, RING_HIDDEN, j->op, j->step);
+    head_pending_arm(nd, &j->wait, RING_HIDDEN, j->op, j->step);
 }
 
 /* ---- frames back at the head ------------------------------------------ */
@@ -898,129 +855,6 @@ static void on_report(node *nd, const ring_frame *f)
              message ? message : "a stage failed the step");
 }
 
-/* ---- set: checked on every stage, then applied, or put back ------------ */
-
-/* Sends one round of the set around the ring, the head's entry first. */
-static void set_round(node *nd, ring_kind kind, uint64_t op, json_t *entry)
-{
-    set_op *s = &nd->set;
-    json_t *o = head_frame_json(nd);
-    if (kind != RING_SET_UNDO) {
-        json_t *fields = stage_set_to_json(&s->args);
-        json_object_update(o, fields);
-        json_decref(fields);
-    }
-    json_object_set_new(o, "stages", json_pack("[o]", entry));
-    head_send(nd, kind, op, o);
-    json_decref(o);
-    pending_arm(nd, &s->wait, kind, op, -1);
-}
-
-/* Ends the set with an error reply. */
-static void set_fail(node *nd, proto_code code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_fail(node *nd, proto_code code, const char *fmt, ...)
-{
-    proto_error e = {.code = code};
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e.message, sizeof e.message, fmt, ap);
-    va_end(ap);
-    nd->set.live = 0;
-    nd->set.wait.live = 0;
-    node_reply(nd, &nd->set.from, proto_reply_error(nd->set.id, &e));
-}
-
-/* The first stage of a round that refused, or NULL. */
-static const json_t *set_refusal(const json_t *stages, proto_error *e)
-{
-    size_t i;
-    const json_t *st;
-    json_array_foreach(stages, i, st)
-    {
-        if (json_is_true(json_object_get(st, "ok")))
-            continue;
-        proto_code c = proto_code_parse(json_string_value(json_object_get(st, "code")));
-        const char *message = json_string_value(json_object_get(st, "message"));
-        e->code = c == PROTO_CODE_COUNT || c == PROTO_OK ? PROTO_E_INTERNAL : c;
-        snprintf(e->message, sizeof e->message, "%s", message ? message : "a stage refused");
-        return st;
-    }
-    return NULL;
-}
-
-/* A stage failed to apply (or fell silent): every stage that applied the
- * set puts it back, the head first. */
-static void set_undo_round(node *nd, const proto_error *why)
-{
-    set_op *s = &nd->set;
-    s->failure = *why;
-    json_t *entry = json_object();
-    proto_error e;
-    stage_undo_set(nd, s->wait.op, entry, &e);
-    set_round(nd, RING_SET_UNDO, s->wait.op, entry);
-}
-
-static void set_round_done(node *nd, const ring_frame *f)
-{
-    set_op *s = &nd->set;
-    s->wait.live = 0;
-    const json_t *stages = json_object_get(f->json, "stages");
-    proto_error e;
-    const json_t *refused = set_refusal(stages, &e);
-    if (f->h.kind == RING_SET_CHECK) {
-        if (refused) {
-            set_fail(nd, e.code, "%s; no stage changed", e.message);
-            return;
-        }
-        json_t *entry = json_object();
-        if (stage_apply_set(nd, f->h.op, &s->args, entry, &e) != 0) {
-            json_decref(entry);
-            set_fail(nd, e.code, "%s; no stage changed", e.message);
-            return;
-        }
-        set_round(nd, RING_SET, f->h.op, entry);
-    } else if (f->h.kind == RING_SET) {
-        if (refused) {
-            set_undo_round(nd, &e);
-            return;
-        }
-        s->live = 0;
-        json_t *res = json_pack("{sO}", "stages", stages);
-        node_reply(nd, &s->from, proto_reply_ok(s->id, res));
-        json_decref(res);
-    } else if (refused) {
-        set_fail(nd, s->failure.code, "%s; putting the set back failed too: %s", s->failure.message,
-                 e.message);
-    } else {
-        set_fail(nd, s->failure.code, "%s; every stage was put back", s->failure.message);
-    }
-}
-
-/* A round's deadline passed. Before anything was applied nothing needs
- * undoing; after, the stages that applied put it back. */
-static void set_timed_out(node *nd, const char *who)
-{
-    set_op *s = &nd->set;
-    double secs = nd->o.step_timeout_ms / 1000.0;
-    node_event(nd, PROTO_EV_STAGE_TIMEOUT, "", "stage_timeout", NULL,
-               "%s did not answer a %s within %.1f s", who, ring_kind_name(s->wait.kind), secs);
-    if (s->wait.kind == RING_SET_CHECK) {
-        set_fail(nd, PROTO_E_STAGE_TIMEOUT, "%s did not answer within %.1f s; no stage changed",
-                 who, secs);
-    } else if (s->wait.kind == RING_SET) {
-        proto_error e = {.code = PROTO_E_STAGE_TIMEOUT};
-        snprintf(e.message, sizeof e.message, "%s did not answer within %.1f s", who, secs);
-        set_undo_round(nd, &e);
-    } else {
-        set_fail(nd, s->failure.code,
-                 "%s; %s did not answer the undo within %.1f s: the stages from it on may still "
-                 "hold the set",
-                 s->failure.message, who, secs);
-    }
-}
-
 void head_on_frame(node *nd, ring_frame *f)
 {
     job *j = head_job(nd);
@@ -1037,9 +871,7 @@ void head_on_frame(node *nd, ring_frame *f)
     case RING_SET_CHECK:
     case RING_SET:
     case RING_SET_UNDO:
-        if (nd->set.live && nd->set.wait.live && nd->set.wait.op == f->h.op &&
-            nd->set.wait.kind == f->h.kind)
-            set_round_done(nd, f);
+        head_set_on_frame(nd, f);
         return;
     case RING_REPORT:
         on_report(nd, f);
@@ -1051,7 +883,7 @@ void head_on_frame(node *nd, ring_frame *f)
     }
 }
 
-/* ---- deadlines, cancel, set, drop --------------------------------------- */
+/* ---- deadlines, cancel, drop ------------------------------------------- */
 
 static void check_deadlines(node *nd)
 {
@@ -1066,7 +898,7 @@ static void check_deadlines(node *nd)
     }
     job *j = head_job(nd);
     if (j && j->wait.live && now >= j->wait.deadline) {
-        silent_stage(nd, &j->wait, who, sizeof who);
+        head_silent_stage(nd, &j->wait, who, sizeof who);
         char what[64];
         if (j->wait.kind == RING_PREPARE)
             snprintf(what, sizeof what, "the ring check");
@@ -1075,10 +907,7 @@ static void check_deadlines(node *nd)
         job_fail(nd, 0, PROTO_E_STAGE_TIMEOUT, "%s did not answer %s within %.1f s", who, what,
                  nd->o.step_timeout_ms / 1000.0);
     }
-    if (nd->set.live && nd->set.wait.live && now >= nd->set.wait.deadline) {
-        silent_stage(nd, &nd->set.wait, who, sizeof who);
-        set_timed_out(nd, who);
-    }
+    head_set_check_deadline(nd, now);
 }
 
 void head_tick(node *nd)
@@ -1117,40 +946,6 @@ void head_cancel(node *nd, const peer *from, const proto_request *req)
                      "no request '%s' is running or queued on this node", req->target);
 }
 
-void head_set(node *nd, const peer *from, const proto_request *req)
-{
-    int ring = nd->ring && nd->head;
-    if (ring && nd->set.live) {
-        node_reply_error(nd, from, req->id, PROTO_E_BUSY, "set '%s' is still going around the ring",
-                         nd->set.id);
-        return;
-    }
-    json_t *entry = json_object();
-    proto_error e;
-    /* Alone, a node applies at once; the head of a ring checks every
-     * stage first (set_round_done). */
-    int rc = ring ? stage_check_set(nd, &req->set, entry, &e)
-                  : stage_apply_set(nd, ++nd->next_op, &req->set, entry, &e);
-    if (rc != 0) {
-        json_decref(entry);
-        node_reply_error(nd, from, req->id, e.code, "%s; %s", e.message,
-                         ring ? "no stage changed" : "nothing changed");
-        return;
-    }
-    if (!ring) {
-        json_t *res = json_pack("{s[o]}", "stages", entry);
-        node_reply(nd, from, proto_reply_ok(req->id, res));
-        json_decref(res);
-        return;
-    }
-    set_op *s = &nd->set;
-    s->live = 1;
-    s->from = *from;
-    s->args = req->set;
-    snprintf(s->id, sizeof s->id, "%s", req->id);
-    set_round(nd, RING_SET_CHECK, ++nd->next_op, entry);
-}
-
 void head_drop(node *nd, const peer *from, const proto_request *req)
 {
     if (nd->cur.live && strcmp(nd->cur.session, req->session) == 0) {
@@ -1176,9 +971,5 @@ void head_shutdown(node *nd)
 {
     while (nd->n_queue > 0)
         job_fail(nd, nd->n_queue - 1, PROTO_E_SHUTDOWN, "the node is shutting down");
-    if (nd->set.live) {
-        nd->set.live = 0;
-        node_reply_error(nd, &nd->set.from, nd->set.id, PROTO_E_SHUTDOWN,
-                         "the node is shutting down");
-    }
+    head_set_shutdown(nd);
 }

@@ -1,5 +1,6 @@
 /* head.h: requests on the head stage (head.c): queue, admission round,
- * steps, deadlines, replies; `set` and session drops for the ring. Called
+ * steps, deadlines, replies; session drops for the ring (`set` is
+ * head_set.h). Called
  * by the main loop in serve.c. */
 #ifndef HEAD_H
 #define HEAD_H
@@ -9,7 +10,6 @@
 /* Queues a generate or an eval; takes req. */
 void head_enqueue(node *nd, const peer *from, proto_request *req);
 void head_cancel(node *nd, const peer *from, const proto_request *req);
-void head_set(node *nd, const peer *from, const proto_request *req);
 void head_drop(node *nd, const peer *from, const proto_request *req);
 void head_on_frame(node *nd, ring_frame *f);
 /* A client's connection closed: its requests, running or queued, end. */

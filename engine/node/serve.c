@@ -24,6 +24,7 @@
 #include "engine/sys/clock.h"
 #include "engine/sys/memstat.h"
 #include "head.h"
+#include "head_set.h"
 #include "node.h"
 #include "serve.h"
 #include "stage.h"
