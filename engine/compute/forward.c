@@ -1,14 +1,19 @@
 /* forward.c: the Llama forward pass of one pipeline stage (see forward.h).
  *
- * Reads like llama2.c's run.c, for a chunk of n positions at once: every
- * activation buffer is [n][width], row i being position pos + i. A prefill
- * chunk multiplies all its rows by a weight matrix in one sgemm (qgemm.c);
- * a decode step (n = 1) is a matrix-vector product, bound by memory
- * bandwidth (matvec.c). Weights stay in their file's types (weights.h).
+ * Reads like llama2.c's run.c, for many rows at once: every activation
+ * buffer is [rows][width]. The rows are consecutive positions of one
+ * sequence (fwd_step) or one position of each sequence of a batch
+ * (fwd_step_batch); only RoPE, the cache and the choice of product tell
+ * the two apart (step_rows). A prefill chunk multiplies all its rows by a
+ * weight matrix in one sgemm (qgemm.c); decode rows are matrix-vector
+ * products, bound by memory bandwidth, which read each weight once for
+ * the whole batch (matvec.c). Weights stay in their file's types
+ * (weights.h).
  */
 #include "forward.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +36,9 @@ struct fwd_stage {
     pool *pool;
     float theta_scale;         /* RoPE: rope_base^(-2 / rope_dim), see rope_angles */
     const float *rope_factors; /* Llama 3's divisor of each pair's angle, or NULL */
-    void *mv_scratch; /* a decode product's quantized inputs */
 
-    /* Activations for up to `cap` positions, grown to the largest chunk. */
-    int cap;
+    /* Scratch, grown to the largest step since the last release. */
+    int cap;         /* rows of the activations below */
     float *acts;     /* the one allocation below pointers carve up */
     float *x;        /* [cap][dim] residual stream */
     float *xb;       /* [cap][dim] normed block input, then attention output */
@@ -44,15 +48,29 @@ struct fwd_stage {
     float *proj;     /* [cap][dim] a block's output before the residual add */
     float *hb;       /* [cap][hidden_dim] */
     float *hb2;      /* [cap][hidden_dim] */
-    float *rope_cos; /* [cap][head_dim / 2] rotation of each position */
+    float *rope_cos; /* [cap][head_dim / 2] rotation of each row's position */
     float *rope_sin; /* [cap][head_dim / 2] */
     float *qg;       /* a prefill product's tiles and rounded inputs (qgemm.h) */
     size_t qg_floats;
+    void *mv; /* decode products' quantized inputs (matvec.h), for mv_rows rows */
+    int mv_rows;
 
-    attn_scratch *attn; /* sized for attn_n positions and attn_shape */
+    attn_scratch *attn; /* one sequence's, sized for attn_n positions and attn_shape */
     int attn_n;
     kv_shape attn_shape;
+    attn_scratch **attn_each; /* a batch's: one a thread, for one position and each_shape */
+    int n_each;
+    kv_shape each_shape;
 };
+
+/* The rows of a step: `seqs` sequences of `len` consecutive positions
+ * each, row i * len + j being position kv_len(kvs[i]) + j of sequence i
+ * (lengths are committed when the step ends). fwd_step runs one sequence,
+ * fwd_step_batch many of one position each. */
+typedef struct step_rows {
+    kv_cache *const *kvs;
+    int seqs, len;
+} step_rows;
 
 int fwd_create(fwd_stage **out, const model *m, int first, int last, pool *pool, char *err,
                size_t errlen)
@@ -65,11 +83,7 @@ int fwd_create(fwd_stage **out, const model *m, int first, int last, pool *pool,
         return -1;
     }
     fwd_stage *s = calloc(1, sizeof *s);
-    int widest = c->hidden_dim > c->dim ? c->hidden_dim : c->dim;
-    if (s)
-        s->mv_scratch = malloc(mv_scratch_bytes(widest));
-    if (!s || !s->mv_scratch) {
-        fwd_free(s);
+    if (!s) {
         snprintf(err, errlen, "out of memory creating the forward stage");
         return -1;
     }
@@ -91,10 +105,7 @@ void fwd_free(fwd_stage *s)
 {
     if (!s)
         return;
-    attn_scratch_free(s->attn);
-    free(s->acts);
-    free(s->qg);
-    free(s->mv_scratch);
+    fwd_scratch_release(s);
     free(s);
 }
 
@@ -140,11 +151,17 @@ static size_t max_size(size_t a, size_t b)
     return a > b ? a : b;
 }
 
+/* Threads of the stage's parallel parts. */
+static int workers_of(const fwd_stage *s)
+{
+    return s->pool ? pool_threads(s->pool) : 1;
+}
+
 /* The prefill scratch of a chunk of n positions: the most any of the
  * stage's matrices needs (the classifier too, for fwd_step_logits). */
 static size_t qg_floats_for(const fwd_stage *s, int n)
 {
-    int workers = s->pool ? pool_threads(s->pool) : 1;
+    int workers = workers_of(s);
     size_t most = 0;
     for (int l = s->first; l < s->last; l++) {
         const layer_weights *w = model_layer(s->m, l);
@@ -157,19 +174,40 @@ static size_t qg_floats_for(const fwd_stage *s, int n)
     return most;
 }
 
+/* Decode products take inputs as wide as the widest matrix's rows. */
+static size_t mv_bytes_for(const fwd_stage *s, int rows)
+{
+    int widest = s->c.hidden_dim > s->c.dim ? s->c.hidden_dim : s->c.dim;
+    return mv_scratch_bytes(widest, rows);
+}
+
 size_t fwd_scratch_bytes(const fwd_stage *s)
 {
     size_t bytes = (size_t)s->cap * acts_floats_per_position(s) * sizeof(float);
-    bytes += s->qg_floats * sizeof(float);
+    bytes += s->qg_floats * sizeof(float) + mv_bytes_for(s, s->mv_rows);
+    for (int i = 0; i < s->n_each; i++)
+        bytes += attn_scratch_bytes(s->attn_each[i]);
     return bytes + (s->attn ? attn_scratch_bytes(s->attn) : 0);
 }
 
+/* A chunk of n positions needs sgemm tiles and attention for n queries,
+ * a batch of n sequences the inputs of n matrix-vector products and a
+ * thread's attention each; both, activations for n rows. */
 size_t fwd_scratch_bytes_for(const fwd_stage *s, kv_shape shape, int n)
 {
     size_t acts = (size_t)n * acts_floats_per_position(s) * sizeof(float);
     size_t tiles = qg_floats_for(s, n) * sizeof(float);
-    int workers = s->pool ? pool_threads(s->pool) : 1;
-    return acts + tiles + attn_scratch_bytes_for(n, s->c.n_heads, shape, workers);
+    int workers = workers_of(s);
+    size_t attn = attn_scratch_bytes_for(n, s->c.n_heads, shape, workers) +
+                  (size_t)workers * attn_scratch_bytes_for(1, s->c.n_heads, shape, 1);
+    return acts + tiles + mv_bytes_for(s, n) + attn;
+}
+
+static void free_each(attn_scratch **each, int n)
+{
+    for (int i = 0; i < n; i++)
+        attn_scratch_free(each[i]);
+    free(each);
 }
 
 void fwd_scratch_release(fwd_stage *s)
@@ -180,9 +218,15 @@ void fwd_scratch_release(fwd_stage *s)
     free(s->qg);
     s->qg = NULL;
     s->qg_floats = 0;
+    free(s->mv);
+    s->mv = NULL;
+    s->mv_rows = 0;
     attn_scratch_free(s->attn);
     s->attn = NULL;
     s->attn_n = 0;
+    free_each(s->attn_each, s->n_each);
+    s->attn_each = NULL;
+    s->n_each = 0;
 }
 
 /* The next `count` floats of an allocation being carved up. */
@@ -193,28 +237,17 @@ static float *carve(float **p, size_t count)
     return out;
 }
 
-/* Grows the activation buffers to n positions. Their contents do not
- * outlive a step, so nothing is copied; on failure the old ones stay. */
+/* The grow_* functions: scratch contents do not outlive a step, so
+ * nothing is copied; on failure the old buffers stay. */
+
 static int grow_activations(fwd_stage *s, int n, char *err, size_t errlen)
 {
     if (n <= s->cap)
         return 0;
-    size_t qg_floats = qg_floats_for(s, n);
-    if (qg_floats > s->qg_floats) {
-        float *qg = malloc(qg_floats * sizeof(float));
-        if (!qg) {
-            snprintf(err, errlen, "out of memory for prefill tiles of %d positions (%zu bytes)", n,
-                     qg_floats * sizeof(float));
-            return -1;
-        }
-        free(s->qg);
-        s->qg = qg;
-        s->qg_floats = qg_floats;
-    }
     size_t floats = (size_t)n * acts_floats_per_position(s);
     float *acts = malloc(floats * sizeof(float));
     if (!acts) {
-        snprintf(err, errlen, "out of memory for activations of %d positions (%zu bytes)", n,
+        snprintf(err, errlen, "out of memory for activations of %d rows (%zu bytes)", n,
                  floats * sizeof(float));
         return -1;
     }
@@ -233,6 +266,41 @@ static int grow_activations(fwd_stage *s, int n, char *err, size_t errlen)
     s->hb2 = carve(&p, n * hidden);
     s->rope_cos = carve(&p, n * (size_t)(s->c.head_dim / 2));
     s->rope_sin = carve(&p, n * (size_t)(s->c.head_dim / 2));
+    return 0;
+}
+
+/* Prefill tiles for a chunk of n positions. */
+static int grow_tiles(fwd_stage *s, int n, char *err, size_t errlen)
+{
+    size_t floats = qg_floats_for(s, n);
+    if (floats <= s->qg_floats)
+        return 0;
+    float *qg = malloc(floats * sizeof(float));
+    if (!qg) {
+        snprintf(err, errlen, "out of memory for prefill tiles of %d positions (%zu bytes)", n,
+                 floats * sizeof(float));
+        return -1;
+    }
+    free(s->qg);
+    s->qg = qg;
+    s->qg_floats = floats;
+    return 0;
+}
+
+/* Decode products' inputs for n rows. */
+static int grow_inputs(fwd_stage *s, int n, char *err, size_t errlen)
+{
+    if (n <= s->mv_rows)
+        return 0;
+    void *mv = malloc(mv_bytes_for(s, n));
+    if (!mv) {
+        snprintf(err, errlen, "out of memory for the inputs of %d decode rows (%zu bytes)", n,
+                 mv_bytes_for(s, n));
+        return -1;
+    }
+    free(s->mv);
+    s->mv = mv;
+    s->mv_rows = n;
     return 0;
 }
 
@@ -258,13 +326,50 @@ static int grow_attention(fwd_stage *s, kv_shape shape, int n, char *err, size_t
     return 0;
 }
 
-static int check_step(const fwd_stage *s, const kv_cache *kv, const int *tokens, const float *x_in,
-                      int n, const float *x_out, char *err, size_t errlen)
+/* A batch's attention scratch: one pool-less scratch a thread. */
+static int grow_attention_each(fwd_stage *s, kv_shape shape, char *err, size_t errlen)
 {
-    if (n < 1) {
-        snprintf(err, errlen, "step of %d positions, expected at least 1", n);
+    if (s->attn_each && same_shape(shape, s->each_shape))
+        return 0;
+    int n = workers_of(s);
+    attn_scratch **each = calloc((size_t)n, sizeof *each);
+    if (!each) {
+        snprintf(err, errlen, "out of memory for a batch's attention scratch");
         return -1;
     }
+    for (int i = 0; i < n; i++) {
+        if (attn_scratch_create(&each[i], 1, s->c.n_heads, shape, NULL, err, errlen) != 0) {
+            free_each(each, i);
+            return -1;
+        }
+    }
+    free_each(s->attn_each, s->n_each);
+    s->attn_each = each;
+    s->n_each = n;
+    s->each_shape = shape;
+    return 0;
+}
+
+/* Everything a step of these rows uses: a chunk's products go through
+ * sgemm tiles, decode rows (and the one row a chunk's logits come from)
+ * through matrix-vector products; a batch's attention runs a sequence a
+ * thread (attend). */
+static int grow_scratch(fwd_stage *s, const step_rows *r, char *err, size_t errlen)
+{
+    kv_shape shape = kv_shape_of(r->kvs[0]);
+    if (grow_activations(s, r->seqs * r->len, err, errlen) != 0 ||
+        (r->len > 1 && grow_tiles(s, r->len, err, errlen) != 0) ||
+        grow_inputs(s, r->len == 1 ? r->seqs : 1, err, errlen) != 0)
+        return -1;
+    return r->seqs > 1 ? grow_attention_each(s, shape, err, errlen)
+                       : grow_attention(s, shape, r->len, err, errlen);
+}
+
+/* The stage's input and output buffers for n rows, and token ids in the
+ * vocabulary (`row` names a row in the message: "at position"). */
+static int check_io(const fwd_stage *s, const int *tokens, const float *x_in, int n,
+                    const char *row, const float *x_out, char *err, size_t errlen)
+{
     if (fwd_is_head(s) ? !tokens : !x_in) {
         snprintf(err, errlen, "%s",
                  fwd_is_head(s) ? "the head stage needs token ids"
@@ -277,19 +382,70 @@ static int check_step(const fwd_stage *s, const kv_cache *kv, const int *tokens,
     }
     for (int i = 0; fwd_is_head(s) && i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= s->c.vocab_size) {
-            snprintf(err, errlen, "token %d at position %d is out of range, expected 0..%d",
-                     tokens[i], i, s->c.vocab_size - 1);
+            snprintf(err, errlen, "token %d %s %d is out of range, expected 0..%d", tokens[i], row,
+                     i, s->c.vocab_size - 1);
             return -1;
         }
     }
+    return 0;
+}
+
+/* The cache holds the stage's layers and heads (`whose` starts the
+ * message: "sequence 3's "). */
+static int check_cache(const fwd_stage *s, const kv_cache *kv, const char *whose, char *err,
+                       size_t errlen)
+{
     kv_shape want = fwd_kv_shape(s), have = kv_shape_of(kv);
     if (have.n_layers != want.n_layers || have.n_kv_heads != want.n_kv_heads ||
         have.head_dim != want.head_dim) {
         snprintf(err, errlen,
-                 "kv cache holds %d layers x %d kv heads x %d dims, stage needs %d x %d x %d",
-                 have.n_layers, have.n_kv_heads, have.head_dim, want.n_layers, want.n_kv_heads,
-                 want.head_dim);
+                 "%skv cache holds %d layers x %d kv heads x %d dims, stage needs %d x %d x %d",
+                 whose, have.n_layers, have.n_kv_heads, have.head_dim, want.n_layers,
+                 want.n_kv_heads, want.head_dim);
         return -1;
+    }
+    return 0;
+}
+
+/* Every cache of a batch fits the stage, and they share one block size
+ * (the attention scratch is laid out by it) and no cache appears twice
+ * (a sequence has one position per step). */
+static int check_batch(const fwd_stage *s, kv_cache *const *kvs, int b, char *err, size_t errlen)
+{
+    for (int i = 0; i < b; i++) {
+        char whose[32];
+        snprintf(whose, sizeof whose, "sequence %d's ", i);
+        if (check_cache(s, kvs[i], whose, err, errlen) != 0)
+            return -1;
+        int block = kv_shape_of(kvs[i]).block, block0 = kv_shape_of(kvs[0]).block;
+        if (block != block0) {
+            snprintf(err, errlen,
+                     "sequence %d's kv cache has blocks of %d positions, sequence 0's of %d: "
+                     "a batch's caches share one block size",
+                     i, block, block0);
+            return -1;
+        }
+        for (int j = 0; j < i; j++) {
+            if (kvs[j] == kvs[i]) {
+                snprintf(err, errlen, "sequences %d and %d share one kv cache", j, i);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Blocks for every sequence's next len positions. On failure the blocks
+ * past each cache's length are released again; no length changes. */
+static int reserve(const step_rows *r, char *err, size_t errlen)
+{
+    for (int i = 0; i < r->seqs; i++) {
+        kv_cache *kv = r->kvs[i];
+        if (kv_reserve(kv, kv_len(kv) + r->len, err, errlen) != 0) {
+            while (i-- > 0)
+                kv_set_len(r->kvs[i], kv_len(r->kvs[i]));
+            return -1;
+        }
     }
     return 0;
 }
@@ -328,13 +484,17 @@ static void rmsnorm(float *out, const float *x, const float *weight, int n, int 
 }
 
 /* outs[k].y[n][rows_k] = x[n][cols] W_k^T for every k, W_k being
- * [rows_k][cols]. A chunk multiplies its rows by each matrix in one
- * sgemm; a single position is a matrix-vector product, bound by memory
- * bandwidth, and runs all the matrices in one pass over the pool. */
-static void matmul(fwd_stage *s, const float *x, int n, int cols, const mv_out *outs, int n_outs)
+ * [rows_k][cols], for n of the step's rows. A chunk multiplies its rows
+ * by each matrix in one sgemm. A single position, or one of each
+ * sequence of a batch, is a matrix-vector product per row, bound by
+ * memory bandwidth: all the rows and matrices go in one pass over the
+ * pool that reads each weight once, and each row comes out as it would
+ * alone. */
+static void matmul(fwd_stage *s, const step_rows *r, const float *x, int n, int cols,
+                   const mv_out *outs, int n_outs)
 {
-    if (n == 1) {
-        mv_multiply(s->pool, x, cols, outs, n_outs, s->mv_scratch);
+    if (n == 1 || r->len == 1) {
+        mv_multiply(s->pool, x, n, cols, outs, n_outs, s->mv);
         return;
     }
     qg_multiply(s->pool, x, n, cols, outs, n_outs, s->qg);
@@ -352,7 +512,7 @@ static void rotate(float *vec, int n_heads, int head_dim, const float *cs, const
     }
 }
 
-/* The RoPE rotations of positions [pos, pos + n), once per step for all
+/* The RoPE rotation of every row's position, once per step for all
  * layers. They are computed per position, so nothing grows with the
  * context. llama2.c's and GGUF llama's convention: pair (2j, 2j+1) of a
  * head at position p turns by p * rope_base^(-2j / rope_dim), divided by
@@ -360,12 +520,12 @@ static void rotate(float *vec, int n_heads, int head_dim, const float *cs, const
  * rope_dim do not turn. The angle is formed as ggml's rope forms it, by
  * repeated float multiplication with theta_scale, so that it rounds the
  * same. */
-static void rope_angles(fwd_stage *s, int pos, int n)
+static void rope_angles(fwd_stage *s, const step_rows *r)
 {
     int pairs = s->c.head_dim / 2, turning = s->c.rope_dim / 2;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < r->seqs * r->len; i++) {
         float *cs = s->rope_cos + (size_t)i * pairs, *sn = s->rope_sin + (size_t)i * pairs;
-        float theta = (float)(pos + i);
+        float theta = (float)(kv_len(r->kvs[i / r->len]) + i % r->len);
         for (int j = 0; j < turning; j++, theta *= s->theta_scale) {
             float a = s->rope_factors ? theta / s->rope_factors[j] : theta;
             cs[j] = cosf(a);
@@ -378,7 +538,7 @@ static void rope_angles(fwd_stage *s, int pos, int n)
     }
 }
 
-/* RoPE on the queries and keys of the step's n positions. */
+/* RoPE on the queries and keys of the step's n rows. */
 static void rope(fwd_stage *s, int n)
 {
     int hd = s->c.head_dim;
@@ -443,40 +603,83 @@ static void swiglu_chunk(fwd_stage *s, size_t count)
 
 /* ---- one layer ---- */
 
-static void attention_block(fwd_stage *s, kv_cache *kv, int layer, int pos, int n)
+/* Sequence i's rows of one layer: their keys and values into its cache,
+ * then their attention over it, with scratch a. */
+static void attend_seq(fwd_stage *s, attn_scratch *a, const step_rows *r, int i, int local)
+{
+    kv_cache *kv = r->kvs[i];
+    size_t row = (size_t)i * r->len;
+    kv_write(kv, local, kv_len(kv), r->len, s->k + row * s->kv_dim, s->v + row * s->kv_dim);
+    attn_forward(a, kv, local, s->q + row * s->c.dim, r->len, kv_len(kv), s->xb + row * s->c.dim);
+}
+
+typedef struct attend_job {
+    fwd_stage *s;
+    const step_rows *r;
+    int local;
+    atomic_int next; /* the next sequence to claim */
+} attend_job;
+
+/* A thread's share of a batch: whole sequences as they come, on its own
+ * scratch. */
+static void attend_part(void *arg, int worker)
+{
+    attend_job *j = arg;
+    for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->r->seqs;)
+        attend_seq(j->s, j->s->attn_each[worker], j->r, i, j->local);
+}
+
+/* One sequence splits its heads over the pool; a batch spreads its
+ * sequences instead, in one fork and join a layer: one a sequence cost
+ * more than the attention itself at short contexts. */
+static void attend(fwd_stage *s, const step_rows *r, int local)
+{
+    if (r->seqs == 1) {
+        attend_seq(s, s->attn, r, 0, local);
+        return;
+    }
+    attend_job j = {.s = s, .r = r, .local = local};
+    atomic_init(&j.next, 0);
+    if (s->pool)
+        pool_run(s->pool, s->n_each, attend_part, &j);
+    else
+        attend_part(&j, 0);
+}
+
+static void attention_block(fwd_stage *s, const step_rows *r, int layer)
 {
     const layer_weights *w = model_layer(s->m, layer);
-    int dim = s->c.dim, local = layer - s->first;
+    int dim = s->c.dim, n = r->seqs * r->len;
     rmsnorm(s->xb, s->x, w->rms_att, n, dim, s->c.norm_eps);
     mv_out qkv[] = {{&w->wq, s->q}, {&w->wk, s->k}, {&w->wv, s->v}};
-    matmul(s, s->xb, n, dim, qkv, 3);
+    matmul(s, r, s->xb, n, dim, qkv, 3);
     rope(s, n);
-    kv_write(kv, local, pos, n, s->k, s->v);
-    attn_forward(s->attn, kv, local, s->q, n, pos, s->xb);
-    matmul(s, s->xb, n, dim, &(mv_out){&w->wo, s->proj}, 1);
+    attend(s, r, layer - s->first);
+    matmul(s, r, s->xb, n, dim, &(mv_out){&w->wo, s->proj}, 1);
     residual_add(s->x, s->proj, (size_t)n * dim);
 }
 
-static void ffn_block(fwd_stage *s, int layer, int n)
+static void ffn_block(fwd_stage *s, const step_rows *r, int layer)
 {
     const layer_weights *w = model_layer(s->m, layer);
-    int dim = s->c.dim, hidden = s->c.hidden_dim;
+    int dim = s->c.dim, hidden = s->c.hidden_dim, n = r->seqs * r->len;
     rmsnorm(s->xb, s->x, w->rms_ffn, n, dim, s->c.norm_eps);
     mv_out gate_up[] = {{&w->w1, s->hb}, {&w->w3, s->hb2}};
-    matmul(s, s->xb, n, dim, gate_up, 2);
+    matmul(s, r, s->xb, n, dim, gate_up, 2);
     swiglu_chunk(s, (size_t)n * hidden);
-    matmul(s, s->hb, n, hidden, &(mv_out){&w->w2, s->proj}, 1);
+    matmul(s, r, s->hb, n, hidden, &(mv_out){&w->w2, s->proj}, 1);
     residual_add(s->x, s->proj, (size_t)n * dim);
 }
 
-/* Logits of the last `rows` positions of the step: the last one only when
- * sampling (the others are never sampled), every one for an evaluation. */
-static void classify(fwd_stage *s, int n, int rows, float *logits)
+/* Logits of the last `rows` rows of the step: a chunk's last position
+ * only when sampling (the others are never sampled), every position for
+ * an evaluation, every sequence of a batch. */
+static void classify(fwd_stage *s, const step_rows *r, int rows, float *logits)
 {
-    int dim = s->c.dim;
+    int dim = s->c.dim, n = r->seqs * r->len;
     rmsnorm(s->xb, s->x + (size_t)(n - rows) * dim, model_rms_final(s->m), rows, dim,
             s->c.norm_eps);
-    matmul(s, s->xb, rows, dim, &(mv_out){model_classifier(s->m), logits}, 1);
+    matmul(s, r, s->xb, rows, dim, &(mv_out){model_classifier(s->m), logits}, 1);
 }
 
 static void hidden_stats(const float *x, size_t count, fwd_stats *st)
@@ -493,42 +696,54 @@ static void hidden_stats(const float *x, size_t count, fwd_stats *st)
     st->nonfinite = nonfinite;
 }
 
-/* fwd_step and fwd_step_logits: logit_rows is 1 or n. */
-static int step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n,
-                float *x_out, float *logits, int logit_rows, fwd_stats *st, char *err,
-                size_t errlen)
+/* A step over checked rows and buffers, with the logits of its last
+ * logit_rows rows. */
+static int run(fwd_stage *s, const step_rows *r, const int *tokens, const float *x_in, float *x_out,
+               float *logits, int logit_rows, fwd_stats *st, char *err, size_t errlen)
 {
     double t0 = clock_ms();
-    if (check_step(s, kv, tokens, x_in, n, x_out, err, errlen) != 0)
-        return -1;
-    if (grow_activations(s, n, err, errlen) != 0 ||
-        grow_attention(s, kv_shape_of(kv), n, err, errlen) != 0)
-        return -1;
-    int pos = kv_len(kv);
-    if (kv_reserve(kv, pos + n, err, errlen) != 0)
+    if (grow_scratch(s, r, err, errlen) != 0 || reserve(r, err, errlen) != 0)
         return -1;
 
+    int n = r->seqs * r->len;
     size_t count = (size_t)n * s->c.dim;
     if (fwd_is_head(s))
         embed(s, tokens, n);
     else
         memcpy(s->x, x_in, count * sizeof(float));
-    rope_angles(s, pos, n);
+    rope_angles(s, r);
     for (int layer = s->first; layer < s->last; layer++) {
-        attention_block(s, kv, layer, pos, n);
-        ffn_block(s, layer, n);
+        attention_block(s, r, layer);
+        ffn_block(s, r, layer);
     }
     if (x_out)
         memcpy(x_out, s->x, count * sizeof(float));
     if (fwd_is_tail(s) && logits)
-        classify(s, n, logit_rows, logits);
+        classify(s, r, logit_rows, logits);
 
-    kv_set_len(kv, pos + n);
+    for (int i = 0; i < r->seqs; i++)
+        kv_set_len(r->kvs[i], kv_len(r->kvs[i]) + r->len);
     if (st) {
         hidden_stats(s->x, count, st);
         st->model_ms = clock_ms() - t0;
     }
     return 0;
+}
+
+/* fwd_step and fwd_step_logits: logit_rows is 1 or n. */
+static int step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n,
+                float *x_out, float *logits, int logit_rows, fwd_stats *st, char *err,
+                size_t errlen)
+{
+    if (n < 1) {
+        snprintf(err, errlen, "step of %d positions, expected at least 1", n);
+        return -1;
+    }
+    if (check_io(s, tokens, x_in, n, "at position", x_out, err, errlen) != 0 ||
+        check_cache(s, kv, "", err, errlen) != 0)
+        return -1;
+    step_rows r = {&kv, 1, n};
+    return run(s, &r, tokens, x_in, x_out, logits, logit_rows, st, err, errlen);
 }
 
 int fwd_step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n, float *x_out,
@@ -545,4 +760,18 @@ int fwd_step_logits(fwd_stage *s, kv_cache *kv, const int *tokens, const float *
         return -1;
     }
     return step(s, kv, tokens, x_in, n, NULL, logits, n, st, err, errlen);
+}
+
+int fwd_step_batch(fwd_stage *s, kv_cache *const *kvs, int b, const int *tokens, const float *x_in,
+                   float *x_out, float *logits, fwd_stats *st, char *err, size_t errlen)
+{
+    if (b < 1) {
+        snprintf(err, errlen, "batch of %d sequences, expected at least 1", b);
+        return -1;
+    }
+    if (check_io(s, tokens, x_in, b, "of sequence", x_out, err, errlen) != 0 ||
+        check_batch(s, kvs, b, err, errlen) != 0)
+        return -1;
+    step_rows r = {kvs, b, 1};
+    return run(s, &r, tokens, x_in, x_out, logits, b, st, err, errlen);
 }

@@ -1,10 +1,12 @@
 /* forward.h: the forward pass of one pipeline stage, layers [first, last).
  *
- * A step runs n consecutive positions through the stage's layers: a
- * prefill chunk (n = prefill_step or what is left of the prompt) or one
- * decode token (n = 1). The first stage embeds token ids; other stages take
- * the previous stage's hidden states. The last stage applies the final norm
- * and computes logits of the step's last position.
+ * A step runs n consecutive positions of one sequence through the stage's
+ * layers: a prefill chunk (n = prefill_step or what is left of the prompt)
+ * or one decode token (n = 1); or a batch step runs one decode position of
+ * each of b sequences, reading every weight once for all of them. The
+ * first stage embeds token ids; other stages take the previous stage's
+ * hidden states. The last stage applies the final norm and computes
+ * logits of the step's last position (of every sequence's, in a batch).
  */
 #ifndef FORWARD_H
 #define FORWARD_H
@@ -36,11 +38,13 @@ int fwd_is_tail(const fwd_stage *s);   /* last == n_layers */
 /* Shape of the KV cache this stage needs (its layers only). */
 kv_shape fwd_kv_shape(const fwd_stage *s);
 
-/* Scratch held now that grows with the chunk (activations, attention
- * tiles): what the largest step since the last release needed. */
+/* Scratch held now that grows with the chunk or batch (activations,
+ * product inputs and tiles, attention tiles): what the largest steps
+ * since the last release needed. */
 size_t fwd_scratch_bytes(const fwd_stage *s);
-/* What that scratch is for steps of up to n positions over a cache of this
- * shape: what a memory guard must count before admitting such steps. */
+/* The most that scratch can be for chunks of up to n positions and
+ * batches of up to n sequences over caches of this shape: what a memory
+ * guard must count before admitting such steps. */
 size_t fwd_scratch_bytes_for(const fwd_stage *s, kv_shape shape, int n);
 /* Frees the scratch (the next step allocates what it needs again), so that
  * the memory of a large chunk goes back once its request is over. */
@@ -59,5 +63,21 @@ int fwd_step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, i
  * `logits` [n][vocab]: a teacher-forced evaluation of a prompt. */
 int fwd_step_logits(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n,
                     float *logits, fwd_stats *st, char *err, size_t errlen);
+
+/* Runs one decode position of each of b sequences: sequence i's position
+ * kv_len(kvs[i]) through this stage's layers, over its own cache. Caches
+ * may be at different lengths and bits; they hold the stage's layers and
+ * heads (fwd_kv_shape), share one block size and appear once each. Input:
+ * tokens[b] on the head stage, else x_in [b][dim]. Output: hidden states
+ * x_out [b][dim] on non-tail stages; on the tail, when logits != NULL,
+ * logits [b][vocab] (row i: sequence i). Commits kv_len += 1 on every
+ * cache. Every row is bit-identical to what fwd_step(..., n = 1, ...)
+ * gives for that sequence alone: the weights are read once per step for
+ * the whole batch, and each (row, sequence) dot product is summed in the
+ * same order as alone. st gets the batch's time and the hidden-state
+ * figures over all rows. On error returns -1 with a message, and no
+ * cache's length changes. */
+int fwd_step_batch(fwd_stage *s, kv_cache *const *kvs, int b, const int *tokens, const float *x_in,
+                   float *x_out, float *logits, fwd_stats *st, char *err, size_t errlen);
 
 #endif

@@ -96,6 +96,63 @@ void qb_gemv(uint32_t wtype, const void *w, size_t row_bytes, int rows, const vo
     must_type(wtype)->gemv(w, row_bytes, rows, xact, n, y);
 }
 
+/* A batch's activations lie whole cache lines apart, then comes the
+ * type's packing of them. */
+static size_t batch_stride(uint32_t wtype, int64_t n)
+{
+    return (qb_act_bytes(wtype, n) + 63) / 64 * 64;
+}
+
+size_t qb_batch_bytes(uint32_t wtype, int b, int64_t n)
+{
+    const qb_type *t = must_type(wtype);
+    return (size_t)b * batch_stride(wtype, n) + (t->batch_bytes ? t->batch_bytes(b, n) : 0);
+}
+
+size_t qb_batch_bytes_max(int b, int64_t n)
+{
+    static const uint32_t types[] = {WT_F32,  WT_F16,  WT_BF16, WT_Q8_0,
+                                     WT_Q4_0, WT_Q4_K, WT_Q5_K, WT_Q6_K};
+    size_t most = 0;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        size_t bytes = qb_batch_bytes(types[i], b, n);
+        most = bytes > most ? bytes : most;
+    }
+    return most;
+}
+
+void qb_quantize_batch(uint32_t wtype, const float *x, int b, int64_t n, void *out)
+{
+    const qb_type *t = must_type(wtype);
+    size_t stride = batch_stride(wtype, n);
+    for (int i = 0; i < b; i++)
+        t->quantize_act(x + (size_t)i * (size_t)n, (char *)out + (size_t)i * stride, n);
+    if (t->batch_pack)
+        t->batch_pack(out, stride, b, n, (char *)out + (size_t)b * stride);
+}
+
+/* Rows qb_gemm's gemv multiplies by every activation in turn: about
+ * 32 KiB, read from memory once and from L1/L2 after. One activation
+ * takes all the rows in one call, as qb_gemv streams them best. */
+#define GEMM_BLOCK_BYTES (32 * 1024)
+
+void qb_gemm(uint32_t wtype, const void *w, size_t row_bytes, int rows, const void *batch, int b,
+             int64_t n, float *y, size_t ystride)
+{
+    const qb_type *t = must_type(wtype);
+    size_t stride = batch_stride(wtype, n);
+    int r0 = t->gemm ? t->gemm(w, row_bytes, rows, (const char *)batch + (size_t)b * stride, b, n,
+                               y, ystride)
+                     : 0;
+    int block = b == 1 ? rows : (int)(GEMM_BLOCK_BYTES / row_bytes) + 1;
+    for (; r0 < rows; r0 += block) {
+        int count = rows - r0 < block ? rows - r0 : block;
+        for (int i = 0; i < b; i++)
+            t->gemv((const char *)w + (size_t)r0 * row_bytes, row_bytes, count,
+                    (const char *)batch + (size_t)i * stride, n, y + (size_t)i * ystride + r0);
+    }
+}
+
 int qb_quantize_row(uint32_t type, const float *x, void *out, int64_t n)
 {
     const qb_type *t = type_of(type);

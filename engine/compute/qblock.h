@@ -65,6 +65,24 @@ float qb_dot_ref(uint32_t wtype, const void *wrow, const void *xact, int64_t n);
 void qb_gemv(uint32_t wtype, const void *w, size_t row_bytes, int rows, const void *xact, int64_t n,
              float *y);
 
+/* A batch of b activations for qb_gemm: qb_batch_bytes(wtype, b, n)
+ * bytes, which qb_quantize_batch fills from x [b][n]. Weight types with
+ * the same activation type take the same batch. qb_batch_bytes_max bounds
+ * it for every type. */
+size_t qb_batch_bytes(uint32_t wtype, int b, int64_t n);
+size_t qb_batch_bytes_max(int b, int64_t n);
+void qb_quantize_batch(uint32_t wtype, const float *x, int b, int64_t n, void *out);
+
+/* y[i * ystride + r] = row r of w dotted with activation i of the batch,
+ * for r < rows and i < b: each bit for bit what qb_gemv gives for that
+ * row and activation alone, whatever rows and b are (the decode of many
+ * sequences at once), each row read from memory once. With AMX, Q8_0
+ * multiplies tiles of 16 rows by 16 activations (rows of whole groups of
+ * 256 values, batches of 3 or more); the rest goes through qb_gemv once
+ * per activation, a cache-sized block of rows at a time. */
+void qb_gemm(uint32_t wtype, const void *w, size_t row_bytes, int rows, const void *batch, int b,
+             int64_t n, float *y, size_t ystride);
+
 /* x[n] quantized to a row of weight type `type` (for `inferd quantize`):
  * byte for byte what llama-quantize writes without an importance matrix
  * (ggml's reference quantizers). 0, or -1 when the type is not supported

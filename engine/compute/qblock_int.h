@@ -27,6 +27,10 @@
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define QB_VNNI 1
 #endif
+/* AMX's tile multiply does a batch's integer block sums (qblock_q.c). */
+#if defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512F__)
+#define QB_AMX 1
+#endif
 #endif
 
 #define QK 32    /* values per block of Q8_0 and Q4_0 */
@@ -183,6 +187,12 @@ static inline f32x8 qb_round_grid(f32x8 v, float lo, float hi)
 typedef void qb_gemv_fn(const void *w, size_t row_bytes, int rows, const void *x, int64_t n,
                         float *y);
 
+/* A batch kernel (qb_gemm): the first rows of w, as many as it returns,
+ * times the b activations of a batch, from what batch_pack made of them
+ * (`packed`). */
+typedef int qb_gemm_fn(const void *w, size_t row_bytes, int rows, const void *packed, int b,
+                       int64_t n, float *y, size_t ystride);
+
 typedef struct qb_type {
     uint32_t act;        /* activation type */
     int act_block;       /* values per activation block */
@@ -194,6 +204,12 @@ typedef struct qb_type {
     void (*round_act)(const float *x, float *out, int64_t n); /* see qb_round_act */
     float (*dot_ref)(const void *w, const void *x, int64_t n);
     qb_gemv_fn *gemv;
+    /* A batch's activations rearranged for gemm, after the activations
+     * themselves (batch_bytes past them), or NULL: qb_gemm then runs gemv
+     * once per activation. Types with one activation type share these. */
+    size_t (*batch_bytes)(int b, int64_t n);
+    void (*batch_pack)(const void *acts, size_t stride, int b, int64_t n, void *packed);
+    qb_gemm_fn *gemm; /* NULL: gemv throughout */
 } qb_type;
 
 extern const qb_type qb_f32, qb_f16, qb_bf16, qb_q8_0, qb_q4_0, qb_q4_K, qb_q5_K, qb_q6_K;

@@ -1,7 +1,9 @@
 /* test_forward.c: the forward pass beyond the reference continuation:
- * long contexts, pipeline stages, live KV conversion, bad input. */
+ * long contexts, pipeline stages, live KV conversion, batches of
+ * sequences, bad input. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,24 +173,344 @@ Test(forward, bad_steps_change_nothing)
     harness_close(&h);
 }
 
-/* The memory guard admits a chunk by fwd_scratch_bytes_for: after a step
- * of n positions the scratch held is exactly that, and a release gives it
+/* The memory guard admits chunks and batches by fwd_scratch_bytes_for:
+ * the scratch held never exceeds it, reaches it once a chunk of n
+ * positions and a batch of n sequences have run, and a release gives it
  * all back. */
 Test(forward, scratch_is_predicted_and_released)
 {
+    enum { N = 40 };
+    char err[256];
     harness h;
     harness_open(&h, SMALL, 16);
-    int ids[300];
-    fill_tokens(ids, 300, 3);
+    int ids[N];
+    fill_tokens(ids, N, 3);
     kv_shape shape = fwd_kv_shape(h.fwd);
+    size_t most = fwd_scratch_bytes_for(h.fwd, shape, N);
     cr_assert_eq(fwd_scratch_bytes(h.fwd), 0);
-    harness_prefill(&h, ids, 300, 300);
-    cr_assert_eq(fwd_scratch_bytes(h.fwd), fwd_scratch_bytes_for(h.fwd, shape, 300));
-    cr_assert_gt(fwd_scratch_bytes_for(h.fwd, shape, 300), fwd_scratch_bytes_for(h.fwd, shape, 30));
+    harness_prefill(&h, ids, N, N);
+    cr_assert_leq(fwd_scratch_bytes(h.fwd), most);
+    kv_cache *kvs[N];
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(kv_create(&kvs[i], shape, 16, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(fwd_step_batch(h.fwd, kvs, N, ids, NULL, NULL, NULL, NULL, err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_eq(fwd_scratch_bytes(h.fwd), most);
+    cr_assert_gt(most, fwd_scratch_bytes_for(h.fwd, shape, N / 10));
     fwd_scratch_release(h.fwd);
     cr_assert_eq(fwd_scratch_bytes(h.fwd), 0);
+    cr_assert_eq(fwd_step_batch(h.fwd, kvs, N, ids, NULL, NULL, NULL, NULL, err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_leq(fwd_scratch_bytes(h.fwd), most);
+    fwd_scratch_release(h.fwd);
     int next[2];
     harness_greedy(&h, next, 2);
-    cr_assert_eq(fwd_scratch_bytes(h.fwd), fwd_scratch_bytes_for(h.fwd, shape, 1));
+    cr_assert_leq(fwd_scratch_bytes(h.fwd), fwd_scratch_bytes_for(h.fwd, shape, 1));
+    for (int i = 0; i < N; i++)
+        kv_free(kvs[i]);
     harness_close(&h);
+}
+
+/* ---- batches of sequences ---- */
+
+#define MAX_BATCH 16
+#define BATCH_STEPS 3
+static const int BATCHES[] = {1, 2, 3, 5, 16};
+static const int KV_BITS[] = {32, 16, 8, 4};
+#define N_BATCHES (int)(sizeof BATCHES / sizeof BATCHES[0])
+
+/* Prompt lengths: several end just before a 64-position KV block, so that
+ * the decode steps cross into the next one. */
+static const int PROMPT_LEN[MAX_BATCH] = {62,  5,  63, 1,  30, 2,  17, 9,
+                                          127, 45, 3,  64, 12, 20, 7,  126};
+
+/* A model on one stage, or on two: layers [0, split) and [split, L). Two
+ * threads, so that the products are split over the pool's tasks. */
+typedef struct pipe {
+    model *m;
+    pool *pool;
+    int n_stages;
+    fwd_stage *st[2];
+    int dim, vocab;
+} pipe;
+
+typedef struct seq {
+    kv_cache *kv[2]; /* one per stage */
+    int len;
+} seq;
+
+static void pipe_open(pipe *p, const char *spec, int split)
+{
+    char err[256];
+    *p = (pipe){0};
+    cr_assert_eq(model_load(&p->m, spec, err, sizeof err), 0, "%s: %s", spec, err);
+    const model_config *c = model_config_of(p->m);
+    p->dim = c->dim;
+    p->vocab = c->vocab_size;
+    cr_assert_eq(pool_create(&p->pool, 2, err, sizeof err), 0, "%s", err);
+    int bounds[] = {0, split ? split : c->n_layers, c->n_layers};
+    p->n_stages = split ? 2 : 1;
+    for (int k = 0; k < p->n_stages; k++)
+        cr_assert_eq(
+            fwd_create(&p->st[k], p->m, bounds[k], bounds[k + 1], p->pool, err, sizeof err), 0,
+            "%s", err);
+}
+
+static void pipe_close(pipe *p)
+{
+    for (int k = 0; k < p->n_stages; k++)
+        fwd_free(p->st[k]);
+    pool_free(p->pool);
+    model_free(p->m);
+}
+
+static void seq_open(const pipe *p, seq *q, int bits)
+{
+    char err[256];
+    q->len = 0;
+    for (int k = 0; k < p->n_stages; k++)
+        cr_assert_eq(kv_create(&q->kv[k], fwd_kv_shape(p->st[k]), bits, err, sizeof err), 0, "%s",
+                     err);
+}
+
+static void seq_close(const pipe *p, seq *q)
+{
+    for (int k = 0; k < p->n_stages; k++)
+        kv_free(q->kv[k]);
+}
+
+/* n tokens of one sequence through every stage: the head's hidden states
+ * into x [n][dim] when split, the last position's logits into `logits`. */
+static void run_alone(const pipe *p, seq *q, const int *ids, int n, float *x, float *logits,
+                      fwd_stats *st)
+{
+    char err[256];
+    if (p->n_stages == 1) {
+        cr_assert_eq(fwd_step(p->st[0], q->kv[0], ids, NULL, n, NULL, logits, st, err, sizeof err),
+                     0, "%s", err);
+    } else {
+        cr_assert_eq(fwd_step(p->st[0], q->kv[0], ids, NULL, n, x, NULL, NULL, err, sizeof err), 0,
+                     "%s", err);
+        cr_assert_eq(fwd_step(p->st[1], q->kv[1], NULL, x, n, NULL, logits, st, err, sizeof err), 0,
+                     "%s", err);
+    }
+    q->len += n;
+}
+
+/* One token of each of b sequences through every stage in batches. */
+static void run_batch(const pipe *p, seq *qs, int b, const int *tokens, float *x, float *logits,
+                      fwd_stats *st)
+{
+    char err[256];
+    kv_cache *kvs[2][MAX_BATCH];
+    for (int i = 0; i < b; i++)
+        for (int k = 0; k < p->n_stages; k++)
+            kvs[k][i] = qs[i].kv[k];
+    if (p->n_stages == 1) {
+        cr_assert_eq(
+            fwd_step_batch(p->st[0], kvs[0], b, tokens, NULL, NULL, logits, st, err, sizeof err), 0,
+            "%s", err);
+    } else {
+        cr_assert_eq(
+            fwd_step_batch(p->st[0], kvs[0], b, tokens, NULL, x, NULL, NULL, err, sizeof err), 0,
+            "%s", err);
+        cr_assert_eq(
+            fwd_step_batch(p->st[1], kvs[1], b, NULL, x, NULL, logits, st, err, sizeof err), 0,
+            "%s", err);
+    }
+    for (int i = 0; i < b; i++)
+        qs[i].len++;
+}
+
+static int argmax(const float *x, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+/* MAX_BATCH sequences, sequence i's caches in bits[i], prefilled to
+ * different lengths twice over. Then for every batch size b, in turn,
+ * BATCH_STEPS greedy decode steps of the first b in one batch and of
+ * their copies alone: the head's hidden states (when split) and the
+ * logits are the same bits, every cache grows by one a step, and the
+ * batch's stats are those of its rows. */
+static void check_batches(const pipe *p, const int *bits, const char *what)
+{
+    seq batch[MAX_BATCH], alone[MAX_BATCH];
+    int tokens[MAX_BATCH], ids[128];
+    float *xb = malloc((size_t)MAX_BATCH * p->dim * sizeof(float));
+    float *lb = malloc((size_t)MAX_BATCH * p->vocab * sizeof(float));
+    float *xa = malloc(128 * (size_t)p->dim * sizeof(float));
+    float *la = malloc((size_t)p->vocab * sizeof(float));
+    cr_assert(xb && lb && xa && la);
+    for (int i = 0; i < MAX_BATCH; i++) {
+        int n = PROMPT_LEN[i];
+        for (int j = 0; j < n; j++)
+            ids[j] = (j * 7919 + i * 104729 + 13) % p->vocab;
+        seq_open(p, &batch[i], bits[i]);
+        seq_open(p, &alone[i], bits[i]);
+        run_alone(p, &batch[i], ids, n, xa, la, NULL);
+        run_alone(p, &alone[i], ids, n, xa, la, NULL);
+        tokens[i] = argmax(la, p->vocab);
+    }
+    for (int bi = 0; bi < N_BATCHES; bi++) {
+        int b = BATCHES[bi];
+        for (int step = 0; step < BATCH_STEPS; step++) {
+            fwd_stats st, st1;
+            float act_max = 0;
+            run_batch(p, batch, b, tokens, xb, lb, &st);
+            for (int i = 0; i < b; i++) {
+                run_alone(p, &alone[i], &tokens[i], 1, xa, la, &st1);
+                act_max = st1.act_max > act_max ? st1.act_max : act_max;
+                if (p->n_stages == 2)
+                    cr_assert(memcmp(xb + (size_t)i * p->dim, xa, p->dim * sizeof(float)) == 0,
+                              "%s, batch of %d: sequence %d's hidden state differs from "
+                              "decoding it alone",
+                              what, b, i);
+                const float *row = lb + (size_t)i * p->vocab;
+                for (int v = 0; v < p->vocab; v++)
+                    cr_assert(memcmp(&row[v], &la[v], sizeof(float)) == 0,
+                              "%s, batch of %d: sequence %d (kv%d, position %d) logit %d is "
+                              "%.9g, alone %.9g",
+                              what, b, i, bits[i], alone[i].len - 1, v, row[v], la[v]);
+                for (int k = 0; k < p->n_stages; k++)
+                    cr_assert_eq(kv_len(batch[i].kv[k]), batch[i].len);
+                tokens[i] = argmax(la, p->vocab);
+            }
+            cr_assert_eq(st.act_max, act_max, "%s, batch of %d: act_max", what, b);
+            cr_assert_eq(st.nonfinite, 0);
+            cr_assert(st.model_ms >= 0.0);
+        }
+    }
+    for (int i = 0; i < MAX_BATCH; i++) {
+        seq_close(p, &batch[i]);
+        seq_close(p, &alone[i]);
+    }
+    free(xb), free(lb), free(xa), free(la);
+}
+
+/* Sequence i of a mixed batch: every cache precision, in turn. */
+static void mixed_bits(int *bits)
+{
+    for (int i = 0; i < MAX_BATCH; i++)
+        bits[i] = KV_BITS[(i + 1) % 4];
+}
+
+/* Every batch size, with all caches in one precision and all four mixed;
+ * and with one KV head for four query heads, which a sequence alone
+ * splits by rows over the pool's threads and a batch does not. */
+Test(forward, batch_matches_alone_every_kv_bits)
+{
+    pipe p;
+    pipe_open(&p, SMALL, 0);
+    int bits[MAX_BATCH];
+    for (int k = 0; k < 4; k++) {
+        for (int i = 0; i < MAX_BATCH; i++)
+            bits[i] = KV_BITS[k];
+        check_batches(&p, bits, "synth f32");
+    }
+    mixed_bits(bits);
+    check_batches(&p, bits, "synth f32, mixed kv");
+    pipe_close(&p);
+    pipe_open(&p, "synth:dim=64,hidden=172,layers=2,heads=4,kv_heads=1,vocab=512", 0);
+    check_batches(&p, bits, "synth f32, one kv head");
+    pipe_close(&p);
+}
+
+/* Every weight type (llama.cpp's files of a 256-wide model, whose rows
+ * are whole groups of 256 values as in real models, and the synthetic
+ * model's 64-wide f32 rows), on one stage and split in two. */
+Test(forward, batch_matches_alone_every_weight_type)
+{
+    static const char *files[] = {"r256-f32",  "r256-F16",    "r256-BF16",   "r256-Q8_0",
+                                  "r256-Q4_0", "r256-Q4_K_M", "r256-Q5_K_M", "r256-Q6_K"};
+    int bits[MAX_BATCH];
+    mixed_bits(bits);
+    for (size_t f = 0; f <= sizeof files / sizeof files[0]; f++) {
+        char spec[128];
+        if (f < sizeof files / sizeof files[0])
+            snprintf(spec, sizeof spec, "tests/fixtures/gguf/%s.gguf", files[f]);
+        else
+            snprintf(spec, sizeof spec, "%s", SMALL);
+        for (int split = 0; split <= 1; split++) {
+            pipe p;
+            pipe_open(&p, spec, split ? 1 + (int)f % 3 : 0);
+            check_batches(&p, bits, spec);
+            pipe_close(&p);
+        }
+    }
+}
+
+Test(forward, bad_batches_change_nothing)
+{
+    char err[256];
+    pipe p;
+    pipe_open(&p, SMALL, 0);
+    fwd_stage *s = p.st[0];
+    seq q[3];
+    int ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    float x[3 * 64], logits[3 * VOCAB];
+    for (int i = 0; i < 3; i++) {
+        seq_open(&p, &q[i], KV_BITS[i]);
+        run_alone(&p, &q[i], ids, 3 + i, x, logits, NULL);
+    }
+    kv_cache *kvs[3] = {q[0].kv[0], q[1].kv[0], q[2].kv[0]};
+    size_t bytes[3];
+    for (int i = 0; i < 3; i++)
+        bytes[i] = kv_bytes(kvs[i]);
+
+    cr_assert_eq(fwd_step_batch(s, kvs, 0, ids, NULL, NULL, logits, NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, "batch of 0 sequences"), "%s", err);
+    cr_assert_eq(fwd_step_batch(s, kvs, -1, ids, NULL, NULL, logits, NULL, err, sizeof err), -1);
+
+    int bad[3] = {5, VOCAB, 7};
+    cr_assert_eq(fwd_step_batch(s, kvs, 3, bad, NULL, NULL, logits, NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, "token 512 of sequence 1 is out of range"), "%s", err);
+    bad[1] = -1;
+    cr_assert_eq(fwd_step_batch(s, kvs, 3, bad, NULL, NULL, logits, NULL, err, sizeof err), -1);
+    cr_assert_eq(fwd_step_batch(s, kvs, 3, NULL, NULL, NULL, logits, NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, "head stage needs token ids"), "%s", err);
+
+    /* A cache of another stage's shape, one of another block size, one
+     * cache for two sequences. */
+    kv_cache *other, *blocks;
+    fwd_stage *half;
+    cr_assert_eq(fwd_create(&half, p.m, 0, 2, p.pool, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(kv_create(&other, fwd_kv_shape(half), 16, err, sizeof err), 0, "%s", err);
+    kv_shape shape = fwd_kv_shape(s);
+    shape.block = 32;
+    cr_assert_eq(kv_create(&blocks, shape, 16, err, sizeof err), 0, "%s", err);
+    kv_cache *wrong[3] = {kvs[0], kvs[1], other};
+    cr_assert_eq(fwd_step_batch(s, wrong, 3, ids, NULL, NULL, logits, NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, "sequence 2's kv cache holds 2 layers"), "%s", err);
+    wrong[2] = blocks;
+    cr_assert_eq(fwd_step_batch(s, wrong, 3, ids, NULL, NULL, logits, NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, "sequence 2's kv cache has blocks of 32 positions"), "%s", err);
+    wrong[2] = kvs[0];
+    cr_assert_eq(fwd_step_batch(s, wrong, 3, ids, NULL, NULL, logits, NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, "sequences 0 and 2 share one kv cache"), "%s", err);
+    /* The head of a split needs somewhere to put its hidden states. */
+    kv_cache *halves[1] = {other};
+    cr_assert_eq(fwd_step_batch(half, halves, 1, ids, NULL, NULL, NULL, NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, "non-tail stage needs an x_out"), "%s", err);
+
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(kv_len(kvs[i]), q[i].len, "cache %d", i);
+        cr_assert_eq(kv_bytes(kvs[i]), bytes[i], "cache %d", i);
+    }
+    cr_assert_eq(kv_len(other), 0);
+    /* and a good batch still runs */
+    cr_assert_eq(fwd_step_batch(s, kvs, 3, ids, NULL, NULL, logits, NULL, err, sizeof err), 0, "%s",
+                 err);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(kv_len(kvs[i]), q[i].len + 1);
+    kv_free(other);
+    kv_free(blocks);
+    fwd_free(half);
+    for (int i = 0; i < 3; i++)
+        seq_close(&p, &q[i]);
+    pipe_close(&p);
 }

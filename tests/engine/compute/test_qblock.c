@@ -363,6 +363,94 @@ Test(qblock, gemv_rows_match_reference)
     }
 }
 
+/* rows x n weights of `type` from gaussians, rows `stride` bytes apart. */
+static uint8_t *gauss_matrix(uint32_t type, int rows, int64_t n, size_t stride)
+{
+    uint8_t *w = xmalloc((size_t)rows * stride);
+    for (int r = 0; r < rows; r++) {
+        float *wx = gauss_vec(n, 0.1f);
+        cr_assert_eq(qb_quantize_row(type, wx, w + (size_t)r * stride, n), 0);
+        free(wx);
+    }
+    return w;
+}
+
+/* A row's value from qb_gemv does not depend on how many rows it is given
+ * with nor on where among them it lies: a batch (matvec.c) cuts matrices
+ * into blocks of rows of its own. Rows of whole groups of 8 blocks and,
+ * where the type allows, with a leftover block. */
+Test(qblock, gemv_row_is_the_same_in_any_group)
+{
+    enum { ROWS = 13 };
+    for (size_t t = 0; t < N_TYPES; t++) {
+        uint32_t type = TYPES[t];
+        int64_t lens[] = {768, block_of(type) == QK_K ? 512 : 288};
+        for (int l = 0; l < 2; l++) {
+            int64_t n = lens[l];
+            size_t rb = wtype_row_bytes(type, (uint64_t)n);
+            uint8_t *w = gauss_matrix(type, ROWS, n, rb);
+            float *x = gauss_vec(n, 1.0f);
+            void *xa = act(type, x, n);
+            float all[ROWS], some[ROWS];
+            qb_gemv(type, w, rb, ROWS, xa, n, all);
+            for (int r0 = 0; r0 < ROWS; r0++)
+                for (int count = 1; r0 + count <= ROWS; count++) {
+                    qb_gemv(type, w + (size_t)r0 * rb, rb, count, xa, n, some);
+                    cr_assert(memcmp(some, all + r0, (size_t)count * sizeof(float)) == 0,
+                              "%s, n %ld: rows %d..%d alone differ from all %d rows",
+                              wtype_name(type), (long)n, r0, r0 + count - 1, ROWS);
+                }
+            free(x), free(xa), free(w);
+        }
+    }
+}
+
+/* qb_gemm gives every (row, activation) the bits qb_gemv gives it, for
+ * batches and row counts around the 16 x 16 tiles, rows of whole groups
+ * of 8 blocks and with a leftover block, into a strided output. */
+Test(qblock, gemm_is_gemv_per_activation)
+{
+    const int rows_cases[] = {1, 15, 16, 33};
+    const int batches[] = {1, 2, 3, 15, 16, 17, 40};
+    for (size_t t = 0; t < N_TYPES; t++) {
+        uint32_t type = TYPES[t];
+        int64_t lens[] = {512, block_of(type) == QK_K ? 768 : 96};
+        for (int l = 0; l < 2; l++) {
+            int64_t n = lens[l];
+            size_t rb = wtype_row_bytes(type, (uint64_t)n);
+            uint8_t *w = gauss_matrix(type, 33, n, rb);
+            for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
+                int b = batches[bi];
+                float *x = gauss_vec(b * n, 1.0f);
+                size_t bytes = qb_batch_bytes(type, b, n);
+                cr_assert_leq(bytes, qb_batch_bytes_max(b, n));
+                void *batch = xmalloc(bytes);
+                qb_quantize_batch(type, x, b, n, batch);
+                for (size_t rc = 0; rc < sizeof rows_cases / sizeof rows_cases[0]; rc++) {
+                    int rows = rows_cases[rc];
+                    size_t ystride = (size_t)rows + 3;
+                    float *y = xmalloc((size_t)b * ystride * sizeof *y), alone[33];
+                    qb_gemm(type, w, rb, rows, batch, b, n, y, ystride);
+                    for (int i = 0; i < b; i++) {
+                        void *xa = act(type, x + (size_t)i * n, n);
+                        qb_gemv(type, w, rb, rows, xa, n, alone);
+                        for (int r = 0; r < rows; r++)
+                            cr_assert(memcmp(&y[i * ystride + r], &alone[r], sizeof(float)) == 0,
+                                      "%s, n %ld, %d rows, batch of %d: activation %d row %d: "
+                                      "%.9g, alone %.9g",
+                                      wtype_name(type), (long)n, rows, b, i, r, y[i * ystride + r],
+                                      alone[r]);
+                        free(xa);
+                    }
+                    free(y);
+                }
+                free(batch), free(x);
+            }
+            free(w);
+        }
+    }
+}
+
 /* The reference dot equals the dot of the dequantized rows. */
 Test(qblock, reference_dot_is_dequantized_dot)
 {
