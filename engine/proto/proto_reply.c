@@ -296,9 +296,9 @@ json_t *proto_status_json(const char *node, const proto_status *s)
     json_t *o = json_pack(
         "{s:o,s:o,"
         "s:{s:o,s:o,s:o,s:o,s:o,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:[i,i]},"
-        "s:{s:o,s:i,s:i,s:i},"
+        "s:{s:o,s:i,s:i,s:i,s:i,s:i},"
         "s:{s:I,s:I,s:I,s:I,s:I,s:I},"
-        "s:i,s:i,s:o,s:i,s:i,s:o,s:{s:b}}",
+        "s:i,s:i,s:i,s:o,s:o,s:i,s:i,s:o,s:{s:b}}",
         "node", jw_string(node), "version", jw_string(s->version),
         "model", "name", jw_string(s->model.name), "fingerprint", jw_string(s->model.fingerprint),
         "format", jw_string(s->model.format), "arch", jw_string(s->model.arch), "weight_types",
@@ -307,12 +307,14 @@ json_t *proto_status_json(const char *node, const proto_status *s)
         s->model.vocab_size, "seq_len", s->model.seq_len, "layers", s->model.layer_first,
         s->model.layer_last,
         "config", "prefill_step", prefill, "kv_bits", s->config.kv_bits, "threads",
-        s->config.threads, "max_ctx", s->config.max_ctx,
+        s->config.threads, "max_ctx", s->config.max_ctx, "max_seqs", s->config.max_seqs,
+        "pipeline_depth", s->config.pipeline_depth,
         "memory", "budget", clamp_u64(s->memory.budget), "used", clamp_u64(s->memory.used),
         "headroom", (json_int_t)s->memory.headroom, "weights_bytes",
         clamp_u64(s->memory.weights_bytes), "kv_bytes", clamp_u64(s->memory.kv_bytes), "rss",
         clamp_u64(s->memory.rss),
-        "sessions", s->sessions, "active", s->active, "uptime_s", real_or_null(s->uptime_s),
+        "sessions", s->sessions, "active", s->active, "queued", s->queued, "busy",
+        real_or_null(s->busy), "uptime_s", real_or_null(s->uptime_s),
         "stage", s->stage,
         "n_stages", s->n_stages, "ring", ring, "security", "curve", s->curve);
     if (o && s->model.chat_template[0] &&
@@ -338,7 +340,9 @@ static int status_config(const json_t *c, proto_status *out, char *err, size_t e
         return -1;
     return jr_int(c, "kv_bits", &out->config.kv_bits, err, errlen) ||
                    jr_int(c, "threads", &out->config.threads, err, errlen) ||
-                   jr_int(c, "max_ctx", &out->config.max_ctx, err, errlen)
+                   jr_int(c, "max_ctx", &out->config.max_ctx, err, errlen) ||
+                   jr_int(c, "max_seqs", &out->config.max_seqs, err, errlen) ||
+                   jr_int(c, "pipeline_depth", &out->config.pipeline_depth, err, errlen)
                ? -1
                : 0;
 }
@@ -429,6 +433,7 @@ int proto_status_from_json(const json_t *obj, proto_status *out, char *err, size
     const json_t *model, *config, *memory, *security;
 
     memset(out, 0, sizeof *out);
+    out->busy = NAN; /* an older node does not say */
     if (!json_is_object(obj)) {
         snprintf(err, errlen, "status: expected an object, got %s", obj ? jr_type(obj) : "nothing");
         return -1;
@@ -449,6 +454,8 @@ int proto_status_from_json(const json_t *obj, proto_status *out, char *err, size
     return jr_str(obj, "version", out->version, sizeof out->version, err, errlen) ||
                    jr_int(obj, "sessions", &out->sessions, err, errlen) ||
                    jr_int(obj, "active", &out->active, err, errlen) ||
+                   jr_int(obj, "queued", &out->queued, err, errlen) ||
+                   jr_num(obj, "busy", &out->busy, err, errlen) ||
                    jr_num(obj, "uptime_s", &out->uptime_s, err, errlen) ||
                    jr_int(obj, "stage", &out->stage, err, errlen) ||
                    jr_int(obj, "n_stages", &out->n_stages, err, errlen)

@@ -243,9 +243,13 @@ static const struct field fields[] = {
     STEP("headroom", K_I64, headroom),
     STEP("act_max", K_NUM, act_max),
     STEP("nonfinite", K_I64, nonfinite),
+    STEP("seqs", K_INT, seqs),
+    STEP("busy", K_NUM, busy),
 };
 
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
+#define F_SEQS (N_FIELDS - 2)
+#define F_BUSY (N_FIELDS - 1)
 /* v, node, seq, t and phase: the reference refuses a message without them. */
 #define REQUIRED ((1u << 0) | (1u << 1) | (1u << 2) | (1u << 3) | (1u << 6))
 
@@ -348,5 +352,11 @@ int proto_step_scan(const void *payload, size_t len, proto_head *h, proto_step *
     if (!eat(&sc, '}'))
         return 0;
     skip_ws(&sc);
+    /* What an older node does not send: its steps carried one sequence,
+     * and it did not measure how busy it was. */
+    if (!(seen & (1u << F_SEQS)))
+        s->seqs = 1;
+    if (!(seen & (1u << F_BUSY)))
+        s->busy = NAN;
     return sc.p == sc.end && (seen & REQUIRED) == REQUIRED;
 }

@@ -109,6 +109,10 @@ int proto_step_encode(const proto_head *h, const proto_step *s, char *buf, size_
     jw_fixed(&w, s->act_max, 6);
     jw_key(&w, "nonfinite");
     jw_i64(&w, s->nonfinite);
+    jw_key(&w, "seqs");
+    jw_i64(&w, s->seqs);
+    jw_key(&w, "busy");
+    jw_fixed(&w, s->busy, 3);
     jw_close(&w);
     return jw_end(&w);
 }
@@ -230,6 +234,8 @@ static int decode_step(const json_t *o, proto_step *s, char *err, size_t errlen)
 {
     char phase[16] = "";
     s->act_max = 0;
+    s->seqs = 1;
+    s->busy = NAN;
     if (jr_str(o, "req", s->req, sizeof s->req, err, errlen) ||
         jr_i64(o, "step", &s->step, err, errlen) ||
         jr_str(o, "phase", phase, sizeof phase, err, errlen) ||
@@ -245,7 +251,8 @@ static int decode_step(const json_t *o, proto_step *s, char *err, size_t errlen)
         jr_u64(o, "rss", &s->rss, err, errlen) || jr_u64(o, "budget", &s->budget, err, errlen) ||
         jr_i64(o, "headroom", &s->headroom, err, errlen) ||
         jr_num(o, "act_max", &s->act_max, err, errlen) ||
-        jr_i64(o, "nonfinite", &s->nonfinite, err, errlen))
+        jr_i64(o, "nonfinite", &s->nonfinite, err, errlen) ||
+        jr_int(o, "seqs", &s->seqs, err, errlen) || jr_num(o, "busy", &s->busy, err, errlen))
         return -1;
     if (!strcmp(phase, "prefill")) {
         s->phase = PROTO_PHASE_PREFILL;

@@ -260,6 +260,8 @@ typedef struct proto_status {
         int kv_bits;
         int threads;
         int max_ctx;                /* 0 = no cap */
+        int max_seqs;               /* requests running at once */
+        int pipeline_depth;         /* steps in flight around the ring; 0: one per stage */
     } config;
     struct {
         uint64_t budget, used;
@@ -267,7 +269,9 @@ typedef struct proto_status {
         uint64_t weights_bytes, kv_bytes, rss;
     } memory;
     int sessions;                   /* sessions holding KV */
-    int active;                     /* requests in flight */
+    int active;                     /* requests running (admitted) */
+    int queued;                     /* requests waiting for a place */
+    double busy;                    /* model time / wall time over the last second */
     double uptime_s;
     int stage, n_stages;            /* this node's place in the pipeline */
     int n_ring;
@@ -322,6 +326,8 @@ typedef struct proto_step {
     int64_t headroom;
     double act_max;         /* largest |activation| out; NaN when non-finite */
     int64_t nonfinite;      /* NaN/Inf count in this step's output */
+    int seqs;               /* sequences the step carried (an older node: 1) */
+    double busy;            /* model time / wall time over the last second; NaN: not said */
 } proto_step;
 
 /* Enough for any step message (node name and req id escaped at worst). */
