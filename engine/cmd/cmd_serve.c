@@ -34,6 +34,8 @@ enum {
     OPT_STEP_TIMEOUT,
     OPT_STEP_TARGET,
     OPT_QUEUE_TIMEOUT,
+    OPT_MAX_SEQS,
+    OPT_PIPELINE_DEPTH,
     OPT_LOG,
     OPT_PIDFILE,
     OPT_CURVE_SECRET,
@@ -62,6 +64,8 @@ static const struct option long_options[] = {
     {"step-timeout", required_argument, NULL, OPT_STEP_TIMEOUT},
     {"step-target-ms", required_argument, NULL, OPT_STEP_TARGET},
     {"queue-timeout", required_argument, NULL, OPT_QUEUE_TIMEOUT},
+    {"max-seqs", required_argument, NULL, OPT_MAX_SEQS},
+    {"pipeline-depth", required_argument, NULL, OPT_PIPELINE_DEPTH},
     {"log", required_argument, NULL, OPT_LOG},
     {"pidfile", required_argument, NULL, OPT_PIDFILE},
     {"curve-secret", required_argument, NULL, OPT_CURVE_SECRET},
@@ -109,6 +113,11 @@ static void usage(FILE *out)
                  "  --step-timeout SEC   longest wait for any stage (default 30)\n"
                  "  --queue-timeout SEC  a request queued this long behind others is refused\n"
                  "                       with busy (default 300; 0: no limit)\n"
+                 "  --max-seqs N         requests running at once, each with its own KV cache,\n"
+                 "                       their decode positions batched into one step (default\n"
+                 "                       16, at most 64); 16 more wait in the queue\n"
+                 "  --pipeline-depth N   steps out around a ring at once (default: one per\n"
+                 "                       stage, which keeps every stage busy; at most 16)\n"
                  "  --log FILE           one line per step ([STEP n] ...) and lifecycle lines\n"
                  "  --pidfile FILE       write the process id here while running\n"
                  "  --http HOST:PORT     HTTP: the OpenAI-compatible API on the head\n"
@@ -241,6 +250,10 @@ static int take_option(void *ctx, int opt, const char *arg)
         return 0;
     case OPT_STEP_TARGET:
         return args_double(&spec, opt, arg, 1.0, 86400000.0, &o->step_target_ms);
+    case OPT_MAX_SEQS:
+        return args_int(&spec, opt, arg, 1, SERVE_SEQS_MAX, &o->max_seqs);
+    case OPT_PIPELINE_DEPTH:
+        return args_int(&spec, opt, arg, 1, SERVE_DEPTH_MAX, &o->pipeline_depth);
     case OPT_QUEUE_TIMEOUT:
         if (args_double(&spec, opt, arg, 0.0, 86400.0, &o->queue_timeout_ms) != 0)
             return -1;
@@ -273,6 +286,7 @@ static int parse_options(int argc, char **argv, serve_cmd *cmd)
         .step_timeout_ms = 30000.0,
         .step_target_ms = 2000.0,
         .queue_timeout_ms = 300000.0,
+        .max_seqs = 16,
     };
     int rc = args_parse(&spec, argc, argv, cmd);
     if (rc != 0)

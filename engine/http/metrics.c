@@ -52,7 +52,8 @@ typedef struct node_m {
     double step_t;
     uint64_t kv_bytes, rss, budget;
     int64_t headroom;
-    int kv_bits, chunk;
+    int kv_bits, chunk, seqs;
+    double busy;
 } node_m;
 
 struct metrics {
@@ -144,6 +145,8 @@ static void take_step(node_m *n, const proto_step *s, double now)
     n->rss = s->rss;
     n->budget = s->budget;
     n->headroom = s->headroom;
+    n->seqs = s->seqs;
+    n->busy = s->busy;
 }
 
 /* A request counts once: at its end when it ran, or when it was refused
@@ -365,6 +368,23 @@ static double g_active(const node_m *n, double now)
     (void)now;
     return n->has_status ? n->status.active : NAN;
 }
+static double g_queued(const node_m *n, double now)
+{
+    (void)now;
+    return n->has_status ? n->status.queued : NAN;
+}
+static double g_busy(const node_m *n, double now)
+{
+    (void)now;
+    if (step_fresh(n) && !isnan(n->busy))
+        return n->busy;
+    return n->has_status ? n->status.busy : NAN;
+}
+static double g_batch(const node_m *n, double now)
+{
+    (void)now;
+    return step_fresh(n) ? n->seqs : 0.0;
+}
 
 static const struct {
     const char *name, *help;
@@ -384,7 +404,13 @@ static const struct {
     {"inferd_memory_headroom_bytes", "Budget minus memory in use; negative when over.", g_headroom},
     {"inferd_weights_bytes", "Weights of the layers the node holds.", g_weights},
     {"inferd_sessions", "Sessions holding KV cache.", g_sessions},
-    {"inferd_active_requests", "Requests in flight.", g_active},
+    {"inferd_active_requests", "Requests running (admitted, not queued).", g_active},
+    {"inferd_queued_requests", "Requests waiting for a place (--max-seqs) on the head.",
+     g_queued},
+    {"inferd_busy_ratio", "Compute time of the node's layers over wall time, last second.",
+     g_busy},
+    {"inferd_batch_size", "Requests in the node's latest step (0 when none ran since its last heartbeat).",
+     g_batch},
 };
 
 /* Counters of one node, by offset of their uint64_t in node_m. */
@@ -493,7 +519,7 @@ char *metrics_render(const metrics *m, double now, size_t *len)
                     "Compute of the node's layers in one step (model_ms), by phase.",
                     offsetof(node_m, model));
     put_phase_hists(&b, m, "inferd_step_eval_seconds",
-                    "The rest of a step: waiting, transfer, orchestration (eval_ms), by phase.",
+                    "The rest of a step: orchestration, frames, sampling (eval_ms), by phase.",
                     offsetof(node_m, eval));
     family(&b, "inferd_time_to_first_token_seconds", "histogram",
            "Request received to first token sent, per request the node ended (head only).");

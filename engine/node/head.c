@@ -3,18 +3,27 @@
  * head_set.c.
  *
  * A request goes through:
- *   queued   -> waits for the one in flight (requests run one at a time)
+ *   queued   -> waits for a place: up to --max-seqs requests run at once
  *   prepare  -> the admission round: every stage adds who it is (name,
  *               model fingerprint, layers) and whether the request fits its
- *               memory; the head checks that the ring is whole and holds one
- *               model, then sends START
- *   step     -> runs the head's layers for one prefill chunk or one decode
- *               token; a single node samples right away, a ring sends the
- *               hidden states on
- *   wait     -> until the tail's token comes back, or the step deadline
- *               (--step-timeout) names the stage that fell silent
+ *               memory beside what the running ones were promised; the
+ *               head checks that the ring is whole and holds one model,
+ *               then sends START (one round at a time, so that no two
+ *               requests are admitted against the same free memory)
+ *   run      -> its steps: prefill chunks, then decode positions, which
+ *               go out batched with every other running request ready to
+ *               decode, so that the weights are read once for all of them
  * and ends with one final reply, an END frame around the ring, and a
  * request-end telemetry message.
+ *
+ * On a ring, up to --pipeline-depth steps are out at once (flights): the
+ * head computes the next step while the other stages compute earlier
+ * ones. A prompt's next chunk needs only this stage's cache of the chunks
+ * before it, so a prompt's chunks follow each other without waiting for
+ * the ring; a request's next decode position needs its last token, so
+ * the running requests are split into as many decode batches as there
+ * are flights, which take turns. Frames travel one path in order, so
+ * every stage sees every request's steps in the head's order.
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,22 +39,44 @@
 #include "node.h"
 #include "stage.h"
 
-static job *head_job(const node *nd)
+static int job_index(const node *nd, const job *j)
 {
-    return nd->n_queue > 0 && nd->queue[0]->state != JOB_QUEUED ? nd->queue[0] : NULL;
+    for (int i = 0; i < nd->n_queue; i++)
+        if (nd->queue[i] == j)
+            return i;
+    return -1;
 }
 
+static job *job_by_op(const node *nd, uint64_t op)
+{
+    for (int i = 0; i < nd->n_queue; i++)
+        if (nd->queue[i]->state != JOB_QUEUED && nd->queue[i]->op == op)
+            return nd->queue[i];
+    return NULL;
+}
+
+/* Requests that hold a place: started, not waiting in the queue. */
 int head_active(const node *nd)
 {
-    return head_job(nd) != NULL;
+    int n = 0;
+    for (int i = 0; i < nd->n_queue; i++)
+        n += nd->queue[i]->state != JOB_QUEUED;
+    return n;
 }
 
-int head_busy(const node *nd)
+int head_queued(const node *nd)
 {
-    if (nd->n_queue == 0)
-        return 0;
-    job_state s = nd->queue[0]->state;
-    return s == JOB_QUEUED || s == JOB_STEP;
+    return nd->n_queue - head_active(nd);
+}
+
+/* Steps out at once: one per stage keeps every stage busy (each computes
+ * one while the others compute the rest); more would only queue frames. */
+static int head_depth(const node *nd)
+{
+    if (!nd->ring)
+        return 1;
+    int d = nd->o.pipeline_depth > 0 ? nd->o.pipeline_depth : nd->n_members;
+    return d < 1 ? 1 : d > NODE_DEPTH_MAX ? NODE_DEPTH_MAX : d;
 }
 
 /* When the oldest request still queued has waited --queue-timeout. */
@@ -60,9 +91,14 @@ static double queue_deadline(const node *nd)
 double head_deadline(const node *nd)
 {
     double d = queue_deadline(nd);
-    const job *j = head_job(nd);
-    if (j && j->wait.live && j->wait.deadline < d)
-        d = j->wait.deadline;
+    for (int i = 0; i < nd->n_queue; i++) {
+        const job *j = nd->queue[i];
+        if (j->wait.live && j->wait.deadline < d)
+            d = j->wait.deadline;
+    }
+    for (int i = 0; i < nd->n_flights; i++)
+        if (nd->flights[i].wait.deadline < d)
+            d = nd->flights[i].wait.deadline;
     if (nd->set.live && nd->set.wait.deadline < d)
         d = nd->set.wait.deadline;
     return d;
@@ -97,8 +133,9 @@ static double per_second(double count, double ms)
     return count > 0 && ms > 0.0 ? count * 1000.0 / ms : NAN;
 }
 
-static void job_stats(const node *nd, const job *j, proto_stats *s)
+static void job_stats(node *nd, const job *j, proto_stats *s)
 {
+    const stage_req *c = j->state == JOB_RUN ? stage_find(nd, j->op) : NULL;
     double now = clock_ms();
     memset(s, 0, sizeof *s);
     s->prompt_tokens = j->fed;
@@ -108,7 +145,7 @@ static void job_stats(const node *nd, const job *j, proto_stats *s)
     s->prefill_tps = per_second(j->fed, s->prefill_ms);
     s->decode_tps = per_second(j->generated - 1, now - j->t_first);
     s->e2e_ms = now - j->t_recv;
-    s->ctx = nd->cur.live ? kv_len(nd->cur.kv) : 0;
+    s->ctx = c ? kv_len(c->kv) : 0;
 }
 
 static void job_free(job *j)
@@ -126,10 +163,10 @@ static void queue_remove(node *nd, int i)
     nd->n_queue--;
 }
 
-/* Ends queue[i] with its final reply: ok when e is NULL. */
-static void job_finish(node *nd, int i, const proto_error *e)
+/* Ends a job with its final reply: ok when e is NULL. Its steps still
+ * out on the ring come back to nobody and are dropped. */
+static void job_finish(node *nd, job *j, const proto_error *e)
 {
-    job *j = nd->queue[i];
     proto_stats stats;
     job_stats(nd, j, &stats);
     /* Failures carry the stats too: what was done (an HTTP client's usage). */
@@ -140,17 +177,17 @@ static void job_finish(node *nd, int i, const proto_error *e)
     if (e && e->code != PROTO_E_CANCELLED)
         node_event(nd, event_of(e->code), j->req.id, proto_code_name(e->code), NULL, "%s",
                    e->message);
-    int begun = nd->cur.live && nd->cur.op == j->op;
-    if (begun && nd->ring) {
+    stage_req *c = j->state == JOB_RUN ? stage_find(nd, j->op) : NULL;
+    if (c && nd->ring) {
         json_t *o = json_pack("{ss sb}", "req", j->req.id, "ok", e == NULL);
         head_send(nd, RING_END, j->op, o);
         json_decref(o);
     }
-    if (begun) {
+    if (c) {
         /* The last sampled token was not fed (unless the request ended on
          * BOS): the session's next request starts with it. */
         int pending = e ? j->pending0 : (j->generated > 0 ? j->last_token : -1);
-        stage_end(nd, e == NULL, pending);
+        stage_end(nd, c, e == NULL, pending);
     }
     if (j->begun) {
         proto_req_msg m;
@@ -174,21 +211,21 @@ static void job_finish(node *nd, int i, const proto_error *e)
                  stats.decode_tps, stats.e2e_ms);
     if (j->submitted)
         tokwork_cancel(nd->tokw, j->op);
-    queue_remove(nd, i);
+    queue_remove(nd, job_index(nd, j));
     job_free(j);
 }
 
-static void job_fail(node *nd, int i, proto_code code, const char *fmt, ...)
+static void job_fail(node *nd, job *j, proto_code code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-static void job_fail(node *nd, int i, proto_code code, const char *fmt, ...)
+static void job_fail(node *nd, job *j, proto_code code, const char *fmt, ...)
 {
     proto_error e = {.code = code};
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e.message, sizeof e.message, fmt, ap);
     va_end(ap);
-    job_finish(nd, i, &e);
+    job_finish(nd, j, &e);
 }
 
 /* ---- accepting -------------------------------------------------------- */
@@ -216,9 +253,10 @@ void head_enqueue(node *nd, const peer *from, proto_request *req)
         proto_request_free(req);
         return;
     }
-    if (nd->n_queue == NODE_QUEUE_MAX) {
+    if (head_queued(nd) >= NODE_QUEUE_MAX) {
         node_reply_error(nd, from, req->id, PROTO_E_BUSY,
-                         "%d requests already queued on this node; retry later", NODE_QUEUE_MAX);
+                         "%d requests already running and %d queued on this node; retry later",
+                         head_active(nd), NODE_QUEUE_MAX);
         proto_request_free(req);
         return;
     }
@@ -368,7 +406,7 @@ static void job_begin(node *nd, job *j)
     if (j->max_chunk >= j->n_ids)
         j->max_chunk = PROTO_PREFILL_STEP_MAX;
     if (stage_begin(nd, j->op, j->req.id, g->session, pos0, job_ctx(j), g, j->seed, &e) != 0) {
-        job_finish(nd, 0, &e);
+        job_finish(nd, j, &e);
         return;
     }
     if (nd->ring) {
@@ -399,7 +437,18 @@ static void job_begin(node *nd, job *j)
                  g->session, pos0, j->n_ids, g->max_tokens);
     j->begun = 1;
     j->t_begin = clock_ms();
-    j->state = JOB_STEP;
+    j->state = JOB_RUN;
+}
+
+/* The ring operations of the requests running now, which a stage keeps;
+ * it ends any other it still holds (PROTOCOL.md, prepare). */
+static json_t *head_running_json(const node *nd)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < nd->n_queue; i++)
+        if (nd->queue[i]->state == JOB_RUN)
+            json_array_append_new(a, json_integer((json_int_t)nd->queue[i]->op));
+    return a;
 }
 
 /* The prompt counted, the head's own admission, then the ring's. */
@@ -410,7 +459,7 @@ static void job_admit(node *nd, job *j)
     j->state = JOB_PREPARE;
     proto_error e;
     if (job_prompt(nd, j, &e) != 0) {
-        job_finish(nd, 0, &e);
+        job_finish(nd, j, &e);
         return;
     }
     json_t *evicted = json_array();
@@ -420,7 +469,7 @@ static void job_admit(node *nd, job *j)
                 evicted, &a);
     if (a.code != PROTO_OK) {
         json_decref(evicted);
-        job_fail(nd, 0, a.code, "%s", a.message);
+        job_fail(nd, j, a.code, "%s", a.message);
         return;
     }
     j->max_chunk = a.chunk;
@@ -440,6 +489,7 @@ static void job_admit(node *nd, job *j)
     if (job_eval(j) != STAGE_EVAL_NONE)
         json_object_set_new(o, "eval", json_true());
     json_object_set_new(o, "drop", evicted);
+    json_object_set_new(o, "running", head_running_json(nd));
     json_object_set_new(o, "stages", json_pack("[o]", me));
     head_send(nd, RING_PREPARE, j->op, o);
     json_decref(o);
@@ -448,8 +498,9 @@ static void job_admit(node *nd, job *j)
 
 /* A text prompt goes to the tokenizer's thread, however long it takes
  * there: the job goes on when its ids are back (head_tick calls this
- * again). Other prompts need no tokenizer. */
-static void job_tokenize(node *nd, job *j)
+ * again). Other prompts need no tokenizer. The admission round waits
+ * for the one in progress, if any. */
+static void job_tokenize(node *nd, job *j, int round_free)
 {
     const proto_generate_args *g = &j->req.generate;
     if (g->input == PROTO_INPUT_PROMPT && !j->tokenized) {
@@ -458,8 +509,10 @@ static void job_tokenize(node *nd, job *j)
             int bos = j->pos0 == 0 && j->pending0 < 0;
             int flags = (bos ? TOK_ADD_BOS : 0) | (g->special ? TOK_PARSE_SPECIAL : 0);
             int rc = tokwork_submit(nd->tokw, j->op, g->prompt, g->prompt_len, flags);
-            if (rc < 0)
-                job_fail(nd, 0, PROTO_E_INTERNAL, "out of memory encoding the prompt");
+            if (rc < 0) {
+                job_fail(nd, j, PROTO_E_INTERNAL, "out of memory encoding the prompt");
+                return;
+            }
             j->submitted = rc == 0;
             return;
         }
@@ -468,13 +521,25 @@ static void job_tokenize(node *nd, job *j)
         j->submitted = 0;
         j->tokenized = 1;
     }
-    job_admit(nd, j);
+    if (round_free)
+        job_admit(nd, j);
 }
 
-/* Starts queue[0]: its ring operation, seed and session, then its prompt. */
-static void job_start(node *nd)
+/* 1 when a started request uses this session: a request on a session
+ * waits for the one before it, which moves the session on. */
+static int session_busy(const node *nd, const char *session)
 {
-    job *j = nd->queue[0];
+    for (int i = 0; session[0] && i < nd->n_queue; i++) {
+        const job *q = nd->queue[i];
+        if (q->state != JOB_QUEUED && strcmp(q->req.generate.session, session) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Starts a queued job: its ring operation, seed and session, then its prompt. */
+static void job_start(node *nd, job *j)
+{
     const proto_generate_args *g = &j->req.generate;
     j->op = ++nd->next_op;
     /* The seed travels to the tail; one the client did not give is
@@ -486,7 +551,6 @@ static void job_start(node *nd)
         j->pending0 = sess_pending(nd->sessions, g->session);
     }
     j->state = JOB_TOKENIZE;
-    job_tokenize(nd, j);
 }
 
 /* ---- the admission round coming back ---------------------------------- */
@@ -561,13 +625,13 @@ static void prepare_done(node *nd, job *j, const json_t *o)
     json_array_foreach(stages, i, s)
     {
         if (n == PROTO_RING_MAX || member_from_json(s, &ms[n]) != 0) {
-            job_fail(nd, 0, PROTO_E_INTERNAL, "the ring returned a malformed stage list");
+            job_fail(nd, j, PROTO_E_INTERNAL, "the ring returned a malformed stage list");
             return;
         }
         n++;
     }
     if (n < 2) {
-        job_fail(nd, 0, PROTO_E_INTERNAL, "the ring returned %d stages", n);
+        job_fail(nd, j, PROTO_E_INTERNAL, "the ring returned %d stages", n);
         return;
     }
     /* Sessions some stage evicted must go everywhere, or the stages
@@ -581,7 +645,7 @@ static void prepare_done(node *nd, job *j, const json_t *o)
     }
     char msg[PROTO_MESSAGE_MAX];
     if (ring_check(nd, ms, n, stages, msg, sizeof msg) != 0) {
-        job_fail(nd, 0, PROTO_E_MODEL_MISMATCH, "%s", msg);
+        job_fail(nd, j, PROTO_E_MODEL_MISMATCH, "%s", msg);
         return;
     }
     memcpy(nd->members, ms, (size_t)n * sizeof *ms);
@@ -610,7 +674,7 @@ static void prepare_done(node *nd, job *j, const json_t *o)
             head_send(nd, RING_DROP, j->op, d);
             json_decref(d);
         }
-        job_fail(nd, 0, c, "%s%s", message ? message : "a stage refused the request",
+        job_fail(nd, j, c, "%s%s", message ? message : "a stage refused the request",
                  lost ? "; the session was dropped on every stage" : "");
         return;
     }
@@ -637,188 +701,375 @@ static void emit_token(node *nd, job *j, int token)
     node_reply(nd, &j->from, proto_reply_token(j->req.id, token, text));
 }
 
-/* A step's result is in (token -1: none was sampled). */
-static void step_done(node *nd, job *j, int token, double down_ms)
+/* A token sampled for a request: by its prompt's last chunk, or by a
+ * decode position. */
+static void token_done(node *nd, job *j, int token)
 {
-    double now = clock_ms();
-    double step_ms = now - j->step_t0;
-    j->wait.live = 0;
-    stage_publish(nd, j->step, j->step_decode, j->step_n, j->step_pos, j->step_chunk, step_ms,
-                  &j->step_st, down_ms);
-    j->step++;
-    if (!j->step_decode) {
-        pf_observe(&nd->pf, j->step_n, j->step_pos, step_ms);
-        j->fed += j->step_n;
-        if (j->fed == j->n_ids)
-            j->t_prefill_end = now;
+    if (j->generated == 0)
+        j->t_first = clock_ms();
+    /* The model's end of text (tok_end), as in `inferd generate`. The
+     * token before it was fed by this very step: nothing is pending. */
+    if (token == tok_end(nd->tok)) {
+        j->last_token = -1;
+        job_finish(nd, j, NULL);
+        return;
     }
-    j->state = JOB_STEP;
-    const proto_generate_args *g = &j->req.generate;
-    if (token >= 0) {
-        if (j->generated == 0)
-            j->t_first = now;
-        /* The model's end of text (tok_end), as in `inferd generate`. The
-         * token before it was fed by this very step: nothing is pending. */
-        if (token == tok_end(nd->tok)) {
-            j->last_token = -1;
-            job_finish(nd, 0, NULL);
-            return;
-        }
-        emit_token(nd, j, token);
-        j->generated++;
-        j->last_token = token;
-        if (j->generated == g->max_tokens)
-            job_finish(nd, 0, NULL);
-    } else if (j->fed == j->n_ids && g->max_tokens == 0) {
-        job_finish(nd, 0, NULL);
-    }
+    emit_token(nd, j, token);
+    j->generated++;
+    j->last_token = token;
+    if (j->generated == j->req.generate.max_tokens)
+        job_finish(nd, j, NULL);
 }
 
-/* One eval step's results to the client: every position's token, most
- * likely next token and its log-probability, and the logits themselves as
- * a second frame when the client asked for them. Returns -1 after failing
- * the job. */
-static int eval_reply(node *nd, job *j, const float *logits)
+/* A prefill chunk of n positions from pos is done (token -1: it sampled
+ * none); model_ms is what the stages spent on it, for prefill_step auto. */
+static void chunk_done(node *nd, job *j, int n, int pos, double model_ms, int token)
 {
-    int n = j->step_n, vocab = nd->cfg->vocab_size;
+    pf_observe(&nd->pf, n, pos, model_ms);
+    j->fed += n;
+    if (j->fed == j->n_ids)
+        j->t_prefill_end = clock_ms();
+    if (token >= 0)
+        token_done(nd, j, token);
+    else if (j->fed == j->n_ids && j->req.generate.max_tokens == 0)
+        job_finish(nd, j, NULL);
+}
+
+/* One eval chunk's results to the client: every position's token, most
+ * likely next token and its log-probability, and the logits themselves as
+ * a second frame when the client asked for them. The chunk is the next
+ * one not yet done (j->fed). Returns -1 after failing the job. */
+static int eval_reply(node *nd, job *j, int pos, int n, const float *logits)
+{
+    int vocab = nd->cfg->vocab_size;
     proto_eval_row *rows = malloc((size_t)n * sizeof *rows);
     if (!rows) {
-        job_fail(nd, 0, PROTO_E_INTERNAL, "out of memory for %d eval rows", n);
+        job_fail(nd, j, PROTO_E_INTERNAL, "out of memory for %d eval rows", n);
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        rows[i].token = j->chunk[i];
+        rows[i].token = job_id(nd, j, j->fed + i);
         sampler_top1(logits + (size_t)i * vocab, vocab, &rows[i].top1, &rows[i].logprob);
     }
     int raw = j->req.eval_logits;
-    node_reply_with(nd, &j->from,
-                    proto_reply_eval(j->req.id, j->step_pos, rows, n, raw ? vocab : 0),
+    node_reply_with(nd, &j->from, proto_reply_eval(j->req.id, pos, rows, n, raw ? vocab : 0),
                     raw ? logits : NULL, (size_t)n * (size_t)vocab * sizeof *logits);
     free(rows);
     return 0;
 }
 
-/* An eval step on a single node: every position's logits, into the job's
- * buffer of one chunk (admission counted it). */
-static void eval_step_local(node *nd, job *j)
+/* The job's buffer for one chunk of logits (admission counted it). */
+static float *eval_buffer(node *nd, job *j, int n)
 {
-    size_t want = (size_t)j->step_n * (size_t)nd->cfg->vocab_size;
+    size_t want = (size_t)n * (size_t)nd->cfg->vocab_size;
     if (want > j->logits_cap) {
         /* The old rows are never read again: no realloc copy. */
         free(j->logits);
         j->logits_cap = 0;
         if (!(j->logits = malloc(want * sizeof *j->logits))) {
-            job_fail(nd, 0, PROTO_E_INTERNAL, "out of memory for the logits of %d positions",
-                     j->step_n);
-            return;
+            job_fail(nd, j, PROTO_E_INTERNAL, "out of memory for the logits of %d positions", n);
+            return NULL;
         }
         j->logits_cap = want;
     }
-    proto_error e;
-    if (stage_forward_logits(nd, j->chunk, NULL, j->step_n, j->logits, &j->step_st, &e) != 0) {
-        job_finish(nd, 0, &e);
-        return;
-    }
-    if (eval_reply(nd, j, j->logits) == 0)
-        step_done(nd, j, -1, 0.0);
+    return j->logits;
 }
 
-static void job_step(node *nd, job *j)
+/* The ids of the job's next prefill chunk of n, into j->chunk. */
+static int chunk_ids(node *nd, job *j, int n)
 {
-    int remaining = j->n_ids - j->fed;
-    int decode = remaining == 0;
-    int pos = kv_len(nd->cur.kv);
-    int chunk = head_chunk(nd, j, pos);
-    int n = decode ? 1 : (remaining < chunk ? remaining : chunk);
-    const int *tokens = &j->last_token;
-    if (!decode) {
-        if (n > j->chunk_cap) {
-            int *grown = realloc(j->chunk, (size_t)n * sizeof *grown);
-            if (!grown) {
-                job_fail(nd, 0, PROTO_E_INTERNAL, "out of memory for a chunk of %d ids", n);
-                return;
-            }
-            j->chunk = grown;
-            j->chunk_cap = n;
+    if (n > j->chunk_cap) {
+        int *grown = realloc(j->chunk, (size_t)n * sizeof *grown);
+        if (!grown) {
+            job_fail(nd, j, PROTO_E_INTERNAL, "out of memory for a chunk of %d ids", n);
+            return -1;
         }
-        for (int i = 0; i < n; i++)
-            j->chunk[i] = job_id(nd, j, j->fed + i);
-        tokens = j->chunk;
+        j->chunk = grown;
+        j->chunk_cap = n;
     }
-    int sample = decode || (n == remaining && j->req.generate.max_tokens > 0);
-    int eval = j->req.op == PROTO_OP_EVAL; /* prefill steps only: max_tokens is 0 */
-    j->step_n = n;
-    j->step_pos = pos;
-    j->step_chunk = chunk;
-    j->step_decode = decode;
-    j->step_t0 = clock_ms();
-    proto_error e;
-    if (!nd->ring && eval) {
-        eval_step_local(nd, j);
+    for (int i = 0; i < n; i++)
+        j->chunk[i] = job_id(nd, j, j->sent + i);
+    return 0;
+}
+
+/* A step out on the ring, waited for until --step-timeout. */
+static flight *flight_add(node *nd, int batch, uint64_t op, int64_t step)
+{
+    flight *f = &nd->flights[nd->n_flights++];
+    memset(f, 0, sizeof *f);
+    f->batch = batch;
+    head_pending_arm(nd, &f->wait, batch ? RING_BATCH : RING_HIDDEN, op, step);
+    return f;
+}
+
+static int flight_find(const node *nd, uint64_t op, int64_t step)
+{
+    for (int i = 0; i < nd->n_flights; i++)
+        if (nd->flights[i].wait.op == op && nd->flights[i].wait.step == step)
+            return i;
+    return -1;
+}
+
+/* Takes flights[i] off the list into *out. */
+static void flight_take(node *nd, int i, flight *out)
+{
+    *out = nd->flights[i];
+    memmove(&nd->flights[i], &nd->flights[i + 1],
+            (size_t)(nd->n_flights - i - 1) * sizeof *nd->flights);
+    nd->n_flights--;
+}
+
+/* The next prefill chunk of j: computed here, then on a single node done
+ * at once, on a ring sent on. */
+static void prefill_step(node *nd, job *j)
+{
+    double t0 = clock_ms();
+    stage_req *c = stage_find(nd, j->op);
+    int remaining = j->n_ids - j->sent;
+    int pos = kv_len(c->kv);
+    int chunk = head_chunk(nd, j, pos);
+    int n = remaining < chunk ? remaining : chunk;
+    if (chunk_ids(nd, j, n) != 0)
         return;
-    }
+    int sample = n == remaining && j->req.generate.max_tokens > 0;
+    int eval = j->req.op == PROTO_OP_EVAL; /* prefill steps only: max_tokens is 0 */
+    int64_t step = j->step++;
+    j->sent += n;
+    fwd_stats st;
+    proto_error e;
+    stage_step p = {.t0 = t0, .step = step, .seqs = 1, .n = n, .pos = pos, .chunk = chunk};
     if (!nd->ring) {
-        if (stage_forward(nd, tokens, NULL, n, NULL, sample ? nd->logits : NULL, &j->step_st, &e) !=
-            0) {
-            job_finish(nd, 0, &e);
+        float *logits = eval ? eval_buffer(nd, j, n) : sample ? nd->logits : NULL;
+        if (eval && !logits)
+            return;
+        int rc = eval ? stage_forward_logits(nd, c, j->chunk, NULL, n, logits, &st, &e)
+                      : stage_forward(nd, c, j->chunk, NULL, n, NULL, logits, &st, &e);
+        if (rc != 0) {
+            job_finish(nd, j, &e);
             return;
         }
-        step_done(nd, j, sample ? sampler_sample(nd->cur.smp, nd->logits) : -1, 0.0);
+        stage_publish(nd, c, &p, &st);
+        if (eval && eval_reply(nd, j, pos, n, logits) != 0)
+            return;
+        chunk_done(nd, j, n, pos, st.model_ms, sample ? sampler_sample(c->smp, logits) : -1);
         return;
     }
     ring_hdr h = {.kind = RING_HIDDEN,
                   .op = j->op,
-                  .step = j->step,
+                  .step = step,
                   .pos = pos,
                   .n = n,
                   .dim = nd->cfg->dim,
                   .token = -1,
                   .chunk = chunk,
-                  .flags = (sample ? RING_F_SAMPLE : 0u) | (decode ? RING_F_DECODE : 0u) |
-                           (eval ? RING_F_LOGITS : 0u)};
+                  .flags = (sample ? RING_F_SAMPLE : 0u) | (eval ? RING_F_LOGITS : 0u)};
     zmq_msg_t msg;
     float *x_out = ring_hidden_init(&msg, &h);
     if (!x_out) {
-        job_fail(nd, 0, PROTO_E_INTERNAL, "out of memory for step %lld's hidden states",
-                 (long long)j->step);
+        job_fail(nd, j, PROTO_E_INTERNAL, "out of memory for step %lld's hidden states",
+                 (long long)step);
         return;
     }
-    if (stage_forward(nd, tokens, NULL, n, x_out, NULL, &j->step_st, &e) != 0) {
+    if (stage_forward(nd, c, j->chunk, NULL, n, x_out, NULL, &st, &e) != 0) {
         zmq_msg_close(&msg);
-        job_finish(nd, 0, &e);
+        job_finish(nd, j, &e);
         return;
     }
     char err[256];
     if (ring_send_msg(nd->ring, &msg, err, sizeof err) != 0) {
-        job_fail(nd, 0, PROTO_E_STAGE_TIMEOUT, "step %lld: the next stage does not take frames: %s",
-                 (long long)j->step, err);
+        job_fail(nd, j, PROTO_E_STAGE_TIMEOUT, "step %lld: the next stage does not take frames: %s",
+                 (long long)step, err);
         return;
     }
-    j->state = JOB_WAIT;
-    head_pending_arm(nd, &j->wait, RING_HIDDEN, j->op, j->step);
+    stage_publish(nd, c, &p, &st);
+    flight *f = flight_add(nd, 0, j->op, step);
+    f->pos = pos;
+    f->n = n;
+    f->head_ms = st.model_ms;
+    j->in_flight++;
+}
+
+/* Fails every job of a batch that could not go out. */
+static void batch_fail(node *nd, job *const *js, int b, const proto_error *e)
+{
+    for (int i = 0; i < b; i++)
+        job_finish(nd, js[i], e);
+}
+
+/* The next decode position of each of b running jobs, in one step: on a
+ * single node sampled at once, on a ring sent on as a batch frame. */
+static void decode_step(node *nd, job *const *js, int b)
+{
+    double t0 = clock_ms();
+    stage_req *cs[NODE_SEQS_MAX];
+    int tokens[NODE_SEQS_MAX];
+    ring_seg segs[NODE_SEQS_MAX];
+    for (int i = 0; i < b; i++) {
+        cs[i] = stage_find(nd, js[i]->op);
+        tokens[i] = js[i]->last_token;
+        segs[i] = (ring_seg){.op = js[i]->op, .step = js[i]->step, .pos = kv_len(cs[i]->kv)};
+    }
+    stage_step p = {.t0 = t0, .decode = 1, .seqs = b, .n = b, .pos = segs[0].pos,
+                    .chunk = head_chunk(nd, js[0], segs[0].pos)};
+    fwd_stats st;
+    proto_error e;
+    if (!nd->ring) {
+        if (stage_forward_batch(nd, cs, b, tokens, NULL, NULL, nd->logits, &st, &e) != 0) {
+            batch_fail(nd, js, b, &e);
+            return;
+        }
+        p.step = b == 1 ? js[0]->step : nd->next_batch++;
+        stage_publish(nd, cs[0], &p, &st);
+        /* Sampling may end a job (and free its place): take the tokens
+         * first, then finish each. */
+        for (int i = 0; i < b; i++) {
+            js[i]->step++;
+            tokens[i] = sampler_sample(cs[i]->smp, nd->logits + (size_t)i * nd->cfg->vocab_size);
+        }
+        for (int i = 0; i < b; i++)
+            token_done(nd, js[i], tokens[i]);
+        return;
+    }
+    uint64_t op = ++nd->next_op;
+    ring_hdr h = {.kind = RING_BATCH,
+                  .op = op,
+                  .step = nd->next_batch,
+                  .n = b,
+                  .dim = nd->cfg->dim,
+                  .token = -1,
+                  .chunk = p.chunk};
+    zmq_msg_t msg;
+    float *x_out = ring_batch_init(&msg, &h, segs);
+    if (!x_out) {
+        proto_fail(&e, PROTO_E_INTERNAL, "", "out of memory for a batch of %d", b);
+        batch_fail(nd, js, b, &e);
+        return;
+    }
+    if (stage_forward_batch(nd, cs, b, tokens, NULL, x_out, NULL, &st, &e) != 0) {
+        zmq_msg_close(&msg);
+        batch_fail(nd, js, b, &e);
+        return;
+    }
+    char err[256];
+    if (ring_send_msg(nd->ring, &msg, err, sizeof err) != 0) {
+        proto_fail(&e, PROTO_E_STAGE_TIMEOUT, "", "batch %lld: the next stage does not take frames: %s",
+                   (long long)h.step, err);
+        batch_fail(nd, js, b, &e);
+        return;
+    }
+    p.step = b == 1 ? js[0]->step : h.step;
+    nd->next_batch++;
+    stage_publish(nd, cs[0], &p, &st);
+    flight *f = flight_add(nd, 1, op, h.step);
+    f->n = b;
+    f->head_ms = st.model_ms;
+    for (int i = 0; i < b; i++) {
+        f->ops[i] = js[i]->op;
+        js[i]->step++;
+        js[i]->in_flight++;
+    }
+}
+
+/* What can run next: the first running job with prompt left to send (a
+ * prompt's chunks may follow each other on the ring up to the depth),
+ * and the jobs ready to decode, at most their share of the flights. */
+static int pick_step(const node *nd, job **prefill, job **batch, int *n_batch)
+{
+    int depth = head_depth(nd);
+    *prefill = NULL;
+    *n_batch = 0;
+    if (nd->n_flights >= depth)
+        return 0;
+    int decoding = 0;
+    for (int i = 0; i < nd->n_queue; i++) {
+        job *j = nd->queue[i];
+        if (j->state != JOB_RUN)
+            continue;
+        if (j->fed == j->n_ids && j->generated > 0) {
+            decoding++;
+            if (j->in_flight == 0)
+                batch[(*n_batch)++] = j;
+        } else if (!*prefill && j->sent < j->n_ids && j->in_flight < depth) {
+            *prefill = j;
+        }
+    }
+    /* As many batches as flights: while one is out, the next is computed. */
+    int share = (decoding + depth - 1) / depth;
+    if (*n_batch > share)
+        *n_batch = share;
+    return *prefill || *n_batch;
+}
+
+/* One step, when one is ready: prefill and decode take turns when both wait. */
+static void run_step(node *nd)
+{
+    job *prefill, *batch[NODE_SEQS_MAX];
+    int n_batch;
+    if (!pick_step(nd, &prefill, batch, &n_batch))
+        return;
+    int decode = n_batch > 0 && (!prefill || nd->decode_turn);
+    nd->decode_turn = !decode;
+    if (decode)
+        decode_step(nd, batch, n_batch);
+    else
+        prefill_step(nd, prefill);
 }
 
 /* ---- frames back at the head ------------------------------------------ */
 
-/* The tail's answer to the step in flight: a token frame for a generate,
- * a logits frame (every position's) for an eval, for the positions sent. */
-static void on_step_back(node *nd, job *j, const ring_frame *f)
+/* The tail's answer to a prefill chunk: a token frame for a generate (the
+ * token, or -1 before the prompt's last chunk), a logits frame (every
+ * position's) for an eval. */
+static void on_chunk_back(node *nd, const ring_frame *f)
 {
+    int i = flight_find(nd, f->h.op, f->h.step);
+    if (i < 0 || nd->flights[i].batch)
+        return; /* a step of a request that already ended */
+    flight fl;
+    flight_take(nd, i, &fl);
+    job *j = job_by_op(nd, f->h.op);
+    if (!j)
+        return;
+    j->in_flight--;
     int vocab = nd->cfg->vocab_size;
     int eval = j->req.op == PROTO_OP_EVAL;
     ring_kind want = eval ? RING_LOGITS : RING_TOKEN;
-    if (f->h.kind != want || f->h.token >= vocab || f->h.pos != j->step_pos ||
-        f->h.n != j->step_n || (eval && f->h.dim != vocab)) {
-        job_fail(nd, 0, PROTO_E_INTERNAL,
+    if (f->h.kind != want || f->h.token >= vocab || f->h.pos != fl.pos || f->h.n != fl.n ||
+        (eval && f->h.dim != vocab)) {
+        job_fail(nd, j, PROTO_E_INTERNAL,
                  "step %lld came back as a %s frame (token %d, dim %d) for positions %d+%d; the "
                  "head sent positions %d+%d for a %s frame of a %d-token vocabulary",
-                 (long long)j->step, ring_kind_name(f->h.kind), f->h.token, f->h.dim, f->h.pos,
-                 f->h.n, j->step_pos, j->step_n, ring_kind_name(want), vocab);
+                 (long long)f->h.step, ring_kind_name(f->h.kind), f->h.token, f->h.dim, f->h.pos,
+                 f->h.n, fl.pos, fl.n, ring_kind_name(want), vocab);
         return;
     }
-    if (eval && eval_reply(nd, j, f->x) != 0)
+    if (eval && eval_reply(nd, j, f->h.pos, f->h.n, f->x) != 0)
         return;
-    step_done(nd, j, f->h.token, f->h.down_ms);
+    chunk_done(nd, j, f->h.n, f->h.pos, fl.head_ms + f->h.down_ms, f->h.token);
+}
+
+/* The tail's tokens for a decode batch, in the batch's order. */
+static void on_batch_back(node *nd, const ring_frame *f)
+{
+    int i = flight_find(nd, f->h.op, f->h.step);
+    if (i < 0 || !nd->flights[i].batch)
+        return;
+    flight fl;
+    flight_take(nd, i, &fl);
+    for (int k = 0; k < fl.n; k++) {
+        job *j = job_by_op(nd, fl.ops[k]);
+        if (!j)
+            continue; /* it ended while its position was out */
+        j->in_flight--;
+        if (f->h.n != fl.n || f->tokens[k] >= nd->cfg->vocab_size)
+            job_fail(nd, j, PROTO_E_INTERNAL,
+                     "batch %lld of %d came back with %d tokens (this one %d, the vocabulary "
+                     "holds %d)",
+                     (long long)f->h.step, fl.n, f->h.n, k < f->h.n ? f->tokens[k] : -1,
+                     nd->cfg->vocab_size);
+        else
+            token_done(nd, j, f->tokens[k]);
+    }
 }
 
 static int member_index(const node *nd, int first)
@@ -829,15 +1080,29 @@ static int member_index(const node *nd, int first)
     return -1;
 }
 
+/* Fails every job of a flight (a stage failed its step). */
+static void flight_fail(node *nd, const flight *fl, proto_code code, const char *message)
+{
+    int n = fl->batch ? fl->n : 1;
+    for (int k = 0; k < n; k++) {
+        job *j = job_by_op(nd, fl->batch ? fl->ops[k] : fl->wait.op);
+        if (j)
+            job_fail(nd, j, code, "%s", message);
+    }
+}
+
 static void on_report(node *nd, const ring_frame *f)
 {
     const json_t *o = f->json;
     int idx = member_index(nd, (int)json_integer_value(json_object_get(o, "first")));
     const char *of = json_string_value(json_object_get(o, "of"));
     pending *w = NULL;
-    job *j = head_job(nd);
-    if (j && j->wait.live && j->wait.op == f->h.op)
-        w = &j->wait;
+    job *prep = job_by_op(nd, f->h.op);
+    int fi = flight_find(nd, f->h.op, f->h.step);
+    if (fi >= 0)
+        w = &nd->flights[fi].wait;
+    else if (prep && prep->wait.live)
+        w = &prep->wait;
     else if (nd->set.live && nd->set.wait.op == f->h.op)
         w = &nd->set.wait;
     if (!w || !of || strcmp(of, ring_kind_name(w->kind)) != 0 || f->h.step != w->step)
@@ -851,22 +1116,34 @@ static void on_report(node *nd, const ring_frame *f)
     const char *code = json_string_value(json_object_get(o, "code"));
     const char *message = json_string_value(json_object_get(o, "message"));
     proto_code c = code ? proto_code_parse(code) : PROTO_E_INTERNAL;
-    job_fail(nd, 0, c == PROTO_CODE_COUNT ? PROTO_E_INTERNAL : c, "%s",
-             message ? message : "a stage failed the step");
+    if (c == PROTO_CODE_COUNT)
+        c = PROTO_E_INTERNAL;
+    if (!message)
+        message = "a stage failed the step";
+    if (fi >= 0) {
+        flight fl;
+        flight_take(nd, fi, &fl);
+        flight_fail(nd, &fl, c, message);
+    } else {
+        job_fail(nd, prep, c, "%s", message);
+    }
 }
 
 void head_on_frame(node *nd, ring_frame *f)
 {
-    job *j = head_job(nd);
+    job *j;
     switch (f->h.kind) {
     case RING_PREPARE:
-        if (j && j->state == JOB_PREPARE && j->op == f->h.op)
+        j = job_by_op(nd, f->h.op);
+        if (j && j->state == JOB_PREPARE)
             prepare_done(nd, j, f->json);
         return;
     case RING_TOKEN:
     case RING_LOGITS:
-        if (j && j->state == JOB_WAIT && j->op == f->h.op && j->step == f->h.step)
-            on_step_back(nd, j, f);
+        on_chunk_back(nd, f);
+        return;
+    case RING_TOKENS:
+        on_batch_back(nd, f);
         return;
     case RING_SET_CHECK:
     case RING_SET:
@@ -885,51 +1162,124 @@ void head_on_frame(node *nd, ring_frame *f)
 
 /* ---- deadlines, cancel, drop ------------------------------------------- */
 
+/* A step did not come back in time: the silent stage has lost (or never
+ * got) what every running request holds there, so they all end. */
+static void flight_timed_out(node *nd, const flight *fl)
+{
+    char who[PROTO_TEXT_MAX + 64], what[96];
+    head_silent_stage(nd, &fl->wait, who, sizeof who);
+    if (fl->batch)
+        snprintf(what, sizeof what, "decode batch %lld (%d requests)", (long long)fl->wait.step,
+                 fl->n);
+    else
+        snprintf(what, sizeof what, "step %lld", (long long)fl->wait.step);
+    nd->n_flights = 0;
+    for (int i = nd->n_queue - 1; i >= 0; i--) {
+        if (i >= nd->n_queue || nd->queue[i]->state != JOB_RUN)
+            continue;
+        job_fail(nd, nd->queue[i], PROTO_E_STAGE_TIMEOUT, "%s did not answer %s within %.1f s",
+                 who, what, nd->o.step_timeout_ms / 1000.0);
+    }
+}
+
 static void check_deadlines(node *nd)
 {
     double now = clock_ms();
     char who[PROTO_TEXT_MAX + 64];
-    for (int i = nd->n_queue - 1; i >= 0 && nd->o.queue_timeout_ms > 0; i--) {
+    for (int i = nd->n_queue - 1; i >= 0; i--) {
+        if (i >= nd->n_queue)
+            continue;
         job *q = nd->queue[i];
-        if (q->state == JOB_QUEUED && now - q->t_recv >= nd->o.queue_timeout_ms)
-            job_fail(nd, i, PROTO_E_BUSY,
+        if (q->state == JOB_QUEUED && nd->o.queue_timeout_ms > 0 &&
+            now - q->t_recv >= nd->o.queue_timeout_ms) {
+            job_fail(nd, q, PROTO_E_BUSY,
                      "waited %.1f s in the queue behind other requests (--queue-timeout %.1f s)",
                      (now - q->t_recv) / 1000.0, nd->o.queue_timeout_ms / 1000.0);
+        } else if (q->state == JOB_PREPARE && q->wait.live && now >= q->wait.deadline) {
+            head_silent_stage(nd, &q->wait, who, sizeof who);
+            job_fail(nd, q, PROTO_E_STAGE_TIMEOUT, "%s did not answer the ring check within %.1f s",
+                     who, nd->o.step_timeout_ms / 1000.0);
+        }
     }
-    job *j = head_job(nd);
-    if (j && j->wait.live && now >= j->wait.deadline) {
-        head_silent_stage(nd, &j->wait, who, sizeof who);
-        char what[64];
-        if (j->wait.kind == RING_PREPARE)
-            snprintf(what, sizeof what, "the ring check");
-        else
-            snprintf(what, sizeof what, "step %lld", (long long)j->wait.step);
-        job_fail(nd, 0, PROTO_E_STAGE_TIMEOUT, "%s did not answer %s within %.1f s", who, what,
-                 nd->o.step_timeout_ms / 1000.0);
+    for (int i = 0; i < nd->n_flights; i++) {
+        if (now >= nd->flights[i].wait.deadline) {
+            flight fl = nd->flights[i];
+            flight_timed_out(nd, &fl);
+            break;
+        }
     }
     head_set_check_deadline(nd, now);
+}
+
+/* 1 when no admission round is going around the ring. */
+static int round_free(const node *nd)
+{
+    for (int i = 0; i < nd->n_queue; i++)
+        if (nd->queue[i]->state == JOB_PREPARE)
+            return 0;
+    return 1;
+}
+
+/* 1 when job_tokenize has something to do for j now. The tokenizer's
+ * thread wakes the loop when it has ids or becomes free. */
+static int tokenize_ready(const node *nd, const job *j)
+{
+    int text = j->req.generate.input == PROTO_INPUT_PROMPT && !j->tokenized;
+    if (text)
+        return !j->submitted && !tokwork_busy(nd->tokw);
+    return round_free(nd);
+}
+
+/* The queued jobs that can take a place now, in arrival order. */
+static job *startable(const node *nd)
+{
+    if (head_active(nd) >= nd->max_seqs)
+        return NULL;
+    for (int i = 0; i < nd->n_queue; i++) {
+        job *j = nd->queue[i];
+        if (j->state == JOB_QUEUED && !session_busy(nd, j->req.generate.session))
+            return j;
+    }
+    return NULL;
 }
 
 void head_tick(node *nd)
 {
     check_deadlines(nd);
-    if (nd->n_queue == 0)
-        return;
-    job *j = nd->queue[0];
-    if (j->state == JOB_QUEUED)
-        job_start(nd);
-    else if (j->state == JOB_TOKENIZE)
-        job_tokenize(nd, j);
-    else if (j->state == JOB_STEP)
-        job_step(nd, j);
+    job *j;
+    while ((j = startable(nd)) != NULL)
+        job_start(nd, j);
+    for (int i = 0; i < nd->n_queue; i++) {
+        j = nd->queue[i];
+        if (j->state != JOB_TOKENIZE)
+            continue;
+        job_tokenize(nd, j, round_free(nd));
+        if (i < nd->n_queue && nd->queue[i] != j)
+            i--; /* it ended: the next one moved into its place */
+    }
+    run_step(nd);
+}
+
+int head_busy(const node *nd)
+{
+    if (startable(nd))
+        return 1;
+    for (int i = 0; i < nd->n_queue; i++)
+        if (nd->queue[i]->state == JOB_TOKENIZE && tokenize_ready(nd, nd->queue[i]))
+            return 1;
+    job *prefill, *batch[NODE_SEQS_MAX];
+    int n_batch;
+    return pick_step(nd, &prefill, batch, &n_batch);
 }
 
 void head_client_gone(node *nd, client_tag conn)
 {
     for (int i = nd->n_queue - 1; i >= 0; i--) {
+        if (i >= nd->n_queue)
+            continue;
         const client_tag *c = &nd->queue[i]->from.conn;
         if (c->fd == conn.fd && c->gen == conn.gen)
-            job_fail(nd, i, PROTO_E_CANCELLED, "its client disconnected");
+            job_fail(nd, nd->queue[i], PROTO_E_CANCELLED, "its client disconnected");
     }
 }
 
@@ -938,7 +1288,7 @@ void head_cancel(node *nd, const peer *from, const proto_request *req)
     for (int i = 0; i < nd->n_queue; i++) {
         if (strcmp(nd->queue[i]->req.id, req->target) != 0)
             continue;
-        job_fail(nd, i, PROTO_E_CANCELLED, "cancelled by request '%s'", req->id);
+        job_fail(nd, nd->queue[i], PROTO_E_CANCELLED, "cancelled by request '%s'", req->id);
         node_reply(nd, from, proto_reply_ok(req->id, NULL));
         return;
     }
@@ -948,10 +1298,13 @@ void head_cancel(node *nd, const peer *from, const proto_request *req)
 
 void head_drop(node *nd, const peer *from, const proto_request *req)
 {
-    if (nd->cur.live && strcmp(nd->cur.session, req->session) == 0) {
-        node_reply_error(nd, from, req->id, PROTO_E_BUSY, "session '%s' is in use by request '%s'",
-                         req->session, nd->cur.req);
-        return;
+    for (int i = 0; i < nd->n_queue; i++) {
+        const job *q = nd->queue[i];
+        if (q->state != JOB_QUEUED && strcmp(q->req.generate.session, req->session) == 0) {
+            node_reply_error(nd, from, req->id, PROTO_E_BUSY,
+                             "session '%s' is in use by request '%s'", req->session, q->req.id);
+            return;
+        }
     }
     if (!sess_drop(nd->sessions, req->session)) {
         node_reply_error(nd, from, req->id, PROTO_E_NOT_FOUND, "no session '%s' on this node",
@@ -969,7 +1322,8 @@ void head_drop(node *nd, const peer *from, const proto_request *req)
 
 void head_shutdown(node *nd)
 {
+    nd->n_flights = 0;
     while (nd->n_queue > 0)
-        job_fail(nd, nd->n_queue - 1, PROTO_E_SHUTDOWN, "the node is shutting down");
+        job_fail(nd, nd->queue[nd->n_queue - 1], PROTO_E_SHUTDOWN, "the node is shutting down");
     head_set_shutdown(nd);
 }

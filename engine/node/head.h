@@ -1,13 +1,14 @@
 /* head.h: requests on the head stage (head.c): queue, admission round,
- * steps, deadlines, replies; session drops for the ring (`set` is
- * head_set.h). Called
+ * batched and pipelined steps, deadlines, replies; session drops for the
+ * ring (`set` is head_set.h). Called
  * by the main loop in serve.c. */
 #ifndef HEAD_H
 #define HEAD_H
 
 #include "node.h"
 
-/* Queues a generate or an eval; takes req. */
+/* Queues a generate or an eval; takes req. It runs once one of the
+ * --max-seqs places is free. */
 void head_enqueue(node *nd, const peer *from, proto_request *req);
 void head_cancel(node *nd, const peer *from, const proto_request *req);
 void head_drop(node *nd, const peer *from, const proto_request *req);
@@ -22,6 +23,7 @@ int head_busy(const node *nd);
 double head_deadline(const node *nd);
 /* Fails everything in flight or queued with `shutdown`. */
 void head_shutdown(node *nd);
-int head_active(const node *nd);
+int head_active(const node *nd); /* requests holding a place */
+int head_queued(const node *nd); /* requests waiting for one */
 
 #endif

@@ -2,8 +2,8 @@
  * that make up the server (internal to it), from the top down:
  *
  *   serve.c   sockets, the main loop, control requests, status
- *   head.c    requests on the head stage: queue, admission round, steps,
- *             deadlines, replies; `set` and session drops for the ring
+ *   head.c    requests on the head stage: queue, admission round, batched
+ *             and pipelined steps, deadlines, replies; session drops
  *   stage.c   this node's layers: admission, a request's cache, live
  *             config, and the frames a non-head stage handles
  *   node.c    what all three use: replies, events, memory, identity
@@ -12,7 +12,8 @@
  * stage.h, this one). One thread runs everything but the tokenizer of
  * text prompts (tokwork.h): the main loop polls the control socket and the
  * ring between steps, so status, set and cancel are answered between
- * steps and while the head waits for the rest of the ring.
+ * steps and while the head waits for the rest of the ring. The compute
+ * pool's threads run inside a step only.
  */
 #ifndef NODE_H
 #define NODE_H
@@ -32,6 +33,7 @@
 #include "prefill.h"
 #include "engine/proto/protocol.h"
 #include "ring.h"
+#include "busy.h"
 #include "engine/compute/sampler.h"
 #include "session.h"
 #include "options.h"
@@ -51,8 +53,8 @@ typedef struct peer {
     client_tag conn;
 } peer;
 
-/* This node's part of the request in flight: its layers' cache and, on the
- * tail, the sampler. */
+/* This node's part of a request running on the ring: its layers' cache
+ * and, on the tail, the sampler. A node holds up to --max-seqs of them. */
 typedef struct stage_req {
     int live;
     uint64_t op;
@@ -89,8 +91,7 @@ typedef enum job_state {
     JOB_QUEUED,
     JOB_TOKENIZE, /* a text prompt is with the tokenizer's thread */
     JOB_PREPARE, /* the admission round is going around the ring */
-    JOB_STEP,    /* ready to run the next step */
-    JOB_WAIT     /* a step's hidden states are out; waiting for its token */
+    JOB_RUN      /* admitted: its steps run, batched with other requests' */
 } job_state;
 
 /* A generate or eval request on the head. */
@@ -106,26 +107,38 @@ typedef struct job {
     int submitted; /* the text prompt is with the tokenizer's thread */
     int tokenized; /* ids and n_text are back from it */
     int n_ids;     /* ids to feed: a session's pending token, then the prompt */
-    int *chunk;    /* the ids of the prefill step in flight */
+    int *chunk;    /* the ids of the prefill step being built */
     int chunk_cap;
     int max_chunk; /* the largest prefill chunk every stage admitted */
-    int fed;      /* prompt ids fed so far */
+    int sent;     /* prompt ids sent into steps so far */
+    int fed;      /* prompt ids whose steps came back */
+    int in_flight; /* its steps out on the ring */
     int pos0;     /* context held before the request (a session's) */
     int pending0; /* the session's pending token before the request */
     int begun;    /* every stage set up: start telemetry sent */
     int generated;
     int last_token; /* the token the next decode step feeds */
-    int64_t step;
-    pending wait; /* the ring operation in flight */
-    /* the step in flight */
-    int step_n, step_pos, step_chunk, step_decode;
-    double step_t0;
-    fwd_stats step_st;
+    int64_t step;   /* the number the next step of this request carries */
+    pending wait;   /* the admission round */
     float *logits;     /* an eval on a single node: the step's logits [n][vocab] */
     size_t logits_cap; /* floats */
 } job;
 
+/* Requests waiting for a place beside the --max-seqs running ones. */
 #define NODE_QUEUE_MAX 16
+#define NODE_SEQS_MAX SERVE_SEQS_MAX
+#define NODE_DEPTH_MAX SERVE_DEPTH_MAX
+
+/* A step the head sent around the ring and waits for: one request's
+ * prefill chunk (RING_HIDDEN) or a batch of decode positions (RING_BATCH,
+ * jobs listed by their ops in the frame's order). */
+typedef struct flight {
+    pending wait;
+    int batch;
+    int pos, n;      /* a chunk's positions; a batch's requests */
+    double head_ms;  /* the head's compute for it */
+    uint64_t ops[NODE_SEQS_MAX];
+} flight;
 
 /* A `set` the head sends around the ring in two phases (PROTOCOL.md "Live
  * config"): check on every stage, then apply; a stage that fails to apply
@@ -170,10 +183,13 @@ typedef struct node {
 
     int kv_bits;      /* live config */
     int prefill_step; /* PROTO_PREFILL_AUTO or positions */
+    int max_seqs;     /* requests running at once */
+    busy busy;        /* this node's compute time, for telemetry */
     pf_est pf;
     set_undo undo;
 
-    stage_req cur;
+    stage_req reqs[NODE_SEQS_MAX]; /* live ones: the requests running here */
+    int n_reqs;
     char head_ep[PROTO_TEXT_MAX];     /* the head's --listen as the ring reaches it */
     char head_key[CURVE_Z85_LEN + 1]; /* with CURVE: the head's public key, from its frames */
     member members[PROTO_RING_MAX];   /* the ring in order, head first */
@@ -181,8 +197,12 @@ typedef struct node {
 
     /* head */
     uint64_t next_op;
-    job *queue[NODE_QUEUE_MAX]; /* queue[0] is the job in flight once started */
+    job *queue[NODE_QUEUE_MAX + NODE_SEQS_MAX]; /* in arrival order, running and waiting */
     int n_queue;
+    flight flights[NODE_DEPTH_MAX]; /* steps out on the ring, oldest first */
+    int n_flights;
+    int64_t next_batch;  /* the number the next batch frame carries */
+    int decode_turn;     /* 1: the next step is a decode batch, when both kinds wait */
     set_op set;
 
     guard_mem mem; /* last measure, for telemetry */

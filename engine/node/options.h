@@ -21,6 +21,11 @@ typedef struct serve_companion {
     void *arg;
 } serve_companion;
 
+/* Bounds of --max-seqs (a batch frame carries at most this many
+ * requests) and --pipeline-depth. */
+#define SERVE_SEQS_MAX 64
+#define SERVE_DEPTH_MAX 16
+
 typedef struct serve_opts {
     const char *name;
     const char *model;     /* NULL: embedded */
@@ -40,6 +45,8 @@ typedef struct serve_opts {
     int threads;
     int prefill_step; /* PROTO_PREFILL_AUTO or positions */
     int kv_bits;
+    int max_seqs;       /* requests running at once */
+    int pipeline_depth; /* steps in flight around a ring; 0: one per stage */
     double step_timeout_ms;
     double step_target_ms;
     const serve_companion *companion; /* NULL: none */

@@ -136,6 +136,7 @@ void ring_frame_free(ring_frame *f)
 {
     if (f->json)
         json_decref(f->json);
+    free(f->segs);
     zmq_msg_close(&f->msg);
     memset(f, 0, sizeof *f);
 }
@@ -226,6 +227,33 @@ float *ring_hidden_init(zmq_msg_t *msg, const ring_hdr *h)
     unsigned char *p = zmq_msg_data(msg);
     ring_hdr_encode(h, p);
     return (float *)(void *)(p + RING_HDR_BYTES);
+}
+
+float *ring_batch_init(zmq_msg_t *msg, const ring_hdr *h, const ring_seg *segs)
+{
+    size_t segs_bytes = (size_t)h->n * RING_SEG_BYTES;
+    size_t bytes = RING_HDR_BYTES + segs_bytes + (size_t)h->n * (size_t)h->dim * sizeof(float);
+    if (zmq_msg_init_size(msg, bytes) != 0)
+        return NULL;
+    unsigned char *p = zmq_msg_data(msg);
+    ring_hdr_encode(h, p);
+    for (int i = 0; i < h->n; i++) {
+        unsigned char *q = p + RING_HDR_BYTES + (size_t)i * RING_SEG_BYTES;
+        put_u64(q, segs[i].op);
+        put_u64(q + 8, (uint64_t)segs[i].step);
+        put_u32(q + 16, (uint32_t)segs[i].pos);
+        put_u32(q + 20, 0);
+    }
+    return (float *)(void *)(p + RING_HDR_BYTES + segs_bytes);
+}
+
+int32_t *ring_tokens_init(zmq_msg_t *msg, const ring_hdr *h)
+{
+    if (zmq_msg_init_size(msg, RING_HDR_BYTES + (size_t)h->n * sizeof(int32_t)) != 0)
+        return NULL;
+    unsigned char *p = zmq_msg_data(msg);
+    ring_hdr_encode(h, p);
+    return (int32_t *)(void *)(p + RING_HDR_BYTES);
 }
 
 static int ring_send_on(void *sock, zmq_msg_t *msg, const char *what, char *err, size_t errlen)
@@ -361,6 +389,50 @@ static int step_hdr_check(const ring_hdr *h, char *err, size_t errlen)
     return 0;
 }
 
+/* A batch (hidden states of n requests) or its tokens: n requests, one
+ * position each, every per-request field in the segments. */
+static int batch_hdr_check(const ring_hdr *h, char *err, size_t errlen)
+{
+    int dim_ok = h->kind == RING_BATCH ? h->dim >= 1 && h->dim <= RING_DIM_MAX : h->dim == 0;
+    if (h->step < 0 || h->n < 1 || h->n > RING_BATCH_MAX || h->pos || !dim_ok ||
+        h->token != -1 || h->flags || h->chunk < 0 || h->chunk > PROTO_PREFILL_STEP_MAX ||
+        !(h->down_ms >= 0.0) || h->down_ms > RING_MS_MAX) {
+        snprintf(err, errlen,
+                 "%s frame with step %lld, n %d, pos %d, dim %d, token %d, flags %u, chunk %d, "
+                 "down_ms %g (expected step >= 0, n 1..%d, pos 0, token -1, no flags)",
+                 ring_kind_name(h->kind), (long long)h->step, h->n, h->pos, h->dim, h->token,
+                 h->flags, h->chunk, h->down_ms, RING_BATCH_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* The segments of a batch frame, each checked, into f->segs. */
+static int batch_segs(ring_frame *f, const unsigned char *p, char *err, size_t errlen)
+{
+    f->segs = malloc((size_t)f->h.n * sizeof *f->segs);
+    if (!f->segs) {
+        snprintf(err, errlen, "out of memory for a batch of %d", f->h.n);
+        return -1;
+    }
+    for (int i = 0; i < f->h.n; i++) {
+        const unsigned char *q = p + (size_t)i * RING_SEG_BYTES;
+        ring_seg *g = &f->segs[i];
+        g->op = get_u64(q);
+        g->step = (int64_t)get_u64(q + 8);
+        g->pos = (int32_t)get_u32(q + 16);
+        if (g->op == 0 || g->step < 0 || g->pos < 0 || g->pos >= RING_CTX_MAX ||
+            get_u32(q + 20) != 0) {
+            snprintf(err, errlen,
+                     "batch frame: segment %d with op %llu, step %lld, pos %d (expected op >= 1, "
+                     "step >= 0, pos 0..%d, reserved 0)",
+                     i, (unsigned long long)g->op, (long long)g->step, g->pos, RING_CTX_MAX - 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Frames outside steps use op and, for reports, the step reported; the
  * other header fields must be zero (token -1). */
 static int json_hdr_check(const ring_hdr *h, char *err, size_t errlen)
@@ -382,9 +454,39 @@ static int json_hdr_check(const ring_hdr *h, char *err, size_t errlen)
 static int ring_payload(ring_frame *f, const unsigned char *p, size_t len, char *err, size_t errlen)
 {
     int step = f->h.kind == RING_HIDDEN || f->h.kind == RING_TOKEN || f->h.kind == RING_LOGITS;
-    if ((step ? step_hdr_check : json_hdr_check)(&f->h, err, errlen) != 0)
+    int batch = f->h.kind == RING_BATCH || f->h.kind == RING_TOKENS;
+    if ((step ? step_hdr_check : batch ? batch_hdr_check : json_hdr_check)(&f->h, err, errlen) !=
+        0)
         return -1;
     switch (f->h.kind) {
+    case RING_BATCH: {
+        size_t segs = (size_t)f->h.n * RING_SEG_BYTES;
+        size_t want = segs + (size_t)f->h.n * (size_t)f->h.dim * sizeof(float);
+        if (len != want) {
+            snprintf(err, errlen, "batch frame of %zu payload bytes, n=%d dim=%d needs %zu", len,
+                     f->h.n, f->h.dim, want);
+            return -1;
+        }
+        f->x = (const float *)(const void *)(p + segs);
+        return batch_segs(f, p, err, errlen);
+    }
+    case RING_TOKENS: {
+        size_t want = (size_t)f->h.n * sizeof(int32_t);
+        if (len != want) {
+            snprintf(err, errlen, "tokens frame of %zu payload bytes, n=%d needs %zu", len, f->h.n,
+                     want);
+            return -1;
+        }
+        f->tokens = (const int32_t *)(const void *)p;
+        for (int i = 0; i < f->h.n; i++) {
+            if (f->tokens[i] < 0 || f->tokens[i] > PROTO_TOKEN_ID_MAX) {
+                snprintf(err, errlen, "tokens frame: token %d is %d (expected 0..%d)", i,
+                         f->tokens[i], PROTO_TOKEN_ID_MAX);
+                return -1;
+            }
+        }
+        return 0;
+    }
     case RING_HIDDEN:
     case RING_LOGITS: {
         size_t want = (size_t)f->h.n * (size_t)f->h.dim * sizeof(float);

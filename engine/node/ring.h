@@ -31,12 +31,25 @@
 #define RING_F_DECODE 2u /* a decode step (else a prefill chunk) */
 #define RING_F_LOGITS 4u /* an eval step: the tail sends every position's logits back */
 
+/* A batch frame carries one decode position of up to RING_BATCH_MAX
+ * requests: a segment (RING_SEG_BYTES on the wire) names each one's
+ * request operation, its step and its context position, in the order of
+ * the rows of hidden states that follow. */
+#define RING_BATCH_MAX 256
+#define RING_SEG_BYTES 24
+
+typedef struct ring_seg {
+    uint64_t op;
+    int64_t step;
+    int pos;
+} ring_seg;
+
 typedef struct ring_hdr {
     ring_kind kind;
     uint64_t op;  /* the ring operation (a request, a set) the frame belongs to */
     int64_t step; /* the step within the request; -1 for frames outside steps */
     int pos;      /* HIDDEN, TOKEN: context position of the step's first token */
-    int n;        /* HIDDEN, TOKEN: positions in the step */
+    int n;        /* HIDDEN, TOKEN: positions in the step; BATCH, TOKENS: requests */
     int dim;      /* HIDDEN: floats per position; LOGITS: the vocabulary */
     int token;    /* TOKEN: the sampled id, -1 when the step sampled none */
     unsigned flags;
@@ -48,7 +61,9 @@ typedef struct ring_hdr {
 typedef struct ring_frame {
     ring_hdr h;
     zmq_msg_t msg;
-    const float *x; /* HIDDEN, LOGITS: [n][dim] inside msg */
+    const float *x; /* HIDDEN, LOGITS, BATCH: [n][dim] inside msg */
+    ring_seg *segs; /* BATCH: [n], decoded */
+    const int32_t *tokens; /* TOKENS: [n] inside msg (little-endian, as every host we run on) */
     json_t *json;   /* JSON kinds: the payload object */
 } ring_frame;
 
@@ -79,6 +94,12 @@ void *ring_socket(ring *r);
  * floats at the returned pointer (fwd_step writes its output there, no
  * copy), then ring_send_msg() sends it. NULL when out of memory. */
 float *ring_hidden_init(zmq_msg_t *msg, const ring_hdr *h);
+
+/* The same for a BATCH frame: h->n segments are written from segs, and
+ * the caller writes h->n * h->dim floats at the returned pointer. */
+float *ring_batch_init(zmq_msg_t *msg, const ring_hdr *h, const ring_seg *segs);
+/* A TOKENS frame: the caller writes h->n ids at the returned pointer. */
+int32_t *ring_tokens_init(zmq_msg_t *msg, const ring_hdr *h);
 
 /* Sends a frame built by ring_hidden_init (the message is consumed, sent
  * or not). Never blocks: fails when the next stage's queue is full. */

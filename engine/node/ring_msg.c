@@ -13,7 +13,8 @@ static const char *const kind_names[RING_KIND_COUNT] = {
     [RING_PREPARE] = "prepare",   [RING_START] = "start",   [RING_HIDDEN] = "hidden",
     [RING_TOKEN] = "token",       [RING_END] = "end",       [RING_SET] = "set",
     [RING_DROP] = "drop",         [RING_REPORT] = "report", [RING_SET_CHECK] = "set_check",
-    [RING_SET_UNDO] = "set_undo", [RING_LOGITS] = "logits",
+    [RING_SET_UNDO] = "set_undo", [RING_LOGITS] = "logits", [RING_BATCH] = "batch",
+    [RING_TOKENS] = "tokens",
 };
 
 const char *ring_kind_name(ring_kind kind)
@@ -40,6 +41,7 @@ typedef enum fld_type {
     F_PREFILL,   /* 1..PROTO_PREFILL_STEP_MAX or "auto" */
     F_KV_BITS,   /* 32, 16, 8 or 4 */
     F_IDS,       /* an array of at most hi F_IDs */
+    F_OPS,       /* an array of at most hi ring operations (integers >= 1) */
     F_STAGES,    /* an array of at most PROTO_RING_MAX entries of `entry` */
     F_CONVERSION /* a set entry's kv: what a conversion did */
 } fld_type;
@@ -125,6 +127,7 @@ static const fld prepare_msg[] = {
     {"chunk", F_INT, REQ, 1, PROTO_PREFILL_STEP_MAX, NULL},
     {"eval", F_BOOL, OPT, 0, 0, NULL},
     {"drop", F_IDS, REQ, 0, RING_DROP_MAX, NULL},
+    {"running", F_OPS, OPT, 0, RING_RUNNING_MAX, NULL},
     {"stages", F_STAGES, REQ, 0, 0, prepare_entry},
     END,
 };
@@ -403,6 +406,16 @@ static int check_value(const json_t *v, const fld *f, const char *path, char *er
         json_array_foreach(v, i, e)
         {
             if (!json_is_string(e) || !id_ok(json_string_value(e), json_string_length(e)))
+                return bad(err, errlen, path, sub, "a bad entry");
+        }
+        return 0;
+    case F_OPS:
+        snprintf(sub, sizeof sub, "an array of at most %.0f operations", f->hi);
+        if (!json_is_array(v) || json_array_size(v) > (size_t)f->hi)
+            return bad(err, errlen, path, sub, type_name(v));
+        json_array_foreach(v, i, e)
+        {
+            if (!json_is_integer(e) || json_integer_value(e) < 1)
                 return bad(err, errlen, path, sub, "a bad entry");
         }
         return 0;

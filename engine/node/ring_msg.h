@@ -25,6 +25,8 @@ typedef enum ring_kind {
     RING_SET_CHECK,   /* JSON, round trip: would a set fit every stage? */
     RING_SET_UNDO,    /* JSON, round trip: put back what a set changed */
     RING_LOGITS,      /* float32 [n][vocab], tail to head: an eval step's logits */
+    RING_BATCH,       /* n segments, float32 [n][dim]: one decode position of n requests */
+    RING_TOKENS,      /* int32 [n], tail to head: a batch's sampled tokens, in its order */
     RING_KIND_COUNT
 } ring_kind;
 
@@ -35,6 +37,8 @@ const char *ring_kind_name(ring_kind kind);
 #define RING_CTX_MAX (1 << 30)
 #define RING_LAYERS_MAX (1 << 16)
 #define RING_DROP_MAX 4096
+/* Requests a head runs at once (--max-seqs), which a prepare frame lists. */
+#define RING_RUNNING_MAX 256
 
 /* 0 when the payload of a frame of this kind is well formed, else -1
  * with a message naming the field, what was expected and what came. */

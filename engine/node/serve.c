@@ -88,14 +88,20 @@ static void node_status(node *nd, proto_status *s)
     s->config.kv_bits = nd->kv_bits;
     s->config.threads = nd->o.threads;
     s->config.max_ctx = nd->o.max_ctx;
+    s->config.max_seqs = nd->max_seqs;
+    s->config.pipeline_depth = nd->o.pipeline_depth;
     s->memory.budget = g->budget;
     s->memory.used = g->rss;
     s->memory.headroom = guard_headroom(g);
     s->memory.weights_bytes = model_stage_bytes(nd->m, fwd_first(nd->fwd), fwd_last(nd->fwd));
     s->memory.kv_bytes = stage_kv_bytes(nd);
     s->memory.rss = g->rss;
-    s->sessions = sess_count(nd->sessions) + (nd->cur.live && nd->cur.session[0]);
-    s->active = nd->head ? head_active(nd) : nd->cur.live;
+    s->sessions = sess_count(nd->sessions);
+    for (int i = 0; i < NODE_SEQS_MAX; i++)
+        s->sessions += nd->reqs[i].live && nd->reqs[i].session[0];
+    s->active = nd->head ? head_active(nd) : nd->n_reqs;
+    s->queued = nd->head ? head_queued(nd) : 0;
+    s->busy = busy_ratio(&nd->busy, clock_ms());
     s->uptime_s = (clock_ms() - nd->t_start) / 1000.0;
     s->n_stages = nd->n_members > 0 ? nd->n_members : 1;
     for (int i = 0; i < nd->n_members; i++) {
@@ -226,8 +232,8 @@ static void node_close(node *nd)
     if (nd->zctx)
         zmq_ctx_term(nd->zctx);
     curve_allow_free(nd->allow);
-    if (nd->cur.live)
-        stage_end(nd, 0, -1);
+    for (int i = 0; i < NODE_SEQS_MAX; i++)
+        stage_end(nd, &nd->reqs[i], 0, -1);
     sess_table_free(nd->sessions);
     free(nd->logits);
     fwd_free(nd->fwd);
@@ -293,7 +299,9 @@ static int node_load(node *nd, char *err, size_t errlen)
         return -1;
     kv_free(probe);
     if (nd->tail) {
-        nd->logits = malloc((size_t)nd->cfg->vocab_size * sizeof *nd->logits);
+        /* A decode batch's: one row per running request. */
+        nd->logits =
+            malloc((size_t)nd->max_seqs * (size_t)nd->cfg->vocab_size * sizeof *nd->logits);
         if (!nd->logits) {
             snprintf(err, errlen, "out of memory for logits");
             return -1;
@@ -525,8 +533,10 @@ int serve_run(const serve_opts *o)
     }
     nd.kv_bits = nd.o.kv_bits;
     nd.prefill_step = nd.o.prefill_step;
+    nd.max_seqs = nd.o.max_seqs;
     pf_init(&nd.pf);
     nd.t_start = clock_ms();
+    busy_init(&nd.busy, nd.t_start);
     /* Ring operation ids start from the clock so that frames a restarted
      * head's predecessor left in flight never match a new operation. */
     nd.next_op = (uint64_t)time(NULL) << 20;

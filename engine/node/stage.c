@@ -22,7 +22,36 @@
 
 size_t stage_kv_bytes(const node *nd)
 {
-    return sess_bytes(nd->sessions) + (nd->cur.live ? kv_bytes(nd->cur.kv) : 0);
+    size_t bytes = sess_bytes(nd->sessions);
+    for (int i = 0; i < NODE_SEQS_MAX; i++)
+        if (nd->reqs[i].live)
+            bytes += kv_bytes(nd->reqs[i].kv);
+    return bytes;
+}
+
+stage_req *stage_find(node *nd, uint64_t op)
+{
+    for (int i = 0; i < NODE_SEQS_MAX; i++)
+        if (nd->reqs[i].live && nd->reqs[i].op == op)
+            return &nd->reqs[i];
+    return NULL;
+}
+
+/* What the running requests' caches will still grow by, up to the
+ * context each was admitted for: memory the guard does not see yet but
+ * has promised. */
+static size_t stage_promised(const node *nd)
+{
+    kv_shape shape = fwd_kv_shape(nd->fwd);
+    size_t sum = 0;
+    for (int i = 0; i < NODE_SEQS_MAX; i++) {
+        const stage_req *c = &nd->reqs[i];
+        if (!c->live)
+            continue;
+        size_t want = kv_bytes_for(shape, kv_bits(c->kv), c->ctx), have = kv_bytes(c->kv);
+        sum += want > have ? want - have : 0;
+    }
+    return sum;
 }
 
 static void stage_name_layers(const node *nd, char *buf, size_t len)
@@ -87,7 +116,9 @@ static size_t stage_logit_chunks(const node *nd, stage_eval eval)
  * frame each way, n * dim floats) and an eval's logits. */
 static size_t stage_step_bytes(node *nd, int n, stage_eval eval)
 {
-    size_t scratch = fwd_scratch_bytes_for(nd->fwd, fwd_kv_shape(nd->fwd), n);
+    /* A decode batch of every running request is a step of that many rows. */
+    int rows = n > nd->max_seqs ? n : nd->max_seqs;
+    size_t scratch = fwd_scratch_bytes_for(nd->fwd, fwd_kv_shape(nd->fwd), rows);
     size_t held = fwd_scratch_bytes(nd->fwd);
     size_t frames =
         (size_t)(!nd->head + !nd->tail) * (size_t)n * (size_t)nd->cfg->dim * sizeof(float);
@@ -106,8 +137,8 @@ static int stage_chunk_cap(node *nd, size_t kv, int chunk, stage_eval eval)
         int mid = lo + (hi - lo + 1) / 2;
         size_t evict;
         char msg[8];
-        if (guard_admit(g, add_sat(kv, stage_step_bytes(nd, mid, eval)), 0, &evict, msg,
-                        sizeof msg) == GUARD_FITS)
+        size_t need = add_sat(add_sat(kv, stage_promised(nd)), stage_step_bytes(nd, mid, eval));
+        if (guard_admit(g, need, 0, &evict, msg, sizeof msg) == GUARD_FITS)
             lo = mid;
         else
             hi = mid - 1;
@@ -124,6 +155,15 @@ void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, sta
     char msg[PROTO_MESSAGE_MAX];
     if (guard_ctx(nd->o.max_ctx, ctx, msg, sizeof msg) != 0) {
         admission_fail(out, PROTO_E_CTX_LIMIT, "%s: %s", who, msg);
+        return;
+    }
+    /* The head counts its own places; another stage with a smaller
+     * --max-seqs says so here rather than failing a batch later. */
+    if (nd->n_reqs >= nd->max_seqs) {
+        admission_fail(out, PROTO_E_BUSY,
+                       "%s: %d requests already running here (--max-seqs %d); give every stage "
+                       "the head's --max-seqs",
+                       who, nd->n_reqs, nd->max_seqs);
         return;
     }
     size_t held = 0;
@@ -145,7 +185,8 @@ void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, sta
     }
     size_t want = kv_bytes_for(fwd_kv_shape(nd->fwd), nd->kv_bits, ctx);
     size_t kv = want > held ? want - held : 0, step = stage_step_bytes(nd, 1, eval);
-    out->needed = add_sat(kv, step);
+    size_t promised = stage_promised(nd);
+    out->needed = add_sat(add_sat(kv, step), promised);
     size_t idle = sess_bytes(nd->sessions) - held;
     const guard_mem *g = node_mem(nd, 1);
     out->available = guard_available(g);
@@ -159,8 +200,9 @@ void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, sta
         break;
     case GUARD_REFUSE:
         admission_fail(out, PROTO_E_KV_OOM,
-                       "%s: context %d at kv_bits %d (KV cache %zu bytes, a step %zu bytes): %s",
-                       who, ctx, nd->kv_bits, kv, step, msg);
+                       "%s: context %d at kv_bits %d (KV cache %zu bytes, a step %zu bytes, "
+                       "%zu bytes promised to the %d requests running): %s",
+                       who, ctx, nd->kv_bits, kv, step, promised, nd->n_reqs, msg);
         return;
     }
     out->chunk = stage_chunk_cap(nd, kv, chunk, eval);
@@ -170,9 +212,14 @@ int stage_begin(node *nd, uint64_t op, const char *req, const char *session, int
                 const proto_generate_args *sampling, uint64_t seed, proto_error *e)
 {
     char err[256];
-    if (nd->cur.live)
-        stage_end(nd, 0, -1);
-    stage_req *c = &nd->cur;
+    stage_req *c = stage_find(nd, op);
+    if (c) /* a head that restarted reuses its operation numbers */
+        stage_end(nd, c, 0, -1);
+    for (c = nd->reqs; c < nd->reqs + NODE_SEQS_MAX && c->live; c++)
+        ;
+    if (c == nd->reqs + NODE_SEQS_MAX)
+        return proto_fail(e, PROTO_E_BUSY, "", "stage '%s': %d requests already running",
+                          nd->o.name, NODE_SEQS_MAX);
     memset(c, 0, sizeof *c);
     if (session[0]) {
         int pending;
@@ -200,12 +247,13 @@ int stage_begin(node *nd, uint64_t op, const char *req, const char *session, int
     snprintf(c->session, sizeof c->session, "%s", session);
     c->pos0 = pos;
     c->ctx = ctx;
+    if (nd->n_reqs++ == 0)
+        busy_idle(&nd->busy, clock_ms());
     return 0;
 }
 
-void stage_end(node *nd, int ok, int pending_token)
+void stage_end(node *nd, stage_req *c, int ok, int pending_token)
 {
-    stage_req *c = &nd->cur;
     if (!c->live)
         return;
     if (c->session[0]) {
@@ -223,50 +271,68 @@ void stage_end(node *nd, int ok, int pending_token)
     }
     sampler_free(c->smp);
     memset(c, 0, sizeof *c);
-    /* The next request admits its own chunk's scratch: this one's goes. */
-    fwd_scratch_release(nd->fwd);
+    /* The next requests admit their own chunk's scratch: this one's goes
+     * once nothing runs. */
+    if (--nd->n_reqs == 0)
+        fwd_scratch_release(nd->fwd);
     /* KV blocks are small allocations: without a trim, the heap keeps the
      * pages and RSS (which the memory guard reads) would not come down. */
     malloc_trim(0);
 }
 
-int stage_forward(node *nd, const int *tokens, const float *x_in, int n, float *x_out,
-                  float *logits, fwd_stats *st, proto_error *e)
+int stage_forward(node *nd, stage_req *c, const int *tokens, const float *x_in, int n,
+                  float *x_out, float *logits, fwd_stats *st, proto_error *e)
 {
     char err[256];
-    if (fwd_step(nd->fwd, nd->cur.kv, tokens, x_in, n, x_out, logits, st, err, sizeof err) != 0)
+    if (fwd_step(nd->fwd, c->kv, tokens, x_in, n, x_out, logits, st, err, sizeof err) != 0)
         return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': %s", nd->o.name, err);
     return 0;
 }
 
-int stage_forward_logits(node *nd, const int *tokens, const float *x_in, int n, float *logits,
-                         fwd_stats *st, proto_error *e)
+int stage_forward_logits(node *nd, stage_req *c, const int *tokens, const float *x_in, int n,
+                         float *logits, fwd_stats *st, proto_error *e)
 {
     char err[256];
-    if (fwd_step_logits(nd->fwd, nd->cur.kv, tokens, x_in, n, logits, st, err, sizeof err) != 0)
+    if (fwd_step_logits(nd->fwd, c->kv, tokens, x_in, n, logits, st, err, sizeof err) != 0)
         return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': %s", nd->o.name, err);
     return 0;
 }
 
-void stage_publish(node *nd, int64_t step, int decode, int n, int pos, int chunk, double step_ms,
-                   const fwd_stats *st, double wait_ms)
+int stage_forward_batch(node *nd, stage_req *const *cs, int b, const int *tokens,
+                        const float *x_in, float *x_out, float *logits, fwd_stats *st,
+                        proto_error *e)
 {
+    kv_cache *kvs[NODE_SEQS_MAX];
+    for (int i = 0; i < b; i++)
+        kvs[i] = cs[i]->kv;
+    char err[256];
+    if (fwd_step_batch(nd->fwd, kvs, b, tokens, x_in, x_out, logits, st, err, sizeof err) != 0)
+        return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': %s", nd->o.name, err);
+    return 0;
+}
+
+void stage_publish(node *nd, stage_req *c, const stage_step *p, const fwd_stats *st)
+{
+    double now = clock_ms();
+    double wait_ms = busy_step(&nd->busy, p->t0, now, st->model_ms);
     const guard_mem *g = node_mem(nd, 0);
     proto_step s;
     memset(&s, 0, sizeof s);
-    snprintf(s.req, sizeof s.req, "%s", nd->cur.req);
-    s.step = step;
-    s.phase = decode ? PROTO_PHASE_DECODE : PROTO_PHASE_PREFILL;
-    s.tokens = n;
-    s.pos = pos + n;
-    s.step_ms = step_ms;
+    snprintf(s.req, sizeof s.req, "%s", c->req);
+    s.step = p->step;
+    s.phase = p->decode ? PROTO_PHASE_DECODE : PROTO_PHASE_PREFILL;
+    s.seqs = p->seqs;
+    s.tokens = p->n;
+    s.pos = p->pos + (p->seqs == 1 ? p->n : 1);
+    s.step_ms = now - p->t0;
     s.model_ms = st->model_ms;
-    s.eval_ms = step_ms > st->model_ms ? step_ms - st->model_ms : 0.0;
-    s.wait_ms = wait_ms < s.eval_ms ? wait_ms : s.eval_ms;
-    s.comm_ms = s.eval_ms - s.wait_ms;
+    s.eval_ms = s.step_ms > st->model_ms ? s.step_ms - st->model_ms : 0.0;
+    s.comm_ms = s.eval_ms;
+    s.wait_ms = wait_ms;
+    s.busy = busy_ratio(&nd->busy, now);
     s.kv_bytes = stage_kv_bytes(nd);
     s.kv_bits = nd->kv_bits;
-    s.prefill_step = chunk;
+    s.prefill_step = p->chunk;
     s.rss = g->rss;
     s.budget = g->budget;
     s.headroom = guard_headroom(g);
@@ -274,13 +340,14 @@ void stage_publish(node *nd, int64_t step, int decode, int n, int pos, int chunk
     s.nonfinite = st->nonfinite;
     tel_step(nd->tel, &s);
     steplog_step(nd->log, &s);
-    if (st->nonfinite && !nd->cur.numeric) {
-        nd->cur.numeric = 1;
-        json_t *d =
-            json_pack("{sI sI}", "step", (json_int_t)step, "nonfinite", (json_int_t)st->nonfinite);
-        node_event(nd, PROTO_EV_NUMERIC, nd->cur.req, "", d,
-                   "stage '%s' output %d non-finite values at step %lld (positions %d..%d)",
-                   nd->o.name, st->nonfinite, (long long)step, pos, pos + n - 1);
+    if (st->nonfinite && !c->numeric) {
+        c->numeric = 1;
+        json_t *d = json_pack("{sI sI}", "step", (json_int_t)p->step, "nonfinite",
+                              (json_int_t)st->nonfinite);
+        node_event(nd, PROTO_EV_NUMERIC, c->req, "", d,
+                   "stage '%s' output %d non-finite values at step %lld (%d positions of %d "
+                   "requests from position %d)",
+                   nd->o.name, st->nonfinite, (long long)p->step, p->n, p->seqs, p->pos);
         json_decref(d);
     }
 }
@@ -335,8 +402,10 @@ static size_t stage_growth(node *nd, int bits)
 {
     kv_shape shape = fwd_kv_shape(nd->fwd);
     size_t grow = 0, shrink = 0;
-    if (nd->cur.live)
-        tally(kv_bytes(nd->cur.kv), kv_bytes_for(shape, bits, nd->cur.ctx), &grow, &shrink);
+    for (int i = 0; i < NODE_SEQS_MAX; i++)
+        if (nd->reqs[i].live)
+            tally(kv_bytes(nd->reqs[i].kv), kv_bytes_for(shape, bits, nd->reqs[i].ctx), &grow,
+                  &shrink);
     for (int i = 0; i < sess_count(nd->sessions); i++) {
         kv_cache *kv = sess_cache_at(nd->sessions, i);
         tally(kv_bytes(kv), kv_bytes_for(shape, bits, kv_len(kv)), &grow, &shrink);
@@ -344,20 +413,31 @@ static size_t stage_growth(node *nd, int bits)
     return grow > shrink ? grow - shrink : 0;
 }
 
-/* Converts every cache this node holds to `bits`; on a failure converts
- * the ones already done back, so that all caches keep one precision. */
+/* The i-th cache this node holds: the sessions', then the running
+ * requests'. NULL past the last. */
+static kv_cache *stage_cache_at(node *nd, int i)
+{
+    if (i < sess_count(nd->sessions))
+        return sess_cache_at(nd->sessions, i);
+    i -= sess_count(nd->sessions);
+    for (int k = 0; k < NODE_SEQS_MAX; k++)
+        if (nd->reqs[k].live && i-- == 0)
+            return nd->reqs[k].kv;
+    return NULL;
+}
+
+/* Converts every cache this node holds to `bits`, the running requests'
+ * too (they go on at the new precision from their next step); on a
+ * failure converts the ones already done back, so that all caches keep
+ * one precision. */
 static int stage_convert(node *nd, int bits, char *err, size_t errlen)
 {
-    int n = sess_count(nd->sessions) + (nd->cur.live ? 1 : 0);
-    for (int i = 0; i < n; i++) {
-        kv_cache *kv = i < sess_count(nd->sessions) ? sess_cache_at(nd->sessions, i) : nd->cur.kv;
+    kv_cache *kv;
+    for (int i = 0; (kv = stage_cache_at(nd, i)) != NULL; i++) {
         if (kv_convert(kv, bits, err, errlen) != 0) {
             char ignored[64];
-            for (int k = 0; k < i; k++) {
-                kv_cache *done =
-                    k < sess_count(nd->sessions) ? sess_cache_at(nd->sessions, k) : nd->cur.kv;
-                kv_convert(done, nd->kv_bits, ignored, sizeof ignored);
-            }
+            for (int k = 0; k < i; k++)
+                kv_convert(stage_cache_at(nd, k), nd->kv_bits, ignored, sizeof ignored);
             return -1;
         }
     }
@@ -425,7 +505,7 @@ static int set_apply(node *nd, const proto_set_args *set, json_t *result, proto_
         json_t *d =
             json_pack("{si si sf sI sI}", "from_bits", nd->kv_bits, "to_bits", set->kv_bits, "ms",
                       ms, "bytes_before", (json_int_t)before, "bytes_after", (json_int_t)after);
-        node_event(nd, PROTO_EV_KV_CONVERTED, nd->cur.live ? nd->cur.req : "", "", d,
+        node_event(nd, PROTO_EV_KV_CONVERTED, "", "", d,
                    "KV cache converted from %d to %d bits in %.1f ms: %zu -> %zu bytes",
                    nd->kv_bits, set->kv_bits, ms, before, after);
         json_object_set_new(result, "kv", d);
@@ -440,7 +520,7 @@ static int set_apply(node *nd, const proto_set_args *set, json_t *result, proto_
         snprintf(step_text, sizeof step_text, "auto");
     else
         snprintf(step_text, sizeof step_text, "%d", nd->prefill_step);
-    node_event(nd, PROTO_EV_CONFIG_APPLIED, nd->cur.live ? nd->cur.req : "", "", d,
+    node_event(nd, PROTO_EV_CONFIG_APPLIED, "", "", d,
                "config applied on stage '%s': kv_bits %d, prefill_step %s", nd->o.name, nd->kv_bits,
                step_text);
     json_object_update(result, d);
@@ -541,6 +621,26 @@ static void stage_learn_head(node *nd, const json_t *o)
         snprintf(nd->head_key, sizeof nd->head_key, "%s", key);
 }
 
+/* A request this stage runs that the head no longer does (its end frame
+ * was lost, or the head restarted) ends here: the head lists what it
+ * runs with every admission round. */
+static void stage_end_abandoned(node *nd, const json_t *running)
+{
+    for (int i = 0; i < NODE_SEQS_MAX; i++) {
+        stage_req *c = &nd->reqs[i];
+        if (!c->live)
+            continue;
+        size_t k;
+        const json_t *v;
+        int found = 0;
+        json_array_foreach(running, k, v) found |= (uint64_t)json_integer_value(v) == c->op;
+        if (found)
+            continue;
+        steplog_line(nd->log, "REQ", "%s abandoned by the head", c->req);
+        stage_end(nd, c, 0, -1);
+    }
+}
+
 static void on_prepare(node *nd, ring_frame *f)
 {
     json_t *stages = json_object_get(f->json, "stages");
@@ -553,10 +653,7 @@ static void on_prepare(node *nd, ring_frame *f)
         return;
     }
     stage_learn_head(nd, f->json);
-    if (nd->cur.live && nd->cur.op != f->h.op) {
-        steplog_line(nd->log, "REQ", "%s abandoned by the head", nd->cur.req);
-        stage_end(nd, 0, -1);
-    }
+    stage_end_abandoned(nd, json_object_get(f->json, "running"));
     stage_drop_sessions(nd, drop);
     stage_admission a;
     stage_eval eval = json_is_true(json_object_get(f->json, "eval")) ? STAGE_EVAL : STAGE_EVAL_NONE;
@@ -615,8 +712,8 @@ static void on_start(node *nd, ring_frame *f)
         stage_report(nd, &f->h, &e);
         return;
     }
-    steplog_line(nd->log, "REQ", "%s start session='%s' pos=%d", nd->cur.req, nd->cur.session,
-                 nd->cur.pos0);
+    steplog_line(nd->log, "REQ", "%s start session='%s' pos=%d", jstr(o, "req"),
+                 jstr(o, "session"), jint(o, "pos", 0));
     if (!nd->tail)
         stage_forward_frame(nd, f);
 }
@@ -624,16 +721,16 @@ static void on_start(node *nd, ring_frame *f)
 /* Runs a step into a frame of n * out->dim floats and sends it on: hidden
  * states to the next stage or, for an eval on the tail, every position's
  * logits to the head. The frame is the buffer: nothing is copied. */
-static int send_floats(node *nd, const ring_frame *f, ring_hdr *out, double t0, fwd_stats *st,
-                       proto_error *e, char *err, size_t errlen)
+static int send_floats(node *nd, stage_req *c, const ring_frame *f, ring_hdr *out, double t0,
+                       fwd_stats *st, proto_error *e, char *err, size_t errlen)
 {
     zmq_msg_t msg;
     float *y = ring_hidden_init(&msg, out);
     if (!y)
         return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': out of memory for step %lld",
                           nd->o.name, (long long)f->h.step);
-    int rc = out->kind == RING_LOGITS ? stage_forward_logits(nd, NULL, f->x, f->h.n, y, st, e)
-                                      : stage_forward(nd, NULL, f->x, f->h.n, y, NULL, st, e);
+    int rc = out->kind == RING_LOGITS ? stage_forward_logits(nd, c, NULL, f->x, f->h.n, y, st, e)
+                                      : stage_forward(nd, c, NULL, f->x, f->h.n, y, NULL, st, e);
     if (rc != 0) {
         zmq_msg_close(&msg);
         return -1;
@@ -645,15 +742,15 @@ static int send_floats(node *nd, const ring_frame *f, ring_hdr *out, double t0, 
 
 /* The tail's step of a generate: the token (sampled when the step says
  * so, else -1) back to the head. */
-static int send_token(node *nd, const ring_frame *f, ring_hdr *out, double t0, fwd_stats *st,
-                      proto_error *e, char *err, size_t errlen)
+static int send_token(node *nd, stage_req *c, const ring_frame *f, ring_hdr *out, double t0,
+                      fwd_stats *st, proto_error *e, char *err, size_t errlen)
 {
     int sample = (f->h.flags & RING_F_SAMPLE) != 0;
-    if (stage_forward(nd, NULL, f->x, f->h.n, NULL, sample ? nd->logits : NULL, st, e) != 0)
+    if (stage_forward(nd, c, NULL, f->x, f->h.n, NULL, sample ? nd->logits : NULL, st, e) != 0)
         return -1;
     out->kind = RING_TOKEN;
     out->dim = 0;
-    out->token = sample ? sampler_sample(nd->cur.smp, nd->logits) : -1;
+    out->token = sample ? sampler_sample(c->smp, nd->logits) : -1;
     out->down_ms = f->h.down_ms + (clock_ms() - t0);
     return ring_send(nd->ring, out, NULL, err, errlen);
 }
@@ -665,8 +762,8 @@ static void on_hidden(node *nd, ring_frame *f)
 {
     double t0 = clock_ms();
     const ring_hdr *in = &f->h;
-    stage_req *c = &nd->cur;
-    if (!c->live || c->op != in->op) {
+    stage_req *c = stage_find(nd, in->op);
+    if (!c) {
         steplog_line(nd->log, "RING", "dropped step %lld of an operation this stage does not hold",
                      (long long)in->step);
         return;
@@ -691,9 +788,9 @@ static void on_hidden(node *nd, ring_frame *f)
         out.dim = nd->cfg->vocab_size;
     }
     if (nd->tail && !(in->flags & RING_F_LOGITS))
-        rc = send_token(nd, f, &out, t0, &st, &e, err, sizeof err);
+        rc = send_token(nd, c, f, &out, t0, &st, &e, err, sizeof err);
     else
-        rc = send_floats(nd, f, &out, t0, &st, &e, err, sizeof err);
+        rc = send_floats(nd, c, f, &out, t0, &st, &e, err, sizeof err);
     if (rc != 0) {
         /* A failed send (e.code still OK) means the next stage does not
          * take frames: the ring is broken after this stage. */
@@ -705,16 +802,124 @@ static void on_hidden(node *nd, ring_frame *f)
     }
     c->next_step++;
     stage_report(nd, in, NULL);
-    stage_publish(nd, in->step, (in->flags & RING_F_DECODE) != 0, in->n, in->pos, in->chunk,
-                  clock_ms() - t0, &st, 0.0);
+    stage_step p = {.t0 = t0,
+                    .step = in->step,
+                    .decode = (in->flags & RING_F_DECODE) != 0,
+                    .seqs = 1,
+                    .n = in->n,
+                    .pos = in->pos,
+                    .chunk = in->chunk};
+    stage_publish(nd, c, &p, &st);
+}
+
+/* The running requests a batch frame names, in its order, each checked
+ * against what this stage holds for it. -1 with e when one disagrees. */
+static int batch_members(node *nd, const ring_frame *f, stage_req **cs, proto_error *e)
+{
+    for (int i = 0; i < f->h.n; i++) {
+        const ring_seg *g = &f->segs[i];
+        stage_req *c = stage_find(nd, g->op);
+        if (!c)
+            return proto_fail(e, PROTO_E_INTERNAL, "",
+                              "stage '%s': batch %lld names operation %llu, which this stage "
+                              "does not run (did it restart?)",
+                              nd->o.name, (long long)f->h.step, (unsigned long long)g->op);
+        if (g->step != c->next_step || g->pos != kv_len(c->kv))
+            return proto_fail(e, PROTO_E_INTERNAL, "",
+                              "stage '%s': request '%s' in batch %lld at step %lld position %d, "
+                              "expected step %lld at position %d",
+                              nd->o.name, c->req, (long long)f->h.step, (long long)g->step,
+                              g->pos, (long long)c->next_step, kv_len(c->kv));
+        cs[i] = c;
+    }
+    return 0;
+}
+
+/* A batch through this stage's layers, passed on: hidden states to the
+ * next stage, or (tail) every request's sampled token to the head. */
+static int batch_run(node *nd, const ring_frame *f, stage_req *const *cs, ring_hdr *out,
+                     double t0, fwd_stats *st, proto_error *e, char *err, size_t errlen)
+{
+    int b = f->h.n;
+    zmq_msg_t msg;
+    if (!nd->tail) {
+        float *y = ring_batch_init(&msg, out, f->segs);
+        if (!y)
+            return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': out of memory for batch %lld",
+                              nd->o.name, (long long)f->h.step);
+        if (stage_forward_batch(nd, cs, b, NULL, f->x, y, NULL, st, e) != 0) {
+            zmq_msg_close(&msg);
+            return -1;
+        }
+    } else {
+        if (stage_forward_batch(nd, cs, b, NULL, f->x, NULL, nd->logits, st, e) != 0)
+            return -1;
+        out->kind = RING_TOKENS;
+        out->dim = 0;
+        int32_t *tokens = ring_tokens_init(&msg, out);
+        if (!tokens)
+            return proto_fail(e, PROTO_E_INTERNAL, "",
+                              "stage '%s': out of memory for batch %lld's tokens", nd->o.name,
+                              (long long)f->h.step);
+        for (int i = 0; i < b; i++)
+            tokens[i] =
+                sampler_sample(cs[i]->smp, nd->logits + (size_t)i * (size_t)nd->cfg->vocab_size);
+    }
+    out->down_ms = f->h.down_ms + (clock_ms() - t0);
+    ring_hdr_encode(out, zmq_msg_data(&msg));
+    return ring_send_msg(nd->ring, &msg, err, errlen);
+}
+
+static void on_batch(node *nd, ring_frame *f)
+{
+    double t0 = clock_ms();
+    stage_req *cs[NODE_SEQS_MAX];
+    proto_error e;
+    if (f->h.n > nd->max_seqs || f->h.dim != nd->cfg->dim) {
+        proto_fail(&e, PROTO_E_INTERNAL, "",
+                   "stage '%s': batch %lld of %d requests with dim %d, expected at most %d "
+                   "(--max-seqs) with dim %d",
+                   nd->o.name, (long long)f->h.step, f->h.n, f->h.dim, nd->max_seqs,
+                   nd->cfg->dim);
+        stage_report(nd, &f->h, &e);
+        return;
+    }
+    if (batch_members(nd, f, cs, &e) != 0) {
+        stage_report(nd, &f->h, &e);
+        return;
+    }
+    ring_hdr out = f->h;
+    fwd_stats st;
+    char err[256] = "";
+    e.code = PROTO_OK;
+    if (batch_run(nd, f, cs, &out, t0, &st, &e, err, sizeof err) != 0) {
+        if (e.code == PROTO_OK)
+            proto_fail(&e, PROTO_E_STAGE_TIMEOUT, "", "stage '%s' cannot pass batch %lld on: %s",
+                       nd->o.name, (long long)f->h.step, err);
+        stage_report(nd, &f->h, &e);
+        return;
+    }
+    for (int i = 0; i < f->h.n; i++)
+        cs[i]->next_step++;
+    stage_report(nd, &f->h, NULL);
+    /* A batch of one is numbered as its request's step, as on the head. */
+    stage_step p = {.t0 = t0,
+                    .step = f->h.n == 1 ? f->segs[0].step : f->h.step,
+                    .decode = 1,
+                    .seqs = f->h.n,
+                    .n = f->h.n,
+                    .pos = f->segs[0].pos,
+                    .chunk = f->h.chunk};
+    stage_publish(nd, cs[0], &p, &st);
 }
 
 static void on_end(node *nd, ring_frame *f)
 {
-    if (nd->cur.live && nd->cur.op == f->h.op) {
+    stage_req *c = stage_find(nd, f->h.op);
+    if (c) {
         int ok = json_is_true(json_object_get(f->json, "ok"));
-        steplog_line(nd->log, "REQ", "%s end %s", nd->cur.req, ok ? "ok" : "failed");
-        stage_end(nd, ok, -1);
+        steplog_line(nd->log, "REQ", "%s end %s", c->req, ok ? "ok" : "failed");
+        stage_end(nd, c, ok, -1);
     }
     if (!nd->tail)
         stage_forward_frame(nd, f);
@@ -763,6 +968,9 @@ void stage_on_frame(node *nd, ring_frame *f)
         return;
     case RING_HIDDEN:
         on_hidden(nd, f);
+        return;
+    case RING_BATCH:
+        on_batch(nd, f);
         return;
     case RING_END:
         on_end(nd, f);

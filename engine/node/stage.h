@@ -31,12 +31,14 @@ typedef enum stage_eval {
  * whose steps fit too. */
 void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, stage_eval eval,
                  json_t *evicted, stage_admission *out);
-/* Sets up nd->cur for a request. */
+/* The running request of ring operation op, or NULL. */
+stage_req *stage_find(node *nd, uint64_t op);
+/* Sets up a request running here (in a free place of nd->reqs). */
 int stage_begin(node *nd, uint64_t op, const char *req, const char *session, int pos, int ctx,
                 const proto_generate_args *sampling, uint64_t seed, proto_error *e);
-/* Ends nd->cur: a session keeps its cache (rolled back to where it was
- * when !ok), anything else is freed. Returns the session's length. */
-void stage_end(node *nd, int ok, int pending_token);
+/* Ends a running request: a session keeps its cache (rolled back to
+ * where it was when !ok), anything else is freed. */
+void stage_end(node *nd, stage_req *c, int ok, int pending_token);
 /* The two phases of a set (PROTOCOL.md "Live config"). Each fills result
  * (this stage's entry, its verdict included) and returns 0, or -1 with e.
  * check: would the caches fit at the new kv_bits?
@@ -48,18 +50,34 @@ int stage_apply_set(node *nd, uint64_t op, const proto_set_args *set, json_t *re
                     proto_error *e);
 int stage_undo_set(node *nd, uint64_t op, json_t *result, proto_error *e);
 void stage_drop_sessions(node *nd, const json_t *names);
-/* Runs one step of this stage's layers on nd->cur and checks its numbers. */
-int stage_forward(node *nd, const int *tokens, const float *x_in, int n, float *x_out,
-                  float *logits, fwd_stats *st, proto_error *e);
+/* Runs n positions of one request through this stage's layers. */
+int stage_forward(node *nd, stage_req *c, const int *tokens, const float *x_in, int n,
+                  float *x_out, float *logits, fwd_stats *st, proto_error *e);
 /* The same on the tail, with every position's logits into logits [n][vocab]. */
-int stage_forward_logits(node *nd, const int *tokens, const float *x_in, int n, float *logits,
-                         fwd_stats *st, proto_error *e);
-/* Publishes and logs one step of this stage. */
-void stage_publish(node *nd, int64_t step, int decode, int n, int pos, int chunk, double step_ms,
-                   const fwd_stats *st, double wait_ms);
+int stage_forward_logits(node *nd, stage_req *c, const int *tokens, const float *x_in, int n,
+                         float *logits, fwd_stats *st, proto_error *e);
+/* One decode position of each of b requests (fwd_step_batch): the
+ * weights are read once for all of them. */
+int stage_forward_batch(node *nd, stage_req *const *cs, int b, const int *tokens,
+                        const float *x_in, float *x_out, float *logits, fwd_stats *st,
+                        proto_error *e);
+
+/* A step this stage ran, for telemetry. */
+typedef struct stage_step {
+    double t0;    /* clock_ms when the stage started it */
+    int64_t step; /* the request's step, or the batch's number */
+    int decode;
+    int seqs;  /* requests in it */
+    int n;     /* positions, all requests together */
+    int pos;   /* the (first) request's position before the step */
+    int chunk; /* the prefill chunk in effect */
+} stage_step;
+
+/* Publishes and logs a step that ends now; c is its (first) request. */
+void stage_publish(node *nd, stage_req *c, const stage_step *p, const fwd_stats *st);
 /* A frame on a non-head stage. */
 void stage_on_frame(node *nd, ring_frame *f);
-size_t stage_kv_bytes(const node *nd); /* the request's cache and the sessions' */
+size_t stage_kv_bytes(const node *nd); /* the running requests' caches and the sessions' */
 /* A set's fields as a set frame carries them. */
 json_t *stage_set_to_json(const proto_set_args *set);
 

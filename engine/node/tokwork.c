@@ -155,6 +155,14 @@ int tokwork_submit(tokwork *w, uint64_t tag, const char *text, size_t len, int f
     return busy;
 }
 
+int tokwork_busy(tokwork *w)
+{
+    pthread_mutex_lock(&w->mu);
+    int busy = w->busy;
+    pthread_mutex_unlock(&w->mu);
+    return busy;
+}
+
 int tokwork_take(tokwork *w, uint64_t tag, int **ids, int *n)
 {
     char drain[64];

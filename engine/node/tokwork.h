@@ -2,7 +2,8 @@
  * node's loop answers status, cancel and SIGTERM however long a prompt
  * takes to tokenize.
  *
- * One prompt at a time (the head starts one request at a time). The head
+ * One prompt at a time: requests that start together wait their turn
+ * here (tokenizing is short next to running a request). The head
  * submits a prompt under a tag (its request's ring operation), polls the
  * descriptor, and takes the ids when they are ready. A prompt whose
  * request ended meanwhile is cancelled: the thread finishes it and throws
@@ -35,6 +36,10 @@ int tokwork_fd(const tokwork *w);
  * when the thread is still busy with another prompt (a cancelled one),
  * or -1 out of memory. */
 int tokwork_submit(tokwork *w, uint64_t tag, const char *text, size_t len, int flags);
+
+/* 1 while a prompt is with the thread (submitted and not yet taken, or
+ * cancelled and not yet finished): tokwork_submit would return 1. */
+int tokwork_busy(tokwork *w);
 
 /* The ids of tag's prompt: 1 with *ids (malloc'd, the caller frees them)
  * and *n (-1 when encoding ran out of memory), 0 when not ready yet. */

@@ -18,9 +18,10 @@ start head --layers 0:3 --control "$(ep "$P1")" --telemetry "$(ep "$P2")" \
 start tail --layers 3:5 --control "$(ep "$P4")" --telemetry "$(ep "$P5")" \
     --listen "$(ep "$P6")" --next "$(ep "$P3")" --threads 1 --http "$(hp "$P8")"
 # A slow single node (synthetic 110M weights, ~20 ms a token) for requests
-# that must still be running when the test acts on them.
+# that must still be running when the test acts on them; one request runs
+# at a time, so that its queue fills with few clients.
 start slow --model synth:110m --control "$(ep "$P9")" --telemetry "$(ep "$P10")" --threads 1 \
-    --http "$(hp "$P11")"
+    --http "$(hp "$P11")" --max-seqs 1
 H1=$(hp "$P7")
 H2=$(hp "$P8")
 HS=$(hp "$P11")
@@ -187,17 +188,17 @@ check "the console exits 0" wait_for 50 grep -qsx 0 "$tmp/console.rc"
 
 # ---- the node's queue bound is a 429 with Retry-After
 queue=""
-for i in $(seq 1 17); do
+for i in $(seq 1 18); do
     curl -s -N -o "$tmp/b.q$i" -D "$tmp/h.q$i" -X POST "http://$HS/v1/completions" --data-binary \
         '{"model":"synth:110m","prompt":"x","max_tokens":5000,"stream":true}' &
     queue="$queue $!"
 done
 sleep 2
 busy=""
-for i in $(seq 1 17); do
+for i in $(seq 1 18); do
     grep -q '^HTTP/1.1 429' "$tmp/h.q$i" 2>/dev/null && busy="$busy $i"
 done
-check "past the node's queue of 16, one request of 17 gets 429" [ "$(echo $busy | wc -w)" = 1 ]
+check "past one running and the node's queue of 16, one request of 18 gets 429" [ "$(echo $busy | wc -w)" = 1 ]
 b=$(echo $busy | cut -d ' ' -f 1)
 check "... with Retry-After and an OpenAI error body" \
     [ "$(grep -ci '^retry-after: 1' "$tmp/h.q$b"):$(get error.type error.code <"$tmp/b.q$b")" = \

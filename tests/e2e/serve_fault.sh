@@ -69,7 +69,7 @@ elapsed=$(($(cat "$tmp/k1.end") - t0))
 check "killed stage: the request fails with stage_timeout" \
     [ "$(get error.code <"$tmp/k1")" = stage_timeout ]
 check "killed stage: the error names it ($(get error.message <"$tmp/k1"))" \
-    grep -q "stage 'fault_b' (layers 1:2) did not answer step [0-9]" "$tmp/k1"
+    grep -q "stage 'fault_b' (layers 1:2) did not answer \(step\|decode batch\) [0-9]" "$tmp/k1"
 check "killed stage: within --step-timeout + 1 s (${elapsed} ms)" [ "$elapsed" -le 4000 ]
 check "killed stage: the head answered status throughout ($STATUS_OK answers)" \
     [ "$STATUS_FAILED" = 0 ] && [ "$STATUS_OK" -ge 3 ]
@@ -89,7 +89,7 @@ status_while $LONG
 elapsed=$(($(cat "$tmp/k2.end") - t0))
 kill -CONT "$PID_fault_c"
 check "stopped stage: stage_timeout naming it ($(get error.message <"$tmp/k2"))" \
-    grep -q "stage_timeout.*stage 'fault_c' (layers 2:3) did not answer step [0-9]" "$tmp/k2"
+    grep -q "stage_timeout.*stage 'fault_c' (layers 2:3) did not answer \(step\|decode batch\) [0-9]" "$tmp/k2"
 check "stopped stage: within --step-timeout + 1 s (${elapsed} ms)" [ "$elapsed" -le 4000 ]
 check "stopped stage: the head answered status throughout" [ "$STATUS_FAILED" = 0 ]
 check "once it answers again, the next request succeeds" ok_request cont

@@ -3,7 +3,8 @@
 # disconnected are cancelled, running or queued, so the next client does
 # not wait for them; a request queued longer than --queue-timeout is
 # refused with busy; one whose tokens and max_tokens already pass
-# --max-ctx is refused at once, without waiting for its turn.
+# --max-ctx is refused at once, without waiting for its turn. One place
+# (--max-seqs 1) makes every other request wait in the queue.
 . "$(dirname "$0")/lib/serve.sh"
 
 # About a second of prefill per thousand positions on one thread.
@@ -11,7 +12,7 @@ M="synth:dim=512,hidden=1376,layers=4,heads=8,kv_heads=8,vocab=512"
 alloc_ports 4
 C=$(ep "$P1")
 start q --model "$M" --control "$C" --telemetry "$(ep "$P2")" --threads 1 --prefill-step 256 \
-    --queue-timeout 2 --max-ctx 100000
+    --queue-timeout 2 --max-ctx 100000 --max-seqs 1
 up "$C" || { fail "node started"; finish; exit 1; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 within() { [ "$1" -ge "$2" ] && [ "$1" -lt "$3" ]; } # MS LOW HIGH

@@ -209,3 +209,107 @@ Test(ring, logits_frames)
     cr_assert_eq(ring_frame_decode(buf, sizeof buf, &f, err, sizeof err), 0, "%s", err);
     ring_frame_free(&f);
 }
+
+/* A decode batch: segments naming each row's request, built in place by
+ * ring_batch_init, cross a socket pair intact; its tokens answer in the
+ * batch's order. */
+Test(ring, batch_and_tokens_frames)
+{
+    void *ctx;
+    ring *r;
+    open_loop(&ctx, &r);
+    char err[256];
+    ring_seg segs[3] = {{.op = 11, .step = 0, .pos = 5},
+                        {.op = 1ull << 40, .step = 9, .pos = 1 << 20},
+                        {.op = 13, .step = 2, .pos = 0}};
+    ring_hdr h = {.kind = RING_BATCH, .op = 99, .step = 4, .n = 3, .dim = 2, .token = -1,
+                  .chunk = 512};
+    zmq_msg_t msg;
+    float *x = ring_batch_init(&msg, &h, segs);
+    cr_assert_not_null(x);
+    for (int i = 0; i < 6; i++)
+        x[i] = (float)i - 2.5f;
+    cr_assert_eq(ring_send_msg(r, &msg, err, sizeof err), 0, "%s", err);
+    ring_frame f;
+    cr_assert_eq(recv_wait(r, &f, err, sizeof err), 1, "%s", err);
+    cr_assert_eq(f.h.kind, RING_BATCH);
+    cr_assert_eq(f.h.n, 3);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(f.segs[i].op, segs[i].op);
+        cr_assert_eq(f.segs[i].step, segs[i].step);
+        cr_assert_eq(f.segs[i].pos, segs[i].pos);
+    }
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(f.x[i], (float)i - 2.5f);
+    ring_frame_free(&f);
+
+    ring_hdr t = {.kind = RING_TOKENS, .op = 99, .step = 4, .n = 3, .token = -1};
+    int32_t *ids = ring_tokens_init(&msg, &t);
+    cr_assert_not_null(ids);
+    ids[0] = 7;
+    ids[1] = 0;
+    ids[2] = 16777215;
+    cr_assert_eq(ring_send_msg(r, &msg, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(recv_wait(r, &f, err, sizeof err), 1, "%s", err);
+    cr_assert_eq(f.h.kind, RING_TOKENS);
+    cr_assert_eq(f.tokens[0], 7);
+    cr_assert_eq(f.tokens[2], 16777215);
+    ring_frame_free(&f);
+    ring_close(r);
+    zmq_ctx_term(ctx);
+}
+
+/* What a stage must never act on: a batch's counts, segments and tokens
+ * out of range each get a message naming what was wrong. */
+Test(ring, bad_batches_are_refused)
+{
+    char err[256];
+    ring_frame f;
+    enum { N = 2, DIM = 2 };
+    unsigned char buf[RING_HDR_BYTES + N * RING_SEG_BYTES + N * DIM * sizeof(float)];
+    ring_seg segs[N] = {{.op = 1, .step = 0, .pos = 3}, {.op = 2, .step = 1, .pos = 4}};
+    ring_hdr h = {.kind = RING_BATCH, .op = 5, .step = 0, .n = N, .dim = DIM, .token = -1};
+    zmq_msg_t msg;
+    cr_assert_not_null(ring_batch_init(&msg, &h, segs));
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, zmq_msg_data(&msg), RING_HDR_BYTES + N * RING_SEG_BYTES);
+    zmq_msg_close(&msg);
+    cr_assert_eq(ring_frame_decode(buf, sizeof buf, &f, err, sizeof err), 0, "%s", err);
+    ring_frame_free(&f);
+
+    /* a row short */
+    cr_assert_eq(ring_frame_decode(buf, sizeof buf - 4, &f, err, sizeof err), -1);
+    cr_assert(strstr(err, "batch frame of"), "%s", err);
+    /* a segment of operation 0, then one with a reserved byte set */
+    unsigned char bad[sizeof buf];
+    memcpy(bad, buf, sizeof buf);
+    memset(bad + RING_HDR_BYTES, 0, 8);
+    cr_assert_eq(ring_frame_decode(bad, sizeof bad, &f, err, sizeof err), -1);
+    cr_assert(strstr(err, "segment 0"), "%s", err);
+    memcpy(bad, buf, sizeof buf);
+    bad[RING_HDR_BYTES + RING_SEG_BYTES + 20] = 1;
+    cr_assert_eq(ring_frame_decode(bad, sizeof bad, &f, err, sizeof err), -1);
+    cr_assert(strstr(err, "segment 1"), "%s", err);
+    /* flags, a position, too many requests: a batch has none of those */
+    ring_hdr bh = h;
+    bh.flags = RING_F_SAMPLE;
+    ring_hdr_encode(&bh, bad);
+    cr_assert_eq(ring_frame_decode(bad, sizeof bad, &f, err, sizeof err), -1);
+    cr_assert(strstr(err, "no flags"), "%s", err);
+    bh = h;
+    bh.n = RING_BATCH_MAX + 1;
+    ring_hdr_encode(&bh, bad);
+    cr_assert_eq(ring_frame_decode(bad, sizeof bad, &f, err, sizeof err), -1);
+    cr_assert(strstr(err, "n 1..256"), "%s", err);
+
+    /* tokens: one short, and one out of range */
+    unsigned char tk[RING_HDR_BYTES + 2 * sizeof(int32_t)];
+    ring_hdr t = {.kind = RING_TOKENS, .op = 5, .step = 0, .n = 2, .token = -1};
+    ring_hdr_encode(&t, tk);
+    int32_t ids[2] = {3, -1};
+    memcpy(tk + RING_HDR_BYTES, ids, sizeof ids);
+    cr_assert_eq(ring_frame_decode(tk, sizeof tk - 4, &f, err, sizeof err), -1);
+    cr_assert(strstr(err, "tokens frame of"), "%s", err);
+    cr_assert_eq(ring_frame_decode(tk, sizeof tk, &f, err, sizeof err), -1);
+    cr_assert(strstr(err, "token 1 is -1"), "%s", err);
+}
