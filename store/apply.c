@@ -35,10 +35,11 @@ int store_wstmts_prepare(sqlite3 *db, store_wstmts *w, char *err, size_t errlen)
                       " itl_p50_ms, itl_p99_ms, prefill_step_ms, decode_step_ms)"
                       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
         {&w->event, "INSERT INTO events(run, t, node, kind, detail) VALUES (?,?,?,?,?)"},
-        {&w->leg_begin, "INSERT INTO legs(run, idx, kv_bits, prefill_step, status, started)"
-                        " VALUES (?,?,?,?,'running',?)"},
+        {&w->leg_begin, "INSERT INTO legs(run, idx, kv_bits, prefill_step, concurrency, status,"
+                        " started) VALUES (?,?,?,?,?,'running',?)"},
         /* Also closes the legs a run end finds still running (?2 NULL). */
         {&w->leg_end, "UPDATE legs SET status = ?3, ended = ?4, max_context = " LEG_OK_CONTEXT
+                      ", agg_tps = " LEG_AGG_TPS
                       " WHERE run = ?1 AND status = 'running' AND (?2 IS NULL OR idx = ?2)"},
         {&w->run_end,
          "UPDATE runs SET status = ?2, ended = ?3, failure = ?4, max_context = " RUN_OK_CONTEXT
@@ -199,9 +200,10 @@ static int apply_leg_begin(store *s, store_rec *r)
     sqlite3_stmt *st = s->ws.leg_begin;
     sqlite3_bind_int64(st, 1, r->run);
     sqlite3_bind_int(st, 2, r->u.leg.leg);
-    sqlite3_bind_int(st, 3, r->u.leg.kv_bits);
-    sqlite3_bind_int(st, 4, r->u.leg.prefill_step);
-    sqlite3_bind_double(st, 5, r->t);
+    sqlite3_bind_int(st, 3, r->u.leg.info.kv_bits);
+    sqlite3_bind_int(st, 4, r->u.leg.info.prefill_step);
+    sqlite3_bind_int(st, 5, r->u.leg.info.concurrency);
+    sqlite3_bind_double(st, 6, r->t);
     return run_stmt(st);
 }
 

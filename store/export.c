@@ -62,9 +62,10 @@ json_t *store_run_list_json(const store_run_list *l)
 
 static json_t *leg_json(const store_leg_summary *l)
 {
-    return json_pack("{si si si ss so sI sI so so so so so}", "idx", l->idx, "kv_bits", l->kv_bits,
-                     "prefill_step", l->prefill_step, "status", l->status, "max_context",
-                     jopt_int(l->max_context), "requests", (json_int_t)l->requests, "failed",
+    return json_pack("{si si si si ss so so sI sI so so so so so}", "idx", l->idx, "kv_bits",
+                     l->kv_bits, "prefill_step", l->prefill_step, "concurrency", l->concurrency,
+                     "status", l->status, "max_context", jopt_int(l->max_context), "agg_tps",
+                     jnum(l->agg_tps), "requests", (json_int_t)l->requests, "failed",
                      (json_int_t)l->failed, "ttft_ms", jdist(&l->ttft_ms), "tpot_ms",
                      jdist(&l->tpot_ms), "decode_tps", jdist(&l->decode_tps), "prefill_tps",
                      jdist(&l->prefill_tps), "e2e_ms", jdist(&l->e2e_ms));
@@ -116,16 +117,38 @@ json_t *store_compare_json(const store_compare *c)
                      "deltas", rows);
 }
 
+static json_t *jopt_real(double v)
+{
+    return v >= 0 ? json_real(v) : json_null();
+}
+
+/* Each ranking's own figures: context and decode tok/s, or concurrency
+ * and aggregate tok/s. */
+static json_t *best_row_json(const store_best *b, const store_best_row *r)
+{
+    json_t *row =
+        json_pack("{ss ss si si so sI}", "model", r->model, "cluster", r->cluster, "kv_bits",
+                  r->kv_bits, "prefill_step", r->prefill_step, "run",
+                  r->run > 0 ? json_integer(r->run) : json_null(), "runs", (json_int_t)r->runs);
+    int bad = !row;
+    if (!bad && b->by == STORE_BEST_AGG_TPS)
+        bad = json_object_set_new(row, "concurrency", json_integer(r->concurrency)) ||
+              json_object_set_new(row, "agg_tps", jopt_real(r->agg_tps));
+    else if (!bad)
+        bad = json_object_set_new(row, "max_context", jopt_int(r->max_context)) ||
+              json_object_set_new(row, "decode_tps", jopt_real(r->decode_tps));
+    if (bad) {
+        json_decref(row);
+        return NULL;
+    }
+    return row;
+}
+
 json_t *store_best_json(const store_best *b)
 {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < b->n; i++) {
-        const store_best_row *r = &b->rows[i];
-        json_t *row = json_pack(
-            "{ss ss si si so so so sI}", "model", r->model, "cluster", r->cluster, "kv_bits",
-            r->kv_bits, "prefill_step", r->prefill_step, "max_context", jopt_int(r->max_context),
-            "decode_tps", r->decode_tps >= 0 ? json_real(r->decode_tps) : json_null(), "run",
-            r->run > 0 ? json_integer(r->run) : json_null(), "runs", (json_int_t)r->runs);
+        json_t *row = best_row_json(b, &b->rows[i]);
         if (jappend(arr, row) != 0) {
             json_decref(arr);
             return NULL;

@@ -113,8 +113,23 @@ static const char migration_3[] = "ALTER TABLE requests ADD COLUMN itl_p50_ms RE
 static const char migration_4[] = "ALTER TABLE requests ADD COLUMN prefill_step_ms REAL;"
                                   "ALTER TABLE requests ADD COLUMN decode_step_ms REAL;";
 
-static const char *const migrations[STORE_SCHEMA_VERSION] = {migration_1, migration_2,
-                                                              migration_3, migration_4};
+/* v5: legs of many requests in flight at once (a node batching them): a
+ * leg's concurrency, and its aggregate throughput, the figure batching
+ * moves. Older legs get theirs from what was recorded: a growth leg kept
+ * one request in flight, a fixed one the run's concurrency parameter (one
+ * number before v5); agg_tps comes from their requests as at a leg's end. */
+static const char migration_5[] =
+    "ALTER TABLE legs ADD COLUMN concurrency INTEGER;"
+    "ALTER TABLE legs ADD COLUMN agg_tps REAL;"
+    "UPDATE legs SET concurrency = (SELECT CASE"
+    "  WHEN coalesce(json_extract(r.params, '$.leg_mode'), r.mode) = 'growth' THEN 1"
+    "  WHEN json_type(r.params, '$.concurrency') = 'integer'"
+    "   THEN json_extract(r.params, '$.concurrency')"
+    "  ELSE 1 END FROM runs r WHERE r.id = legs.run);"
+    "UPDATE legs SET agg_tps = " LEG_AGG_TPS " WHERE status <> 'running';";
+
+static const char *const migrations[STORE_SCHEMA_VERSION] = {migration_1, migration_2, migration_3,
+                                                             migration_4, migration_5};
 
 int store_schema_version(sqlite3 *db, int *version, char *err, size_t errlen)
 {

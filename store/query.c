@@ -214,14 +214,17 @@ void store_summary_free(store_summary *sum)
 static int summary_legs(store *s, int64_t run, store_summary *out, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
+    /* A leg still running has no stored agg_tps yet: it is computed as
+     * far as the leg got. */
     if (store_prepare(s->db,
-                      "SELECT l.idx, l.kv_bits, l.prefill_step, l.status,"
-                      " (SELECT count(*) FROM requests q WHERE q.run = l.run AND q.leg = l.idx),"
-                      " (SELECT count(*) FROM requests q WHERE q.run = l.run AND q.leg = l.idx"
-                      "  AND q.status <> 'ok'),"
-                      " coalesce((SELECT max(ctx_after) FROM requests q WHERE q.run = l.run"
-                      "  AND q.leg = l.idx AND q.status = 'ok'), -1)"
-                      " FROM legs l WHERE l.run = ? ORDER BY l.idx",
+                      "SELECT idx, kv_bits, prefill_step, status,"
+                      " (SELECT count(*) FROM requests q WHERE q.run = legs.run"
+                      "  AND q.leg = legs.idx),"
+                      " (SELECT count(*) FROM requests q WHERE q.run = legs.run"
+                      "  AND q.leg = legs.idx AND q.status <> 'ok'),"
+                      " coalesce(" LEG_OK_CONTEXT ", -1),"
+                      " coalesce(concurrency, 1), coalesce(agg_tps, " LEG_AGG_TPS ")"
+                      " FROM legs WHERE run = ? ORDER BY idx",
                       &st, err, errlen) != 0)
         return -1;
     sqlite3_bind_int64(st, 1, run);
@@ -240,6 +243,8 @@ static int summary_legs(store *s, int64_t run, store_summary *out, char *err, si
         l->requests = sqlite3_column_int64(st, 4);
         l->failed = sqlite3_column_int64(st, 5);
         l->max_context = sqlite3_column_int64(st, 6);
+        l->concurrency = sqlite3_column_int(st, 7);
+        l->agg_tps = sqlite3_column_type(st, 8) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 8);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
@@ -425,6 +430,10 @@ static void delta_legs(delta_list *l, const store_leg_summary *a, const store_le
     snprintf(key, sizeof key, "leg %d", a ? a->idx : b->idx);
     delta_add(l, key, "max_context", a && a->max_context >= 0, a ? a->max_context : 0,
               b && b->max_context >= 0, b ? b->max_context : 0);
+    delta_add(l, key, "concurrency", a != NULL, a ? a->concurrency : 0, b != NULL,
+              b ? b->concurrency : 0);
+    delta_add(l, key, "agg_tps", a && !isnan(a->agg_tps), a ? a->agg_tps : 0,
+              b && !isnan(b->agg_tps), b ? b->agg_tps : 0);
     delta_add(l, key, "requests", a != NULL, a ? a->requests : 0, b != NULL, b ? b->requests : 0);
     delta_add(l, key, "failed", a != NULL, a ? a->failed : 0, b != NULL, b ? b->failed : 0);
     delta_dist(l, key, "ttft_ms", a ? &a->ttft_ms : NULL, b ? &b->ttft_ms : NULL, 0);
@@ -529,35 +538,62 @@ void store_best_free(store_best *b)
     b->n = 0;
 }
 
-int store_best_settings(store *s, const char *model, const char *cluster, store_best *out,
-                        char *err, size_t errlen)
+/* Every leg with its run's model and cluster name, filtered by ?1 and ?2. */
+#define BEST_LEGS                                                                                  \
+    "WITH legs_of AS ("                                                                            \
+    " SELECT coalesce(json_extract(r.cluster, '$.model'), '') AS model,"                           \
+    "  coalesce(json_extract(r.cluster, '$.name'), '') AS cluster,"                                \
+    "  legs.run, legs.idx, legs.kv_bits, legs.prefill_step,"                                       \
+    "  coalesce(legs.concurrency, 1) AS concurrency,"                                              \
+    "  coalesce(legs.agg_tps, " LEG_AGG_TPS ") AS agg_tps"                                         \
+    " FROM legs JOIN runs r ON r.id = legs.run),"                                                  \
+    "f AS (SELECT * FROM legs_of WHERE (?1 IS NULL OR model = ?1)"                                 \
+    " AND (?2 IS NULL OR cluster = ?2)),"
+
+/* Both rankings return: model, cluster, kv_bits, prefill_step,
+ * concurrency, max_context, decode_tps, agg_tps, run, runs. */
+static const char best_context_sql[] =
+    /* tried: every setting a leg ran with; ranked: the requests that
+     * succeeded, per setting by context reached, then decode speed. */
+    BEST_LEGS
+    "tried AS (SELECT model, cluster, kv_bits, prefill_step, count(DISTINCT run) AS runs"
+    " FROM f GROUP BY 1, 2, 3, 4),"
+    "ranked AS (SELECT f.model, f.cluster, f.kv_bits, f.prefill_step, q.ctx_after,"
+    "  q.decode_tps, q.run, row_number() OVER (PARTITION BY f.model, f.cluster, f.kv_bits,"
+    "  f.prefill_step ORDER BY q.ctx_after DESC, q.decode_tps DESC, q.run DESC) AS rn"
+    " FROM f JOIN requests q ON q.run = f.run AND q.leg = f.idx WHERE q.status = 'ok')"
+    "SELECT t.model, t.cluster, t.kv_bits, t.prefill_step, 0, coalesce(b.ctx_after, -1),"
+    " coalesce(b.decode_tps, -1), -1, coalesce(b.run, 0), t.runs"
+    " FROM tried t LEFT JOIN ranked b ON b.rn = 1 AND b.model = t.model"
+    " AND b.cluster = t.cluster AND b.kv_bits = t.kv_bits AND b.prefill_step = t.prefill_step"
+    " ORDER BY t.model, t.cluster, 6 DESC, 7 DESC, t.kv_bits, t.prefill_step";
+
+static const char best_agg_sql[] =
+    /* ranked: the legs of each setting, concurrency included (it is what
+     * moves aggregate throughput most), by aggregate tok/s. */
+    BEST_LEGS
+    "tried AS (SELECT model, cluster, kv_bits, prefill_step, concurrency,"
+    " count(DISTINCT run) AS runs FROM f GROUP BY 1, 2, 3, 4, 5),"
+    "ranked AS (SELECT model, cluster, kv_bits, prefill_step, concurrency, agg_tps, run,"
+    "  row_number() OVER (PARTITION BY model, cluster, kv_bits, prefill_step, concurrency"
+    "  ORDER BY agg_tps DESC, run DESC) AS rn FROM f WHERE agg_tps IS NOT NULL)"
+    "SELECT t.model, t.cluster, t.kv_bits, t.prefill_step, t.concurrency, -1, -1,"
+    " coalesce(b.agg_tps, -1), coalesce(b.run, 0), t.runs"
+    " FROM tried t LEFT JOIN ranked b ON b.rn = 1 AND b.model = t.model"
+    " AND b.cluster = t.cluster AND b.kv_bits = t.kv_bits AND b.prefill_step = t.prefill_step"
+    " AND b.concurrency = t.concurrency"
+    " ORDER BY t.model, t.cluster, 8 DESC, t.kv_bits, t.prefill_step, t.concurrency";
+
+int store_best_settings(store *s, const char *model, const char *cluster, store_best_by by,
+                        store_best *out, char *err, size_t errlen)
 {
-    /* tried: every setting a leg ran with; ok: the requests that succeeded,
-     * ranked per setting by context reached, then decode speed. */
-    static const char sql[] =
-        "WITH legs_of AS ("
-        " SELECT coalesce(json_extract(r.cluster, '$.model'), '') AS model,"
-        "  coalesce(json_extract(r.cluster, '$.name'), '') AS cluster,"
-        "  l.run, l.idx, l.kv_bits, l.prefill_step"
-        " FROM legs l JOIN runs r ON r.id = l.run),"
-        "f AS (SELECT * FROM legs_of WHERE (?1 IS NULL OR model = ?1)"
-        " AND (?2 IS NULL OR cluster = ?2)),"
-        "tried AS (SELECT model, cluster, kv_bits, prefill_step, count(DISTINCT run) AS runs"
-        " FROM f GROUP BY 1, 2, 3, 4),"
-        "ranked AS (SELECT f.model, f.cluster, f.kv_bits, f.prefill_step, q.ctx_after,"
-        "  q.decode_tps, q.run, row_number() OVER (PARTITION BY f.model, f.cluster, f.kv_bits,"
-        "  f.prefill_step ORDER BY q.ctx_after DESC, q.decode_tps DESC, q.run DESC) AS rn"
-        " FROM f JOIN requests q ON q.run = f.run AND q.leg = f.idx WHERE q.status = 'ok')"
-        "SELECT t.model, t.cluster, t.kv_bits, t.prefill_step, coalesce(b.ctx_after, -1),"
-        " coalesce(b.decode_tps, -1), coalesce(b.run, 0), t.runs"
-        " FROM tried t LEFT JOIN ranked b ON b.rn = 1 AND b.model = t.model"
-        " AND b.cluster = t.cluster AND b.kv_bits = t.kv_bits AND b.prefill_step = t.prefill_step"
-        " ORDER BY t.model, t.cluster, 5 DESC, 6 DESC, t.kv_bits, t.prefill_step";
     memset(out, 0, sizeof *out);
+    out->by = by;
     pthread_mutex_lock(&s->db_lock);
     sqlite3_stmt *st;
     int ret = -1, rc = SQLITE_ERROR;
-    if (store_prepare(s->db, sql, &st, err, errlen) != 0)
+    if (store_prepare(s->db, by == STORE_BEST_AGG_TPS ? best_agg_sql : best_context_sql, &st, err,
+                      errlen) != 0)
         goto out;
     if (model)
         sqlite3_bind_text(st, 1, model, -1, SQLITE_STATIC);
@@ -579,10 +615,12 @@ int store_best_settings(store *s, const char *model, const char *cluster, store_
         out->n++;
         r->kv_bits = sqlite3_column_int(st, 2);
         r->prefill_step = sqlite3_column_int(st, 3);
-        r->max_context = sqlite3_column_int64(st, 4);
-        r->decode_tps = sqlite3_column_double(st, 5);
-        r->run = sqlite3_column_int64(st, 6);
-        r->runs = sqlite3_column_int64(st, 7);
+        r->concurrency = sqlite3_column_int(st, 4);
+        r->max_context = sqlite3_column_int64(st, 5);
+        r->decode_tps = sqlite3_column_double(st, 6);
+        r->agg_tps = sqlite3_column_double(st, 7);
+        r->run = sqlite3_column_int64(st, 8);
+        r->runs = sqlite3_column_int64(st, 9);
     }
     if (rc == SQLITE_DONE)
         ret = 0;

@@ -63,6 +63,7 @@ static int abort_run(store *s, int64_t run, int64_t pid, char *err, size_t errle
     /* ended: the time of the last row committed, the best we know. */
     static const char *const sql[] = {
         "UPDATE legs SET status = 'aborted', max_context = " LEG_OK_CONTEXT ","
+        " agg_tps = " LEG_AGG_TPS ","
         " ended = (SELECT max(t) FROM requests q WHERE q.run = ?1 AND q.leg = legs.idx)"
         " WHERE run = ?1 AND status = 'running'",
         "UPDATE runs SET status = 'aborted', failure = ?2, max_context = " RUN_OK_CONTEXT ","

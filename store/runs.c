@@ -122,12 +122,13 @@ static int refuse(store *s, int64_t run)
     return -1;
 }
 
-int store_leg_begin(store *s, int64_t run, int leg, int kv_bits, int prefill_step)
+int store_leg_start(store *s, int64_t run, int leg, const store_leg_info *info)
 {
+    if (leg < 0 || info->concurrency < 1)
+        return refuse(s, run);
     store_rec r = {.kind = REC_LEG_BEGIN, .run = run, .t = store_now()};
     r.u.leg.leg = leg;
-    r.u.leg.kv_bits = kv_bits;
-    r.u.leg.prefill_step = prefill_step;
+    r.u.leg.info = *info;
     return store_queue_push(s, &r, 1);
 }
 

@@ -97,7 +97,15 @@ int store_run_begin(store *s, const store_run_info *info, int64_t *run_id, char 
 /* The calls below queue a row and return 0, or -1 when the row was not
  * queued (queue full, unknown run, name too long, bad JSON): it is counted
  * as dropped and, for a known run, in runs.dropped_rows. */
-int store_leg_begin(store *s, int64_t run, int leg, int kv_bits, int prefill_step);
+/* A leg's settings. concurrency: the requests the leg keeps in flight at
+ * once (1 for a growth leg, which grows one session). */
+typedef struct store_leg_info {
+    int kv_bits, prefill_step, concurrency;
+} store_leg_info;
+
+int store_leg_start(store *s, int64_t run, int leg, const store_leg_info *info);
+/* Also computes the leg's max_context and aggregate tok/s from its
+ * requests recorded before. */
 int store_leg_end(store *s, int64_t run, int leg, store_status status);
 
 typedef struct store_request {
@@ -210,8 +218,12 @@ typedef struct store_step_group {
 
 typedef struct store_leg_summary {
     int idx, kv_bits, prefill_step;
+    int concurrency; /* requests kept in flight at once */
     char status[12];
     int64_t max_context; /* -1: no ok request */
+    /* Generated tokens of all the leg's requests / the leg's wall time (the
+     * first request sent to the last ended); NaN without requests. */
+    double agg_tps;
     int64_t requests, failed;
     store_dist ttft_ms, tpot_ms, decode_tps, prefill_tps, e2e_ms; /* over ok requests */
 } store_leg_summary;
@@ -275,24 +287,33 @@ typedef struct store_compare {
 int store_run_compare(store *s, int64_t a, int64_t b, store_compare *out, char *err, size_t errlen);
 void store_compare_free(store_compare *c);
 
+/* What store_best_settings ranks by. */
+typedef enum store_best_by {
+    STORE_BEST_CONTEXT, /* per (kv_bits, prefill_step): the largest context, then decode tok/s */
+    STORE_BEST_AGG_TPS  /* per (kv_bits, prefill_step, concurrency): a leg's aggregate tok/s */
+} store_best_by;
+
 typedef struct store_best_row {
     char *model, *cluster;
     int kv_bits, prefill_step;
-    int64_t max_context; /* largest ctx_after of an ok request */
-    double decode_tps;   /* best decode tok/s of a request at that context */
-    int64_t run;         /* the run holding that request */
+    int concurrency;     /* STORE_BEST_AGG_TPS; 0 in the context ranking (any) */
+    int64_t max_context; /* STORE_BEST_CONTEXT: largest ctx_after of an ok request; -1 none */
+    double decode_tps;   /* STORE_BEST_CONTEXT: best decode tok/s of a request there; -1 none */
+    double agg_tps;      /* STORE_BEST_AGG_TPS: the best leg's aggregate tok/s; -1 none */
+    int64_t run;         /* the run holding that request (leg); 0 none */
     int64_t runs;        /* runs that tried this setting */
 } store_best_row;
 
 typedef struct store_best {
+    store_best_by by;
     store_best_row *rows;
     size_t n;
 } store_best;
 
-/* Per model, cluster name and (kv_bits, prefill_step), best first.
- * model and cluster filter when not NULL. */
-int store_best_settings(store *s, const char *model, const char *cluster, store_best *out,
-                        char *err, size_t errlen);
+/* Per model, cluster name and setting, best first by `by`. model and
+ * cluster filter when not NULL. */
+int store_best_settings(store *s, const char *model, const char *cluster, store_best_by by,
+                        store_best *out, char *err, size_t errlen);
 void store_best_free(store_best *b);
 
 /* Deletes finished runs started before `before` with all their rows;

@@ -9,7 +9,7 @@
 
 #include "store.h"
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 /* Control rows (requests, legs, run ends) may use this many slots beyond
  * the queue capacity, so that a flood of steps drops steps first. */
@@ -23,6 +23,13 @@
 #define LEG_OK_CONTEXT                                                                             \
     "(SELECT max(ctx_after) FROM requests q WHERE q.run = legs.run AND q.leg = legs.idx"           \
     " AND q.status = 'ok')"
+/* The leg's aggregate throughput: the tokens every request of the leg
+ * generated (ok or not: the ring did the work) over the leg's wall time,
+ * from the first request sent (its end less its e2e) to the last ended.
+ * NULL without requests or wall time. */
+#define LEG_AGG_TPS                                                                                \
+    "(SELECT sum(gen_tokens) / nullif(max(t) - min(t - coalesce(e2e_ms, 0) / 1000.0), 0)"          \
+    " FROM requests q WHERE q.run = legs.run AND q.leg = legs.idx)"
 
 /* ---- db.c: sqlite helpers every file uses ---- */
 double store_now(void);
@@ -71,7 +78,8 @@ typedef struct store_rec {
             char *node, *kind, *detail;
         } ev;
         struct {
-            int leg, kv_bits, prefill_step;
+            int leg;
+            store_leg_info info;
         } leg;
         struct {
             int leg; /* -1: every leg still running */

@@ -68,6 +68,7 @@ _infertop() {
     --what) words=(requests steps summary) ;;
     --format) words=(table csv json) ;;
     --leg) words=(growth fixed) ;;
+    --by) words=(context agg-tps) ;;
     esac
     if ((${#words[@]} == 0)); then
         if [[ $cur == -* ]]; then
@@ -85,7 +86,7 @@ _infertop() {
                 case ${COMP_WORDS[j]} in
                 -c | --config | --db | --timeout | --grace | -n | --lines | --mode | --status | \
                     --model | --cluster | --grep | --since | --until | --limit | --page | --what | \
-                    --format | --out | --older-than | --listen | --api-key) ((j++)) ;;
+                    --format | --out | --older-than | --listen | --api-key | --by) ((j++)) ;;
                 -*) ;;
                 *) pos+=("${COMP_WORDS[j]}") ;;
                 esac

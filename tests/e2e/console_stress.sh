@@ -12,12 +12,16 @@
 #     selected run; marking the newer (m) and comparing it with the older
 #     (C) shows both run ids and a delta column, and g charts both; x
 #     writes the shown run's requests as CSV;
+#   - back in the Stress view, a sweep of fixed legs whose concurrency
+#     field takes a list (a bad one is refused naming --concurrency): a
+#     leg per kv_bits and concurrency, each recorded with its concurrency
+#     and aggregate tok/s, the last leg's concurrency in the progress;
 #   - q exits 0.
 . "$(dirname "$0")/lib/serve.sh"
 . "$(dirname "$0")/lib/tmux.sh"
 
 cap() { T capture-pane -p -t A; }
-says() { cap | grep -q "$1"; }
+says() { cap | grep -q -e "$1"; }
 says_e() { cap | grep -qE "$1"; }
 # Braille is U+2800..U+28FF: bytes E2 A0..A3 and one more in UTF-8.
 has_braille() { cap | LC_ALL=C grep -q "$(printf '\342[\240-\243]')"; }
@@ -121,6 +125,28 @@ check "the footer names the file" wait_for 30 says 'infertop-run-1.csv'
 check "the CSV holds the run's 5 requests with inter-token latencies" \
     [ "$(grep -c ',ok,' "$tmp/infertop-run-1.csv")" = 5 ]
 check "the CSV header names the ITL columns" grep -q 'itl_p50_ms,itl_p99_ms' "$tmp/infertop-run-1.csv"
+
+# Stress view, first field: mode (cycles growth, fixed, soak, sweep), then
+# sweep legs (growth, fixed); concurrency is the ninth field below it.
+T send-keys -t A s
+wait_for 30 says 'stress run'
+T send-keys -t A g Enter Enter Enter j Enter
+check "the form takes a sweep of fixed legs" wait_for 30 says_e '^sweep legs +fixed'
+T send-keys -t A j j j j j j j j Enter 1 , x Enter
+check "a bad concurrency list is refused, naming the option" \
+    wait_for 30 says '--concurrency: "x" in "1,x" is not a whole number'
+T send-keys -t A Enter 1 , 2 Enter
+check "the concurrency field takes a list" wait_for 30 says_e '^concurrency +1,2( |$)'
+# requests, two fields up: 4 a leg.
+T send-keys -t A k k Enter 4 Enter
+check "the form takes requests = 4" wait_for 30 says_e '^requests +4( |$)'
+T send-keys -t A G Enter
+check "the sweep completes in the Stress view" wait_for 600 says_e 'run 3 sweep +completed'
+check "its progress shows the last leg's concurrency" \
+    says 'leg 4/4  kv_bits 4  prefill_step 256  concurrency 2'
+check "a leg per kv_bits and concurrency (16,4 x 1,2), each with its aggregate tok/s" \
+    [ "$(sqlite3 "$DB" "SELECT group_concat(idx || ':' || kv_bits || ':' || concurrency || ':'
+        || (agg_tps > 0), ' ') FROM legs WHERE run = 3")" = "0:16:1:1 1:16:2:1 2:4:1:1 3:4:2:1" ]
 
 T send-keys -t A q
 check "q exits the console" wait_for 100 test -s "$tmp/a.rc"

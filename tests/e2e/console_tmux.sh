@@ -4,7 +4,10 @@
 # A detached tmux session of fixed size (its own server socket, so a user's
 # tmux is never touched) runs `infertop demo --stages 2`; the test reads
 # the screen with capture-pane, polling with bounded retries, and:
-#   - sees both stages up with non-zero steps/s;
+#   - sees both stages up with non-zero steps/s, a busy percentage and a
+#     batch size (sequences per step, at least 1) on each row;
+#   - opens the node view (Enter) and sees its busy % and batch charts,
+#     with data, and the node's busy and batch among its facts;
 #   - sets kv_bits 4 on all nodes with keys (config view, all-nodes row),
 #     and sees 4 on the dashboard and in `infertop status --json`;
 #   - `infertop set` does the same headless, with exit code 0;
@@ -22,15 +25,38 @@ cap() { T capture-pane -p -t "$1"; }
 pane() { T display-message -p -t "$1" "$2"; }
 
 
-# The dashboard row of a stage: its state and steps/s (the state's word,
-# then layers and phase, then the rate).
+# The dashboard row of a stage, by its state's word.
 row_of() { cap "$1" | grep -E "stage$2 +(up|down|stale|starting) " | head -n 1; }
+# The value in a right-aligned column (busy, batch, steps/s) of a stage's
+# row: it ends where the column's title ends. The selection glyph before
+# a name is one column but several bytes: it becomes a space first.
+cell() { # SESSION STAGE TITLE
+    cap "$1" | LC_ALL=C sed 's/^[^ -~][^ -~]*/ /' |
+        awk -v st="stage$2" -v t="$3" '
+            /^node / && !end { end = index($0, t) + length(t) - 1; next }
+            end && ($1 == st || substr($1, 2) == st) { n = split(substr($0, 1, end), f, " "); print f[n]; exit }'
+}
 up_and_stepping() { # SESSION STAGE
-    r=$(row_of "$1" "$2")
-    rate=$(printf '%s\n' "$r" | awk '{ for (i = 1; i <= NF; i++) if ($i == "up") { print $(i + 3); exit } }')
-    [ -n "$rate" ] && awk -v v="$rate" 'BEGIN { exit !(v + 0 > 0) }'
+    row_of "$1" "$2" | grep -qE "stage$2 +up " &&
+        awk -v v="$(cell "$1" "$2" 'steps/s')" 'BEGIN { exit !(v + 0 > 0) }'
 }
 both_stepping() { up_and_stepping "$1" 0 && up_and_stepping "$1" 1; }
+# A percentage while the demo's requests run (a node idle for 2 s says idle).
+busy_is_percent() { cell "$1" "$2" busy | grep -qE '^[0-9]+%$'; }
+both_busy() { busy_is_percent "$1" 0 && busy_is_percent "$1" 1; }
+# Sequences per step: a mean of at least one.
+batch_at_least_one() {
+    awk -v v="$(cell "$1" "$2" batch)" 'BEGIN { exit !(v ~ /^[0-9]+(\.[0-9])?$/ && v + 0 >= 1) }'
+}
+both_batch() { batch_at_least_one "$1" 0 && batch_at_least_one "$1" 1; }
+# The node view's load charts: their titles on one row, and below them
+# the busy axis (to 100%) and the batch axis labelled with the largest
+# batch (none when the chart has no data).
+load_charts() {
+    cap "$1" | grep -A1 -E 'busy % +── model/wall +batch +── seqs/step' | tail -n 1 |
+        grep -qE '^ *100%│.* [0-9]+(\.[0-9]+)?│'
+}
+busy_fact() { cap "$1" | grep -qE 'busy +([0-9]+%|idle), batch [0-9]+\.[0-9]'; }
 # kv_bits then prefill_step 512 (the demo's, never changed here) on the row.
 row_kv_is() { row_of "$1" "$2" | grep -qE "[^0-9]$3 +512( |$)"; }
 both_kv() { row_kv_is "$1" 0 "$2" && row_kv_is "$1" 1 "$2"; }
@@ -70,6 +96,15 @@ T -f "$tmp/tmux.conf" new-session -d -s A -x 120 -y 40 \
     "env LC_ALL=C.UTF-8 XDG_RUNTIME_DIR=$tmp infertop demo --stages 2 --write-config $A_CONF; echo \$? >$tmp/a.rc"
 
 check "demo: both stages up with non-zero steps/s" wait_for 300 both_stepping A
+check "dashboard: a busy percentage on both rows" wait_for 100 both_busy A
+check "dashboard: a batch size (sequences per step, >= 1) on both rows" wait_for 50 both_batch A
+
+T send-keys -t A Enter
+check "node view: busy % and batch charts, with data" wait_for 50 load_charts A
+check "node view: the node's busy and batch among its facts" busy_fact A
+T send-keys -t A d
+wait_for 30 says A 'events ──'
+
 # The same pattern as the --no-color check below, which this shows can match.
 check "colour by default" sh -c "tmux -L $SOCK capture-pane -p -e -t A | grep -qE \"$COLOUR_SGR\""
 

@@ -74,6 +74,7 @@ has "misplaced option is named" "--vacuum" "$errout"
 run "show" 0 show 2
 has "show names the failure point" "failed at  leg 0, request 3, context 4096: timeout" "$out"
 has "show has step percentiles" "decode   step_ms" "$out"
+has "show gives each leg's concurrency and aggregate tok/s" "CONCURRENCY  STATUS  REQS  FAILED  MAX_CTX  AGG_TPS" "$out"
 run "show --json" 0 show 1 --json
 json_eq "show --json" "$dir/out" "json_extract(j, '\$.legs[0].max_context')" 8192
 run "unknown run" 3 show 99
@@ -92,6 +93,15 @@ run "best" 0 best --model stories260K
 has "best lists settings" "PREFILL_STEP" "$out"
 run "best --json" 0 best --json
 json_eq "best setting first" "$dir/out" "json_extract(j, '\$[0].kv_bits') || '/' || json_extract(j, '\$[0].max_context')" "16/8192"
+run "best --by agg-tps" 0 best --by agg-tps
+has "best --by agg-tps names concurrency and aggregate tok/s" "CONCURRENCY  AGG_TPS" "$out"
+run "best --by agg-tps --json" 0 best --by agg-tps --json
+json_eq "best --by agg-tps: highest aggregate tok/s first" "$dir/out" \
+    "(select count(*) from json_each(j) a join json_each(j) b on b.key = a.key + 1 where json_extract(b.value, '\$.agg_tps') > json_extract(a.value, '\$.agg_tps'))" 0
+json_eq "best --by agg-tps: every setting has one" "$dir/out" \
+    "(select count(*) from json_each(j) where json_extract(value, '\$.agg_tps') > 0) = json_array_length(j)" 1
+run "best --by an unknown figure" 2 best --by speed
+has "the unknown figure is named" '"speed" is not one of context, agg-tps' "$errout"
 
 run "export csv" 0 export 2 --format csv
 lines=$(printf '%s\n' "$out" | wc -l)

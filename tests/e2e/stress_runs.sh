@@ -11,7 +11,11 @@
 #    percentiles agree with the request rows;
 #  - soak for 1.5 s at Poisson arrivals: drift reported and recorded;
 #  - SIGINT during a growth run: exit 130, the run aborted with its
-#    requests kept.
+#    requests kept;
+#  - sweep of fixed legs over --concurrency 1,2: one leg per concurrency,
+#    each with its aggregate tok/s (its requests' tokens over its wall
+#    time), the requests of the concurrency-2 leg in flight together, and
+#    `history best --by agg-tps` ranking the settings by it.
 . "$(dirname "$0")/lib/serve.sh"
 
 DB="$tmp/history.db"
@@ -163,5 +167,55 @@ check "SIGINT: its requests are kept" [ "$(q "SELECT count(*) >= 3 FROM requests
 check "SIGINT: its leg is aborted" [ "$(q "SELECT status FROM legs WHERE run = 5")" = aborted ]
 check "SIGINT: the ring still serves" \
     [ "$(call "$A" generate '{"prompt":"Hi","max_tokens":2}' | get ok | tail -n 1)" = true ]
+
+# ---- sweep over concurrency: aggregate throughput per leg
+infertop stress sweep --leg fixed --kv-bits 16 --prefill-step 64 --concurrency 1,2 --requests 6 \
+    --prompt-tokens 32 --gen 8 $RING --db "$DB" --json >"$tmp/conc.json" 2>"$tmp/conc.err"
+check "concurrency sweep completes (exit 0)" [ $? = 0 ]
+check "one leg per concurrency, each recorded with it" \
+    [ "$(q "SELECT group_concat(idx || ':' || concurrency || ':' || status, ' ') FROM legs
+            WHERE run = 6")" = "0:1:completed 1:2:completed" ]
+check "each leg's aggregate tok/s is above 0" \
+    [ "$(q "SELECT count(*) FROM legs WHERE run = 6 AND agg_tps > 0")" = 2 ]
+check "aggregate tok/s = the leg's generated tokens / first sent to last ended" \
+    [ "$(q "SELECT count(*) FROM legs l WHERE run = 6 AND abs(agg_tps - (SELECT sum(gen_tokens)
+            / (max(t) - min(t - e2e_ms / 1000.0)) FROM requests WHERE run = 6 AND leg = l.idx))
+            < 1e-6 * agg_tps")" = 2 ]
+check "the concurrency-2 leg had requests in flight together" \
+    [ "$(q "SELECT count(*) > 0 FROM requests a JOIN requests b ON b.run = a.run AND b.leg = a.leg
+            AND b.idx > a.idx WHERE a.run = 6 AND a.leg = 1
+            AND b.t - b.e2e_ms / 1000.0 < a.t AND a.t - a.e2e_ms / 1000.0 < b.t")" = 1 ]
+jc() { sqlite3 :memory: "SELECT $1 FROM (SELECT readfile('$tmp/conc.json') AS j)"; }
+check "the result's summary gives each leg's concurrency and aggregate tok/s" \
+    [ "$(jc "json_extract(j, '\$.summary.legs[1].concurrency') || ':'
+             || (json_extract(j, '\$.summary.legs[1].agg_tps') > 0)")" = "2:1" ]
+infertop history --db "$DB" show 6 >"$tmp/show6"
+check "history show gives each leg's concurrency and aggregate tok/s" \
+    grep -qE '^ +1 +16 +64 +2 +completed +6 +0 +[0-9]+ +[0-9.]+$' "$tmp/show6"
+infertop history --db "$DB" best --by agg-tps --json >"$tmp/best.json"
+check "history best --by agg-tps exits 0" [ $? = 0 ]
+# best.json as rows (position, cluster, kv_bits, prefill_step, concurrency,
+# agg_tps, run) beside the database's tables.
+bq() {
+    sqlite3 "$DB" "WITH r AS (SELECT key AS i, value ->> 'cluster' AS cluster,
+        value ->> 'kv_bits' AS kv, value ->> 'prefill_step' AS ps, value ->> 'concurrency' AS c,
+        value ->> 'agg_tps' AS agg, value ->> 'run' AS run
+        FROM json_each(readfile('$tmp/best.json'))) $1"
+}
+check "history best --by agg-tps: a row per concurrency of the sweep's setting" \
+    [ "$(bq "SELECT group_concat(c, ' ') FROM (SELECT c FROM r WHERE cluster = 'local' AND kv = 16
+             AND ps = 64 AND c IN (1, 2) ORDER BY c)")" = "1 2" ]
+check "history best --by agg-tps: highest aggregate tok/s first within a cluster" \
+    [ "$(bq "SELECT count(*) FROM r a JOIN r b ON b.i = a.i + 1 AND b.cluster = a.cluster
+             WHERE b.agg > a.agg")" = 0 ]
+check "history best --by agg-tps: each row is its setting's best leg" \
+    [ "$(bq "SELECT count(*) FROM r WHERE cluster = 'local' AND abs(agg - (SELECT max(agg_tps)
+             FROM legs l JOIN runs x ON x.id = l.run WHERE x.cluster ->> 'name' = 'local'
+             AND l.kv_bits = r.kv AND l.prefill_step = r.ps AND l.concurrency = r.c)) > 1e-9")" = 0 ]
+check "history best --by agg-tps ranks more than one setting" \
+    [ "$(bq "SELECT count(*) > 1 FROM r WHERE cluster = 'local' AND agg > 0")" = 1 ]
+infertop history --db "$DB" best --by agg-tps >"$tmp/best.txt"
+check "history best --by agg-tps: its table names concurrency and aggregate tok/s" \
+    grep -qE '^MODEL +CLUSTER +KV_BITS +PREFILL_STEP +CONCURRENCY +AGG_TPS +RUN +RUNS$' "$tmp/best.txt"
 
 finish

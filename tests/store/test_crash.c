@@ -21,7 +21,8 @@ static void child(const char *path, int fd)
     if (!s)
         _exit(1);
     int64_t run = fx_run(s, STORE_MODE_GROWTH, "killed", "m1");
-    store_leg_begin(s, run, 0, 4, 256);
+    store_leg_start(s, run, 0,
+        &(store_leg_info){.kv_bits = 4, .prefill_step = 256, .concurrency = 1});
     for (int i = 0; i < 3; i++)
         fx_request(s, run, 0, i, 1000 * i, 1000 * (i + 1), 1, 10, 5, 50);
     for (int k = 0; k < COMMITTED_STEPS; k++)

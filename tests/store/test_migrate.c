@@ -53,7 +53,22 @@ static void upgrade_keeps_data(int from)
         " VALUES (1, 0, 0, 'n1', 'decode', 36, 7, 29, 150), (1, 1, 0, 'n1', 'decode', 38, 8, 30, "
         "151);"
         "INSERT INTO events(run, t, node, kind, detail)"
-        " VALUES (1, 120, 'n1', 'config', '{\"kv_bits\":16}');",
+        " VALUES (1, 120, 'n1', 'config', '{\"kv_bits\":16}');"
+        /* Before v5 a leg's concurrency was the run's parameter, if any:
+         * a fixed run at 4, a sweep of fixed legs at 2, one of growth legs. */
+        "INSERT INTO runs(id, name, mode, status, started, ended, params)"
+        " VALUES (3, 'fixed', 'fixed', 'completed', 400, 410, '{\"concurrency\":4}'),"
+        " (4, 'sweep', 'sweep', 'completed', 500, 510,"
+        "  '{\"leg_mode\":\"fixed\",\"concurrency\":2}'),"
+        " (5, 'grow', 'sweep', 'completed', 600, 610,"
+        "  '{\"leg_mode\":\"growth\",\"concurrency\":2}');"
+        "INSERT INTO legs VALUES (3, 0, 16, 512, 'completed', 400, 410, 80),"
+        " (4, 0, 8, 256, 'completed', 500, 505, 80), (4, 1, 4, 256, 'completed', 505, 510, 80),"
+        " (5, 0, 16, 512, 'completed', 600, 610, 80);"
+        /* Run 3's leg: 12 + 20 tokens from 401 (402 less 1 s) to 403. */
+        "INSERT INTO requests(run, leg, idx, ctx_before, ctx_after, prompt_tokens, gen_tokens,"
+        " e2e_ms, status, t) VALUES (3, 0, 0, 0, 80, 68, 12, 1000, 'ok', 402),"
+        " (3, 0, 1, 0, 80, 60, 20, 1500, 'failed', 403);",
         NULL, NULL, &msg);
     cr_assert_eq(rc, SQLITE_OK, "%s", msg ? msg : "");
     sqlite3_close(db);
@@ -81,6 +96,25 @@ static void upgrade_keeps_data(int from)
                                 " AND itl_p50_ms IS NULL AND itl_p99_ms IS NULL"
                                 " AND prefill_step_ms IS NULL AND decode_step_ms IS NULL"),
                  1);
+    /* v5: each leg's concurrency, and the aggregate tok/s of its requests. */
+    store_summary leg;
+    static const struct {
+        int64_t run;
+        int leg, conc;
+    } conc[] = {{1, 0, 1}, {3, 0, 4}, {4, 0, 2}, {4, 1, 2}, {5, 0, 1}};
+    for (size_t i = 0; i < sizeof conc / sizeof conc[0]; i++) {
+        cr_assert_eq(store_run_summary(f.s, conc[i].run, &leg, err, sizeof err), 0, "%s", err);
+        cr_expect_eq(leg.legs[conc[i].leg].concurrency, conc[i].conc, "run %lld leg %d",
+                     (long long)conc[i].run, conc[i].leg);
+        store_summary_free(&leg);
+    }
+    cr_assert_eq(store_run_summary(f.s, 3, &leg, err, sizeof err), 0, "%s", err);
+    cr_expect_float_eq(leg.legs[0].agg_tps, 32.0 / 2, 1e-9);
+    store_summary_free(&leg);
+    cr_expect_eq(fx_int(f.path, "SELECT count(*) FROM legs WHERE run = 3 AND agg_tps = 16"), 1,
+                 "stored by the migration");
+    cr_expect_eq(fx_int(f.path, "SELECT count(*) FROM legs WHERE run = 1 AND agg_tps IS NULL"), 1,
+                 "run 1's request has no e2e_ms: no wall time to divide by");
     /* An older run left running has no owner to ask: it was interrupted. */
     store_run r;
     cr_assert_eq(store_run_get(f.s, 2, &r, err, sizeof err), 0, "%s", err);
@@ -102,6 +136,11 @@ Test(store_migrate, version_2_upgrades_with_data_intact)
 Test(store_migrate, version_3_upgrades_with_data_intact)
 {
     upgrade_keeps_data(3);
+}
+
+Test(store_migrate, version_4_upgrades_with_data_intact)
+{
+    upgrade_keeps_data(4);
 }
 
 Test(store_migrate, newer_database_is_refused_untouched)

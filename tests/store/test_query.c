@@ -38,7 +38,8 @@ static void build(history *h)
     store_run_end(s, h->e, STORE_COMPLETED, NULL);
 
     h->fr = fx_run(s, STORE_MODE_GROWTH, "growth-fail", "m1");
-    store_leg_begin(s, h->fr, 0, 16, 512);
+    store_leg_start(s, h->fr, 0,
+        &(store_leg_info){.kv_bits = 16, .prefill_step = 512, .concurrency = 1});
     for (int i = 0; i < 4; i++)
         fx_request(s, h->fr, 0, i, i ? 1024 << (i - 1) : 0, 1024 << i, 1, 10 + i, 5 + i, 100 - i);
     fx_request(s, h->fr, 0, 4, 8192, 8192, 0, -1, -1, -1);
@@ -59,7 +60,8 @@ static void build(history *h)
     h->sw = fx_run(s, STORE_MODE_SWEEP, "sweep-4", "m1");
     static const int kv[4] = {16, 16, 4, 4}, ps[4] = {256, 512, 256, 512};
     for (int leg = 0; leg < 4; leg++) {
-        store_leg_begin(s, h->sw, leg, kv[leg], ps[leg]);
+        store_leg_start(s, h->sw, leg,
+            &(store_leg_info){.kv_bits = kv[leg], .prefill_step = ps[leg], .concurrency = 1});
         for (int j = 0; j < 3; j++) {
             int ok = !(leg == 3 && j == 2);
             fx_request(s, h->sw, leg, 3 * leg + j, 0, 1000 * (leg + 1) + 100 * j, ok, 20 + j, 8 + j,
@@ -73,7 +75,8 @@ static void build(history *h)
     store_run_end(s, h->sw, STORE_COMPLETED, NULL);
 
     h->g = fx_run(s, STORE_MODE_GROWTH, "growth-m2", "m2");
-    store_leg_begin(s, h->g, 0, 8, 1024);
+    store_leg_start(s, h->g, 0,
+        &(store_leg_info){.kv_bits = 8, .prefill_step = 1024, .concurrency = 1});
     fx_request(s, h->g, 0, 0, 0, 512, 1, 1, 1, 1);
     store_run_end(s, h->g, STORE_COMPLETED, NULL);
 
@@ -289,7 +292,8 @@ Test(store_query, stored_aggregates_match_the_steps)
     fx f;
     fx_open(&f);
     int64_t run = fx_run(f.s, STORE_MODE_SOAK, "soak", "m1");
-    store_leg_begin(f.s, run, 0, 8, 256);
+    store_leg_start(f.s, run, 0,
+        &(store_leg_info){.kv_bits = 8, .prefill_step = 256, .concurrency = 1});
     for (int k = 0; k < 500; k++)
         fx_step(f.s, run, 0, 0, k % 3 ? "a" : "b", STORE_PHASE_DECODE, fx_value(1, k, 10, 90),
                 fx_value(2, k, 1, 9), fx_value(3, k, 5, 5), k);
@@ -367,7 +371,9 @@ Test(store_query, best_settings)
     build(&h);
     store_best b;
     char err[256];
-    cr_assert_eq(store_best_settings(h.f.s, "m1", "lab", &b, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(
+        store_best_settings(h.f.s, "m1", "lab", STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
+        "%s", err);
     struct {
         int kv, ps;
         int64_t ctx;
@@ -391,13 +397,203 @@ Test(store_query, best_settings)
         cr_assert_eq(b.rows[i].runs, want[i].runs, "row %zu", i);
     }
     store_best_free(&b);
-    cr_assert_eq(store_best_settings(h.f.s, NULL, NULL, &b, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(
+        store_best_settings(h.f.s, NULL, NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
+        "%s", err);
     cr_assert_eq(b.n, 5, "m2's one setting joins");
     store_best_free(&b);
-    cr_assert_eq(store_best_settings(h.f.s, "nope", NULL, &b, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(
+        store_best_settings(h.f.s, "nope", NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
+        "%s", err);
     cr_assert_eq(b.n, 0);
     store_best_free(&b);
     fx_close(&h.f);
+}
+
+/* ---- legs of many requests in flight: concurrency and aggregate tok/s ---- */
+
+/* A request that ended at t after e2e_ms, having generated gen tokens. */
+static void agg_request(store *s, int64_t run, int leg, int64_t idx, double t, double e2e_ms,
+                        int gen, int ok)
+{
+    store_request r = {.run = run,
+                       .leg = leg,
+                       .idx = idx,
+                       .ctx_before = 0,
+                       .ctx_after = 64 + gen,
+                       .prompt_tokens = 64,
+                       .gen_tokens = gen,
+                       .ttft_ms = -1,
+                       .prefill_ms = -1,
+                       .prefill_tps = -1,
+                       .decode_tps = ok ? 50 : -1,
+                       .tpot_ms = -1,
+                       .itl_p50_ms = -1,
+                       .itl_p99_ms = -1,
+                       .prefill_step_ms = -1,
+                       .decode_step_ms = -1,
+                       .e2e_ms = e2e_ms,
+                       .ok = ok,
+                       .error_code = ok ? NULL : "busy",
+                       .error_message = ok ? NULL : "queue full",
+                       .t = t};
+    cr_assert_eq(store_request_add(s, &r), 0);
+}
+
+static void agg_leg(store *s, int64_t run, int leg, int concurrency)
+{
+    store_leg_info info = {.kv_bits = 16, .prefill_step = 256, .concurrency = concurrency};
+    cr_assert_eq(store_leg_start(s, run, leg, &info), 0);
+}
+
+/* Run A: three fixed legs at concurrency 1, 2, 4 of 10, 13.33 and 40
+ * tok/s; run B: one leg at concurrency 2 of 30 tok/s; run C: a leg still
+ * running, of 8 tok/s so far. */
+typedef struct agg_db {
+    fx f;
+    int64_t a, b, c;
+} agg_db;
+
+static void agg_build(agg_db *d)
+{
+    fx_open(&d->f);
+    store *s = d->f.s;
+    d->a = fx_run(s, STORE_MODE_SWEEP, "conc", "m1");
+    agg_leg(s, d->a, 0, 1);
+    agg_request(s, d->a, 0, 0, 100, 1000, 10, 1); /* sent at 99 */
+    agg_request(s, d->a, 0, 1, 101, 1000, 10, 1); /* 20 tokens over 99..101 */
+    store_leg_end(s, d->a, 0, STORE_COMPLETED);
+    agg_leg(s, d->a, 1, 2);
+    agg_request(s, d->a, 1, 2, 200, 1000, 10, 1);
+    agg_request(s, d->a, 1, 3, 200.5, 1500, 10, 1); /* 20 over 199..200.5 */
+    store_leg_end(s, d->a, 1, STORE_COMPLETED);
+    agg_leg(s, d->a, 2, 4);
+    agg_request(s, d->a, 2, 4, 300, 500, 15, 1);
+    agg_request(s, d->a, 2, 5, 300, 500, 5, 0); /* a failed request's tokens count too */
+    store_leg_end(s, d->a, 2, STORE_FAILED);
+    store_run_end(s, d->a, STORE_FAILED, "busy");
+    d->b = fx_run(s, STORE_MODE_FIXED, "conc again", "m1");
+    agg_leg(s, d->b, 0, 2);
+    agg_request(s, d->b, 0, 0, 400, 1000, 30, 1);
+    store_leg_end(s, d->b, 0, STORE_COMPLETED);
+    store_run_end(s, d->b, STORE_COMPLETED, NULL);
+    d->c = fx_run(s, STORE_MODE_FIXED, "going", "m1");
+    agg_leg(s, d->c, 0, 8);
+    agg_request(s, d->c, 0, 0, 500, 2000, 16, 1);
+    char err[256];
+    cr_assert_eq(store_flush(s, err, sizeof err), 0, "%s", err);
+}
+
+Test(store_query, legs_keep_concurrency_and_aggregate_throughput)
+{
+    agg_db d;
+    agg_build(&d);
+    /* Stored when a leg ends; a leg still running has none yet. */
+    cr_expect_eq(fx_int(d.f.path, "SELECT count(*) FROM legs WHERE run = 1"
+                                  " AND round(agg_tps, 6) IN (10, 13.333333, 40)"),
+                 3);
+    cr_expect_eq(fx_int(d.f.path, "SELECT count(*) FROM legs WHERE run = 3 AND agg_tps IS NULL"
+                                  " AND concurrency = 8"),
+                 1);
+    store_summary sum;
+    char err[256];
+    cr_assert_eq(store_run_summary(d.f.s, d.a, &sum, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sum.n_legs, 3);
+    static const int conc[3] = {1, 2, 4};
+    static const double agg[3] = {10.0, 20.0 / 1.5, 40.0};
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(sum.legs[i].concurrency, conc[i], "leg %d", i);
+        cr_expect_float_eq(sum.legs[i].agg_tps, agg[i], 1e-9, "leg %d: %g", i, sum.legs[i].agg_tps);
+    }
+    json_t *j = store_summary_json(&sum);
+    cr_assert_not_null(j);
+    json_t *leg2 = json_array_get(json_object_get(j, "legs"), 2);
+    cr_expect_eq(json_integer_value(json_object_get(leg2, "concurrency")), 4);
+    cr_expect_float_eq(json_real_value(json_object_get(leg2, "agg_tps")), 40.0, 1e-9);
+    json_decref(j);
+    store_summary_free(&sum);
+    /* A leg still running: as far as it got (16 tokens over 2 s). */
+    cr_assert_eq(store_run_summary(d.f.s, d.c, &sum, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(sum.legs[0].concurrency, 8);
+    cr_expect_float_eq(sum.legs[0].agg_tps, 8.0, 1e-9);
+    store_summary_free(&sum);
+    /* A leg with no request has no throughput. */
+    int64_t e = fx_run(d.f.s, STORE_MODE_FIXED, "empty", "m1");
+    agg_leg(d.f.s, e, 0, 3);
+    store_leg_end(d.f.s, e, 0, STORE_FAILED);
+    cr_assert_eq(store_flush(d.f.s, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_run_summary(d.f.s, e, &sum, err, sizeof err), 0, "%s", err);
+    cr_expect(isnan(sum.legs[0].agg_tps));
+    store_summary_free(&sum);
+    fx_close(&d.f);
+}
+
+Test(store_query, compare_shows_concurrency_and_aggregate_throughput)
+{
+    agg_db d;
+    agg_build(&d);
+    store_compare c;
+    char err[256];
+    cr_assert_eq(store_run_compare(d.f.s, d.a, d.b, &c, err, sizeof err), 0, "%s", err);
+    const store_delta *agg = NULL, *conc = NULL, *agg1 = NULL;
+    for (size_t i = 0; i < c.n; i++) {
+        if (!strcmp(c.rows[i].key, "leg 0") && !strcmp(c.rows[i].metric, "agg_tps"))
+            agg = &c.rows[i];
+        if (!strcmp(c.rows[i].key, "leg 0") && !strcmp(c.rows[i].metric, "concurrency"))
+            conc = &c.rows[i];
+        if (!strcmp(c.rows[i].key, "leg 1") && !strcmp(c.rows[i].metric, "agg_tps"))
+            agg1 = &c.rows[i];
+    }
+    cr_assert(agg && conc && agg1);
+    cr_expect_float_eq(agg->a, 10.0, 1e-9);
+    cr_expect_float_eq(agg->b, 30.0, 1e-9);
+    cr_expect_float_eq(agg->ratio, 3.0, 1e-9);
+    cr_expect(conc->a == 1 && conc->b == 2);
+    cr_expect(agg1->has_a && !agg1->has_b, "B has no leg 1");
+    store_compare_free(&c);
+    fx_close(&d.f);
+}
+
+/* By aggregate tok/s: one row per (kv_bits, prefill_step, concurrency),
+ * the best leg's figure, highest first; the default ranking is untouched. */
+Test(store_query, best_by_aggregate_throughput)
+{
+    agg_db d;
+    agg_build(&d);
+    store_best b;
+    char err[256];
+    cr_assert_eq(store_best_settings(d.f.s, "m1", NULL, STORE_BEST_AGG_TPS, &b, err, sizeof err), 0,
+                 "%s", err);
+    struct {
+        int conc;
+        double agg;
+        int64_t run, runs;
+    } want[] = {{4, 40.0, d.a, 1}, {2, 30.0, d.b, 2}, {1, 10.0, d.a, 1}, {8, 8.0, d.c, 1}};
+    cr_assert_eq(b.n, 4);
+    for (size_t i = 0; i < 4; i++) {
+        cr_expect_eq(b.rows[i].concurrency, want[i].conc, "row %zu", i);
+        cr_expect_float_eq(b.rows[i].agg_tps, want[i].agg, 1e-9, "row %zu", i);
+        cr_expect_eq(b.rows[i].run, want[i].run, "row %zu", i);
+        cr_expect_eq(b.rows[i].runs, want[i].runs, "row %zu", i);
+        cr_expect_eq(b.rows[i].kv_bits, 16);
+        cr_expect_eq(b.rows[i].prefill_step, 256);
+    }
+    json_t *j = store_best_json(&b);
+    cr_assert_not_null(j);
+    json_t *first = json_array_get(j, 0);
+    cr_expect_eq(json_integer_value(json_object_get(first, "concurrency")), 4);
+    cr_expect_float_eq(json_real_value(json_object_get(first, "agg_tps")), 40.0, 1e-9);
+    cr_expect_null(json_object_get(first, "max_context"), "the other ranking's figures stay out");
+    json_decref(j);
+    store_best_free(&b);
+
+    cr_assert_eq(store_best_settings(d.f.s, "m1", NULL, STORE_BEST_CONTEXT, &b, err, sizeof err),
+                 0, "%s", err);
+    cr_assert_eq(b.n, 1, "one (kv_bits, prefill_step) whatever the concurrency");
+    cr_expect_eq(b.rows[0].runs, 3);
+    cr_expect_eq(b.rows[0].max_context, 64 + 30);
+    store_best_free(&b);
+    fx_close(&d.f);
 }
 
 static char *export_text(store *s, int64_t run, store_export_what what, store_format fmt)

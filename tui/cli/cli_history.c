@@ -23,6 +23,7 @@ typedef struct hopts {
     const char *what, *format, *out;
     const char *older_than;
     int vacuum;
+    const char *by;
     unsigned seen; /* OPT_* bits given on the command line */
 } hopts;
 
@@ -41,6 +42,7 @@ enum {
     OPT_OUT = 1 << 11,
     OPT_OLDER = 1 << 12,
     OPT_VACUUM = 1 << 13,
+    OPT_BY = 1 << 14,
 };
 
 typedef struct verb {
@@ -63,7 +65,7 @@ static const verb verbs[] = {
      run_list},
     {"show", 1, 0, run_show},
     {"compare", 2, 0, run_compare},
-    {"best", 0, OPT_MODEL | OPT_CLUSTER, run_best},
+    {"best", 0, OPT_MODEL | OPT_CLUSTER | OPT_BY, run_best},
     {"export", 1, OPT_WHAT | OPT_FORMAT | OPT_OUT, run_export},
     {"prune", 0, OPT_OLDER | OPT_VACUUM, run_prune},
 };
@@ -77,9 +79,11 @@ void cli_history_usage(FILE *out)
           "                        runs, newest first (N per page, default 20)\n"
           "  show RUN              one run: legs, request and step percentiles, failure\n"
           "  compare RUN RUN       two runs side by side: A, B, B-A and B/A\n"
-          "  best [--model NAME] [--cluster NAME]\n"
+          "  best [--model NAME] [--cluster NAME] [--by context|agg-tps]\n"
           "                        per (kv_bits, prefill_step): max context reached and\n"
-          "                        decode tok/s there\n"
+          "                        decode tok/s there; --by agg-tps: per (kv_bits,\n"
+          "                        prefill_step, concurrency), the best leg's aggregate\n"
+          "                        tok/s (every request's tokens / the leg's wall time)\n"
           "  export RUN [--what requests|steps|summary] [--format table|csv|json]\n"
           "       [--out FILE]     a run's rows (default: requests as a table on stdout)\n"
           "  prune --older-than DAYS [--vacuum]\n"
@@ -326,21 +330,23 @@ static void show_header(const store_summary *sum)
 
 static int show_legs(const store_summary *sum)
 {
-    static const char *const head[] = {"LEG",  "KV_BITS", "PREFILL_STEP", "STATUS",
-                                       "REQS", "FAILED",  "MAX_CTX"};
-    cli_table *t = cli_table_new(7, head);
+    static const char *const head[] = {"LEG",  "KV_BITS", "PREFILL_STEP", "CONCURRENCY", "STATUS",
+                                       "REQS", "FAILED",  "MAX_CTX",      "AGG_TPS"};
+    cli_table *t = cli_table_new(9, head);
     if (!t)
         return -1;
     for (size_t i = 0; i < sum->n_legs; i++) {
         const store_leg_summary *l = &sum->legs[i];
-        char c[6][24];
+        char c[8][24];
         snprintf(c[0], 24, "%d", l->idx);
         snprintf(c[1], 24, "%d", l->kv_bits);
         snprintf(c[2], 24, "%d", l->prefill_step);
-        snprintf(c[3], 24, "%lld", (long long)l->requests);
-        snprintf(c[4], 24, "%lld", (long long)l->failed);
-        fmt_ctx(l->max_context, c[5], 24);
-        const char *row[] = {c[0], c[1], c[2], l->status, c[3], c[4], c[5]};
+        snprintf(c[3], 24, "%d", l->concurrency);
+        snprintf(c[4], 24, "%lld", (long long)l->requests);
+        snprintf(c[5], 24, "%lld", (long long)l->failed);
+        fmt_ctx(l->max_context, c[6], 24);
+        fmt_num(l->agg_tps, c[7], 24);
+        const char *row[] = {c[0], c[1], c[2], c[3], l->status, c[4], c[5], c[6], c[7]};
         if (cli_table_add(t, row) != 0) {
             cli_table_free(t);
             return -1;
@@ -427,42 +433,67 @@ static int run_compare(store *s, const hopts *o, const int64_t *runs)
 
 /* ---- best ---- */
 
+static int parse_best_by(const char *by, store_best_by *out)
+{
+    if (!by || strcmp(by, "context") == 0)
+        *out = STORE_BEST_CONTEXT;
+    else if (strcmp(by, "agg-tps") == 0)
+        *out = STORE_BEST_AGG_TPS;
+    else
+        return -1;
+    return 0;
+}
+
+/* A row of the table: each ranking shows its own two figures. */
+static int best_table_add(cli_table *t, const store_best *b, const store_best_row *r)
+{
+    char c[6][32];
+    snprintf(c[0], 32, "%d", r->kv_bits);
+    snprintf(c[1], 32, "%d", r->prefill_step);
+    if (b->by == STORE_BEST_AGG_TPS) {
+        snprintf(c[2], 32, "%d", r->concurrency);
+        fmt_num(r->agg_tps >= 0 ? r->agg_tps : NAN, c[3], 32);
+    } else {
+        fmt_ctx(r->max_context, c[2], 32);
+        fmt_num(r->decode_tps >= 0 ? r->decode_tps : NAN, c[3], 32);
+    }
+    fmt_ctx(r->run > 0 ? r->run : -1, c[4], 32);
+    snprintf(c[5], 32, "%lld", (long long)r->runs);
+    const char *row[] = {r->model[0] ? r->model : "-",
+                         r->cluster[0] ? r->cluster : "-",
+                         c[0],
+                         c[1],
+                         c[2],
+                         c[3],
+                         c[4],
+                         c[5]};
+    return cli_table_add(t, row);
+}
+
 static int run_best(store *s, const hopts *o, const int64_t *runs)
 {
     (void)runs;
+    store_best_by by;
+    if (parse_best_by(o->by, &by) != 0)
+        return cli_usage_error("history", "--by: \"%s\" is not one of context, agg-tps", o->by);
     store_best b;
     char err[512];
-    if (store_best_settings(s, o->model, o->cluster, &b, err, sizeof err) != 0)
+    if (store_best_settings(s, o->model, o->cluster, by, &b, err, sizeof err) != 0)
         return store_failed(-1, err);
     if (o->json) {
         int rc = print_json(store_best_json(&b));
         store_best_free(&b);
         return rc;
     }
-    static const char *const head[] = {"MODEL",   "CLUSTER",    "KV_BITS", "PREFILL_STEP",
-                                       "MAX_CTX", "DECODE_TPS", "RUN",     "RUNS"};
-    cli_table *t = cli_table_new(8, head);
+    static const char *const by_context[] = {"MODEL",   "CLUSTER",    "KV_BITS", "PREFILL_STEP",
+                                             "MAX_CTX", "DECODE_TPS", "RUN",     "RUNS"};
+    static const char *const by_agg[] = {"MODEL",       "CLUSTER", "KV_BITS", "PREFILL_STEP",
+                                         "CONCURRENCY", "AGG_TPS", "RUN",     "RUNS"};
+    cli_table *t = cli_table_new(8, by == STORE_BEST_AGG_TPS ? by_agg : by_context);
     int rc = t ? CLI_OK : CLI_ERROR;
-    for (size_t i = 0; t && i < b.n; i++) {
-        const store_best_row *r = &b.rows[i];
-        char c[6][32];
-        snprintf(c[0], 32, "%d", r->kv_bits);
-        snprintf(c[1], 32, "%d", r->prefill_step);
-        fmt_ctx(r->max_context, c[2], 32);
-        fmt_num(r->decode_tps >= 0 ? r->decode_tps : NAN, c[3], 32);
-        fmt_ctx(r->run > 0 ? r->run : -1, c[4], 32);
-        snprintf(c[5], 32, "%lld", (long long)r->runs);
-        const char *row[] = {r->model[0] ? r->model : "-",
-                             r->cluster[0] ? r->cluster : "-",
-                             c[0],
-                             c[1],
-                             c[2],
-                             c[3],
-                             c[4],
-                             c[5]};
-        if (cli_table_add(t, row) != 0)
+    for (size_t i = 0; t && i < b.n; i++)
+        if (best_table_add(t, &b, &b.rows[i]) != 0)
             rc = CLI_ERROR;
-    }
     if (rc == CLI_OK) {
         if (b.n)
             cli_table_print(t, stdout);
@@ -605,6 +636,7 @@ static int parse_options(int argc, char **argv, hopts *o)
         {"out", required_argument, NULL, OPT_OUT},
         {"older-than", required_argument, NULL, OPT_OLDER},
         {"vacuum", no_argument, NULL, OPT_VACUUM},
+        {"by", required_argument, NULL, OPT_BY},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -670,6 +702,9 @@ static int parse_options(int argc, char **argv, hopts *o)
         case OPT_VACUUM:
             o->vacuum = 1;
             break;
+        case OPT_BY:
+            o->by = optarg;
+            break;
         default:
             return cli_usage_error("history", "unknown or incomplete option %s", argv[optind - 1]);
         }
@@ -679,10 +714,11 @@ static int parse_options(int argc, char **argv, hopts *o)
 
 static const char *option_name(unsigned bit)
 {
-    static const char *const names[] = {
-        "--mode",  "--status", "--model", "--cluster", "--grep", "--since",      "--until",
-        "--limit", "--page",   "--what",  "--format",  "--out",  "--older-than", "--vacuum"};
-    for (int i = 0; i < 14; i++)
+    static const char *const names[] = {"--mode",       "--status", "--model",  "--cluster",
+                                        "--grep",       "--since",  "--until",  "--limit",
+                                        "--page",       "--what",   "--format", "--out",
+                                        "--older-than", "--vacuum", "--by"};
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (bit == 1u << i)
             return names[i];
     return "?";

@@ -67,14 +67,16 @@ void cli_stress_usage(FILE *out)
           "          or by --step tokens), each request generating --gen tokens; stops\n"
           "          at --to or at the first failure (kv_oom, ctx_limit, timeout, ...)\n"
           "          --from N (64)  --to N (required)  --factor F (2) | --step N  --gen N (8)\n"
-          "  fixed   --requests N (16) of --prompt-tokens N (128) + --gen N (8), at most\n"
-          "          --concurrency C (1) in flight, optionally at Poisson arrivals of\n"
-          "          --rate R per second (--seed S, 1); reports requests/s and tokens/s\n"
+          "  fixed   --requests N (16) of --prompt-tokens N (128) + --gen N (8), keeping\n"
+          "          --concurrency C (1, at most 64) in flight at once, optionally at\n"
+          "          Poisson arrivals of --rate R per second (--seed S, 1); reports\n"
+          "          requests/s and tokens/s\n"
           "  soak    fixed-shape requests for --duration D (required: 90, 90s, 15m, 2h);\n"
           "          reports drift: the first against the last decile of requests\n"
           "  sweep   --kv-bits LIST and --prefill-step LIST (comma-separated): one leg per\n"
           "          pair, applied live with `set` and checked in every node's telemetry\n"
-          "          before the leg; --leg growth|fixed (growth) and that leg's options\n"
+          "          before the leg; --leg growth|fixed (growth) and that leg's options;\n"
+          "          fixed legs take --concurrency LIST (1,4,16) as a third axis\n"
           "\n"
           "target (a cluster file, or the endpoints of every node of a local ring):\n"
           "  -c, --config FILE     cluster file (default ./infertop.conf, then\n"
@@ -93,6 +95,11 @@ void cli_stress_usage(FILE *out)
           "\n"
           "A node without a heartbeat for 3 s is down: the request in flight fails as\n"
           "`node_down`. Ctrl-C stops the run cleanly; it is recorded as aborted.\n"
+          "\n"
+          "Each leg records its concurrency and its aggregate tok/s (the tokens of all\n"
+          "its requests over its wall time). The head runs its max_seqs requests at\n"
+          "once and queues 16 more: a concurrency above that gets `busy` refusals,\n"
+          "recorded as failed requests.\n"
           "\n"
           "A write to the database that fails (a full disk) stops the run at once: the\n"
           "error is printed and the run is marked failed if the disk allows.\n"
@@ -134,23 +141,6 @@ static int parse_duration(const char *s, double *out)
         return -1;
     *out = v * unit;
     return 0;
-}
-
-/* "16,4" into v; -1 on a bad or extra value. */
-static int parse_list(const char *s, int *v, int *n)
-{
-    char buf[256];
-    if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf)
-        return -1;
-    *n = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int64_t x;
-        if (*n == STRESS_LIST_MAX || cli_parse_i64(tok, 1, 1 << 20, &x) != 0)
-            return -1;
-        v[(*n)++] = (int)x;
-    }
-    return *n > 0 ? 0 : -1;
 }
 
 static int parse_mode(const char *s, store_mode *m)
@@ -273,10 +263,9 @@ static int parse_options(int argc, char **argv, sopts *o)
             break;
         case O_GEN:
         case O_PROMPT:
-        case O_CONC:
             if (cli_parse_i64(optarg, 0, 1 << 24, &n) != 0)
                 return cli_usage_error("stress", "\"%s\" is not a number in 0..16777216", optarg);
-            *(c == O_GEN ? &r->gen : c == O_PROMPT ? &r->prompt_tokens : &r->concurrency) = (int)n;
+            *(c == O_GEN ? &r->gen : &r->prompt_tokens) = (int)n;
             break;
         case O_RATE:
             if (parse_double(optarg, &r->rate) != 0)
@@ -294,11 +283,20 @@ static int parse_options(int argc, char **argv, sopts *o)
             break;
         case O_KV_BITS:
         case O_PREFILL:
-            if (parse_list(optarg, c == O_KV_BITS ? r->kv_bits : r->prefill_step,
-                           c == O_KV_BITS ? &r->n_kv_bits : &r->n_prefill_step) != 0)
-                return cli_usage_error("stress", "\"%s\" is not a list of up to 8 numbers (16,4)",
-                                       optarg);
+        case O_CONC: {
+            /* Lists all three; outside a sweep --concurrency takes one value
+             * (stress_opts_check). */
+            char err[256];
+            int rc = c == O_KV_BITS   ? stress_parse_list("--kv-bits", optarg, r->kv_bits,
+                                                          &r->n_kv_bits, err, sizeof err)
+                     : c == O_PREFILL ? stress_parse_list("--prefill-step", optarg, r->prefill_step,
+                                                          &r->n_prefill_step, err, sizeof err)
+                                      : stress_parse_list("--concurrency", optarg, r->concurrency,
+                                                          &r->n_concurrency, err, sizeof err);
+            if (rc != 0)
+                return cli_usage_error("stress", "%s", err);
             break;
+        }
         case O_LEG:
             if (parse_mode(optarg, &r->leg_mode) != 0 ||
                 (r->leg_mode != STORE_MODE_GROWTH && r->leg_mode != STORE_MODE_FIXED))
@@ -442,7 +440,7 @@ static void draw_bar(const stress_progress *p)
     fprintf(stderr, "\r[%s] ", bar);
     if (p->n_legs > 1)
         fprintf(stderr, "leg %d/%d  ", p->leg + 1, p->n_legs);
-    fprintf(stderr, "%s  %.0f tok/s  %s elapsed", where, p->tok_s, el);
+    fprintf(stderr, "%s  %.0f tok/s  %.0f agg tok/s  %s elapsed", where, p->tok_s, p->agg_tps, el);
     if (p->eta_s >= 0)
         fprintf(stderr, "  ETA %s", eta);
     if (p->requests_failed)
@@ -457,10 +455,10 @@ static void print_line(const stress_progress *p)
     fmt_clock(p->elapsed_s, el, sizeof el);
     fmt_clock(p->eta_s, eta, sizeof eta);
     fprintf(stderr,
-            "stress: leg %d/%d (kv_bits %d, prefill_step %d): request %lld ended, %s, "
-            "%.1f tok/s, %s elapsed",
-            p->leg + 1, p->n_legs, p->kv_bits, p->prefill_step, (long long)p->requests_done, where,
-            p->tok_s, el);
+            "stress: leg %d/%d (kv_bits %d, prefill_step %d, concurrency %d): request %lld ended, "
+            "%s, %.1f tok/s, %.1f aggregate tok/s, %s elapsed",
+            p->leg + 1, p->n_legs, p->kv_bits, p->prefill_step, p->concurrency,
+            (long long)p->requests_done, where, p->tok_s, p->agg_tps, el);
     if (p->eta_s >= 0)
         fprintf(stderr, ", ETA %s", eta);
     if (p->requests_failed)
@@ -499,29 +497,34 @@ static void watch(stress_run *run)
 
 static void print_leg_table(const store_summary *sum)
 {
-    static const char *const head[] = {"LEG",      "KV_BITS",  "PREFILL",        "STATUS",
-                                       "REQS",     "FAILED",   "MAX_CTX",        "TTFT_P50",
-                                       "TTFT_P99", "TPOT_P50", "DECODE_TPS_P50", "E2E_P99"};
-    cli_table *t = cli_table_new(12, head);
+    static const char *const head[] = {
+        "LEG",     "KV_BITS",  "PREFILL",  "CONC",     "STATUS",         "REQS",    "FAILED",
+        "MAX_CTX", "TTFT_P50", "TTFT_P99", "TPOT_P50", "DECODE_TPS_P50", "E2E_P99", "AGG_TPS"};
+    cli_table *t = cli_table_new(14, head);
     for (size_t i = 0; t && i < sum->n_legs; i++) {
         const store_leg_summary *l = &sum->legs[i];
-        char c[11][32];
+        char c[13][32];
         snprintf(c[0], 32, "%d", l->idx);
         snprintf(c[1], 32, "%d", l->kv_bits);
         snprintf(c[2], 32, "%d", l->prefill_step);
-        snprintf(c[3], 32, "%lld", (long long)l->requests);
-        snprintf(c[4], 32, "%lld", (long long)l->failed);
+        snprintf(c[3], 32, "%d", l->concurrency);
+        snprintf(c[4], 32, "%lld", (long long)l->requests);
+        snprintf(c[5], 32, "%lld", (long long)l->failed);
         if (l->max_context >= 0)
-            snprintf(c[5], 32, "%lld", (long long)l->max_context);
+            snprintf(c[6], 32, "%lld", (long long)l->max_context);
         else
-            snprintf(c[5], 32, "-");
-        snprintf(c[6], 32, "%.2f", l->ttft_ms.p50);
-        snprintf(c[7], 32, "%.2f", l->ttft_ms.p99);
-        snprintf(c[8], 32, "%.2f", l->tpot_ms.p50);
-        snprintf(c[9], 32, "%.1f", l->decode_tps.p50);
-        snprintf(c[10], 32, "%.2f", l->e2e_ms.p99);
-        const char *row[] = {c[0], c[1], c[2], l->status, c[3], c[4],
-                             c[5], c[6], c[7], c[8],      c[9], c[10]};
+            snprintf(c[6], 32, "-");
+        snprintf(c[7], 32, "%.2f", l->ttft_ms.p50);
+        snprintf(c[8], 32, "%.2f", l->ttft_ms.p99);
+        snprintf(c[9], 32, "%.2f", l->tpot_ms.p50);
+        snprintf(c[10], 32, "%.1f", l->decode_tps.p50);
+        snprintf(c[11], 32, "%.2f", l->e2e_ms.p99);
+        if (isnan(l->agg_tps))
+            snprintf(c[12], 32, "-");
+        else
+            snprintf(c[12], 32, "%.1f", l->agg_tps);
+        const char *row[] = {c[0], c[1], c[2], c[3], l->status, c[4],  c[5],
+                             c[6], c[7], c[8], c[9], c[10],     c[11], c[12]};
         cli_table_add(t, row);
     }
     if (t)

@@ -27,14 +27,22 @@ struct step_rec {
 /* The step timings summed per second (step, model, eval). */
 #define N_SUMS 3
 
+/* What is counted per second and phase. */
+enum sec_count { COUNT_STEPS, COUNT_TOKENS, COUNT_SEQS, N_COUNTS };
+
 /* One second of one node. A slot is reused every STATE_SECONDS seconds;
  * `sec` says which second it holds now. */
 struct sec_agg {
     int64_t sec;
     struct {
-        uint32_t steps, tokens;
+        uint32_t count[N_COUNTS];
         double sum[N_SUMS];
     } ph[2];
+    /* busy as the node reported it: summed over the second's steps that
+     * carried it, and the heartbeat's (NaN when none said). */
+    double busy_sum;
+    uint32_t busy_n;
+    double hb_busy;
     int has_mem;
     uint64_t kv_bytes, rss;
     int64_t headroom;
@@ -250,6 +258,7 @@ static struct sec_agg *sec_at(struct node *n, double now)
         memset(a, 0, sizeof *a);
         a->sec = sec;
         a->act_max = NAN;
+        a->hb_busy = NAN;
     }
     return a;
 }
@@ -259,6 +268,13 @@ static const struct sec_agg *sec_get(const struct node *n, int64_t sec)
     if (sec < 0) return NULL;
     const struct sec_agg *a = &n->secs[sec % STATE_SECONDS];
     return a->sec == sec ? a : NULL;
+}
+
+/* A node's busy figure, or -1 when it said none (an older node) or said
+ * something that is no fraction; capped at 1. */
+static double busy_said(double busy)
+{
+    return busy >= 0 ? fmin(busy, 1.0) : -1.0;
 }
 
 static void note_memory(struct node *n, struct sec_agg *a, uint64_t kv, uint64_t rss,
@@ -313,8 +329,15 @@ void state_ingest_step(state *st, int node, const proto_head *h, const proto_ste
     r->phase = (uint8_t)ph;
 
     struct sec_agg *a = sec_at(n, now);
-    a->ph[ph].steps++;
-    a->ph[ph].tokens += (uint32_t)s->tokens;
+    a->ph[ph].count[COUNT_STEPS]++;
+    a->ph[ph].count[COUNT_TOKENS] += (uint32_t)s->tokens;
+    /* An older node does not say (the decoder gives 1); a hand-made 0 is 1 too. */
+    a->ph[ph].count[COUNT_SEQS] += (uint32_t)(s->seqs > 0 ? s->seqs : 1);
+    double busy = busy_said(s->busy);
+    if (busy >= 0) {
+        a->busy_sum += busy;
+        a->busy_n++;
+    }
     a->ph[ph].sum[STATE_STEP_MS] += s->step_ms;
     a->ph[ph].sum[STATE_MODEL_MS] += s->model_ms;
     a->ph[ph].sum[STATE_EVAL_MS] += s->eval_ms;
@@ -350,8 +373,11 @@ void state_ingest_heartbeat(state *st, int node, const proto_head *h, const prot
     set_live(st, node, STATE_UP, now, why);
     n->has_status = 1;
     n->status = *s;
-    note_memory(n, sec_at(n, now), s->memory.kv_bytes, s->memory.rss, s->memory.budget,
-                s->memory.headroom);
+    struct sec_agg *a = sec_at(n, now);
+    double busy = busy_said(s->busy);
+    if (busy >= 0)
+        a->hb_busy = busy;
+    note_memory(n, a, s->memory.kv_bytes, s->memory.rss, s->memory.budget, s->memory.headroom);
     n->weights = s->memory.weights_bytes;
     n->cfg.kv_bits = s->config.kv_bits;
     n->cfg.prefill_step = s->config.prefill_step;
@@ -493,8 +519,9 @@ static int64_t second_of(double now)
     return (int64_t)floor(now);
 }
 
-/* Steps or tokens of the phase(s) in the complete seconds [now-seconds, now). */
-static uint64_t count_in(const struct node *n, int phase, int seconds, double now, int tokens)
+/* A count of the phase(s) in the complete seconds [now-seconds, now). */
+static uint64_t count_in(const struct node *n, int phase, int seconds, double now,
+                         enum sec_count c)
 {
     uint64_t sum = 0;
     int64_t cur = second_of(now);
@@ -502,34 +529,47 @@ static uint64_t count_in(const struct node *n, int phase, int seconds, double no
         const struct sec_agg *a = sec_get(n, s);
         if (!a) continue;
         for (int p = 0; p < 2; p++)
-            if (phase == STATE_ANY || phase == p) sum += tokens ? a->ph[p].tokens : a->ph[p].steps;
+            if (phase == STATE_ANY || phase == p) sum += a->ph[p].count[c];
     }
     return sum;
 }
 
 double state_steps_per_s(const state *st, int node, int phase, int seconds, double now)
 {
-    return seconds > 0 ? (double)count_in(&st->nodes[node], phase, seconds, now, 0) / seconds : 0;
+    return seconds > 0
+               ? (double)count_in(&st->nodes[node], phase, seconds, now, COUNT_STEPS) / seconds
+               : 0;
 }
 
 /* ---- series ------------------------------------------------------------ */
 
+/* See STATE_SERIES_BUSY; NaN for a second nothing was heard in. */
+static double busy_of(const struct sec_agg *a)
+{
+    if (!a) return NAN;
+    if (a->busy_n) return a->busy_sum / a->busy_n;
+    if (!isnan(a->hb_busy)) return a->hb_busy;
+    return fmin((a->ph[0].sum[STATE_MODEL_MS] + a->ph[1].sum[STATE_MODEL_MS]) / 1000.0, 1.0);
+}
+
 static double series_value(const struct sec_agg *a, enum state_series kind, int phase)
 {
-    uint32_t steps = 0, tokens = 0;
+    uint32_t count[N_COUNTS] = {0};
     double sum[N_SUMS] = {0};
     for (int p = 0; a && p < 2; p++) {
         if (phase != STATE_ANY && phase != p) continue;
-        steps += a->ph[p].steps;
-        tokens += a->ph[p].tokens;
+        for (int c = 0; c < N_COUNTS; c++) count[c] += a->ph[p].count[c];
         for (int k = 0; k < N_SUMS; k++) sum[k] += a->ph[p].sum[k];
     }
+    uint32_t steps = count[COUNT_STEPS];
     switch (kind) {
     case STATE_SERIES_STEP_MS: return steps ? sum[STATE_STEP_MS] / steps : NAN;
     case STATE_SERIES_MODEL_MS: return steps ? sum[STATE_MODEL_MS] / steps : NAN;
     case STATE_SERIES_EVAL_MS: return steps ? sum[STATE_EVAL_MS] / steps : NAN;
     case STATE_SERIES_STEPS: return steps;
-    case STATE_SERIES_TOKENS: return tokens;
+    case STATE_SERIES_TOKENS: return count[COUNT_TOKENS];
+    case STATE_SERIES_SEQS: return steps ? (double)count[COUNT_SEQS] / steps : NAN;
+    case STATE_SERIES_BUSY: return busy_of(a);
     case STATE_SERIES_KV_BYTES: return a && a->has_mem ? (double)a->kv_bytes : NAN;
     case STATE_SERIES_RSS: return a && a->has_mem ? (double)a->rss : NAN;
     case STATE_SERIES_HEADROOM: return a && a->has_mem ? (double)a->headroom : NAN;
@@ -639,6 +679,22 @@ static struct state_memory memory_of(const struct node *n)
     return m;
 }
 
+/* The mean of the busy series over the last STATE_BUSY_S complete
+ * seconds; NaN when none of them was heard. */
+static double recent_busy(const struct node *n, double now)
+{
+    double sum = 0;
+    int heard = 0;
+    int64_t cur = second_of(now);
+    for (int64_t s = cur - STATE_BUSY_S; s < cur; s++) {
+        double b = busy_of(sec_get(n, s));
+        if (isnan(b)) continue;
+        sum += b;
+        heard++;
+    }
+    return heard ? sum / heard : NAN;
+}
+
 void state_node_view(const state *st, int node, double now, struct state_node_view *out)
 {
     const struct node *n = &st->nodes[node];
@@ -649,6 +705,13 @@ void state_node_view(const state *st, int node, double now, struct state_node_vi
     out->layer_first = n->has_status ? n->status.model.layer_first : -1;
     out->layer_last = n->has_status ? n->status.model.layer_last : -1;
     out->steps_per_s = state_steps_per_s(st, node, STATE_ANY, STATE_RECENT_S, now);
+    /* Idle means no step for STATE_IDLE_S: the busy of the seconds
+     * before that would still show for a while. */
+    out->busy = recent_busy(n, now);
+    if (out->phase < 0 && !isnan(out->busy)) out->busy = 0;
+    uint64_t steps = count_in(n, STATE_ANY, STATE_RECENT_S, now, COUNT_STEPS);
+    out->batch = steps ? (double)count_in(n, STATE_ANY, STATE_RECENT_S, now, COUNT_SEQS) / steps
+                       : NAN;
     out->model_p50 = p50(st, node, STATE_MODEL_MS, now);
     out->eval_p50 = p50(st, node, STATE_EVAL_MS, now);
     out->mem = memory_of(n);
@@ -686,8 +749,9 @@ void state_cluster_view(const state *st, double now, struct state_cluster_view *
             out->weight_types = n->status.model.weight_types;
         }
         if (live_at(n, now) == STATE_UP) out->nodes_up++;
-        if (is_head(st, i)) prefill += count_in(n, STATE_PREFILL, STATE_RECENT_S, now, 1);
-        if (is_tail(st, i)) decode += count_in(n, STATE_DECODE, STATE_RECENT_S, now, 1);
+        if (is_head(st, i))
+            prefill += count_in(n, STATE_PREFILL, STATE_RECENT_S, now, COUNT_TOKENS);
+        if (is_tail(st, i)) decode += count_in(n, STATE_DECODE, STATE_RECENT_S, now, COUNT_TOKENS);
         out->lost += n->lost;
     }
     out->req = st->req;

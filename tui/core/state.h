@@ -34,8 +34,11 @@
 
 /* The window of the dashboard's p50s, rates and highlights. */
 #define STATE_RECENT_S 5
-/* A node without a step for this long shows as idle rather than in a phase. */
+/* A node without a step for this long shows as idle rather than in a
+ * phase, and its busy fraction as 0. */
 #define STATE_IDLE_S 2.0
+/* The dashboard's busy fraction: the mean of the last complete seconds'. */
+#define STATE_BUSY_S 2
 /* act_max "far above its recent level": the largest act_max of the last
  * STATE_ACT_NOW_S seconds exceeds STATE_ACT_SPIKE times the median of the
  * per-second maxima of the STATE_ACT_BASE_S seconds before them (with at
@@ -66,10 +69,17 @@ enum state_series {
     STATE_SERIES_EVAL_MS,
     STATE_SERIES_STEPS,  /* steps in the second */
     STATE_SERIES_TOKENS, /* tokens in the second */
+    STATE_SERIES_SEQS,   /* sequences per step (the batch), mean of the second */
     STATE_SERIES_KV_BYTES,
     STATE_SERIES_RSS,
     STATE_SERIES_HEADROOM,
-    STATE_SERIES_ACT_MAX
+    STATE_SERIES_ACT_MAX,
+    /* Model time / wall time, 0..1: the mean of the `busy` the second's
+     * steps reported, else the heartbeat's, else (a node that does not
+     * say) the second's model_ms summed over its 1000 ms, capped at 1.
+     * The node's own figure wins because it counts every step, including
+     * those whose message was lost. Any phase. */
+    STATE_SERIES_BUSY
 };
 
 /* Highlights of a node (bits). */
@@ -114,6 +124,13 @@ struct state_node_view {
     int phase;               /* STATE_PREFILL, STATE_DECODE, or -1 when idle */
     int layer_first, layer_last; /* -1 until a heartbeat told */
     double steps_per_s;      /* over STATE_RECENT_S */
+    /* Model time / wall time, 0..1: STATE_SERIES_BUSY over the last
+     * STATE_BUSY_S complete seconds; 0 once the node has been idle
+     * (phase -1); NaN when nothing was heard in those seconds. */
+    double busy;
+    /* Sequences per step over STATE_RECENT_S (1 for a node that runs one
+     * request at a time); NaN without steps. */
+    double batch;
     double model_p50, eval_p50; /* over STATE_RECENT_S, NaN without steps */
     struct state_memory mem;
     unsigned flags;
@@ -215,7 +232,7 @@ double state_steps_per_s(const state *st, int node, int phase, int seconds, doub
 
 /* Per-second values of the last n complete seconds, oldest first, in
  * out[0..n-1]; NaN for a second without data. n is at most STATE_SECONDS.
- * phase applies to the timing, steps and tokens series. */
+ * phase applies to the timing, steps, tokens and seqs series. */
 void state_series(const state *st, int node, enum state_series kind, int phase, int n, double now,
                   double *out);
 

@@ -76,9 +76,11 @@ size_t plan_stage_kv(const plan_model *m, int n_layers, int bits, int ctx);
 /* Activation scratch of one stage for prefill chunks of prefill_step
  * positions on `threads` threads. It must match what the engine allocates:
  * engine/compute/forward.c (per position: 5 dim + 2 kv_dim + 2 hidden +
- * head_dim floats), attention.c (per thread: two dequantized blocks, a
- * tile of scores, a running max and sum per query row) and the tail's
- * logits (vocab floats). */
+ * head_dim floats, and the decode products' inputs), attention.c (per
+ * thread: two dequantized blocks, a tile of scores, a running max and
+ * sum per query row; and a decode batch's per thread) and the tail's
+ * logits (vocab floats for each of PLAN_SEQS requests). */
+#define PLAN_SEQS 16 /* inferd serve's default --max-seqs */
 size_t plan_scratch_bytes(const plan_model *m, int last, int prefill_step, int threads);
 
 /* The engine's memory guard reserve for a budget. */

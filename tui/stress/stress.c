@@ -27,24 +27,27 @@ static json_t *growth_params(const stress_opts *o)
     return p;
 }
 
-static json_t *fixed_params(const stress_opts *o)
-{
-    json_t *p = json_pack("{si si si sf sI}", "prompt_tokens", o->prompt_tokens, "gen", o->gen,
-                          "concurrency", o->concurrency, "rate", o->rate, "seed",
-                          (json_int_t)(o->seed & INT64_MAX));
-    if (p && o->mode == STORE_MODE_SOAK)
-        json_object_set_new(p, "duration_s", json_real(o->duration_s));
-    else if (p)
-        json_object_set_new(p, "requests", json_integer(o->requests));
-    return p;
-}
-
 static json_t *int_list(const int *v, int n)
 {
     json_t *a = json_array();
     for (int i = 0; a && i < n; i++)
         json_array_append_new(a, json_integer(v[i]));
     return a;
+}
+
+/* concurrency: one number, or a sweep's list (each leg records its own). */
+static json_t *fixed_params(const stress_opts *o)
+{
+    json_t *conc = o->mode == STORE_MODE_SWEEP ? int_list(o->concurrency, o->n_concurrency)
+                                               : json_integer(o->concurrency[0]);
+    json_t *p =
+        json_pack("{si si so sf sI}", "prompt_tokens", o->prompt_tokens, "gen", o->gen,
+                  "concurrency", conc, "rate", o->rate, "seed", (json_int_t)(o->seed & INT64_MAX));
+    if (p && o->mode == STORE_MODE_SOAK)
+        json_object_set_new(p, "duration_s", json_real(o->duration_s));
+    else if (p)
+        json_object_set_new(p, "requests", json_integer(o->requests));
+    return p;
 }
 
 /* The run's parameters as recorded in runs.params. */

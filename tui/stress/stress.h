@@ -9,14 +9,18 @@
  *           `factor`, or by `step` tokens), each request appending a
  *           synthetic prompt and generating `gen` tokens; stops at the
  *           target or at the first failure (the field notes' "grow to 200K")
- *   fixed   `requests` requests of `prompt_tokens` + `gen`, at most
- *           `concurrency` in flight, optionally at Poisson arrivals of
- *           `rate` per second
+ *   fixed   `requests` requests of `prompt_tokens` + `gen`, keeping up to
+ *           `concurrency` in flight at once, optionally at Poisson
+ *           arrivals of `rate` per second
  *   soak    fixed-shape requests for `duration_s`; reports drift (the
  *           first against the last decile of requests)
- *   sweep   a grid over kv_bits x prefill_step: before each leg the
- *           settings are applied live with `set` and verified from every
- *           node's telemetry, then a growth or fixed leg runs
+ *   sweep   a grid over kv_bits x prefill_step (x concurrency, for fixed
+ *           legs): before each leg the settings are applied live with
+ *           `set` and verified from every node's telemetry, then a growth
+ *           or fixed leg runs
+ *
+ * Every leg records its concurrency and its aggregate throughput (the
+ * tokens all its requests generated over its wall time) in the store.
  *
  * A failure (a refusal, a stage_timeout, a node going down, a client-side
  * timeout) ends its request, and the leg in growth; it is recorded with the
@@ -36,7 +40,12 @@
 
 #include "store/store.h"
 
-#define STRESS_LIST_MAX 8   /* values in a sweep's kv_bits / prefill_step list */
+/* Values in a sweep's kv_bits / prefill_step / concurrency list. */
+#define STRESS_LIST_MAX 8
+/* Requests in flight at once. The head runs max_seqs of them and queues
+ * 16 more (engine/node/node.h NODE_QUEUE_MAX); beyond that it refuses
+ * them as `busy`, and they are recorded as failed requests. */
+#define STRESS_CONCURRENCY_MAX 64
 #define STRESS_NODES_MAX 16 /* nodes of a ring (PROTO_RING_MAX) */
 #define STRESS_EP_MAX 300   /* an endpoint, with its NUL */
 #define STRESS_TEXT_MAX 256
@@ -53,7 +62,8 @@ typedef struct stress_opts {
     /* fixed and soak */
     int64_t requests; /* fixed */
     int prompt_tokens;
-    int concurrency;   /* requests in flight at once */
+    /* Requests in flight at once: one value, or a sweep's list of them. */
+    int n_concurrency, concurrency[STRESS_LIST_MAX];
     double rate;       /* arrivals per second (Poisson); 0: as fast as concurrency allows */
     double duration_s; /* soak */
     uint64_t seed;     /* arrivals and sampling */
@@ -74,6 +84,19 @@ void stress_opts_init(stress_opts *o);
 /* Checks every field for the mode, naming the first bad one ("--to 32 is
  * below --from 64"). Option names are the headless verb's. */
 int stress_opts_check(const stress_opts *o, char *err, size_t errlen);
+
+/* Reads a comma-separated list of whole numbers ("16,4") into v[0..*n),
+ * at most STRESS_LIST_MAX; -1 with err naming `flag` and the bad item.
+ * Whether the values suit the option is stress_opts_check's to say. */
+int stress_parse_list(const char *flag, const char *text, int *v, int *n, char *err, size_t errlen);
+
+/* The legs of a run: a sweep's grid, kv_bits outermost, concurrency
+ * innermost (its fixed legs only: a growth leg grows one session);
+ * one leg otherwise. */
+int stress_leg_count(const stress_opts *o);
+/* Leg `leg`'s settings; kv_bits and prefill_step are 0 outside a sweep
+ * (the ring's own). */
+void stress_leg_at(const stress_opts *o, int leg, store_leg_info *out);
 
 /* The nodes to drive: the head is found among them by its status (the
  * node holding layer 0); every node's telemetry is recorded. */
@@ -101,11 +124,13 @@ typedef struct stress_progress {
     int64_t run_id; /* 0 until the run is recorded */
     int leg, n_legs;
     int kv_bits, prefill_step; /* of the current leg */
+    int concurrency;           /* of the current leg */
     int64_t requests_done, requests_failed;
     int64_t requests_total; /* -1 when not known in advance (soak) */
     int in_flight;
     int64_t ctx, ctx_target; /* growth: context reached and the leg's target */
     double tok_s;            /* decode tok/s of the last ok request */
+    double agg_tps;          /* the current leg's generated tokens / its time so far */
     double elapsed_s;
     double eta_s;           /* < 0: unknown */
     int64_t telemetry_lost; /* messages lost, counted from seq gaps */

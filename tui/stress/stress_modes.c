@@ -1,9 +1,10 @@
 /* stress_modes.c: the legs of a stress run. A growth leg grows one session
  * level by level until the target or the first failure; a fixed leg keeps
- * up to `concurrency` requests of one shape in flight, for a number of
- * requests (fixed) or a duration (soak); a sweep applies each grid point
- * live, checks it in every node's telemetry, and runs a leg of either
- * kind. */
+ * up to its concurrency of requests of one shape in flight, for a number
+ * of requests (fixed) or a duration (soak), sending each as soon as a
+ * slot is free (the node decides what runs at once and what queues); a
+ * sweep applies each grid point live, checks it in every node's
+ * telemetry, and runs a leg of either kind. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -172,9 +173,9 @@ static const st_node *node_down(const stress_run *r)
     return NULL;
 }
 
-/* requests > 0: that many; else for duration_s. At most `concurrency` in
- * flight; with a rate, requests start at Poisson arrival times (an arrival
- * finding every slot taken waits for one). */
+/* requests > 0: that many; else for duration_s. At most the leg's
+ * concurrency in flight; with a rate, requests start at Poisson arrival
+ * times (an arrival finding every slot taken waits for one). */
 static store_status leg_fixed(stress_run *r, int64_t requests, double duration_s)
 {
     const stress_opts *o = &r->o;
@@ -200,7 +201,7 @@ static store_status leg_fixed(stress_run *r, int64_t requests, double duration_s
         int more = !stop && (requests > 0 ? sent < requests : now < t_end);
         if (!more && r->n_inflight == 0)
             break;
-        int slot = r->n_inflight < o->concurrency;
+        int slot = r->n_inflight < r->concurrency;
         if (more && slot && now >= next) {
             if (send_request(r, o->prompt_tokens, NULL, 0, o->prompt_tokens + o->gen) != 0) {
                 status = STORE_FAILED;
@@ -319,15 +320,21 @@ store_status st_run_legs(stress_run *r)
 {
     const stress_opts *o = &r->o;
     int sweep = o->mode == STORE_MODE_SWEEP;
-    r->n_legs = sweep ? o->n_kv_bits * o->n_prefill_step : 1;
+    r->n_legs = stress_leg_count(o);
     store_status run = STORE_COMPLETED;
     for (int leg = 0; leg < r->n_legs; leg++) {
+        store_leg_info info;
+        stress_leg_at(o, leg, &info);
+        if (!sweep) {
+            info.kv_bits = r->nodes[0].kv_bits;
+            info.prefill_step = r->nodes[0].prefill_step;
+        }
         r->leg = leg;
-        r->kv_bits = sweep ? o->kv_bits[leg / o->n_prefill_step] : r->nodes[0].kv_bits;
-        r->prefill_step =
-            sweep ? o->prefill_step[leg % o->n_prefill_step] : r->nodes[0].prefill_step;
+        r->kv_bits = info.kv_bits;
+        r->prefill_step = info.prefill_step;
+        r->concurrency = info.concurrency;
         st_progress_work(r, 0, 1);
-        store_leg_begin(r->db, r->run, leg, r->kv_bits, r->prefill_step);
+        store_leg_start(r->db, r->run, leg, &info);
         store_status st = STORE_FAILED;
         if (!sweep || apply_settings(r, r->kv_bits, r->prefill_step) == 0)
             st = run_leg(r, sweep ? o->leg_mode : o->mode);

@@ -1,16 +1,15 @@
 /* stress_plan.c: the parts of the stress runner that need no network: its
  * options and their checks, the growth schedule, Poisson arrivals,
  * percentiles, ETA and drift. Kept apart so the unit tests can pin them. */
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/proto/protocol.h"
 #include "stress.h"
-
-/* The head queues this many requests; more in flight would be refused
- * with `busy` (engine/node/node.h NODE_QUEUE_MAX). */
-#define CONCURRENCY_MAX 16
 
 void stress_opts_init(stress_opts *o)
 {
@@ -22,7 +21,8 @@ void stress_opts_init(stress_opts *o)
     o->gen = 8;
     o->prompt_tokens = 128;
     o->requests = 16;
-    o->concurrency = 1;
+    o->n_concurrency = 1;
+    o->concurrency[0] = 1;
     o->timeout_s = 60.0;
     o->seed = 1;
 }
@@ -77,29 +77,6 @@ static int check_growth(const stress_opts *o, char *err, size_t errlen)
     }
 }
 
-static int check_fixed(const stress_opts *o, int need_requests, char *err, size_t errlen)
-{
-    if (need_requests && o->requests < 1) {
-        snprintf(err, errlen, "--requests %lld: expected at least 1", (long long)o->requests);
-        return -1;
-    }
-    if (o->prompt_tokens < 1 || o->prompt_tokens > PROTO_SYNTHETIC_MAX) {
-        snprintf(err, errlen, "--prompt-tokens %d: expected 1..%d", o->prompt_tokens,
-                 PROTO_SYNTHETIC_MAX);
-        return -1;
-    }
-    if (o->concurrency < 1 || o->concurrency > CONCURRENCY_MAX) {
-        snprintf(err, errlen, "--concurrency %d: expected 1..%d (the head queues %d requests)",
-                 o->concurrency, CONCURRENCY_MAX, CONCURRENCY_MAX);
-        return -1;
-    }
-    if (!(o->rate >= 0.0 && o->rate <= 1e6)) {
-        snprintf(err, errlen, "--rate %g: expected requests per second in 0..1000000", o->rate);
-        return -1;
-    }
-    return 0;
-}
-
 static int valid_kv_bits(int v)
 {
     return v == 32 || v == 16 || v == 8 || v == 4;
@@ -108,6 +85,11 @@ static int valid_kv_bits(int v)
 static int valid_prefill_step(int v)
 {
     return v >= 1 && v <= PROTO_PREFILL_STEP_MAX;
+}
+
+static int valid_concurrency(int v)
+{
+    return v >= 1 && v <= STRESS_CONCURRENCY_MAX;
 }
 
 static int check_list(const char *flag, const int *v, int n, int (*valid)(int),
@@ -122,6 +104,36 @@ static int check_list(const char *flag, const int *v, int n, int (*valid)(int),
             snprintf(err, errlen, "%s: %d is not %s", flag, v[i], expected);
             return -1;
         }
+    return 0;
+}
+
+static int check_fixed(const stress_opts *o, int need_requests, char *err, size_t errlen)
+{
+    if (need_requests && o->requests < 1) {
+        snprintf(err, errlen, "--requests %lld: expected at least 1", (long long)o->requests);
+        return -1;
+    }
+    if (o->prompt_tokens < 1 || o->prompt_tokens > PROTO_SYNTHETIC_MAX) {
+        snprintf(err, errlen, "--prompt-tokens %d: expected 1..%d", o->prompt_tokens,
+                 PROTO_SYNTHETIC_MAX);
+        return -1;
+    }
+    if (o->mode != STORE_MODE_SWEEP && o->n_concurrency != 1) {
+        snprintf(err, errlen, "--concurrency: %s takes one value (a list is for sweep legs)",
+                 store_mode_name(o->mode));
+        return -1;
+    }
+    char expected[96];
+    snprintf(expected, sizeof expected,
+             "a number of requests in 1..%d (the head runs max_seqs, queues 16 more)",
+             STRESS_CONCURRENCY_MAX);
+    if (check_list("--concurrency", o->concurrency, o->n_concurrency, valid_concurrency, expected,
+                   err, errlen))
+        return -1;
+    if (!(o->rate >= 0.0 && o->rate <= 1e6)) {
+        snprintf(err, errlen, "--rate %g: expected requests per second in 0..1000000", o->rate);
+        return -1;
+    }
     return 0;
 }
 
@@ -161,6 +173,56 @@ int stress_opts_check(const stress_opts *o, char *err, size_t errlen)
     }
     snprintf(err, errlen, "unknown mode %d", (int)o->mode);
     return -1;
+}
+
+int stress_parse_list(const char *flag, const char *text, int *v, int *n, char *err, size_t errlen)
+{
+    const char *p = text;
+    *n = 0;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        size_t len = strcspn(p, ",");
+        if (end == p || (size_t)(end - p) != len || errno || x < INT_MIN || x > INT_MAX) {
+            snprintf(err, errlen, "%s: \"%.*s\" in \"%s\" is not a whole number", flag, (int)len, p,
+                     text);
+            return -1;
+        }
+        if (*n == STRESS_LIST_MAX) {
+            snprintf(err, errlen, "%s \"%s\": at most %d values", flag, text, STRESS_LIST_MAX);
+            return -1;
+        }
+        v[(*n)++] = (int)x;
+        if (!*end)
+            return 0;
+        p = end + 1;
+    }
+}
+
+/* Fixed legs alone have a concurrency axis. */
+static int concurrency_axis(const stress_opts *o)
+{
+    return o->mode == STORE_MODE_SWEEP && o->leg_mode == STORE_MODE_FIXED ? o->n_concurrency : 1;
+}
+
+int stress_leg_count(const stress_opts *o)
+{
+    if (o->mode != STORE_MODE_SWEEP)
+        return 1;
+    return o->n_kv_bits * o->n_prefill_step * concurrency_axis(o);
+}
+
+void stress_leg_at(const stress_opts *o, int leg, store_leg_info *out)
+{
+    memset(out, 0, sizeof *out);
+    int nc = concurrency_axis(o);
+    store_mode legs = o->mode == STORE_MODE_SWEEP ? o->leg_mode : o->mode;
+    out->concurrency = legs == STORE_MODE_GROWTH ? 1 : o->concurrency[leg % nc];
+    if (o->mode != STORE_MODE_SWEEP)
+        return;
+    out->kv_bits = o->kv_bits[leg / (o->n_prefill_step * nc)];
+    out->prefill_step = o->prefill_step[leg / nc % o->n_prefill_step];
 }
 
 /* ---- arrivals ---- */

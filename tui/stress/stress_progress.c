@@ -23,16 +23,27 @@ void st_progress_leg(stress_run *r, int64_t requests_total, int64_t ctx_target)
     r->prog.n_legs = r->n_legs;
     r->prog.kv_bits = r->kv_bits;
     r->prog.prefill_step = r->prefill_step;
+    r->prog.concurrency = r->concurrency;
+    r->prog.agg_tps = 0.0;
     r->prog.requests_total = requests_total;
     r->prog.ctx = 0;
     r->prog.ctx_target = ctx_target;
     r->leg_fraction = 0.0;
     pthread_mutex_unlock(&r->mu);
+    r->leg_t_first = 0.0;
+    r->leg_gen_tokens = 0;
 }
 
+/* The leg's aggregate tok/s as the store will compute it at its end:
+ * every request's tokens, ok or not, over the time since the first was
+ * sent. */
 void st_progress_request(stress_run *r, const st_outcome *o, int64_t ctx)
 {
+    r->leg_gen_tokens += o->gen_tokens;
+    double wall_s = r->leg_t_first > 0 ? (clock_ms() - r->leg_t_first) / 1000.0 : 0.0;
     pthread_mutex_lock(&r->mu);
+    if (wall_s > 0)
+        r->prog.agg_tps = (double)r->leg_gen_tokens / wall_s;
     r->prog.requests_done++;
     r->prog.requests_failed += !o->ok;
     r->prog.ctx = ctx;

@@ -242,6 +242,8 @@ int st_send(stress_run *r, json_t *args, int64_t ctx_before, int64_t ctx_target,
     q->t_sent = q->t_activity = clock_ms();
     if (r->t_first_sent == 0)
         r->t_first_sent = q->t_sent;
+    if (r->leg_t_first == 0)
+        r->leg_t_first = q->t_sent;
     r->n_inflight++;
     memcpy(r->idmap[r->idmap_next].id, q->id, sizeof q->id);
     r->idmap[r->idmap_next].idx = q->idx;

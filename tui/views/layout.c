@@ -5,8 +5,9 @@
  * the flexible columns (name, memory bar, sparkline) shrink to their
  * minimum first, then columns are given up from the lowest rank. Ranks
  * follow what an operator looks at first: is the node alive, is it
- * compute- or orchestration-bound, does it have memory left, how is it
- * configured; the sparkline and layer range come last.
+ * compute- or orchestration-bound, how much of the time it computes at
+ * all and in batches of what size, does it have memory left, how is it
+ * configured; the phase, rates, sparkline and layer range come last.
  */
 #include "layout.h"
 
@@ -29,13 +30,15 @@ static const struct col_spec col_specs[LAYOUT_COL_COUNT] = {
     [LAYOUT_COL_STATE] = {"state", 8, 8, 1},
     [LAYOUT_COL_MODEL] = {"model ms", 8, 8, 2},
     [LAYOUT_COL_EVAL] = {"eval ms", 8, 8, 3},
-    [LAYOUT_COL_MEMORY] = {"memory", 12, 48, 4},
-    [LAYOUT_COL_PHASE] = {"phase", 7, 7, 5},
-    [LAYOUT_COL_KV_BITS] = {"kv", 4, 4, 6},
-    [LAYOUT_COL_PREFILL] = {"prefill", 7, 7, 7},
-    [LAYOUT_COL_STEPS] = {"steps/s", 7, 7, 8},
-    [LAYOUT_COL_SPARK] = {"step time", 10, 0, 9},
-    [LAYOUT_COL_LAYERS] = {"layers", 7, 7, 10},
+    [LAYOUT_COL_BUSY] = {"busy", 4, 4, 4},
+    [LAYOUT_COL_MEMORY] = {"memory", 12, 48, 5},
+    [LAYOUT_COL_BATCH] = {"batch", 5, 5, 6},
+    [LAYOUT_COL_KV_BITS] = {"kv", 4, 4, 7},
+    [LAYOUT_COL_PREFILL] = {"prefill", 7, 7, 8},
+    [LAYOUT_COL_PHASE] = {"phase", 7, 7, 9},
+    [LAYOUT_COL_STEPS] = {"steps/s", 7, 7, 10},
+    [LAYOUT_COL_SPARK] = {"step time", 10, 0, 11},
+    [LAYOUT_COL_LAYERS] = {"layers", 7, 7, 12},
 };
 
 const char *layout_col_title(enum layout_col c)
@@ -108,7 +111,9 @@ static void layout_dashboard(struct layout *l, struct layout_rect body, int n_no
 }
 
 /* Facts beside the charts when wide, above them when not; the log tail
- * below the charts only when both charts keep their minimum. */
+ * below the charts when two rows of them keep their minimum. The charts
+ * in three rows (timing, load, memory) when each keeps its minimum, else
+ * the load charts share the memory row, on its right. */
 static void layout_node(struct layout *l, struct layout_rect body)
 {
     struct layout_rect charts = body;
@@ -125,9 +130,22 @@ static void layout_node(struct layout *l, struct layout_rect body)
         charts.h -= log_h;
         l->pane[LAYOUT_LOG] = rect(charts.x, charts.y + charts.h, charts.w, log_h);
     }
-    int top = charts.h / 2;
-    l->pane[LAYOUT_TIMING] = rect(charts.x, charts.y, charts.w, top);
-    l->pane[LAYOUT_MEMORY] = rect(charts.x, charts.y + top, charts.w, charts.h - top);
+    int rows = charts.h >= 3 * LAYOUT_CHART_MIN_ROWS ? 3 : 2;
+    int h = charts.h / rows, y = charts.y;
+    l->pane[LAYOUT_TIMING] = rect(charts.x, y, charts.w, h);
+    y += h;
+    if (rows == 3) {
+        l->pane[LAYOUT_LOAD] = rect(charts.x, y, charts.w, h);
+        y += h;
+    }
+    struct layout_rect last = rect(charts.x, y, charts.w, charts.y + charts.h - y);
+    if (rows == 3) {
+        l->pane[LAYOUT_MEMORY] = last;
+    } else {
+        int half = last.w / 2;
+        l->pane[LAYOUT_MEMORY] = rect(last.x, last.y, half, last.h);
+        l->pane[LAYOUT_LOAD] = rect(last.x + half, last.y, last.w - half, last.h);
+    }
 }
 
 static void layout_config(struct layout *l, struct layout_rect body, int n_nodes)

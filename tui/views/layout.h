@@ -44,6 +44,7 @@ enum layout_pane {
     LAYOUT_EVENTS_PANE,  /* dashboard: a title, then the newest events */
     LAYOUT_FACTS,        /* node detail: the node's facts */
     LAYOUT_TIMING,       /* node detail: model_ms / eval_ms by phase over time */
+    LAYOUT_LOAD,         /* node detail: busy % and batch size over time */
     LAYOUT_MEMORY,       /* node detail: memory and KV bytes over time */
     LAYOUT_LOG,          /* node detail: the log tail, when there is room */
     LAYOUT_CONFIG_TABLE, /* config: column titles, then a row per node */
@@ -70,6 +71,8 @@ enum layout_col {
     LAYOUT_COL_STATE,
     LAYOUT_COL_LAYERS,
     LAYOUT_COL_PHASE,
+    LAYOUT_COL_BUSY,  /* model time / wall time, "idle" when not stepping */
+    LAYOUT_COL_BATCH, /* sequences per step */
     LAYOUT_COL_STEPS,
     LAYOUT_COL_MODEL,
     LAYOUT_COL_EVAL,

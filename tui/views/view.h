@@ -179,6 +179,10 @@ int view_node_action_key(struct view_ctx *v, int key, int node);
 void view_event_line(struct view_ctx *v, WINDOW *w, int y, int width, const struct state_event *e);
 /* prefill_step as shown: "auto", a size, or "-" when unknown. */
 void view_fmt_prefill(int prefill, char *buf, size_t len);
+/* A busy fraction as shown: "73%", "idle" for an idle node, "-" for NaN. */
+void view_fmt_busy(double busy, int idle, char *buf, size_t len);
+/* Sequences per step as shown: "1.0", "12.5", "64", or "-" for NaN. */
+void view_fmt_batch(double batch, char *buf, size_t len);
 
 /* ---- a run's requests charted against context, in view_curves.c ---- */
 

@@ -1,6 +1,7 @@
 /* view_common.c: small pieces more than one view needs, and the requests
  * views make back to ui.c (actions, messages, questions), which they leave
  * in their context for ui.c to act on after the key. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -142,6 +143,27 @@ void view_fmt_prefill(int prefill, char *buf, size_t len)
         snprintf(buf, len, "-");
     else
         snprintf(buf, len, "%d", prefill);
+}
+
+void view_fmt_busy(double busy, int idle, char *buf, size_t len)
+{
+    if (isnan(busy))
+        snprintf(buf, len, "-");
+    else if (idle)
+        snprintf(buf, len, "idle");
+    else
+        snprintf(buf, len, "%.0f%%", 100.0 * fmin(fmax(busy, 0.0), 1.0));
+}
+
+/* One decimal below 100: a mean of 1.5 sequences per step is not 2. */
+void view_fmt_batch(double batch, char *buf, size_t len)
+{
+    if (isnan(batch))
+        snprintf(buf, len, "-");
+    else if (batch < 100)
+        snprintf(buf, len, "%.1f", batch);
+    else
+        snprintf(buf, len, "%.0f", batch);
 }
 
 /* ---- requests back to ui.c ---- */

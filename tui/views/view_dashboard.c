@@ -5,6 +5,7 @@
  * name for bad activations or a different model), and the events pane's
  * title lists the reasons in words, so they show without colour too.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,7 +26,8 @@ static void draw_titles(struct view_ctx *v, WINDOW *w, int x0)
         const char *t = layout_col_title((enum layout_col)c);
         /* Numbers are right-aligned, and so are their titles. */
         int right = c == LAYOUT_COL_STEPS || c == LAYOUT_COL_MODEL || c == LAYOUT_COL_EVAL ||
-                    c == LAYOUT_COL_KV_BITS || c == LAYOUT_COL_PREFILL;
+                    c == LAYOUT_COL_KV_BITS || c == LAYOUT_COL_PREFILL || c == LAYOUT_COL_BUSY ||
+                    c == LAYOUT_COL_BATCH;
         if (right)
             draw_rjust(w, v->g, 0, r->x - x0, r->w, palette_attr(v->pal, PAL_TITLE), t);
         else
@@ -82,6 +84,14 @@ static void draw_node_row(struct view_ctx *v, WINDOW *w, int y, int x0, int node
                                      : nv.phase == STATE_DECODE  ? "decode"
                                                                  : "idle";
         draw_text(w, v->g, y, r->x - x0, r->w, nv.phase < 0 ? dim : A_NORMAL, ph);
+    }
+    if ((r = cell(v, LAYOUT_COL_BUSY))) {
+        view_fmt_busy(live ? nv.busy : NAN, nv.phase < 0, buf, sizeof buf);
+        draw_rjust(w, v->g, y, r->x - x0, r->w, nv.phase < 0 ? dim : A_NORMAL, buf);
+    }
+    if ((r = cell(v, LAYOUT_COL_BATCH))) {
+        view_fmt_batch(live ? nv.batch : NAN, buf, sizeof buf);
+        draw_rjust(w, v->g, y, r->x - x0, r->w, nv.phase < 0 ? dim : A_NORMAL, buf);
     }
     draw_num(v, w, y, x0, LAYOUT_COL_STEPS, nv.steps_per_s, A_NORMAL);
     draw_num(v, w, y, x0, LAYOUT_COL_MODEL, nv.model_p50, A_NORMAL);

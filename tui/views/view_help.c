@@ -51,6 +51,12 @@ static const char *const help_lines[] = {
     "NaN  ACT!\tnon-finite activations; act_max far above its level",
     "FP!=\tthis stage's model fingerprint differs from the others",
     "Memory bar\tweights, KV, other, headroom against the budget",
+    "Load",
+    "busy\tmodel time / wall time, last 2 s: 40% means the node",
+    "\tcomputes 40% of the time and waits 60%; idle: no step 2 s",
+    "batch\tsequences per step over 5 s (a prefill chunk is 1)",
+    "\t1.0: requests run one at a time; more: decode batches",
+    "node view\tboth charted per second; requests running, queued",
 };
 
 #define HELP_LINES ((int)(sizeof help_lines / sizeof help_lines[0]))

@@ -109,16 +109,19 @@ static void draw_summary(struct view_ctx *v, WINDOW *w, int width, int h)
     draw_textf(w, v->g, y++, 0, width, palette_attr(v->pal, PAL_TITLE),
                "run %lld %s  %s %s  model %s  max context %lld", (long long)s->run.id, s->run.name,
                s->run.mode, s->run.status, s->run.model, (long long)s->run.max_context);
-    draw_textf(w, v->g, y++, 0, width, A_BOLD, "%-4s %4s %7s %-10s %8s %5s %6s %11s %9s %9s %11s",
-               "leg", "kv", "prefill", "status", "max ctx", "reqs", "failed", "decode t/s",
-               "tpot ms", "ttft ms", "prefill t/s");
+    draw_textf(w, v->g, y++, 0, width, A_BOLD,
+               "%-4s %4s %7s %4s %-10s %8s %5s %6s %9s %11s %9s %9s %11s", "leg", "kv", "prefill",
+               "conc", "status", "max ctx", "reqs", "failed", "agg t/s", "decode t/s", "tpot ms",
+               "ttft ms", "prefill t/s");
     for (size_t i = 0; i < s->n_legs && y < h; i++) {
         const store_leg_summary *l = &s->legs[i];
+        char agg[16] = "-";
+        if (!isnan(l->agg_tps)) snprintf(agg, sizeof agg, "%.1f", l->agg_tps);
         draw_textf(w, v->g, y++, 0, width, A_NORMAL,
-                   "%-4d %4d %7d %-10s %8lld %5lld %6lld %11.1f %9.1f %9.1f %11.1f", l->idx,
-                   l->kv_bits, l->prefill_step, l->status, (long long)l->max_context,
-                   (long long)l->requests, (long long)l->failed, l->decode_tps.p50, l->tpot_ms.p50,
-                   l->ttft_ms.p50, l->prefill_tps.p50);
+                   "%-4d %4d %7d %4d %-10s %8lld %5lld %6lld %9s %11.1f %9.1f %9.1f %11.1f",
+                   l->idx, l->kv_bits, l->prefill_step, l->concurrency, l->status,
+                   (long long)l->max_context, (long long)l->requests, (long long)l->failed, agg,
+                   l->decode_tps.p50, l->tpot_ms.p50, l->ttft_ms.p50, l->prefill_tps.p50);
     }
     if (s->failure.found && y < h)
         draw_textf(w, v->g, y++, 0, width, palette_attr(v->pal, PAL_ERROR),
@@ -188,8 +191,8 @@ static void leg_scope(struct view_ctx *v, int64_t id, char *buf, size_t len)
     if (v->hist.leg >= (int)s->n_legs) v->hist.leg = 0;
     if (s->n_legs < 2) return;
     const store_leg_summary *l = &s->legs[v->hist.leg];
-    snprintf(buf, len, "leg %d/%zu kv %d prefill %d", l->idx + 1, s->n_legs, l->kv_bits,
-             l->prefill_step);
+    snprintf(buf, len, "leg %d/%zu kv %d prefill %d conc %d", l->idx + 1, s->n_legs, l->kv_bits,
+             l->prefill_step, l->concurrency);
 }
 
 static void draw_charts(struct view_ctx *v, WINDOW *w, struct layout_rect r)

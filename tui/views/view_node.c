@@ -1,6 +1,7 @@
 /* view_node.c: one node in detail: its facts and config, step timing by
- * phase over time, memory and KV over time, and its log over SSH (with a
- * cluster file; remote.h) or else its own events. */
+ * phase over time, how busy it is and its batch size over time, memory and
+ * KV over time, and its log over SSH (with a cluster file; remote.h) or
+ * else its own events. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -108,6 +109,10 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
         view_flags_text(v->g, nv.flags, flags, sizeof flags);
         fact(fs, "alerts", PAL_ALERT, "%s", flags);
     }
+    view_fmt_busy(nv.busy, nv.phase < 0, buf, sizeof buf);
+    char batch[16];
+    view_fmt_batch(nv.batch, batch, sizeof batch);
+    fact(fs, "busy", nv.phase < 0 ? PAL_DIM : PAL_TEXT, "%s, batch %s", buf, batch);
     view_fmt_prefill(cfg->prefill_step, buf, sizeof buf);
     fact(fs, "prefill", PAL_TEXT, "%s (steps of %d)", buf, cfg->prefill_effective);
     if (cfg->kv_bits > 0)
@@ -144,7 +149,13 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
         else
             fact(fs, "max_ctx", PAL_TEXT, "no cap");
         fact_bytes(fs, "rss", s->memory.rss);
-        fact(fs, "sessions", PAL_TEXT, "%d, %d active", s->sessions, s->active);
+        fact(fs, "sessions", PAL_TEXT, "%d", s->sessions);
+        fact(fs, "requests", s->queued ? PAL_PENDING : PAL_TEXT, "%d running, %d queued",
+             s->active, s->queued);
+        /* An older node runs one request at a time and says nothing. */
+        if (s->config.max_seqs > 0)
+            fact(fs, "batching", PAL_TEXT, "max_seqs %d, pipeline depth %d", s->config.max_seqs,
+                 s->config.pipeline_depth);
         meter_fmt_duration(s->uptime_s, buf, sizeof buf);
         fact(fs, "uptime", PAL_TEXT, "%s", buf);
         fact(fs, "version", PAL_TEXT, "%s", s->version);
@@ -222,6 +233,31 @@ static void draw_timing(struct view_ctx *v, int node)
     }
 }
 
+static void fmt_percent(double v, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.0f%%", v);
+}
+
+/* How much of the time the node computes, and in batches of what size:
+ * two charts side by side, as the timing ones. */
+static void draw_load(struct view_ctx *v, int node)
+{
+    WINDOW *w = v->win[LAYOUT_LOAD];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_LOAD];
+    double busy[STATE_SECONDS], seqs[STATE_SECONDS];
+    if (!w) return;
+    int half = p->w / 2;
+    int n = chart_points(v, half - 1);
+    state_series(v->st, node, STATE_SERIES_BUSY, STATE_ANY, n, v->now, busy);
+    for (int i = 0; i < n; i++) busy[i] *= 100.0;
+    struct draw_series b = {"model/wall", busy, n};
+    draw_chart(w, v->g, v->pal, 0, 0, half - 1, p->h, "busy %", &b, 1, 100.0, fmt_percent);
+    n = chart_points(v, p->w - half - 1);
+    state_series(v->st, node, STATE_SERIES_SEQS, STATE_ANY, n, v->now, seqs);
+    struct draw_series q = {"seqs/step", seqs, n};
+    draw_chart(w, v->g, v->pal, 0, half, p->w - half - 1, p->h, "batch", &q, 1, 0, meter_fmt_num);
+}
+
 static void draw_memory(struct view_ctx *v, int node)
 {
     WINDOW *w = v->win[LAYOUT_MEMORY];
@@ -282,6 +318,7 @@ static void node_draw(struct view_ctx *v)
     if (v->n_nodes == 0) return;
     draw_facts(v, v->node);
     draw_timing(v, v->node);
+    draw_load(v, v->node);
     draw_memory(v, v->node);
     draw_log(v, v->node);
 }

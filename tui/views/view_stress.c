@@ -67,7 +67,7 @@ static void field_text(const stress_opts *o, enum field f, char *buf, size_t len
     case F_GEN: snprintf(buf, len, "%d", o->gen); break;
     case F_REQUESTS: snprintf(buf, len, "%lld", (long long)o->requests); break;
     case F_PROMPT: snprintf(buf, len, "%d", o->prompt_tokens); break;
-    case F_CONCURRENCY: snprintf(buf, len, "%d", o->concurrency); break;
+    case F_CONCURRENCY: fmt_list(o->concurrency, o->n_concurrency, buf, len); break;
     case F_RATE: snprintf(buf, len, o->rate > 0 ? "%g" : "as fast as allowed", o->rate); break;
     case F_SEED: snprintf(buf, len, "%llu", (unsigned long long)o->seed); break;
     case F_DURATION: snprintf(buf, len, "%g", o->duration_s); break;
@@ -107,36 +107,31 @@ static int field_used(const stress_opts *o, enum field f)
     }
 }
 
-static int parse_list(const char *s, int *out, int *n)
-{
-    char buf[VIEW_FORM_TEXT], *save = NULL;
-    int k = 0;
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        char *end;
-        long x = strtol(t, &end, 10);
-        if (end == t || *end || k == STRESS_LIST_MAX) return -1;
-        out[k++] = (int)x;
-    }
-    if (k == 0) return -1;
-    *n = k;
-    return 0;
-}
-
-/* Takes the typed text into the field; -1 when it is not a number there. */
-static int field_set(stress_opts *o, enum field f, const char *s)
+/* Takes the typed text into the field; -1 with err when it does not fit
+ * there. The values themselves are checked when the run starts
+ * (stress_opts_check), in the headless verb's words. */
+static int field_set(stress_opts *o, enum field f, const char *s, char *err, size_t errlen)
 {
     char *end;
     double d = strtod(s, &end);
     int number = end != s && *end == '\0';
     switch (f) {
-    case F_KV_BITS: return parse_list(s, o->kv_bits, &o->n_kv_bits);
-    case F_PREFILL: return parse_list(s, o->prefill_step, &o->n_prefill_step);
+    case F_KV_BITS:
+        return stress_parse_list("--kv-bits", s, o->kv_bits, &o->n_kv_bits, err, errlen);
+    case F_PREFILL:
+        return stress_parse_list("--prefill-step", s, o->prefill_step, &o->n_prefill_step, err,
+                                 errlen);
+    case F_CONCURRENCY:
+        return stress_parse_list("--concurrency", s, o->concurrency, &o->n_concurrency, err,
+                                 errlen);
     case F_NAME: snprintf(o->name, sizeof o->name, "%s", s); return 0;
     case F_NOTES: snprintf(o->notes, sizeof o->notes, "%s", s); return 0;
     default: break;
     }
-    if (!number) return -1;
+    if (!number) {
+        snprintf(err, errlen, "%s: \"%s\" is not a number", field_label[f], s);
+        return -1;
+    }
     switch (f) {
     case F_FROM: o->from = (int64_t)d; break;
     case F_TO: o->to = (int64_t)d; break;
@@ -146,12 +141,11 @@ static int field_set(stress_opts *o, enum field f, const char *s)
     case F_GEN: o->gen = (int)d; break;
     case F_REQUESTS: o->requests = (int64_t)d; break;
     case F_PROMPT: o->prompt_tokens = (int)d; break;
-    case F_CONCURRENCY: o->concurrency = (int)d; break;
     case F_RATE: o->rate = d; break;
     case F_SEED: if (d < 0) return -1; o->seed = (uint64_t)d; break;
     case F_DURATION: o->duration_s = d; break;
     case F_TIMEOUT: o->timeout_s = d; break;
-    default: return -1;
+    default: snprintf(err, errlen, "%s takes no value", field_label[f]); return -1;
     }
     return 0;
 }
@@ -200,14 +194,16 @@ static void draw_progress(struct view_ctx *v, const stress_progress *pr)
     int x = draw_textf(w, v->g, 0, 0, width, palette_attr(v->pal, PAL_TITLE), "run %lld %s ",
                        (long long)pr->run_id, store_mode_name(pr->mode));
     draw_text(w, v->g, 0, x, width - x, palette_attr(v->pal, role) | A_BOLD, state);
-    draw_textf(w, v->g, 1, 0, width, A_NORMAL, "leg %d/%d  kv_bits %d  prefill_step %d",
-               pr->leg + 1, pr->n_legs, pr->kv_bits, pr->prefill_step);
+    draw_textf(w, v->g, 1, 0, width, A_NORMAL,
+               "leg %d/%d  kv_bits %d  prefill_step %d  concurrency %d", pr->leg + 1, pr->n_legs,
+               pr->kv_bits, pr->prefill_step, pr->concurrency);
     draw_textf(w, v->g, 2, 0, width, A_BOLD, "context %lld / %lld", (long long)pr->ctx,
                (long long)pr->ctx_target);
     draw_textf(w, v->g, 3, 0, width, A_NORMAL, "requests %lld ok  %lld failed  %d in flight",
                (long long)pr->requests_done, (long long)pr->requests_failed, pr->in_flight);
-    draw_textf(w, v->g, 4, 0, width, A_NORMAL, "decode %.1f tok/s  elapsed %s  eta %s", pr->tok_s,
-               el, eta);
+    draw_textf(w, v->g, 4, 0, width, A_NORMAL,
+               "decode %.1f tok/s  aggregate %.1f tok/s  elapsed %s  eta %s", pr->tok_s,
+               pr->agg_tps, el, eta);
     if (pr->last_error[0])
         draw_textf(w, v->g, 5, 0, width, palette_attr(v->pal, PAL_ERROR), "failure: %s",
                    pr->last_error);
@@ -262,10 +258,10 @@ static void edit_key(struct view_ctx *v, int key)
 {
     size_t n = strlen(v->form.text);
     if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+        char err[256];
         v->form.editing = 0;
-        if (field_set(form_opts(v), v->form.field, v->form.text) != 0)
-            view_message(v, 1, "%s: \"%s\" is not a valid value", field_label[v->form.field],
-                         v->form.text);
+        if (field_set(form_opts(v), v->form.field, v->form.text, err, sizeof err) != 0)
+            view_message(v, 1, "%s", err);
     } else if (key == 27) {
         v->form.editing = 0;
     } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {

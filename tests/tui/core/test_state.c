@@ -48,10 +48,12 @@ static void step(int node, int phase, double model_ms, double eval_ms, double no
     state_ingest_step(st, node, &h, &s, now);
 }
 
-static void heartbeat(int node, double now)
+/* busy: what the heartbeat says, NaN for an older node that says nothing. */
+static void heartbeat_busy(int node, double busy, double now)
 {
     proto_head h = head_of(node);
     proto_status s = {0};
+    s.busy = busy;
     s.config.kv_bits = 16;
     s.config.prefill_step = 64;
     s.memory.budget = 10000;
@@ -65,6 +67,11 @@ static void heartbeat(int node, double now)
     s.model.layer_last = node * 4 + 4;
     strcpy(s.model.fingerprint, "aaaa");
     state_ingest_heartbeat(st, node, &h, &s, now);
+}
+
+static void heartbeat(int node, double now)
+{
+    heartbeat_busy(node, NAN, now);
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -585,4 +592,100 @@ Test(state, node_view_row)
     cr_assert_eq(v.phase, -1, "idle");
     cr_assert_eq(state_node_index(st, "tail"), 2);
     cr_assert_eq(state_node_index(st, "nope"), -1);
+}
+
+/* ---- load: busy and batch ---- */
+
+/* A decode step carrying `seqs` sequences; busy NaN: the node says none. */
+static void step_load(int node, double model_ms, int seqs, double busy, double now)
+{
+    proto_head h = head_of(node);
+    proto_step s = make_step(PROTO_PHASE_DECODE, model_ms, 1);
+    s.seqs = seqs;
+    s.busy = busy;
+    state_ingest_step(st, node, &h, &s, now);
+}
+
+Test(state, batch_is_sequences_per_step_each_second)
+{
+    /* Second 20: two steps of 4 sequences and one of 1; second 21: one of
+     * 8 and a prefill chunk (1 sequence); an older node's 0 counts as 1. */
+    step_load(0, 5, 4, NAN, 20.1);
+    step_load(0, 5, 4, NAN, 20.2);
+    step_load(0, 5, 1, NAN, 20.3);
+    step_load(0, 5, 8, NAN, 21.1);
+    step(0, PROTO_PHASE_PREFILL, 5, 1, 21.2);
+    double v[3];
+    state_series(st, 0, STATE_SERIES_SEQS, STATE_ANY, 3, 22.5, v);
+    cr_assert(isnan(v[0]), "no steps in second 19");
+    cr_assert_float_eq(v[1], 9.0 / 3, 1e-9);
+    cr_assert_float_eq(v[2], 9.0 / 2, 1e-9);
+    state_series(st, 0, STATE_SERIES_SEQS, STATE_DECODE, 3, 22.5, v);
+    cr_assert_float_eq(v[2], 8, 1e-9, "the prefill chunk is left out of the decode batch");
+    struct state_node_view nv;
+    state_node_view(st, 0, 22.5, &nv);
+    cr_assert_float_eq(nv.batch, 18.0 / 5, 1e-9, "seqs over steps of the recent seconds");
+    state_node_view(st, 0, 22.5 + STATE_RECENT_S, &nv);
+    cr_assert(isnan(nv.batch), "no steps in the window");
+}
+
+Test(state, busy_is_what_the_steps_say_else_the_heartbeat_else_model_time)
+{
+    double v[4];
+    /* Second 30: the steps say 0.6 and 0.8; the heartbeat's 0.1 loses. */
+    heartbeat_busy(0, 0.1, 30.05);
+    step_load(0, 100, 1, 0.6, 30.1);
+    step_load(0, 100, 1, 0.8, 30.2);
+    /* Second 31: steps without busy, the heartbeat says 0.45. */
+    step_load(0, 100, 1, NAN, 31.1);
+    heartbeat_busy(0, 0.45, 31.5);
+    /* Second 32: nobody says: 3 steps of 150 ms model time are 45% of it. */
+    heartbeat(0, 32.05);
+    for (int i = 0; i < 3; i++) step_load(0, 150, 1, NAN, 32.1 + i * 0.1);
+    state_series(st, 0, STATE_SERIES_BUSY, STATE_ANY, 4, 33.5, v);
+    cr_assert(isnan(v[0]), "nothing heard in second 29");
+    cr_assert_float_eq(v[1], 0.7, 1e-9);
+    cr_assert_float_eq(v[2], 0.45, 1e-9);
+    cr_assert_float_eq(v[3], 0.45, 1e-9);
+    /* Capped at 1 either way: a node's 1.5, or 1.2 s of model time in a second. */
+    step_load(1, 5, 1, 1.5, 40.1);
+    for (int i = 0; i < 4; i++) step_load(2, 300, 1, NAN, 40.1 + i * 0.2);
+    state_series(st, 1, STATE_SERIES_BUSY, STATE_ANY, 1, 41, v);
+    cr_assert_float_eq(v[0], 1, 1e-9);
+    state_series(st, 2, STATE_SERIES_BUSY, STATE_ANY, 1, 41, v);
+    cr_assert_float_eq(v[0], 1, 1e-9);
+}
+
+Test(state, busy_on_the_dashboard_decays_to_idle)
+{
+    struct state_node_view nv;
+    state_node_view(st, 0, 5, &nv);
+    cr_assert(isnan(nv.busy), "nothing heard yet");
+    /* Seconds 50 and 51 stepping at 0.4 and 0.6, heartbeats every second. */
+    for (int s = 50; s < 54; s++) heartbeat_busy(0, s < 52 ? 0.5 : 0.0, s + 0.05);
+    step_load(0, 10, 1, 0.4, 50.5);
+    step_load(0, 10, 1, 0.6, 51.5);
+    state_node_view(st, 0, 52.2, &nv);
+    cr_assert_eq(nv.phase, STATE_DECODE);
+    cr_assert_float_eq(nv.busy, 0.5, 1e-9, "the mean of the last %d complete seconds",
+                       STATE_BUSY_S);
+    state_node_view(st, 0, 53.2, &nv);
+    cr_assert_float_eq(nv.busy, (0.6 + 0.0) / 2, 1e-9, "the heartbeat's 0 follows the steps");
+    /* No step since 51.5: idle after STATE_IDLE_S, and busy 0 with it. */
+    state_node_view(st, 0, 51.5 + STATE_IDLE_S + 0.1, &nv);
+    cr_assert_eq(nv.phase, -1);
+    cr_assert_float_eq(nv.busy, 0, 1e-9);
+    /* An older node (no busy anywhere) idles to 0 through its heartbeats. */
+    heartbeat(1, 60.05);
+    step_load(1, 200, 1, NAN, 60.5);
+    heartbeat(1, 61.05);
+    heartbeat(1, 62.05);
+    state_node_view(st, 1, 61.5, &nv);
+    cr_assert_float_eq(nv.busy, 0.2, 1e-9, "200 ms of model time in second 60");
+    state_node_view(st, 1, 62.4, &nv);
+    cr_assert_eq(nv.phase, STATE_DECODE);
+    cr_assert_float_eq(nv.busy, 0.1, 1e-9, "second 61 heard a heartbeat and no step");
+    /* Down: nothing heard in the window. */
+    state_node_view(st, 1, 100, &nv);
+    cr_assert(isnan(nv.busy));
 }

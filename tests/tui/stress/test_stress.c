@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/sys/clock.h"
 #include "tui/stress/stress_int.h"
 
 /* The levels of a growth leg, as the runner walks them. */
@@ -176,9 +177,18 @@ Test(stress_opts, fixed_and_soak_errors)
     stress_opts o;
     stress_opts_init(&o);
     o.mode = STORE_MODE_FIXED;
-    o.concurrency = 17;
-    expect_error(&o, "--concurrency 17");
-    o.concurrency = 4;
+    o.concurrency[0] = STRESS_CONCURRENCY_MAX + 1;
+    expect_error(&o, "--concurrency: 65 is not a number of requests in 1..64");
+    o.concurrency[0] = 0;
+    expect_error(&o, "--concurrency: 0 is not");
+    o.concurrency[0] = STRESS_CONCURRENCY_MAX;
+    char err[256];
+    cr_expect_eq(stress_opts_check(&o, err, sizeof err), 0, "%s", err);
+    o.n_concurrency = 2;
+    o.concurrency[1] = 4;
+    expect_error(&o, "--concurrency: fixed takes one value (a list is for sweep legs)");
+    o.n_concurrency = 1;
+    o.concurrency[0] = 4;
     o.rate = -1;
     expect_error(&o, "--rate");
     o.rate = 0;
@@ -253,6 +263,133 @@ Test(stress_points, watchers_get_each_ok_request_once_in_order)
     cr_expect_eq(got[0].idx, 103);
     cr_assert_eq(stress_points_since(r, &from, got, 10), 10);
     cr_expect_eq(got[0].idx, 113);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+/* ---- the sweep's concurrency axis ---- */
+
+static void expect_list(const char *flag, const char *text, int n, const int *want)
+{
+    int v[STRESS_LIST_MAX], got = -1;
+    char err[256] = "";
+    cr_assert_eq(stress_parse_list(flag, text, v, &got, err, sizeof err), 0, "%s: %s", text, err);
+    cr_assert_eq(got, n, "%s", text);
+    for (int i = 0; i < n; i++)
+        cr_expect_eq(v[i], want[i], "%s, value %d", text, i);
+}
+
+static void expect_list_error(const char *text, const char *needle)
+{
+    int v[STRESS_LIST_MAX], n;
+    char err[256] = "";
+    cr_assert_eq(stress_parse_list("--concurrency", text, v, &n, err, sizeof err), -1,
+                 "\"%s\" was taken", text);
+    cr_expect(strstr(err, "--concurrency") != NULL, "\"%s\" does not name the option", err);
+    cr_expect(strstr(err, needle) != NULL, "\"%s\" does not say \"%s\"", err, needle);
+}
+
+Test(stress_sweep, lists_parse_and_bad_items_are_named)
+{
+    expect_list("--concurrency", "1,4,16", 3, (const int[]){1, 4, 16});
+    expect_list("--concurrency", "64", 1, (const int[]){64});
+    expect_list("--kv-bits", "16,8,4", 3, (const int[]){16, 8, 4});
+    expect_list_error("1,x,4", "\"x\" in \"1,x,4\" is not a whole number");
+    expect_list_error("", "\"\" in \"\" is not a whole number");
+    expect_list_error("1,,4", "\"\" in \"1,,4\"");
+    expect_list_error("1,4,", "\"\" in \"1,4,\"");
+    expect_list_error("2.5", "\"2.5\"");
+    expect_list_error("99999999999", "\"99999999999\"");
+    expect_list_error("1,2,3,4,5,6,7,8,9", "at most 8 values");
+}
+
+static stress_opts sweep_fixed(void)
+{
+    stress_opts o;
+    stress_opts_init(&o);
+    o.mode = STORE_MODE_SWEEP;
+    o.leg_mode = STORE_MODE_FIXED;
+    o.n_kv_bits = 2;
+    o.kv_bits[0] = 16;
+    o.kv_bits[1] = 4;
+    o.n_prefill_step = 1;
+    o.prefill_step[0] = 256;
+    o.n_concurrency = 3;
+    o.concurrency[0] = 1;
+    o.concurrency[1] = 4;
+    o.concurrency[2] = 16;
+    return o;
+}
+
+Test(stress_sweep, concurrency_values_are_checked_by_name)
+{
+    stress_opts o = sweep_fixed();
+    char err[256];
+    cr_expect_eq(stress_opts_check(&o, err, sizeof err), 0, "%s", err);
+    o.concurrency[2] = 65;
+    expect_error(&o, "--concurrency: 65 is not a number of requests in 1..64");
+    o.concurrency[2] = -3;
+    expect_error(&o, "--concurrency: -3 is not");
+}
+
+/* kv_bits outermost, concurrency innermost; growth legs have no
+ * concurrency axis; a leg outside a sweep takes the ring's settings. */
+Test(stress_sweep, legs_walk_the_grid)
+{
+    stress_opts o = sweep_fixed();
+    cr_assert_eq(stress_leg_count(&o), 6);
+    static const int want[6][3] = {{16, 256, 1}, {16, 256, 4}, {16, 256, 16},
+                                   {4, 256, 1},  {4, 256, 4},  {4, 256, 16}};
+    for (int leg = 0; leg < 6; leg++) {
+        store_leg_info l;
+        stress_leg_at(&o, leg, &l);
+        cr_expect_eq(l.kv_bits, want[leg][0], "leg %d", leg);
+        cr_expect_eq(l.prefill_step, want[leg][1], "leg %d", leg);
+        cr_expect_eq(l.concurrency, want[leg][2], "leg %d", leg);
+    }
+    o.n_prefill_step = 2;
+    o.prefill_step[1] = 512;
+    cr_assert_eq(stress_leg_count(&o), 12);
+    store_leg_info l;
+    stress_leg_at(&o, 4, &l);
+    cr_expect(l.kv_bits == 16 && l.prefill_step == 512 && l.concurrency == 4);
+    stress_leg_at(&o, 11, &l);
+    cr_expect(l.kv_bits == 4 && l.prefill_step == 512 && l.concurrency == 16);
+
+    o.leg_mode = STORE_MODE_GROWTH;
+    cr_assert_eq(stress_leg_count(&o), 4, "growth legs grow one session");
+    stress_leg_at(&o, 3, &l);
+    cr_expect(l.kv_bits == 4 && l.prefill_step == 512 && l.concurrency == 1);
+
+    stress_opts_init(&o);
+    o.mode = STORE_MODE_FIXED;
+    o.concurrency[0] = 8;
+    cr_assert_eq(stress_leg_count(&o), 1);
+    stress_leg_at(&o, 0, &l);
+    cr_expect(l.kv_bits == 0 && l.prefill_step == 0 && l.concurrency == 8);
+}
+
+/* A leg's aggregate tok/s counts the tokens of every ended request, failed
+ * ones too, over the time since its first request was sent. */
+Test(stress_sweep, progress_reports_the_legs_aggregate_throughput)
+{
+    stress_run *r = calloc(1, sizeof *r);
+    cr_assert_not_null(r);
+    pthread_mutex_init(&r->mu, NULL);
+    r->concurrency = 4;
+    st_progress_leg(r, 8, -1);
+    r->leg_t_first = clock_ms() - 2000.0;
+    st_outcome ok = {.ok = 1, .gen_tokens = 30}, bad = {.ok = 0, .gen_tokens = 10};
+    st_progress_request(r, &ok, 0);
+    st_progress_request(r, &bad, 0);
+    stress_progress p;
+    stress_progress_get(r, &p);
+    cr_expect_eq(p.concurrency, 4);
+    /* At least 2 s have passed since the first request: at most 40 / 2. */
+    cr_expect(p.agg_tps > 0 && p.agg_tps <= 20.0, "%g", p.agg_tps);
+    st_progress_leg(r, 8, -1);
+    stress_progress_get(r, &p);
+    cr_expect_eq(p.agg_tps, 0, "a new leg starts from nothing");
     pthread_mutex_destroy(&r->mu);
     free(r);
 }

@@ -11,7 +11,7 @@
 #include "tui/views/layout.h"
 
 static const char *const pane_names[LAYOUT_PANE_COUNT] = {
-    "header", "footer", "nodes", "events_pane", "facts", "timing", "memory",
+    "header", "footer", "nodes", "events_pane", "facts", "timing", "load", "memory",
     "log",    "config_table", "config_edit", "filter", "list", "form", "progress", "chart",
     "runs",   "detail", "plan_form", "plan_bars", "plan_info", "help", "message"};
 
@@ -47,6 +47,7 @@ static int pane_of_view(enum layout_pane p, enum layout_view v)
     case LAYOUT_EVENTS_PANE: return v == LAYOUT_DASHBOARD;
     case LAYOUT_FACTS:
     case LAYOUT_TIMING:
+    case LAYOUT_LOAD:
     case LAYOUT_MEMORY:
     case LAYOUT_LOG: return v == LAYOUT_NODE;
     case LAYOUT_CONFIG_TABLE:
@@ -113,9 +114,11 @@ static const char *check_view(const struct layout *l, int n_nodes)
         break;
     }
     case LAYOUT_NODE:
-        if (p[LAYOUT_TIMING].h < LAYOUT_CHART_MIN_ROWS || p[LAYOUT_MEMORY].h < LAYOUT_CHART_MIN_ROWS)
+        if (p[LAYOUT_TIMING].h < LAYOUT_CHART_MIN_ROWS ||
+            p[LAYOUT_LOAD].h < LAYOUT_CHART_MIN_ROWS ||
+            p[LAYOUT_MEMORY].h < LAYOUT_CHART_MIN_ROWS)
             return "chart below its minimum height";
-        if (p[LAYOUT_TIMING].w < 40) return "charts too narrow";
+        if (p[LAYOUT_TIMING].w < 40 || p[LAYOUT_LOAD].w < 40) return "charts too narrow";
         if (!shown(p[LAYOUT_FACTS])) return "no facts";
         if (l->rows >= 40 && !shown(p[LAYOUT_LOG])) return "no log tail on a tall terminal";
         break;
@@ -232,10 +235,19 @@ Test(layout, column_drop_order)
     struct layout l = layout_compute(80, 24, LAYOUT_DASHBOARD, 3, 0);
     cr_assert_eq(l.col[LAYOUT_COL_SPARK].w, 0, "the sparkline goes before the knobs");
     cr_assert_eq(l.col[LAYOUT_COL_LAYERS].w, 0);
+    cr_assert_eq(l.col[LAYOUT_COL_STEPS].w, 0, "the rate goes before busy and batch");
+    cr_assert_eq(l.col[LAYOUT_COL_PHASE].w, 0, "busy tells idle nodes at 80 columns");
+    cr_assert_gt(l.col[LAYOUT_COL_BUSY].w, 0);
+    cr_assert_gt(l.col[LAYOUT_COL_BATCH].w, 0);
     cr_assert_gt(l.col[LAYOUT_COL_KV_BITS].w, 0);
     cr_assert_gt(l.col[LAYOUT_COL_PREFILL].w, 0);
-    cr_assert_gt(l.col[LAYOUT_COL_STEPS].w, 0);
-    cr_assert_gt(l.col[LAYOUT_COL_PHASE].w, 0);
+    /* Busy and batch sit between phase and the rate, numbers in titles' width. */
+    l = layout_compute(120, 40, LAYOUT_DASHBOARD, 3, 0);
+    cr_assert_lt(l.col[LAYOUT_COL_PHASE].x, l.col[LAYOUT_COL_BUSY].x);
+    cr_assert_lt(l.col[LAYOUT_COL_BUSY].x, l.col[LAYOUT_COL_BATCH].x);
+    cr_assert_lt(l.col[LAYOUT_COL_BATCH].x, l.col[LAYOUT_COL_STEPS].x);
+    cr_assert_eq(l.col[LAYOUT_COL_BUSY].w, 4, "\"100%\" and \"idle\" fit");
+    cr_assert_eq(l.col[LAYOUT_COL_BATCH].w, 5, "\"12.5\" fits");
 
     l = layout_compute(120, 40, LAYOUT_DASHBOARD, 3, 0);
     for (int c = 0; c < LAYOUT_COL_COUNT; c++)
@@ -258,6 +270,22 @@ Test(layout, node_table_scrolls_when_nodes_do_not_fit)
     l = layout_compute(100, 60, LAYOUT_DASHBOARD, 3, 0);
     cr_assert_eq(l.pane[LAYOUT_NODES].h, 4);
     cr_assert_eq(l.pane[LAYOUT_EVENTS_PANE].h, 60 - 3 - 4, "events take the rest");
+}
+
+/* The load charts get a row of their own when three rows of charts keep
+ * their minimum, and share the memory row (on its right) when not. */
+Test(layout, node_detail_load_charts_row_or_beside_memory)
+{
+    struct layout small = layout_compute(80, 24, LAYOUT_NODE, 3, 0);
+    cr_assert_eq(small.pane[LAYOUT_LOAD].y, small.pane[LAYOUT_MEMORY].y);
+    struct layout_rect mem = small.pane[LAYOUT_MEMORY];
+    cr_assert_eq(small.pane[LAYOUT_LOAD].x, mem.x + mem.w);
+    cr_assert_eq(small.pane[LAYOUT_LOAD].h, small.pane[LAYOUT_MEMORY].h);
+    struct layout tall = layout_compute(120, 40, LAYOUT_NODE, 3, 0);
+    cr_assert_eq(tall.pane[LAYOUT_LOAD].y, tall.pane[LAYOUT_TIMING].y + tall.pane[LAYOUT_TIMING].h);
+    cr_assert_eq(tall.pane[LAYOUT_MEMORY].y, tall.pane[LAYOUT_LOAD].y + tall.pane[LAYOUT_LOAD].h);
+    cr_assert_eq(tall.pane[LAYOUT_LOAD].w, tall.pane[LAYOUT_TIMING].w);
+    cr_assert(shown(tall.pane[LAYOUT_LOG]), "the log keeps its place");
 }
 
 Test(layout, node_detail_puts_facts_beside_charts_when_wide)
