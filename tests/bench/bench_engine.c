@@ -41,13 +41,19 @@
  *                GGUF_TYPES, then decode and prefill as above, in the
  *                same brackets of triad and sgemm. The bytes a token reads
  *                are the file's: quantized blocks, scales included.
+ *   batched      b sequences (each of BATCHES) decoding together in
+ *                fwd_step_batch on one stage holding every layer, for
+ *                synth:110m in fp32 and as a Q8_0 file: fp16 caches filled
+ *                as above to BATCH_CTX positions give or take a few per
+ *                sequence (batch_ctx), then DECODE_STEPS greedy steps after
+ *                one warm-up; aggregate tok/s = b / median step, best of
+ *                BEST_OF, and its ratio to b = 1's (BATCH_BAR at 16).
  */
 #include <cblas.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,12 +77,18 @@
 #define EMBEDDED_STEPS 64
 #define MAX_RUNS 64
 #define BEST_OF 3
+#define BATCH_CTX 128
+#define BATCH_SHORT 40 /* positions of the short-context batch (batch_ctx keeps it >= 8) */
+#define MAX_SEQS 16
+#define BATCH_BAR 6.0 /* 16 sequences decode at least 6x the tokens of one */
 
 static const int SGEMM_SIZES[] = {1024, 2048, 3072};
 static const int CTXS[] = {1024, 8192, 32768};
 static const int BITS[] = {16, 8, 4};
 #define N_CTX 3
 #define N_BITS 3
+static const int BATCHES[] = {1, 4, 8, MAX_SEQS};
+#define N_BATCHES (int)(sizeof BATCHES / sizeof BATCHES[0])
 
 /* The GGUF file types measured, with the decode bar of each (a share of
  * the bandwidth limit; none for F32, whose bar is synth:110m's above). */
@@ -224,11 +236,13 @@ static int argmax(const float *v, int n)
 }
 
 /* A stage over the whole model with its own pool (in a forked child the
- * parent's pool threads do not exist), a cache and a token list. */
+ * parent's pool threads do not exist), a cache per sequence (seqs > 0: a
+ * batch of them, else one) and a token list. */
 typedef struct runner {
     pool *pool;
     fwd_stage *fwd;
-    kv_cache *kv;
+    kv_cache *kv[MAX_SEQS];
+    int seqs;
     int vocab;
     int *tokens;
     float *logits;
@@ -236,24 +250,29 @@ typedef struct runner {
 
 static void runner_free(runner *r)
 {
-    kv_free(r->kv);
+    for (int i = 0; i < MAX_SEQS; i++)
+        kv_free(r->kv[i]);
     fwd_free(r->fwd);
     pool_free(r->pool);
     free(r->tokens);
     free(r->logits);
 }
 
-static int runner_init(runner *r, const model *m, int threads, int bits, char *err, size_t errlen)
+static int runner_init(runner *r, const model *m, int threads, int bits, int seqs, char *err,
+                       size_t errlen)
 {
     const model_config *c = model_config_of(m);
     memset(r, 0, sizeof *r);
     r->vocab = c->vocab_size;
+    r->seqs = seqs;
     if (pool_create(&r->pool, threads, err, errlen) != 0 ||
-        fwd_create(&r->fwd, m, 0, c->n_layers, r->pool, err, errlen) != 0 ||
-        kv_create(&r->kv, fwd_kv_shape(r->fwd), bits, err, errlen) != 0)
+        fwd_create(&r->fwd, m, 0, c->n_layers, r->pool, err, errlen) != 0)
         goto fail;
+    for (int i = 0; i < (seqs > 0 ? seqs : 1); i++)
+        if (kv_create(&r->kv[i], fwd_kv_shape(r->fwd), bits, err, errlen) != 0)
+            goto fail;
     r->tokens = malloc(PREFILL_N * sizeof(int));
-    r->logits = malloc((size_t)c->vocab_size * sizeof(float));
+    r->logits = malloc((size_t)(seqs > 0 ? seqs : 1) * c->vocab_size * sizeof(float));
     if (!r->tokens || !r->logits) {
         snprintf(err, errlen, "out of memory for %d tokens and %d logits", PREFILL_N,
                  c->vocab_size);
@@ -267,17 +286,22 @@ fail:
     return -1;
 }
 
-/* One step over the first n tokens of the list: its wall ms, or -1 on
- * error. A decode step (n = 1) feeds back its greedy token. */
+/* One step over the first n tokens of the list, or a batch's step over
+ * one token of each sequence: its wall ms, or -1 on error. Decode steps
+ * feed back their greedy tokens. */
 static double runner_step(runner *r, int n, char *err, size_t errlen)
 {
     fwd_stats st;
     double t0 = bench_now();
-    if (fwd_step(r->fwd, r->kv, r->tokens, NULL, n, NULL, r->logits, &st, err, errlen) != 0)
+    int rc = r->seqs > 0 ? fwd_step_batch(r->fwd, r->kv, r->seqs, r->tokens, NULL, NULL, r->logits,
+                                          &st, err, errlen)
+                         : fwd_step(r->fwd, r->kv[0], r->tokens, NULL, n, NULL, r->logits, &st, err,
+                                    errlen);
+    if (rc != 0)
         return -1;
     double ms = (bench_now() - t0) * 1e3;
-    if (n == 1)
-        r->tokens[0] = argmax(r->logits, r->vocab);
+    for (int i = 0; n == 1 && i < (r->seqs > 0 ? r->seqs : 1); i++)
+        r->tokens[i] = argmax(r->logits + (size_t)i * r->vocab, r->vocab);
     return ms;
 }
 
@@ -345,10 +369,18 @@ typedef struct job {
     const model *m;
     int threads;
     int bits;
-    int ctx;   /* positions filled before the timed steps */
+    int ctx;   /* positions filled before the timed steps (a batch's: batch_ctx) */
     int chunk; /* tokens per step: 1 decode, else a prefill chunk */
     int runs;  /* timed steps after one warm-up */
+    int seqs;  /* > 0: decode steps of that many sequences in one batch */
 } job;
+
+/* Sequence i of a batch: ctx give or take 4 positions per pair of
+ * sequences, the first at ctx, so that the mean stays near it. */
+static int batch_ctx(const job *j, int i)
+{
+    return j->ctx + 4 * ((i + 1) / 2) * (i % 2 ? 1 : -1);
+}
 
 typedef struct point {
     double step_ms; /* median of the timed steps */
@@ -364,13 +396,14 @@ static int measure(const job *j, point *out, char *err, size_t errlen)
     runner r;
     double ms[MAX_RUNS];
     int rc = -1, runs = j->runs < MAX_RUNS ? j->runs : MAX_RUNS;
-    if (runner_init(&r, j->m, j->threads, j->bits, err, errlen) != 0)
+    if (runner_init(&r, j->m, j->threads, j->bits, j->seqs, err, errlen) != 0)
         return -1;
-    if (fill_cache(r.kv, j->ctx, err, errlen) != 0)
-        goto out;
+    for (int i = 0; i < (j->seqs > 0 ? j->seqs : 1); i++)
+        if (fill_cache(r.kv[i], j->seqs > 0 ? batch_ctx(j, i) : j->ctx, err, errlen) != 0)
+            goto out;
     for (int i = -1; i < runs; i++) {
         if (j->chunk > 1)
-            kv_set_len(r.kv, j->ctx);
+            kv_set_len(r.kv[0], j->ctx);
         double t = runner_step(&r, j->chunk, err, errlen);
         if (t < 0)
             goto out;
@@ -379,8 +412,9 @@ static int measure(const job *j, point *out, char *err, size_t errlen)
     }
     out->step_ms = median(ms, runs);
     out->peak_rss = peak_rss();
-    out->kv_bytes = (double)kv_bytes(r.kv);
-    out->formula_ok = kv_bytes(r.kv) == kv_bytes_for(kv_shape_of(r.kv), j->bits, kv_len(r.kv));
+    out->kv_bytes = (double)kv_bytes(r.kv[0]);
+    out->formula_ok =
+        kv_bytes(r.kv[0]) == kv_bytes_for(kv_shape_of(r.kv[0]), j->bits, kv_len(r.kv[0]));
     rc = 0;
 out:
     runner_free(&r);
@@ -400,8 +434,12 @@ static int measure_in_child(const job *j, point *out, char *err, size_t errlen)
     int fd[2];
     child_msg msg = {.rc = -1};
     /* The run takes minutes: say what is being measured. */
-    fprintf(stderr, "bench_engine: %s, kv%d, %d positions, %d-token steps\n",
-            model_name(j->m), j->bits, j->ctx, j->chunk);
+    if (j->seqs > 0)
+        fprintf(stderr, "bench_engine: %s, kv%d, about %d positions, %d sequences a step\n",
+                model_name(j->m), j->bits, j->ctx, j->seqs);
+    else
+        fprintf(stderr, "bench_engine: %s, kv%d, %d positions, %d-token steps\n", model_name(j->m),
+                j->bits, j->ctx, j->chunk);
     if (pipe(fd) != 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         return -1;
@@ -523,7 +561,7 @@ static int report_contexts(bench *b, const model *m, int threads, int *formula_m
     const int last = N_CTX - 1;
     for (int i = 0; i < N_BITS; i++) {
         for (int k = 0; k < N_CTX; k++) {
-            job j = {m, threads, BITS[i], CTXS[k], 1, CTX_STEPS};
+            job j = {m, threads, BITS[i], CTXS[k], 1, CTX_STEPS, 0};
             if (measure_in_child(&j, &pt[i][k], err, errlen) != 0)
                 return -1;
             *formula_misses += !pt[i][k].formula_ok;
@@ -558,7 +596,7 @@ static int report_depth(bench *b, const model *m, int threads, int *formula_miss
     point pt[N_BITS];
     char name[96];
     for (int i = 0; i < N_BITS; i++) {
-        job j = {m, threads, BITS[i], DEPTH, PREFILL_N, CHUNK_RUNS};
+        job j = {m, threads, BITS[i], DEPTH, PREFILL_N, CHUNK_RUNS, 0};
         if (measure_in_child(&j, &pt[i], err, errlen) != 0)
             return -1;
         *formula_misses += !pt[i].formula_ok;
@@ -579,55 +617,6 @@ typedef struct gguf_run {
     point decode, prefill;
 } gguf_run;
 
-/* Modification time of path in seconds, or -1 when it does not exist. */
-static double mtime_of(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 ? (double)st.st_mtim.tv_sec + 1e-9 * st.st_mtim.tv_nsec : -1;
-}
-
-/* synth:110m as a GGUF file of `type` in the bench directory, written by
- * `inferd quantize` unless a file newer than the binary is there. */
-static int gguf_file(const char *type, char *path, size_t len, char *err, size_t errlen)
-{
-    const char *dir = bench_dir(), *build = getenv("B");
-    char inferd[512];
-    snprintf(inferd, sizeof inferd, "%s/bin/inferd", build && *build ? build : "build");
-    if (!dir) {
-        snprintf(err, errlen, "no bench directory for the GGUF files");
-        return -1;
-    }
-    snprintf(path, len, "%s/synth-110m-%s.gguf", dir, type);
-    double built = mtime_of(inferd);
-    if (built < 0) {
-        snprintf(err, errlen, "%.200s: %s", inferd, strerror(errno));
-        return -1;
-    }
-    if (mtime_of(path) > built)
-        return 0;
-    fprintf(stderr, "bench_engine: inferd quantize --model synth:110m --type %s\n", type);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(err, errlen, "fork: %s", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        dup2(STDERR_FILENO, STDOUT_FILENO); /* the table alone on stdout */
-        execl(inferd, "inferd", "quantize", "--model", "synth:110m", "--type", type, "--out", path,
-              (char *)NULL);
-        _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        snprintf(err, errlen, "inferd quantize to %.300s failed (status %d)", path, status);
-        return -1;
-    }
-    return 0;
-}
-
 /* The fastest of BEST_OF measurements of j (see the top). */
 static int measure_best(const job *j, point *out, char *err, size_t errlen)
 {
@@ -646,13 +635,13 @@ static int measure_gguf(int threads, gguf_run *runs, char *err, size_t errlen)
     for (int i = 0; i < N_GGUF; i++) {
         char path[4096];
         model *m;
-        if (gguf_file(GGUF_TYPES[i].type, path, sizeof path, err, errlen) != 0 ||
+        if (bench_gguf(GGUF_TYPES[i].type, path, sizeof path, err, errlen) != 0 ||
             model_load(&m, path, err, errlen) != 0)
             return -1;
         runs[i].weight_bytes = decode_weight_bytes(m);
         runs[i].c = *model_config_of(m);
-        job jd = {m, threads, 16, PROMPT, 1, DECODE_STEPS};
-        job jp = {m, threads, 16, 0, PREFILL_N, CHUNK_RUNS};
+        job jd = {m, threads, 16, PROMPT, 1, DECODE_STEPS, 0};
+        job jp = {m, threads, 16, 0, PREFILL_N, CHUNK_RUNS, 0};
         int rc = measure_best(&jd, &runs[i].decode, err, errlen);
         if (rc == 0)
             rc = measure_best(&jp, &runs[i].prefill, err, errlen);
@@ -677,6 +666,62 @@ static void report_gguf(bench *b, const gguf_run *runs, const limits *lim)
     }
 }
 
+/* ---- batches ---- */
+
+/* Every batch size of one model. When 16 sequences miss the bar, they
+ * run again at a short context, where the caches cost next to nothing:
+ * the note says how much of their step attention takes. */
+static int report_batches_of(bench *b, const char *what, const model *m, int threads, char *err,
+                             size_t errlen)
+{
+    point pt[N_BATCHES], short_ctx;
+    char name[96], target[16];
+    for (int i = 0; i < N_BATCHES; i++) {
+        job j = {m, threads, 16, BATCH_CTX, 1, DECODE_STEPS, BATCHES[i]};
+        if (measure_best(&j, &pt[i], err, errlen) != 0)
+            return -1;
+    }
+    for (int i = 0; i < N_BATCHES; i++) {
+        snprintf(name, sizeof name, "batched decode %s, %d seq%s", what, BATCHES[i],
+                 BATCHES[i] > 1 ? "s" : "");
+        bench_add(b, name, BATCHES[i] * 1e3 / pt[i].step_ms, "tok/s", NULL, -1);
+    }
+    snprintf(target, sizeof target, ">= %.0f x", BATCH_BAR);
+    double ratio = 0;
+    for (int i = 1; i < N_BATCHES; i++) {
+        int bar = BATCHES[i] == MAX_SEQS;
+        ratio = BATCHES[i] * pt[0].step_ms / pt[i].step_ms;
+        snprintf(name, sizeof name, "batched decode %s, %d seqs / 1 seq", what, BATCHES[i]);
+        bench_add(b, name, ratio, "x", bar ? target : NULL, bar ? ratio >= BATCH_BAR : -1);
+    }
+    if (ratio >= BATCH_BAR)
+        return 0;
+    job js = {m, threads, 16, BATCH_SHORT, 1, DECODE_STEPS, MAX_SEQS};
+    if (measure_best(&js, &short_ctx, err, errlen) != 0)
+        return -1;
+    bench_note(b,
+               "batched decode %s: %d seqs take %.2f ms a step, the bar %.2f (%d x %.2f ms of 1 "
+               "seq / %.0f); at about %d positions instead of %d they take %.2f ms: the rest is "
+               "attention over the caches",
+               what, MAX_SEQS, pt[N_BATCHES - 1].step_ms, MAX_SEQS * pt[0].step_ms / BATCH_BAR,
+               MAX_SEQS, pt[0].step_ms, BATCH_BAR, BATCH_SHORT, BATCH_CTX, short_ctx.step_ms);
+    return 0;
+}
+
+/* synth:110m in fp32 (m) and as a Q8_0 file. */
+static int report_batches(bench *b, const model *m, int threads, char *err, size_t errlen)
+{
+    char path[4096];
+    model *q8;
+    if (report_batches_of(b, "synth:110m", m, threads, err, errlen) != 0 ||
+        bench_gguf("Q8_0", path, sizeof path, err, errlen) != 0 ||
+        model_load(&q8, path, err, errlen) != 0)
+        return -1;
+    int rc = report_batches_of(b, "synth:110m Q8_0", q8, threads, err, errlen);
+    model_free(q8);
+    return rc;
+}
+
 static int report_embedded(bench *b, int threads, char *err, size_t errlen)
 {
     model *m;
@@ -684,7 +729,7 @@ static int report_embedded(bench *b, int threads, char *err, size_t errlen)
     char name[96];
     if (model_load(&m, "embedded", err, errlen) != 0)
         return -1;
-    job j = {m, threads, 16, PROMPT, 1, EMBEDDED_STEPS};
+    job j = {m, threads, 16, PROMPT, 1, EMBEDDED_STEPS, 0};
     int rc = measure_in_child(&j, &pt, err, errlen);
     if (rc == 0) {
         snprintf(name, sizeof name, "decode embedded (%s)", model_name(m));
@@ -708,8 +753,8 @@ static int engine_bars(bench *b, int threads, char *err, size_t errlen)
     fprintf(stderr, "bench_engine: generating synth:110m\n");
     if (model_load(&m, "synth:110m", err, errlen) != 0)
         return -1;
-    job jd = {m, threads, 16, PROMPT, 1, DECODE_STEPS};
-    job jp = {m, threads, 16, 0, PREFILL_N, CHUNK_RUNS};
+    job jd = {m, threads, 16, PROMPT, 1, DECODE_STEPS, 0};
+    job jp = {m, threads, 16, 0, PREFILL_N, CHUNK_RUNS, 0};
     int rc = measure_best(&jd, &decode, err, errlen);
     if (rc == 0)
         rc = measure_best(&jp, &prefill, err, errlen);
@@ -722,8 +767,10 @@ static int engine_bars(bench *b, int threads, char *err, size_t errlen)
         report_decode(b, "synth:110m", decode_weight_bytes(m), &decode, lim.gbs, 0.9);
         report_prefill(b, "synth:110m", model_config_of(m), &prefill, lim.gflops, 0.7);
         report_gguf(b, runs, &lim);
-        rc = report_contexts(b, m, threads, &misses, err, errlen);
+        rc = report_batches(b, m, threads, err, errlen);
     }
+    if (rc == 0)
+        rc = report_contexts(b, m, threads, &misses, err, errlen);
     if (rc == 0)
         rc = report_depth(b, m, threads, &misses, err, errlen);
     model_free(m);
