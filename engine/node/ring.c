@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,7 @@ void ring_frame_free(ring_frame *f)
     if (f->json)
         json_decref(f->json);
     free(f->segs);
+    free(f->tokens);
     zmq_msg_close(&f->msg);
     memset(f, 0, sizeof *f);
 }
@@ -477,7 +479,14 @@ static int ring_payload(ring_frame *f, const unsigned char *p, size_t len, char 
                      want);
             return -1;
         }
-        f->tokens = (const int32_t *)(const void *)p;
+        /* Copied out: ZeroMQ may hand a small message at any offset of its
+         * receive buffer, which an int32_t cannot be read from in place. */
+        f->tokens = malloc(want);
+        if (!f->tokens) {
+            snprintf(err, errlen, "out of memory for a tokens frame of %d", f->h.n);
+            return -1;
+        }
+        memcpy(f->tokens, p, want);
         for (int i = 0; i < f->h.n; i++) {
             if (f->tokens[i] < 0 || f->tokens[i] > PROTO_TOKEN_ID_MAX) {
                 snprintf(err, errlen, "tokens frame: token %d is %d (expected 0..%d)", i,
@@ -556,6 +565,21 @@ int ring_recv(ring *r, ring_frame *f, char *err, size_t errlen)
         }
         zmq_msg_close(&msg);
         return -1;
+    }
+    /* ZeroMQ may hand a small message at any offset of its receive
+     * buffer; payloads are read in place as floats, so such a message is
+     * copied to memory of its own first. */
+    if ((uintptr_t)zmq_msg_data(&msg) % sizeof(float) != 0) {
+        zmq_msg_t copy;
+        if (zmq_msg_init_size(&copy, zmq_msg_size(&msg)) != 0) {
+            zmq_msg_close(&msg);
+            snprintf(err, errlen, "out of memory for a ring frame of %zu bytes",
+                     zmq_msg_size(&msg));
+            return -1;
+        }
+        memcpy(zmq_msg_data(&copy), zmq_msg_data(&msg), zmq_msg_size(&msg));
+        zmq_msg_close(&msg);
+        msg = copy;
     }
     if (ring_frame_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), f, err, errlen) != 0) {
         zmq_msg_close(&msg);

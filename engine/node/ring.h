@@ -63,7 +63,7 @@ typedef struct ring_frame {
     zmq_msg_t msg;
     const float *x; /* HIDDEN, LOGITS, BATCH: [n][dim] inside msg */
     ring_seg *segs; /* BATCH: [n], decoded */
-    const int32_t *tokens; /* TOKENS: [n] inside msg (little-endian, as every host we run on) */
+    int32_t *tokens; /* TOKENS: [n], decoded (little-endian, as every host we run on) */
     json_t *json;   /* JSON kinds: the payload object */
 } ring_frame;
 
