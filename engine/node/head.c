@@ -253,10 +253,13 @@ void head_enqueue(node *nd, const peer *from, proto_request *req)
         proto_request_free(req);
         return;
     }
-    if (head_queued(nd) >= NODE_QUEUE_MAX) {
+    /* Places and queue counted together: requests that arrive at once are
+     * all queued before any starts, and the bound must not depend on that. */
+    if (nd->n_queue >= nd->max_seqs + NODE_QUEUE_MAX) {
         node_reply_error(nd, from, req->id, PROTO_E_BUSY,
-                         "%d requests already running and %d queued on this node; retry later",
-                         head_active(nd), NODE_QUEUE_MAX);
+                         "%d requests already running or queued on this node (--max-seqs %d, "
+                         "and %d more queued); retry later",
+                         nd->n_queue, nd->max_seqs, NODE_QUEUE_MAX);
         proto_request_free(req);
         return;
     }
