@@ -2,8 +2,9 @@
  * that make up the server (internal to it), from the top down:
  *
  *   serve.c   sockets, the main loop, control requests, status
- *   head.c    requests on the head stage: queue, admission round, batched
- *             and pipelined steps, deadlines, replies; session drops
+ *   head.c    requests on the head stage: queue, admission round,
+ *             deadlines, replies; session drops (head_step.c: batched and
+ *             pipelined steps; head_job.c: a request's ids and its end)
  *   stage.c   this node's layers: admission, a request's cache, live
  *             config, and the frames a non-head stage handles
  *   node.c    what all three use: replies, events, memory, identity

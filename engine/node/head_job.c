@@ -1,0 +1,184 @@
+/* head_job.c: a request on the head as a job: the ids it feeds, and its
+ * end (final reply, END around the ring, its stage's cache, request-end
+ * telemetry), which the queue (head.c) and the steps (head_step.c) both
+ * come to. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/sys/clock.h"
+#include "head_job.h"
+#include "head_ring.h"
+#include "stage.h"
+
+static int job_index(const node *nd, const job *j)
+{
+    for (int i = 0; i < nd->n_queue; i++)
+        if (nd->queue[i] == j)
+            return i;
+    return -1;
+}
+
+job *head_job_by_op(const node *nd, uint64_t op)
+{
+    for (int i = 0; i < nd->n_queue; i++)
+        if (nd->queue[i]->state != JOB_QUEUED && nd->queue[i]->op == op)
+            return nd->queue[i];
+    return NULL;
+}
+
+static proto_event_kind event_of(proto_code code)
+{
+    switch (code) {
+    case PROTO_E_KV_OOM:
+    case PROTO_E_CTX_LIMIT:
+    case PROTO_E_BAD_TOKEN:
+    case PROTO_E_BAD_VALUE:
+    case PROTO_E_BUSY:
+    case PROTO_E_NOT_FOUND:
+        return PROTO_EV_REFUSED;
+    case PROTO_E_STAGE_TIMEOUT:
+        return PROTO_EV_STAGE_TIMEOUT;
+    case PROTO_E_MODEL_MISMATCH:
+        return PROTO_EV_MODEL_MISMATCH;
+    case PROTO_E_SHUTDOWN:
+        return PROTO_EV_SHUTDOWN;
+    default:
+        return PROTO_EV_ERROR;
+    }
+}
+
+/* A rate, or NaN (null on the wire) when there was nothing to time. */
+static double per_second(double count, double ms)
+{
+    return count > 0 && ms > 0.0 ? count * 1000.0 / ms : NAN;
+}
+
+static void job_stats(node *nd, const job *j, proto_stats *s)
+{
+    const stage_req *c = j->state == JOB_RUN ? stage_find(nd, j->op) : NULL;
+    double now = clock_ms();
+    memset(s, 0, sizeof *s);
+    s->prompt_tokens = j->fed;
+    s->gen_tokens = j->generated;
+    s->ttft_ms = j->t_first > 0 ? j->t_first - j->t_recv : NAN;
+    s->prefill_ms = j->t_prefill_end > 0 ? j->t_prefill_end - j->t_begin : NAN;
+    s->prefill_tps = per_second(j->fed, s->prefill_ms);
+    s->decode_tps = per_second(j->generated - 1, now - j->t_first);
+    s->e2e_ms = now - j->t_recv;
+    s->ctx = c ? kv_len(c->kv) : 0;
+}
+
+static void job_free(job *j)
+{
+    proto_request_free(&j->req);
+    free(j->ids);
+    free(j->chunk);
+    free(j->logits);
+    free(j);
+}
+
+static void queue_remove(node *nd, int i)
+{
+    memmove(&nd->queue[i], &nd->queue[i + 1], (size_t)(nd->n_queue - i - 1) * sizeof *nd->queue);
+    nd->n_queue--;
+}
+
+/* Ends a job with its final reply: ok when e is NULL. Its steps still
+ * out on the ring come back to nobody and are dropped. */
+void head_job_finish(node *nd, job *j, const proto_error *e)
+{
+    proto_stats stats;
+    job_stats(nd, j, &stats);
+    /* Failures carry the stats too: what was done (an HTTP client's usage). */
+    json_t *res = json_pack("{so}", "stats", proto_stats_json(&stats));
+    node_reply(nd, &j->from,
+               e ? proto_reply_error_with(j->req.id, e, res) : proto_reply_ok(j->req.id, res));
+    json_decref(res);
+    if (e && e->code != PROTO_E_CANCELLED)
+        node_event(nd, event_of(e->code), j->req.id, proto_code_name(e->code), NULL, "%s",
+                   e->message);
+    stage_req *c = j->state == JOB_RUN ? stage_find(nd, j->op) : NULL;
+    if (c && nd->ring) {
+        json_t *o = json_pack("{ss sb}", "req", j->req.id, "ok", e == NULL);
+        head_send(nd, RING_END, j->op, o);
+        json_decref(o);
+    }
+    if (c) {
+        /* The last sampled token was not fed (unless the request ended on
+         * BOS): the session's next request starts with it. */
+        int pending = e ? j->pending0 : (j->generated > 0 ? j->last_token : -1);
+        stage_end(nd, c, e == NULL, pending);
+    }
+    if (j->begun) {
+        proto_req_msg m;
+        memset(&m, 0, sizeof m);
+        snprintf(m.req, sizeof m.req, "%s", j->req.id);
+        snprintf(m.session, sizeof m.session, "%s", j->req.generate.session);
+        m.end = 1;
+        m.ok = e == NULL;
+        m.stats = stats;
+        if (e) {
+            snprintf(m.code, sizeof m.code, "%s", proto_code_name(e->code));
+            snprintf(m.message, sizeof m.message, "%s", e->message);
+        }
+        tel_req(nd->tel, &m);
+    }
+    steplog_line(nd->log, "REQ",
+                 "%s end %s%s%s prompt=%d generated=%d ttft=%.1fms prefill_tok_s=%.1f "
+                 "decode_tok_s=%.1f e2e=%.1fms",
+                 j->req.id, e ? proto_code_name(e->code) : "ok", e ? ": " : "", e ? e->message : "",
+                 stats.prompt_tokens, stats.gen_tokens, stats.ttft_ms, stats.prefill_tps,
+                 stats.decode_tps, stats.e2e_ms);
+    if (j->submitted)
+        tokwork_cancel(nd->tokw, j->op);
+    queue_remove(nd, job_index(nd, j));
+    job_free(j);
+}
+
+void head_job_fail(node *nd, job *j, proto_code code, const char *fmt, ...)
+{
+    proto_error e = {.code = code};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    head_job_finish(nd, j, &e);
+}
+
+/* Synthetic prompt ids: a splitmix64 hash of the context position, so a
+ * session that grows by synthetic prompts gets a different id at every
+ * position, the same on every run. Ids 0..2 (unk, BOS, EOS) are avoided,
+ * and ids stay inside the tokenizer's vocabulary so they decode to text. */
+static int synthetic_id(int pos, int vocab)
+{
+    uint64_t z = (uint64_t)pos + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return 3 + (int)(z % (uint64_t)(vocab - 3));
+}
+
+/* The i-th id the request feeds. */
+int head_job_id(const node *nd, const job *j, int i)
+{
+    const proto_generate_args *g = &j->req.generate;
+    if (j->pending0 >= 0) {
+        if (i == 0)
+            return j->pending0;
+        i--;
+    }
+    switch (g->input) {
+    case PROTO_INPUT_PROMPT:
+        return j->ids[i];
+    case PROTO_INPUT_TOKENS:
+        return g->tokens[i];
+    case PROTO_INPUT_SYNTHETIC:
+        break;
+    }
+    int vocab = tok_vocab_size(nd->tok) < nd->cfg->vocab_size ? tok_vocab_size(nd->tok)
+                                                              : nd->cfg->vocab_size;
+    return synthetic_id(j->pos0 + (j->pending0 >= 0) + i, vocab);
+}
