@@ -71,16 +71,11 @@ ring_start() { # model
         up "$c" || return 1
     done
 }
-ring_stop() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
-    for p in $pids; do wait "$p" 2>/dev/null; done
-    pids=""
-}
 want=$(cat "$fx/s260-f32.ref.greedy")
 for file in stories260K-f32 s260-F16 s260-BF16; do
     if ! ring_start "$fx/$file.gguf"; then
         fail "$file: the three rings start"
-        ring_stop
+        stop_all
         continue
     fi
     bad=0
@@ -109,7 +104,7 @@ for file in stories260K-f32 s260-F16 s260-BF16; do
             [ "$(call "$(ep "$P1")" status | get model.format model.weight_types)" = \
                 "$(printf 'gguf\tF16: f32 11, f16 37')" ]
     fi
-    ring_stop
+    stop_all
 done
 
 # ---- eval: every r256 file against llama.cpp's logits
@@ -161,7 +156,7 @@ if up "$(ep "$P3")" && up "$(ep "$P6")"; then
 else
     fail "the 2-stage ring of r256-Q8_0 starts"
 fi
-ring_stop
+stop_all
 
 # ---- refusals name the file and what is wrong
 head -c 100000 "$fx/r256-Q8_0.gguf" >"$tmp/cut.gguf"

@@ -61,11 +61,6 @@ ring_start() { # FLAGS...: a single node, a 2-stage and a 3-stage ring
         up "$c" || return 1
     done
 }
-ring_stop() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
-    for p in $pids; do wait "$p" 2>/dev/null; done
-    pids=""
-}
 
 # The requests, in the order they start. X is cancelled once it has 20
 # tokens (alone it runs for 3756 before its end of text), K needs far more
@@ -178,7 +173,7 @@ for ps in 1 7 512; do
         combo="${ps}_$kb"
         if ! ring_start --threads 1 --prefill-step "$ps" --kv-bits "$kb" --mem-limit "$MEMLIMIT"; then
             fail "prefill_step $ps kv_bits $kb: nodes started"
-            ring_stop
+            stop_all
             continue
         fi
         # references: one request at a time on the single node
@@ -208,7 +203,7 @@ for ps in 1 7 512; do
         batched "ps${ps}_kv${kb}_1stage" "$tmp/tel1_$combo"
         batched "ps${ps}_kv${kb}_2stages" "$tmp/tel2_$combo"
         batched "ps${ps}_kv${kb}_3stages" "$tmp/tel3_$combo"
-        ring_stop
+        stop_all
     done
 done
 [ -s "$tmp/diffs" ] && { echo "token differences:"; cat "$tmp/diffs"; }
@@ -275,7 +270,7 @@ call "$A" generate "$NEW" --id knew >"$tmp/knew"
 last_ok "$tmp/knew" && knew=$(tokens_of <"$tmp/knew") || knew="failed: $(get error.message <"$tmp/knew")"
 check "after the restart the ring serves a new request with a single node's tokens" \
     [ "$knew" = "$(cat "$tmp/kref")" -a "$(wc -w <"$tmp/kref")" = 40 ]
-ring_stop
+stop_all
 
 # ---- 3. a live set of kv_bits while requests run on a 2-stage ring
 alloc_ports 6
@@ -332,7 +327,7 @@ check "status: kv_bits 8 on both stages" \
 k8=$(get topic req kv_bits <"$tmp/tel_set" | awk '$1 == "step" && $2 == "after8" { print $3 }' | sort -u | tr '\n' ' ')
 last_ok "$tmp/after8" || k8="failed: $(get error.code <"$tmp/after8")"
 check "a new request runs at kv_bits 8 (its steps: $k8)" [ "$k8" = "8 " ]
-ring_stop
+stop_all
 
 # ---- 4. --max-seqs 2: two run, two wait
 alloc_ports 2
@@ -356,7 +351,7 @@ for i in 1 2 3 4; do
     last_ok "$tmp/q$i" && [ "$(ntok "$tmp/q$i")" = 1500 ] || bad="$bad q$i"
 done
 check "all four complete with their 1500 tokens${bad:+ (bad:$bad)}" [ -z "$bad" ]
-ring_stop
+stop_all
 
 echo "# total $(($(date +%s) - t_begin)) s"
 finish

@@ -12,10 +12,16 @@ pids=""
 # tests' runs out of the user's.
 export XDG_DATA_HOME="$tmp/data"
 
-# KEEP_TMP=1 keeps the nodes' logs and replies for a post-mortem.
-cleanup() {
+# stop_all: every node `start` started, stopped and waited for.
+stop_all() {
     for p in $pids; do kill "$p" 2>/dev/null; done
     for p in $pids; do wait "$p" 2>/dev/null; done
+    pids=""
+}
+
+# KEEP_TMP=1 keeps the nodes' logs and replies for a post-mortem.
+cleanup() {
+    stop_all
     [ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -37,7 +37,7 @@ void harness_prefill(harness *h, const int *ids, int n, int chunk)
     }
 }
 
-static int argmax(const float *x, int n)
+int harness_argmax(const float *x, int n)
 {
     int best = 0;
     for (int i = 1; i < n; i++)
@@ -51,7 +51,7 @@ void harness_greedy(harness *h, int *out, int n)
     char err[256];
     int vocab = model_config_of(h->m)->vocab_size;
     for (int i = 0; i < n; i++) {
-        out[i] = argmax(h->logits, vocab);
+        out[i] = harness_argmax(h->logits, vocab);
         cr_assert_eq(
             fwd_step(h->fwd, h->kv, &out[i], NULL, 1, NULL, h->logits, NULL, err, sizeof err), 0,
             "%s", err);

@@ -28,4 +28,7 @@ void harness_prefill(harness *h, const int *ids, int n, int chunk);
 /* Greedy-decodes n tokens after a prefill into out. */
 void harness_greedy(harness *h, int *out, int n);
 
+/* The index of the largest of x[0, n) (the first, on ties). */
+int harness_argmax(const float *x, int n);
+
 #endif

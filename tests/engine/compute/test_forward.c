@@ -322,15 +322,6 @@ static void run_batch(const pipe *p, seq *qs, int b, const int *tokens, float *x
         qs[i].len++;
 }
 
-static int argmax(const float *x, int n)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 /* MAX_BATCH sequences, sequence i's caches in bits[i], prefilled to
  * different lengths twice over. Then for every batch size b, in turn,
  * BATCH_STEPS greedy decode steps of the first b in one batch and of
@@ -354,7 +345,7 @@ static void check_batches(const pipe *p, const int *bits, const char *what)
         seq_open(p, &alone[i], bits[i]);
         run_alone(p, &batch[i], ids, n, xa, la, NULL);
         run_alone(p, &alone[i], ids, n, xa, la, NULL);
-        tokens[i] = argmax(la, p->vocab);
+        tokens[i] = harness_argmax(la, p->vocab);
     }
     for (int bi = 0; bi < N_BATCHES; bi++) {
         int b = BATCHES[bi];
@@ -378,7 +369,7 @@ static void check_batches(const pipe *p, const int *bits, const char *what)
                               what, b, i, bits[i], alone[i].len - 1, v, row[v], la[v]);
                 for (int k = 0; k < p->n_stages; k++)
                     cr_assert_eq(kv_len(batch[i].kv[k]), batch[i].len);
-                tokens[i] = argmax(la, p->vocab);
+                tokens[i] = harness_argmax(la, p->vocab);
             }
             cr_assert_eq(st.act_max, act_max, "%s, batch of %d: act_max", what, b);
             cr_assert_eq(st.nonfinite, 0);
