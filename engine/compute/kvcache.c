@@ -351,6 +351,16 @@ int kv_read_block(const kv_cache *kv, int layer, int head, int b, int len, float
     return n;
 }
 
+void kv_block_f16(const kv_cache *kv, int layer, int head, int b, const _Float16 **keys,
+                  const _Float16 **values)
+{
+    assert(kv->bits == 16 && b >= 0 && b < kv->nblocks);
+    layout L = layout_of(kv->shape, kv->bits);
+    const unsigned char *blk = *slot(kv, layer, head, b);
+    *keys = (const _Float16 *)blk;
+    *values = (const _Float16 *)(blk + L.v_codes);
+}
+
 /* Re-encodes every block from layout `from` to layout `to` in place, with
  * scratch for one block in fp32 plus one key row. */
 static void reencode_blocks(kv_cache *kv, const layout *from, const layout *to, float *kt, float *v,

@@ -86,4 +86,10 @@ int kv_convert(kv_cache *kv, int bits, char *err, size_t errlen);
 int kv_read_block(const kv_cache *kv, int layer, int head, int b, int len, float *k_out,
                   float *v_out);
 
+/* Block b of one layer and KV head of an fp16 cache (kv_bits 16), in
+ * place: keys transposed [head_dim][block], values [block][head_dim].
+ * Positions past the cache's valid ones hold zeros or stale values. */
+void kv_block_f16(const kv_cache *kv, int layer, int head, int b, const _Float16 **keys,
+                  const _Float16 **values);
+
 #endif

@@ -46,6 +46,19 @@ static inline f32x8 vec8_fma(f32x8 a, f32x8 b, f32x8 c)
 #endif
 }
 
+/* 8 fp16 values as floats (exact). */
+static inline f32x8 vec8_load_f16(const _Float16 *p)
+{
+#ifdef __F16C__
+    return (f32x8)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+#else
+    f32x8 v;
+    for (int i = 0; i < 8; i++)
+        v[i] = (float)p[i];
+    return v;
+#endif
+}
+
 /* x rounded to the nearest fp16 value (ties to even), as storing it in
  * an fp16 buffer and loading it back would: F16C's conversions, as ggml's
  * fp16 vectors use them. */
