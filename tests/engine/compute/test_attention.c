@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/compute/attention.h"
 #include "engine/compute/kvcache.h"
@@ -187,12 +188,14 @@ static double run_case(const setup *c, pool *pl)
  * values (the quantized formats add nothing that depends on the shape). */
 static void sweep(int bits, int every)
 {
-    static const int dims[] = {8, 64, 128}, gqas[] = {1, 2, 4}, chunks[] = {1, 3, 17, 64};
+    /* 64 and 128 have their own copies of the fp16 fold, 8 and 96 take
+     * the general one. */
+    static const int dims[] = {8, 64, 96, 128}, gqas[] = {1, 2, 4}, chunks[] = {1, 3, 17, 64};
     static const int blocks[] = {16, 64};
     pool *two;
     char err[256];
     cr_assert_eq(pool_create(&two, 2, err, sizeof err), 0, "%s", err);
-    for (int di = 0; di < 3; di++)
+    for (int di = 0; di < (int)(sizeof dims / sizeof dims[0]); di++)
         for (int gi = 0; gi < 3; gi++)
             for (int ci = 0; ci < 4; ci++)
                 for (int bi = 0; bi < 2; bi++)
@@ -207,7 +210,11 @@ static void sweep(int bits, int every)
                         /* From empty, and from a context that ends mid-block. */
                         c.pos = (ci + threaded) % 2 ? B + 5 : 0;
                         double rel = run_case(&c, threaded ? two : NULL);
-                        cr_assert_leq(rel, 1e-5,
+                        /* The fp16 path is llama.cpp's arithmetic, bit for
+                         * bit; the others differ from the reference by the
+                         * order of their sums. */
+                        double bound = bits == 16 && c.n < 64 ? 0.0 : 1e-5;
+                        cr_assert_leq(rel, bound,
                                       "bits %d hd %d gqa %d kv_heads %d block %d n %d pos %d "
                                       "threads %d: relative error %g",
                                       bits, c.head_dim, c.gqa, c.n_kv_heads, B, c.n, c.pos,
@@ -278,4 +285,8 @@ Test(attention, bad_layout_refused)
     kv_shape s = {.n_layers = 1, .n_kv_heads = 3, .head_dim = 64, .block = 16};
     cr_assert_eq(attn_scratch_create(&sc, 4, 4, s, NULL, err, sizeof err), -1);
     cr_assert_eq(attn_scratch_create(&sc, 0, 6, s, NULL, err, sizeof err), -1);
+    /* The fp16 path holds a row in registers: 256 values at most. */
+    kv_shape wide = {.n_layers = 1, .n_kv_heads = 1, .head_dim = 264, .block = 16};
+    cr_assert_eq(attn_scratch_create(&sc, 1, 1, wide, NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, "head_dim 264 (up to 256)"), "%s", err);
 }
