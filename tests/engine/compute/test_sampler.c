@@ -32,6 +32,62 @@ Test(sampler, greedy_is_argmax)
     sampler_free(s);
 }
 
+/* The definition: the first index strictly larger than all before it. */
+static int scan_argmax(const float *p, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (p[i] > p[best])
+            best = i;
+    return best;
+}
+
+/* A vocabulary's worth, not a multiple of the vector width: greedy picks
+ * what the scan picks, with the maximum in the body or the tail, tied,
+ * beside NaNs and signed zeros. */
+Test(sampler, greedy_matches_scan_on_a_vocabulary)
+{
+    enum { N = 32003 };
+    static float logits[N], copy[N];
+    char err[256];
+    sampler *s;
+    cr_assert_eq(sampler_create(&s, N, 0.0f, 1.0f, 1, err, sizeof err), 0, "%s", err);
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    for (int round = 0; round < 12; round++) {
+        for (int i = 0; i < N; i++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            logits[i] = (float)(r >> 40) / (1 << 20) - 8.0f;
+        }
+        int at[] = {5, N - 1, N - 3, 40000 % N, 17};
+        int hot = at[round % 5];
+        switch (round % 6) {
+        case 0:
+            logits[hot] = 100.0f;
+            break;
+        case 1:
+            logits[hot] = logits[hot / 2] = 100.0f;
+            break; /* a tie: the lower id */
+        case 2:
+            logits[hot] = NAN;
+            break; /* NaN never wins */
+        case 3:
+            logits[0] = NAN;
+            break; /* unless it comes first */
+        case 4:
+            for (int i = 0; i < N; i++)
+                logits[i] = i % 3 ? -0.0f : -1.0f; /* zeros of both signs */
+            logits[hot] = 0.0f;
+            break;
+        default:
+            logits[hot] = INFINITY;
+            break;
+        }
+        memcpy(copy, logits, sizeof copy);
+        cr_assert_eq(sampler_sample(s, logits), scan_argmax(copy, N), "round %d", round);
+    }
+    sampler_free(s);
+}
+
 static void draw(uint64_t seed, float top_p, int *out, int n)
 {
     static const float probs[V] = {0.3f, 0.2f, 0.15f, 0.1f, 0.1f, 0.1f, 0.04f, 0.01f};
