@@ -60,6 +60,11 @@ struct node {
     enum state_live live; /* as of the last tick or message, for logging changes */
     int has_hb, starting, dead;
     double last_hb, start_t;
+    /* The node's clock: when it sent the last message heard (ms), when
+     * that was heard (our clock), and, once marked dead, the latest send
+     * time that may still be the dead process's (see revives). */
+    int64_t last_sent_ms, dead_until_ms;
+    double last_heard;
 
     /* loss: seq is one counter per publisher, over all topics */
     int has_seq;
@@ -216,10 +221,18 @@ void state_mark_starting(state *st, int node, double now)
     set_live(st, node, STATE_STARTING, now, "launched by the console");
 }
 
+/* What the process sent just before it died can still be queued when the
+ * console learns of the death (the demo reaps its child at once), and must
+ * not bring it back. By the node's clock it died at most at the last heard
+ * send time plus our time since, plus how late that message reached us: a
+ * stale window's worth of slack covers a console that fell behind. */
 void state_mark_down(state *st, int node, const char *why, double now)
 {
     struct node *n = &st->nodes[node];
     n->dead = 1;
+    n->dead_until_ms =
+        n->has_seq ? n->last_sent_ms + (int64_t)((now - n->last_heard + STATE_STALE_S) * 1000)
+                   : INT64_MIN;
     n->starting = 0;
     set_live(st, node, STATE_DOWN, now, why);
 }
@@ -233,12 +246,16 @@ enum state_live state_node_live(const state *st, int node, double now)
 
 /* A seq below the expected one means the publisher started over: a
  * restarted node, not loss. What the new process sent before we heard it
- * is not counted (a subscriber always misses a publisher's first messages). */
-static void count_seq(state *st, int i, const proto_head *h, double now)
+ * is not counted (a subscriber always misses a publisher's first messages).
+ * Returns 1 for such a restart. */
+static int count_seq(state *st, int i, const proto_head *h, double now)
 {
     struct node *n = &st->nodes[i];
+    int restarted = n->has_seq && h->seq < n->next_seq;
     n->received++;
-    if (n->has_seq && h->seq < n->next_seq) {
+    n->last_sent_ms = h->t_ms;
+    n->last_heard = now;
+    if (restarted) {
         n->restarts++;
         state_event_add(st, i, "node_restart", now,
                         "sequence went back from %llu to %llu: the node restarted",
@@ -248,6 +265,15 @@ static void count_seq(state *st, int i, const proto_head *h, double now)
     }
     n->has_seq = 1;
     n->next_seq = h->seq + 1;
+    return restarted;
+}
+
+/* Whether a heartbeat brings the node back: always unless it is known
+ * dead, and then only from a new process, which starts its sequence over
+ * or, if we missed that, sends after the dead one could have. */
+static int revives(const struct node *n, const proto_head *h, int restarted)
+{
+    return !n->dead || restarted || h->t_ms > n->dead_until_ms;
 }
 
 static struct sec_agg *sec_at(struct node *n, double now)
@@ -361,16 +387,17 @@ void state_ingest_heartbeat(state *st, int node, const proto_head *h, const prot
     if (node < 0 || node >= st->n) return;
     struct node *n = &st->nodes[node];
     char why[64];
-    count_seq(st, node, h, now);
-    if (n->has_hb)
-        snprintf(why, sizeof why, "heartbeat after %.1f s", now - n->last_hb);
-    else
-        snprintf(why, sizeof why, "first heartbeat");
-    n->has_hb = 1;
-    n->last_hb = now;
-    n->starting = 0;
-    n->dead = 0;
-    set_live(st, node, STATE_UP, now, why);
+    if (revives(n, h, count_seq(st, node, h, now))) {
+        if (n->has_hb)
+            snprintf(why, sizeof why, "heartbeat after %.1f s", now - n->last_hb);
+        else
+            snprintf(why, sizeof why, "first heartbeat");
+        n->has_hb = 1;
+        n->last_hb = now;
+        n->starting = 0;
+        n->dead = 0;
+        set_live(st, node, STATE_UP, now, why);
+    }
     n->has_status = 1;
     n->status = *s;
     struct sec_agg *a = sec_at(n, now);

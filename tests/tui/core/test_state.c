@@ -48,10 +48,19 @@ static void step(int node, int phase, double model_ms, double eval_ms, double no
     state_ingest_step(st, node, &h, &s, now);
 }
 
-/* busy: what the heartbeat says, NaN for an older node that says nothing. */
-static void heartbeat_busy(int node, double busy, double now)
+/* A node's clock (unix ms) when ours reads now: the two need not agree. */
+static int64_t node_ms(double now)
 {
-    proto_head h = head_of(node);
+    return 1700000000000 + (int64_t)(now * 1000);
+}
+
+/* A heartbeat with the given seq, sent at the node's time for `sent` and
+ * heard at `now`; busy is what it says, NaN for an older node that says
+ * nothing. */
+static void heartbeat_sent(int node, uint64_t seq, double busy, double sent, double now)
+{
+    proto_head h = {.seq = seq, .t_ms = node_ms(sent)};
+    strcpy(h.node, state_node_name(st, node));
     proto_status s = {0};
     s.busy = busy;
     s.config.kv_bits = 16;
@@ -67,6 +76,11 @@ static void heartbeat_busy(int node, double busy, double now)
     s.model.layer_last = node * 4 + 4;
     strcpy(s.model.fingerprint, "aaaa");
     state_ingest_heartbeat(st, node, &h, &s, now);
+}
+
+static void heartbeat_busy(int node, double busy, double now)
+{
+    heartbeat_sent(node, ++seqs[node], busy, now, now);
 }
 
 static void heartbeat(int node, double now)
@@ -228,6 +242,33 @@ Test(state, down_at_once_when_told_and_starting_until_heartbeat)
     cr_assert_eq(state_node_live(st, 2, 160), STATE_UP);
     struct state_event_filter f = {.node = 2, .text = "137"};
     cr_assert_eq(state_event_count(st, &f), 1);
+}
+
+/* The console can learn of a death (the demo reaps its child) before it
+ * reads what the process sent last: those heartbeats must not bring it
+ * back, or it shows stale, not down, until they age. */
+Test(state, what_a_dead_node_sent_before_dying_does_not_revive_it)
+{
+    heartbeat(1, 100);
+    state_mark_down(st, 1, "process killed by signal 9", 100.5);
+    heartbeat_sent(1, ++seqs[1], NAN, 100.45, 100.6);
+    cr_assert_eq(state_node_live(st, 1, 100.6), STATE_DOWN, "queued before the death");
+    heartbeat_sent(1, ++seqs[1], NAN, 100.5 + STATE_STALE_S - 0.1, 104);
+    cr_assert_eq(state_node_live(st, 1, 104), STATE_DOWN, "may still be the dead process's");
+    struct state_event_filter up = {.node = 1, .kind = "node_up"};
+    cr_assert_eq(state_event_count(st, &up), 1, "only the first heartbeat said up");
+
+    heartbeat_sent(1, 1, NAN, 104.2, 104.2);
+    cr_assert_eq(state_node_live(st, 1, 104.2), STATE_UP, "a new process starts its seq over");
+}
+
+Test(state, a_new_process_revives_a_dead_node_even_when_its_restart_was_missed)
+{
+    heartbeat(1, 100);
+    state_mark_down(st, 1, "stopped over SSH", 101);
+    /* Its seq went on past the old one's before we heard it. */
+    heartbeat_sent(1, seqs[1] + 50, NAN, 101 + STATE_STALE_S + 0.1, 104.2);
+    cr_assert_eq(state_node_live(st, 1, 104.2), STATE_UP, "sent after the dead one could have");
 }
 
 /* ---- loss ---- */
