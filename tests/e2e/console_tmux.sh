@@ -125,7 +125,8 @@ check "the dashboard follows the headless set" wait_for 50 both_kv A 8
 
 # The demo reaps its stages, so a killed one is down at once, where
 # heartbeats alone would take STATE_DOWN_S (10 s): 8 s tells the two apart
-# and leaves a loaded machine room (3 s failed about once in 40 runs).
+# and leaves a loaded machine room. A heartbeat the stage sent just before
+# it died, read after the reap, must not bring it back as stale.
 kill -9 "$(pid_of_stage "$A_CONF" 1)"
 check "a killed stage shows down before its heartbeats could say so" wait_for 80 sh -c \
     "tmux -L $SOCK capture-pane -p -t A | grep -qE 'stage1 +down '"
