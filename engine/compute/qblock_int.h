@@ -165,9 +165,11 @@ static inline float qb_max_abs(const float *x, int n)
     int j = 0;
     for (; j + 8 <= n; j += 8)
         m = vec8_max((f32x8)((i32x8)vec8_load(x + j) & 0x7fffffff), m);
-    float amax = 0;
-    for (int l = 0; l < 8; l++)
-        amax = m[l] > amax ? m[l] : amax;
+    /* The lanes' largest, halving: no lane is NaN or below 0. */
+    m = vec8_max(m, __builtin_shuffle(m, (i32x8){4, 5, 6, 7, 0, 1, 2, 3}));
+    m = vec8_max(m, __builtin_shuffle(m, (i32x8){2, 3, 0, 1, 2, 3, 0, 1}));
+    m = vec8_max(m, __builtin_shuffle(m, (i32x8){1, 0, 1, 0, 1, 0, 1, 0}));
+    float amax = m[0];
     for (; j < n; j++)
         amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
     return amax;

@@ -44,14 +44,32 @@ typedef struct q8_pack {
 
 static const int PAIR_ORDER[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
+/* Each pair of blocks as the Q4_0 kernel reads it: the low halves of
+ * their values, the high halves, and -8 times the sum of lo[j] + hi[j]
+ * over every 4 j (its starting sums). */
 static void q8_0_pack(const blk_q8_0 *y, q8_pack *p)
 {
     for (int i = 0; i < 4; i++) {
+        const int8_t *a = y[2 * i].qs, *b = y[2 * i + 1].qs;
+#ifdef QB_AVX2
+        /* In registers: summing the copies back from memory stalled on
+         * loads wider than the stores that had just written them. */
+        const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+        __m256i lo = _mm256_loadu2_m128i((const __m128i *)b, (const __m128i *)a);
+        __m256i hi = _mm256_loadu2_m128i((const __m128i *)(b + 16), (const __m128i *)(a + 16));
+        _mm256_storeu_si256((__m256i *)p->lo[i], lo);
+        _mm256_storeu_si256((__m256i *)p->hi[i], hi);
+        __m256i pairs =
+            _mm256_add_epi16(_mm256_maddubs_epi16(ones8, lo), _mm256_maddubs_epi16(ones8, hi));
+        __m256i sums = _mm256_madd_epi16(pairs, ones16);
+        _mm256_storeu_si256((__m256i *)p->base[i],
+                            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums, 3)));
+#else
         int32_t base[8];
-        for (int h = 0; h < 2; h++) {
-            memcpy(p->lo[i] + 16 * h, y[2 * i + h].qs, 16);
-            memcpy(p->hi[i] + 16 * h, y[2 * i + h].qs + 16, 16);
-        }
+        memcpy(p->lo[i], a, 16);
+        memcpy(p->lo[i] + 16, b, 16);
+        memcpy(p->hi[i], a + 16, 16);
+        memcpy(p->hi[i] + 16, b + 16, 16);
         for (int k = 0; k < 8; k++) {
             int s = 0;
             for (int j = 4 * k; j < 4 * k + 4; j++)
@@ -59,6 +77,7 @@ static void q8_0_pack(const blk_q8_0 *y, q8_pack *p)
             base[k] = -8 * s;
         }
         memcpy(p->base[i], base, sizeof base);
+#endif
     }
     float d[8];
     for (int k = 0; k < 8; k++)
@@ -68,18 +87,24 @@ static void q8_0_pack(const blk_q8_0 *y, q8_pack *p)
 
 /* ggml-cpu's x86 quantize_row_q8_0, which quantizes activations on this
  * machine: the inverse scale is 127 / amax rather than 1 / d, and values
- * round half to even (clamped, as its saturating packs do). */
+ * round half to even (clamped, as its saturating packs do): qb_nearest's
+ * arithmetic, 8 lanes at a time. A batch's inputs are quantized on one
+ * thread while the others wait. */
 static void q8_0_quantize_act(const float *x, void *out, int64_t n)
 {
+    typedef int8_t i8x8 __attribute__((vector_size(8)));
     blk_q8_0 *y = out;
     int64_t nb = n / QK;
     for (int64_t b = 0; b < nb; b++, x += QK) {
         float amax = qb_max_abs(x, QK);
         float id = amax != 0 ? 127.0f / amax : 0.0f;
         y[b].d = qb_f2h(amax / 127.0f);
-        for (int j = 0; j < QK; j++) {
-            int q = qb_nearest(x[j] * id);
-            y[b].qs[j] = (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q);
+        for (int j = 0; j < QK; j += 8) {
+            i32x8 q = ((i32x8)(vec8_load(x + j) * id + 12582912.0f) & 0x007fffff) - 0x00400000;
+            i32x8 lo = q<-128, hi = q> 127;
+            q = (q & ~(lo | hi)) | (lo & -128) | (hi & 127);
+            i8x8 q8 = __builtin_convertvector(q, i8x8);
+            memcpy(y[b].qs + j, &q8, sizeof q8);
         }
     }
     q8_pack *packs = (q8_pack *)(y + nb);
