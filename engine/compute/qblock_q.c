@@ -101,7 +101,7 @@ static void q8_0_quantize_act(const float *x, void *out, int64_t n)
         y[b].d = qb_f2h(amax / 127.0f);
         for (int j = 0; j < QK; j += 8) {
             i32x8 q = ((i32x8)(vec8_load(x + j) * id + 12582912.0f) & 0x007fffff) - 0x00400000;
-            i32x8 lo = q<-128, hi = q> 127;
+            i32x8 lo = (q < -128), hi = (q > 127); /* lanes of -1 where true */
             q = (q & ~(lo | hi)) | (lo & -128) | (hi & 127);
             i8x8 q8 = __builtin_convertvector(q, i8x8);
             memcpy(y[b].qs + j, &q8, sizeof q8);
