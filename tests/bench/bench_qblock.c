@@ -23,6 +23,26 @@
  *             same thread count (the bar), "of read" against the read.
  *             Triad, read and gemv are measured in ROUNDS rounds, each
  *             figure the best of all rounds (the machine is shared).
+ *   batch     Q8_0 only, with BATCH activations (the batching bar's 16
+ *             sequences): a pass runs qb_gemm over every matrix of the same
+ *             model, rows split in halves with 2 threads; GB/s = weight
+ *             bytes / time, best of GEMV_RUNS. "cached" runs it over the
+ *             first matrix of a layer CACHED_PASSES times, which stays in
+ *             each core's L2: the rate the kernel's arithmetic allows.
+ *             "overlap" is the from-memory rate against the better of
+ *             reading alone and computing alone, min(read, cached): 100%
+ *             when the memory reads hide under the arithmetic. The note
+ *             gives what the rate would be if they simply added up,
+ *             1 / (1 / read + 1 / cached), the diagnosis of the Q8_0
+ *             batching bar (bench_batch).
+ *   probe     whether a core overlaps reading memory with arithmetic at
+ *             all, without any kernel of ours: one thread reads a buffer
+ *             in chunks of PROBE_CHUNK bytes (one group of the batched
+ *             kernel: 16 rows by 8 Q8_0 blocks), a vector load per line,
+ *             with PROBE_WORK rounds of 16 independent multiply-adds
+ *             after each chunk; ns per chunk with the work over a buffer
+ *             in L2, with it over READ_N floats, and the read alone over
+ *             those. Best of TRIAD_RUNS.
  *   prefill   12 layers of the same shapes and a PREFILL_N-token chunk on
  *             1 thread: each matrix dequantized (qb_dequant_rows) to fp32,
  *             then cblas_sgemm with the chunk's activations; "% of sgemm"
@@ -30,6 +50,7 @@
  *             sgemm speed that dequantize-then-sgemm keeps.
  */
 #include <cblas.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +70,11 @@
 #define PREFILL_N 512
 #define PATTERN_N 65536 /* values quantized once and tiled over a model */
 #define MAX_THREADS 2
+#define BATCH 16
+#define PROBE_CHUNK 4352
+#define PROBE_WORK 20
+#define PROBE_CACHED ((size_t)1 << 20) /* bytes, within L2 */
+#define CACHED_PASSES 400
 
 typedef struct shape {
     int rows, n;
@@ -101,6 +127,12 @@ static int run_threads(int n, void (*fn)(void *, int), void *arg)
     for (int i = 1; i < n; i++)
         pthread_join(tid[i], NULL);
     return 0;
+}
+
+/* Keeps the better of *best and v. */
+static void keep_max(double *best, double v)
+{
+    *best = v > *best ? v : *best;
 }
 
 /* ---- triad ---- */
@@ -198,6 +230,66 @@ static int read_gbs(int threads, double *gbs)
     return rc;
 }
 
+/* ---- probe: reads with work between them ---- */
+
+typedef struct probe {
+    const float *buf;
+    size_t n; /* floats */
+    int work;
+} probe;
+
+/* Where the reads and the work end up, so that neither goes away. */
+static volatile float probe_sink;
+
+static double probe_ns(const probe *p)
+{
+    f32x8 acc[16], in[4] = {{0}};
+    for (int i = 0; i < 16; i++)
+        acc[i] = (f32x8){0} + (float)i;
+    const f32x8 mul = (f32x8){0} + 0.999f, add = (f32x8){0} + 0.5f;
+    /* A chunk's floats, a line's, and a vector's. */
+    enum { CHUNK = PROBE_CHUNK / sizeof(float), LINE = 64 / sizeof(float) };
+    size_t chunks = p->n / CHUNK;
+    double t0 = bench_now();
+    for (size_t c = 0; c < chunks; c++) {
+        const float *q = p->buf + c * CHUNK;
+        for (int o = 0; o < CHUNK; o += LINE)
+            in[(o / LINE) % 4] += *(const f32x8 *)(q + o);
+        for (int w = 0; w < p->work; w++)
+            for (int i = 0; i < 16; i++)
+                acc[i] = acc[i] * mul + add;
+    }
+    double ns = (bench_now() - t0) * 1e9 / (double)chunks;
+    float sum = 0;
+    for (int i = 0; i < 16; i++)
+        sum += acc[i][0] + in[i % 4][i % 8];
+    probe_sink = sum;
+    return ns;
+}
+
+/* ns per chunk: t[0] work over a cached buffer, t[1] work from memory,
+ * t[2] reading alone from memory; each the best of TRIAD_RUNS. */
+static int probe_times(double t[3])
+{
+    float *a = aligned_alloc(64, READ_N * sizeof(float));
+    if (!a)
+        return -1;
+    for (size_t j = 0; j < READ_N; j++)
+        a[j] = 1.0f;
+    const probe runs[3] = {
+        {a, PROBE_CACHED / sizeof(float), PROBE_WORK}, {a, READ_N, PROBE_WORK}, {a, READ_N, 0}};
+    for (int k = 0; k < 3; k++) {
+        t[k] = INFINITY;
+        for (int r = 0; r <= TRIAD_RUNS; r++) {
+            double ns = probe_ns(&runs[k]);
+            if (r > 0) /* the first run brings a cached buffer in */
+                t[k] = ns < t[k] ? ns : t[k];
+        }
+    }
+    free(a);
+    return 0;
+}
+
 /* ---- a model's weights in one type ---- */
 
 typedef struct model {
@@ -219,11 +311,6 @@ static const uint8_t *matrix(const model *m, int layer, int k)
     for (int j = 0; j < k; j++)
         p += m->mat_bytes[j];
     return p;
-}
-
-static const void *act_for(const model *m, int k)
-{
-    return m->act[LAYER[k].n == MAX_N];
 }
 
 static float *random_floats(size_t n, float sigma)
@@ -289,44 +376,85 @@ static void model_close(model *m)
     free(m->act[1]);
 }
 
-/* ---- decode: gemv passes ---- */
+/* ---- decode: gemv and gemm passes ---- */
 
+/* A pass over the model's matrices with one activation (qb_gemv) or a
+ * batch of them (qb_gemm); cached, over the first matrix of a layer
+ * CACHED_PASSES times instead. */
 typedef struct pass {
     const model *m;
-    int threads;
-    float *y[MAX_THREADS];
+    int threads, batch, cached;
+    const void *acts[2];   /* the activation or batch of 768 and of 2048 values */
+    float *y[MAX_THREADS]; /* [batch][MAX_N] */
 } pass;
 
 static void pass_slice(void *arg, int i)
 {
     const pass *p = arg;
     const model *m = p->m;
-    for (int l = 0; l < m->layers; l++)
-        for (int k = 0; k < N_MATS; k++) {
+    int layers = p->cached ? CACHED_PASSES : m->layers, mats = p->cached ? 1 : N_MATS;
+    for (int l = 0; l < layers; l++)
+        for (int k = 0; k < mats; k++) {
             int lo = LAYER[k].rows * i / p->threads, hi = LAYER[k].rows * (i + 1) / p->threads;
             size_t rb = row_bytes(m, k);
-            qb_gemv(m->type, matrix(m, l, k) + (size_t)lo * rb, rb, hi - lo, act_for(m, k),
-                    LAYER[k].n, p->y[i]);
+            const uint8_t *w = matrix(m, p->cached ? 0 : l, k) + (size_t)lo * rb;
+            const void *x = p->acts[LAYER[k].n == MAX_N];
+            if (p->batch == 1)
+                qb_gemv(m->type, w, rb, hi - lo, x, LAYER[k].n, p->y[i]);
+            else
+                qb_gemm(m->type, w, rb, hi - lo, x, p->batch, LAYER[k].n, p->y[i],
+                        (size_t)(hi - lo));
         }
+}
+
+/* The best weight GB/s of GEMV_RUNS passes. */
+static int pass_gbs(pass *p, double *gbs)
+{
+    int rc = 0;
+    for (int i = 0; i < p->threads; i++)
+        rc |= (p->y[i] = malloc((size_t)p->batch * MAX_N * sizeof(float))) == NULL;
+    double bytes =
+        p->cached ? (double)CACHED_PASSES * (double)p->m->mat_bytes[0] : (double)p->m->bytes;
+    double best = 0;
+    for (int r = 0; rc == 0 && r <= GEMV_RUNS; r++) {
+        double t0 = bench_now();
+        rc = run_threads(p->threads, pass_slice, p);
+        if (r > 0) /* the first pass faults the pages in */
+            keep_max(&best, bytes / (bench_now() - t0) / 1e9);
+    }
+    for (int i = 0; i < p->threads; i++)
+        free(p->y[i]);
+    *gbs = best;
+    return rc;
 }
 
 static int gemv_gbs(const model *m, int threads, double *gbs)
 {
-    pass p = {.m = m, .threads = threads};
-    int rc = 0;
-    for (int i = 0; i < threads; i++)
-        rc |= (p.y[i] = malloc(MAX_N * sizeof(float))) == NULL;
-    double best = 0;
-    for (int r = 0; rc == 0 && r <= GEMV_RUNS; r++) {
-        double t0 = bench_now();
-        rc = run_threads(threads, pass_slice, &p);
-        double g = (double)m->bytes / (bench_now() - t0) / 1e9;
-        if (r > 0) /* the first pass faults the pages in */
-            best = g > best ? g : best;
+    pass p = {.m = m, .threads = threads, .batch = 1, .acts = {m->act[0], m->act[1]}};
+    return pass_gbs(&p, gbs);
+}
+
+/* The same with BATCH activations, from memory or cached. */
+static int gemm_gbs(const model *m, int threads, int cached, double *gbs)
+{
+    pass p = {.m = m, .threads = threads, .batch = BATCH, .cached = cached};
+    float *x = random_floats((size_t)BATCH * MAX_N, 1.0f);
+    void *batch[2] = {NULL, NULL};
+    int rc = x ? 0 : -1;
+    for (int j = 0; rc == 0 && j < 2; j++) {
+        int64_t n = j ? MAX_N : 768;
+        batch[j] = malloc(qb_batch_bytes(m->type, BATCH, n));
+        if (!batch[j])
+            rc = -1;
+        else
+            qb_quantize_batch(m->type, x, BATCH, n, batch[j]);
+        p.acts[j] = batch[j];
     }
-    for (int i = 0; i < threads; i++)
-        free(p.y[i]);
-    *gbs = best;
+    if (rc == 0)
+        rc = pass_gbs(&p, gbs);
+    free(batch[0]);
+    free(batch[1]);
+    free(x);
     return rc;
 }
 
@@ -364,12 +492,6 @@ static void add_row(bench *b, const char *fmt, const char *type, int threads, do
     bench_add(b, name, v, unit, target, pass);
 }
 
-/* Keeps the better of *best and v. */
-static void keep_max(double *best, double v)
-{
-    *best = v > *best ? v : *best;
-}
-
 /* Every figure of the decode section, best of ROUNDS rounds: g[type][t]
  * for t threads, and the triad and read limits. A round measures the
  * limits, then every type's gemv, so that a busy stretch on a shared
@@ -400,6 +522,55 @@ static int decode_rounds(double g[][MAX_THREADS + 1], double *triad, double *rd)
     return 0;
 }
 
+/* The batch section (see the top), best of ROUNDS rounds, against the
+ * read rates rd measured by decode_rounds. */
+static int batch_rows(bench *b, const double *rd)
+{
+    model m;
+    double mem[MAX_THREADS + 1] = {0}, cached[MAX_THREADS + 1] = {0};
+    int rc = model_open(&m, WT_Q8_0, 0);
+    for (int round = 0; rc == 0 && round < ROUNDS; round++)
+        for (int t = 1; rc == 0 && t <= MAX_THREADS; t++) {
+            double v = 0, w = 0;
+            rc = gemm_gbs(&m, t, 0, &v) || gemm_gbs(&m, t, 1, &w);
+            keep_max(&mem[t], v);
+            keep_max(&cached[t], w);
+        }
+    model_close(&m);
+    if (rc != 0)
+        return -1;
+    char what[32];
+    snprintf(what, sizeof what, "%s x%d", wtype_name(WT_Q8_0), BATCH);
+    for (int t = 1; t <= MAX_THREADS; t++) {
+        double limit = rd[t] < cached[t] ? rd[t] : cached[t];
+        double added = 1 / (1 / rd[t] + 1 / cached[t]);
+        add_row(b, "gemm %s, %d thread%s", what, t, mem[t], "GB/s", NULL, -1);
+        add_row(b, "gemm %s, %d thread%s, cached", what, t, cached[t], "GB/s", NULL, -1);
+        add_row(b, "gemm %s, %d thread%s, overlap", what, t, 100 * mem[t] / limit, "%", NULL, -1);
+        bench_note(b,
+                   "gemm %s, %d thread%s: %.1f GB/s from memory; reading alone %.1f, computing "
+                   "alone %.1f, the two added up %.1f",
+                   what, t, t == 1 ? "" : "s", mem[t], rd[t], cached[t], added);
+    }
+    return 0;
+}
+
+/* The probe section (see the top). */
+static int probe_rows(bench *b)
+{
+    double pt[3];
+    if (probe_times(pt) != 0)
+        return -1;
+    bench_add(b, "probe: read + work, cached", pt[0], "ns", NULL, -1);
+    bench_add(b, "probe: read + work, from memory", pt[1], "ns", NULL, -1);
+    bench_add(b, "probe: read alone, from memory", pt[2], "ns", NULL, -1);
+    bench_note(b,
+               "probe: %d bytes read and %d rounds of work a chunk take %.0f ns from memory, where "
+               "the work in cache takes %.0f and the read alone %.0f: %.0f%% of the two added up",
+               PROBE_CHUNK, PROBE_WORK, pt[1], pt[0], pt[2], 100 * pt[1] / (pt[0] + pt[2]));
+    return 0;
+}
+
 static int decode_bars(bench *b)
 {
     double triad[MAX_THREADS + 1] = {0}, rd[MAX_THREADS + 1] = {0};
@@ -420,7 +591,7 @@ static int decode_bars(bench *b)
             add_row(b, "gemv %s, %d thread%s, of read", name, t, 100 * g[i][t] / rd[t], "%", NULL,
                     -1);
         }
-    return 0;
+    return batch_rows(b, rd) == 0 ? probe_rows(b) : -1;
 }
 
 static int prefill_bars(bench *b)
