@@ -208,14 +208,22 @@ static void read_slice(void *arg, int i)
     t->sum[i] = sum;
 }
 
+/* READ_N ones, 64-byte aligned, for the read and the probe; NULL when
+ * out of memory. */
+static float *read_buffer(void)
+{
+    float *a = aligned_alloc(64, READ_N * sizeof(float));
+    for (size_t j = 0; a && j < READ_N; j++)
+        a[j] = 1.0f;
+    return a;
+}
+
 static int read_gbs(int threads, double *gbs)
 {
     reader t = {.threads = threads};
-    float *a = aligned_alloc(64, READ_N * sizeof(float));
+    float *a = read_buffer();
     if (!a)
         return -1;
-    for (size_t j = 0; j < READ_N; j++)
-        a[j] = 1.0f;
     t.v = (const f32x8 *)a;
     int rc = 0;
     double best = 0;
@@ -271,11 +279,9 @@ static double probe_ns(const probe *p)
  * t[2] reading alone from memory; each the best of TRIAD_RUNS. */
 static int probe_times(double t[3])
 {
-    float *a = aligned_alloc(64, READ_N * sizeof(float));
+    float *a = read_buffer();
     if (!a)
         return -1;
-    for (size_t j = 0; j < READ_N; j++)
-        a[j] = 1.0f;
     const probe runs[3] = {
         {a, PROBE_CACHED / sizeof(float), PROBE_WORK}, {a, READ_N, PROBE_WORK}, {a, READ_N, 0}};
     for (int k = 0; k < 3; k++) {
