@@ -120,7 +120,7 @@ typedef struct store_request {
     /* Mean step_ms of the request's prefill (decode) steps on the node
      * where that mean is largest; < 0: unknown. */
     double prefill_step_ms, decode_step_ms;
-    int ok;                                                               /* 1 ok, 0 failed */
+    int ok;                 /* 1 ok, 0 failed */
     const char *error_code; /* failed requests: "timeout", "refused", "node_down", ... */
     const char *error_message;
     double t; /* when it ended; 0: now */

@@ -4,8 +4,8 @@
 #define STORE_INT_H
 
 #include <pthread.h>
-#include <sys/types.h>
 #include <sqlite3.h>
+#include <sys/types.h>
 
 #include "store.h"
 

@@ -168,8 +168,8 @@ static int gen_open(gen_run *r, const gen_options *o, char *err, size_t errlen)
     if (local_open(&r->l, o->model, o->tokenizer, o->threads, o->kv_bits, err, errlen) != 0)
         return -1;
     const model_config *c = model_config_of(r->l.m);
-    if (sampler_create(&r->smp, c->vocab_size, (float)o->temperature, (float)o->top_p, o->seed,
-                       err, errlen) != 0)
+    if (sampler_create(&r->smp, c->vocab_size, (float)o->temperature, (float)o->top_p, o->seed, err,
+                       errlen) != 0)
         return -1;
     r->ids = malloc(tok_max_tokens(strlen(o->prompt)) * sizeof *r->ids);
     r->logits = malloc((size_t)c->vocab_size * sizeof *r->logits);

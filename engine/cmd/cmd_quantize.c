@@ -78,24 +78,23 @@ static const struct option long_options[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: inferd quantize --type TYPE --out FILE.gguf [OPTIONS]\n"
-            "\n"
-            "Writes the model as a GGUF file of one of llama.cpp's file types, with\n"
-            "the tensor types llama-quantize chooses for it (no importance matrix).\n"
-            "\n"
-            "  --type TYPE          F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M or Q6_K\n"
-            "  --out FILE           the GGUF file to write; it appears only when complete\n"
-            "  --model SPEC         a GGUF file, a llama2.c checkpoint, \"embedded\"\n"
-            "                       (the default) or synth:...\n"
-            "  --tokenizer PATH     for a llama2.c checkpoint or synthetic model: the\n"
-            "                       llama2.c tokenizer to write (default: the embedded one)\n"
-            "  --threads N          quantizing threads (default: online CPUs)\n"
-            "  --help               this text\n"
-            "\n"
-            "Rows that a K type's 256-value blocks cannot hold fall back to Q8_0, then\n"
-            "F16 (llama.cpp's Q5_0/Q5_1 fallbacks are not run by inferd); Q8_0 and\n"
-            "Q4_0 refuse such rows, as llama.cpp does.\n");
+    fprintf(out, "usage: inferd quantize --type TYPE --out FILE.gguf [OPTIONS]\n"
+                 "\n"
+                 "Writes the model as a GGUF file of one of llama.cpp's file types, with\n"
+                 "the tensor types llama-quantize chooses for it (no importance matrix).\n"
+                 "\n"
+                 "  --type TYPE          F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M or Q6_K\n"
+                 "  --out FILE           the GGUF file to write; it appears only when complete\n"
+                 "  --model SPEC         a GGUF file, a llama2.c checkpoint, \"embedded\"\n"
+                 "                       (the default) or synth:...\n"
+                 "  --tokenizer PATH     for a llama2.c checkpoint or synthetic model: the\n"
+                 "                       llama2.c tokenizer to write (default: the embedded one)\n"
+                 "  --threads N          quantizing threads (default: online CPUs)\n"
+                 "  --help               this text\n"
+                 "\n"
+                 "Rows that a K type's 256-value blocks cannot hold fall back to Q8_0, then\n"
+                 "F16 (llama.cpp's Q5_0/Q5_1 fallbacks are not run by inferd); Q8_0 and\n"
+                 "Q4_0 refuse such rows, as llama.cpp does.\n");
 }
 
 static const args_spec spec;
@@ -150,8 +149,11 @@ static void add(source *s, const char *name, uint32_t type, int n_dims, const ui
                 const void *data)
 {
     qtensor *t = &s->t[s->n++];
-    *t = (qtensor){.type = type, .n_dims = n_dims, .ne = {ne[0], ne[1], ne[2], ne[3]},
-                   .data = data, .row_bytes = wtype_row_bytes(type, ne[0])};
+    *t = (qtensor){.type = type,
+                   .n_dims = n_dims,
+                   .ne = {ne[0], ne[1], ne[2], ne[3]},
+                   .data = data,
+                   .row_bytes = wtype_row_bytes(type, ne[0])};
     snprintf(t->name, sizeof t->name, "%s", name);
 }
 
@@ -180,9 +182,10 @@ static void list_llama2c(source *s)
             const wmat *mat;
             const float *norm;
         } parts[] = {
-            {"attn_q", &w->wq, NULL},  {"attn_k", &w->wk, NULL},   {"attn_v", &w->wv, NULL},
-            {"attn_output", &w->wo, NULL}, {"attn_norm", NULL, w->rms_att},
-            {"ffn_gate", &w->w1, NULL}, {"ffn_down", &w->w2, NULL}, {"ffn_up", &w->w3, NULL},
+            {"attn_q", &w->wq, NULL},        {"attn_k", &w->wk, NULL},
+            {"attn_v", &w->wv, NULL},        {"attn_output", &w->wo, NULL},
+            {"attn_norm", NULL, w->rms_att}, {"ffn_gate", &w->w1, NULL},
+            {"ffn_down", &w->w2, NULL},      {"ffn_up", &w->w3, NULL},
             {"ffn_norm", NULL, w->rms_ffn},
         };
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
@@ -256,8 +259,8 @@ static int plan(source *s, const ftype *ft, char *err, size_t errlen)
     free(names);
     for (int i = 0; i < s->n; i++) {
         qtensor *t = &s->t[i];
-        if (ftype_plan_next(&p, t->name, t->type, t->n_dims, t->ne[0], &t->out_type, err,
-                            errlen) != 0)
+        if (ftype_plan_next(&p, t->name, t->type, t->n_dims, t->ne[0], &t->out_type, err, errlen) !=
+            0)
             return -1;
     }
     return 0;
@@ -450,8 +453,8 @@ static int convert_tensor(gguf_writer *w, pool *p, const qtensor *t, uint8_t *ou
     int64_t rows = (int64_t)(t->ne[1] * t->ne[2] * t->ne[3]);
     size_t out_row = wtype_row_bytes(t->out_type, t->ne[0]);
     int64_t per_batch = (int64_t)(BATCH_BYTES / out_row) > 0 ? (int64_t)(BATCH_BYTES / out_row) : 1;
-    batch b = {.t = t, .out_row = out_row, .out = out, .scratch = scratch,
-               .parts = pool_threads(p)};
+    batch b = {
+        .t = t, .out_row = out_row, .out = out, .scratch = scratch, .parts = pool_threads(p)};
     for (b.row0 = 0; b.row0 < rows; b.row0 += b.rows) {
         b.rows = rows - b.row0 < per_batch ? rows - b.row0 : per_batch;
         pool_run(p, b.parts, convert_part, &b);
@@ -529,8 +532,7 @@ static int quantize(const quant_options *o, char *err, size_t errlen)
         goto done;
     char types[160];
     type_counts(&s, types, sizeof types);
-    printf("wrote %s: %s, %s (%.1f s)\n", o->out, o->type->name, types,
-           (clock_ms() - t0) / 1000.0);
+    printf("wrote %s: %s, %s (%.1f s)\n", o->out, o->type->name, types, (clock_ms() - t0) / 1000.0);
     rc = 0;
 done:
     gguf_writer_free(w);

@@ -110,7 +110,8 @@ static int parse_options(int argc, char **argv, tokenize_options *o)
     if (rc != 0)
         return rc;
     if (!o->prompt == !o->file) {
-        fprintf(stderr, "inferd tokenize: give one of --prompt TEXT and --file PATH (see --help)\n");
+        fprintf(stderr,
+                "inferd tokenize: give one of --prompt TEXT and --file PATH (see --help)\n");
         return -1;
     }
     return 0;
@@ -190,8 +191,8 @@ int cmd_tokenize(int argc, char **argv)
     if (rc == 0 && o.file)
         rc = read_text(o.file, &text, &len, err, sizeof err);
     if (rc == 0) {
-        int flags = (!o.no_bos && tok_add_bos(t) ? TOK_ADD_BOS : 0) |
-                    (o.special ? TOK_PARSE_SPECIAL : 0);
+        int flags =
+            (!o.no_bos && tok_add_bos(t) ? TOK_ADD_BOS : 0) | (o.special ? TOK_PARSE_SPECIAL : 0);
         n = tok_tokenize(t, o.file ? text : o.prompt, o.file ? len : strlen(o.prompt), flags, &ids,
                          err, sizeof err);
         rc = n < 0 ? -1 : 0;

@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/compute/blas.h"
 #include "commands.h"
+#include "engine/compute/blas.h"
 #include "engine/proto/version.h"
 
 typedef struct verb {

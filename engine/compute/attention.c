@@ -58,11 +58,11 @@ struct attn_scratch {
     kv_shape shape;
     int max_n;
     int n_heads;
-    int gqa;        /* query heads per KV head */
+    int gqa; /* query heads per KV head */
     pool *pool;
-    int workers;    /* tasks run at once, each with its own scratch */
+    int workers; /* tasks run at once, each with its own scratch */
     size_t worker_floats;
-    float *mem;     /* [workers][worker_floats] */
+    float *mem; /* [workers][worker_floats] */
 };
 
 /* One worker's scratch: a span of dequantized blocks, a tile of queries
@@ -416,10 +416,10 @@ typedef struct job {
     const float *q;
     int n, pos;
     float *out;
-    int fp16;     /* llama.cpp's fp16 arithmetic (see the top) */
-    int splits;   /* row ranges per KV head */
-    int tasks;    /* n_kv_heads * splits */
-    int runners;  /* pool indices, one scratch each */
+    int fp16;             /* llama.cpp's fp16 arithmetic (see the top) */
+    int splits;           /* row ranges per KV head */
+    int tasks;            /* n_kv_heads * splits */
+    int runners;          /* pool indices, one scratch each */
     atomic_int next_task; /* claimed dynamically: a preempted thread
                              does not hold the others back */
 } job;

@@ -20,9 +20,9 @@
 
 #include "attention.h"
 #include "blas.h"
-#include "engine/sys/clock.h"
 #include "engine/model/weights.h"
 #include "engine/model/wtype.h"
+#include "engine/sys/clock.h"
 #include "matvec.h"
 #include "qblock.h"
 #include "qgemm.h"
@@ -457,7 +457,8 @@ static void embed(fwd_stage *s, const int *tokens, int n)
     const wmat *table = model_token_embedding(s->m);
     size_t dim = s->c.dim;
     for (int i = 0; i < n; i++)
-        qb_dequant_row(table->type, (const char *)table->data + (size_t)tokens[i] * table->row_bytes,
+        qb_dequant_row(table->type,
+                       (const char *)table->data + (size_t)tokens[i] * table->row_bytes,
                        s->x + i * dim, (int64_t)dim);
 }
 

@@ -13,16 +13,16 @@
 
 #include <stddef.h>
 
-#include "kvcache.h"
 #include "engine/model/model.h"
+#include "kvcache.h"
 #include "pool.h"
 
 typedef struct fwd_stage fwd_stage;
 
 typedef struct fwd_stats {
-    double model_ms;  /* wall time of this stage's compute for the step */
-    float act_max;    /* largest |x| of the hidden state the stage outputs */
-    int nonfinite;    /* NaN/Inf count in that hidden state */
+    double model_ms; /* wall time of this stage's compute for the step */
+    float act_max;   /* largest |x| of the hidden state the stage outputs */
+    int nonfinite;   /* NaN/Inf count in that hidden state */
 } fwd_stats;
 
 /* pool: the engine's threads (also sets OpenBLAS to the same count). */
@@ -32,8 +32,8 @@ void fwd_free(fwd_stage *s);
 
 int fwd_first(const fwd_stage *s);
 int fwd_last(const fwd_stage *s);
-int fwd_is_head(const fwd_stage *s);   /* first == 0 */
-int fwd_is_tail(const fwd_stage *s);   /* last == n_layers */
+int fwd_is_head(const fwd_stage *s); /* first == 0 */
+int fwd_is_tail(const fwd_stage *s); /* last == n_layers */
 
 /* Shape of the KV cache this stage needs (its layers only). */
 kv_shape fwd_kv_shape(const fwd_stage *s);
@@ -56,8 +56,8 @@ void fwd_scratch_release(fwd_stage *s);
  * stages, hidden states into `x_out` [n][dim]. Reserves KV blocks as
  * needed and commits kv_len += n. On error (allocation) returns -1 with a
  * message and the cache keeps its previous length. */
-int fwd_step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n,
-             float *x_out, float *logits, fwd_stats *st, char *err, size_t errlen);
+int fwd_step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n, float *x_out,
+             float *logits, fwd_stats *st, char *err, size_t errlen);
 
 /* The same on the tail stage, with the logits of all n positions into
  * `logits` [n][vocab]: a teacher-forced evaluation of a prompt. */

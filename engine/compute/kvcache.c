@@ -24,8 +24,8 @@ struct kv_cache {
     kv_shape shape;
     int bits;
     int len;
-    int nblocks;       /* blocks held per layer and head */
-    int table_blocks;  /* blocks the table has slots for */
+    int nblocks;           /* blocks held per layer and head */
+    int table_blocks;      /* blocks the table has slots for */
     unsigned char **table; /* [table_blocks][n_layers * n_kv_heads] */
 };
 
@@ -107,8 +107,7 @@ static int shape_check(kv_shape s, char *err, size_t errlen)
     }
     /* Vector kernels work on 8 floats at a time along both dimensions. */
     if (s.head_dim < 8 || s.head_dim % 8 != 0) {
-        snprintf(err, errlen, "kv cache: head_dim %d must be a positive multiple of 8",
-                 s.head_dim);
+        snprintf(err, errlen, "kv cache: head_dim %d must be a positive multiple of 8", s.head_dim);
         return -1;
     }
     if (s.block < 8 || s.block % 8 != 0) {
@@ -424,7 +423,8 @@ int kv_convert(kv_cache *kv, int bits, char *err, size_t errlen)
             return -1;
         }
     }
-    reencode_blocks(kv, &from, &to, scratch, scratch + (size_t)B * hd, scratch + (size_t)2 * B * hd);
+    reencode_blocks(kv, &from, &to, scratch, scratch + (size_t)B * hd,
+                    scratch + (size_t)2 * B * hd);
     if (to.bytes < from.bytes) {
         for (size_t i = 0; i < count; i++) {
             unsigned char *p = realloc(kv->table[i], to.bytes);

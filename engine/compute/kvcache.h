@@ -25,10 +25,10 @@
 typedef struct kv_cache kv_cache;
 
 typedef struct kv_shape {
-    int n_layers;   /* layers held by this stage */
+    int n_layers; /* layers held by this stage */
     int n_kv_heads;
-    int head_dim;   /* a multiple of 8 */
-    int block;      /* positions per block, a multiple of 8 (KV_BLOCK_DEFAULT unless testing) */
+    int head_dim; /* a multiple of 8 */
+    int block;    /* positions per block, a multiple of 8 (KV_BLOCK_DEFAULT unless testing) */
 } kv_shape;
 
 #define KV_BLOCK_DEFAULT 64
@@ -52,9 +52,9 @@ void kv_free(kv_cache *kv);
 
 kv_shape kv_shape_of(const kv_cache *kv);
 int kv_bits(const kv_cache *kv);
-int kv_len(const kv_cache *kv);        /* positions committed */
-int kv_capacity(const kv_cache *kv);   /* positions the allocated blocks hold */
-size_t kv_bytes(const kv_cache *kv);   /* block payload bytes held now */
+int kv_len(const kv_cache *kv);      /* positions committed */
+int kv_capacity(const kv_cache *kv); /* positions the allocated blocks hold */
+size_t kv_bytes(const kv_cache *kv); /* block payload bytes held now */
 
 /* Allocates blocks so that ctx positions fit. On failure returns -1 with a
  * message, and the cache is as it was. */

@@ -33,11 +33,11 @@ struct pool {
     int threads;
     pthread_t *workers; /* threads - 1 of them */
     pthread_mutex_t mu;
-    pthread_cond_t wake;        /* a new run or shutdown, for sleeping workers */
-    atomic_ulong generation;    /* bumped by each run */
+    pthread_cond_t wake;     /* a new run or shutdown, for sleeping workers */
+    atomic_ulong generation; /* bumped by each run */
     atomic_int stop;
-    atomic_int sleepers;        /* workers inside (or about to enter) the wait on wake */
-    atomic_int busy;            /* workers still inside the current run */
+    atomic_int sleepers; /* workers inside (or about to enter) the wait on wake */
+    atomic_int busy;     /* workers still inside the current run */
     pool_fn fn;
     void *arg;
     int n;

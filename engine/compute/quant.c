@@ -91,7 +91,8 @@ void quant_decode_row(float *restrict dst, const uint8_t *restrict packed, int b
 {
     f32x8 s = vec8_splat(scale), b = vec8_splat(bias);
     for (int i = 0; i < n; i += 8)
-        vec8_store(dst + i, vec8_fma(__builtin_convertvector(codes8(packed, bits, i), f32x8), s, b));
+        vec8_store(dst + i,
+                   vec8_fma(__builtin_convertvector(codes8(packed, bits, i), f32x8), s, b));
 }
 
 void quant_decode_cols(float *restrict dst, const uint8_t *restrict packed, int bits,

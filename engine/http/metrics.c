@@ -405,12 +405,10 @@ static const struct {
     {"inferd_weights_bytes", "Weights of the layers the node holds.", g_weights},
     {"inferd_sessions", "Sessions holding KV cache.", g_sessions},
     {"inferd_active_requests", "Requests running (admitted, not queued).", g_active},
-    {"inferd_queued_requests", "Requests waiting for a place (--max-seqs) on the head.",
-     g_queued},
-    {"inferd_busy_ratio", "Compute time of the node's layers over wall time, last second.",
-     g_busy},
-    {"inferd_batch_size", "Requests in the node's latest step (0 when none ran since its last heartbeat).",
-     g_batch},
+    {"inferd_queued_requests", "Requests waiting for a place (--max-seqs) on the head.", g_queued},
+    {"inferd_busy_ratio", "Compute time of the node's layers over wall time, last second.", g_busy},
+    {"inferd_batch_size",
+     "Requests in the node's latest step (0 when none ran since its last heartbeat).", g_batch},
 };
 
 /* Counters of one node, by offset of their uint64_t in node_m. */

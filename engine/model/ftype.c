@@ -11,9 +11,8 @@
 #include "wtype.h"
 
 static const ftype ftypes[] = {
-    {"F32", 0, WT_F32},     {"F16", 1, WT_F16},        {"BF16", 32, WT_BF16},
-    {"Q8_0", 7, WT_Q8_0},   {"Q4_0", 2, WT_Q4_0},      {"Q4_K_M", 15, WT_Q4_K},
-    {"Q5_K_M", 17, WT_Q5_K}, {"Q6_K", 18, WT_Q6_K},
+    {"F32", 0, WT_F32},   {"F16", 1, WT_F16},      {"BF16", 32, WT_BF16},   {"Q8_0", 7, WT_Q8_0},
+    {"Q4_0", 2, WT_Q4_0}, {"Q4_K_M", 15, WT_Q4_K}, {"Q5_K_M", 17, WT_Q5_K}, {"Q6_K", 18, WT_Q6_K},
 };
 
 #define N_FTYPES (sizeof ftypes / sizeof ftypes[0])

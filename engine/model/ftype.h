@@ -21,9 +21,9 @@
 #include <stdint.h>
 
 typedef struct ftype {
-    const char *name;  /* "Q4_K_M" */
-    uint32_t id;       /* llama_ftype: general.file_type */
-    uint32_t base;     /* the wtype of most matrices */
+    const char *name; /* "Q4_K_M" */
+    uint32_t id;      /* llama_ftype: general.file_type */
+    uint32_t base;    /* the wtype of most matrices */
 } ftype;
 
 /* By name (case as listed in ftype_names), or NULL. */

@@ -748,8 +748,11 @@ int gguf_kv_at(const gguf *g, int64_t i, gguf_kv_raw *out)
         return -1;
     const kv *v = &g->kvs[i];
     size_t head = v->type == GGUF_ARR ? 4 + 8 : 0;
-    *out = (gguf_kv_raw){.key = v->key, .key_len = v->key_len, .type = (int)v->type,
-                         .value = v->val - head, .value_bytes = value_bytes(v)};
+    *out = (gguf_kv_raw){.key = v->key,
+                         .key_len = v->key_len,
+                         .type = (int)v->type,
+                         .value = v->val - head,
+                         .value_bytes = value_bytes(v)};
     return 0;
 }
 

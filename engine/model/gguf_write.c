@@ -55,8 +55,8 @@ struct gguf_writer {
     size_t n_kv, cap_kv;
     wtensor *tensors;
     size_t n_tensors, cap_tensors;
-    size_t cur;         /* the tensor being written */
-    uint64_t cur_done;  /* its bytes written so far */
+    size_t cur;        /* the tensor being written */
+    uint64_t cur_done; /* its bytes written so far */
 };
 
 /* A growing byte string for encoding values. */
@@ -237,8 +237,7 @@ int gguf_writer_set_arr(gguf_writer *w, const char *key, int elem_type, const vo
                         uint64_t n)
 {
     if (!fixed_type(elem_type))
-        return fail(w, "key '%s': element type %d is not a fixed-size value type", key,
-                    elem_type);
+        return fail(w, "key '%s': element type %d is not a fixed-size value type", key, elem_type);
     size_t size = gguf_type_size(elem_type);
     if (n > SIZE_MAX / size)
         return fail(w, "key '%s': %llu elements overflow the address space", key,

@@ -32,7 +32,6 @@ extern const unsigned char embedded_model_end[];
 #define HEADER_BYTES (7 * sizeof(int32_t))
 #define SYNTH_SEQ_LEN_DEFAULT 2048
 
-
 /* The seven shape fields, in the order of a checkpoint header. Checks and
  * messages go through this table so that a checkpoint's error names the
  * header field and a synthetic spec's error names the spec key. */
@@ -149,7 +148,10 @@ static int parse_header(const unsigned char *buf, size_t size, const char *what,
 
 static wmat f32_mat(const float *p, size_t rows, size_t cols)
 {
-    return (wmat){.type = WT_F32, .data = p, .rows = (int)rows, .cols = (int)cols,
+    return (wmat){.type = WT_F32,
+                  .data = p,
+                  .rows = (int)rows,
+                  .cols = (int)cols,
                   .row_bytes = cols * sizeof(float)};
 }
 
@@ -739,9 +741,8 @@ const float *model_rope_freqs(const model *m)
     return m->rope_freqs;
 }
 
-int model_probe_bytes(const char *spec, model_config *cfg, size_t *embed_bytes,
-                      size_t *layer_bytes, int max_layers, size_t *out_bytes, char *err,
-                      size_t errlen)
+int model_probe_bytes(const char *spec, model_config *cfg, size_t *embed_bytes, size_t *layer_bytes,
+                      int max_layers, size_t *out_bytes, char *err, size_t errlen)
 {
     if (model_is_gguf(spec))
         return model_gguf_probe_bytes(spec, cfg, embed_bytes, layer_bytes, max_layers, out_bytes,

@@ -26,7 +26,7 @@ typedef struct model_config {
     int n_layers;
     int n_heads;
     int n_kv_heads;
-    int head_dim;          /* dim / n_heads */
+    int head_dim; /* dim / n_heads */
     int vocab_size;
     int seq_len;           /* trained context: reported, never a limit */
     int shared_classifier; /* 1: logits use the token embedding table */
@@ -92,8 +92,7 @@ size_t model_stage_bytes(const model *m, int first, int last);
  * so that model_stage_bytes(first, last) is the sum of its layers, plus
  * embed_bytes when first == 0, plus out_bytes when last == n_layers, less
  * embed_bytes once when the stage is both and the classifier is shared. */
-int model_probe_bytes(const char *spec, model_config *cfg, size_t *embed_bytes,
-                      size_t *layer_bytes, int max_layers, size_t *out_bytes, char *err,
-                      size_t errlen);
+int model_probe_bytes(const char *spec, model_config *cfg, size_t *embed_bytes, size_t *layer_bytes,
+                      int max_layers, size_t *out_bytes, char *err, size_t errlen);
 
 #endif

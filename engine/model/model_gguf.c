@@ -93,7 +93,10 @@ static model_config config_of(const gguf_llama_config *g)
 
 static wmat mat_of(const gguf_llama_view *v)
 {
-    return (wmat){.type = v->type, .data = v->data, .rows = (int)v->rows, .cols = (int)v->cols,
+    return (wmat){.type = v->type,
+                  .data = v->data,
+                  .rows = (int)v->rows,
+                  .cols = (int)v->cols,
                   .row_bytes = v->row_bytes};
 }
 
@@ -102,15 +105,24 @@ static wmat mat_of(const gguf_llama_view *v)
 static const char *ftype_name(uint64_t ftype)
 {
     switch (ftype) {
-    case 0: return "F32";
-    case 1: return "F16";
-    case 2: return "Q4_0";
-    case 7: return "Q8_0";
-    case 15: return "Q4_K_M";
-    case 17: return "Q5_K_M";
-    case 18: return "Q6_K";
-    case 32: return "BF16";
-    default: return NULL;
+    case 0:
+        return "F32";
+    case 1:
+        return "F16";
+    case 2:
+        return "Q4_0";
+    case 7:
+        return "Q8_0";
+    case 15:
+        return "Q4_K_M";
+    case 17:
+        return "Q5_K_M";
+    case 18:
+        return "Q6_K";
+    case 32:
+        return "BF16";
+    default:
+        return NULL;
     }
 }
 
@@ -143,9 +155,8 @@ static void describe_types(const gguf *g, char *out, size_t len)
                                  name, (long long)count[t]);
     }
     uint64_t ftype;
-    const char *fname = gguf_get_u64(g, "general.file_type", &ftype, NULL, 0) == 0
-                            ? ftype_name(ftype)
-                            : NULL;
+    const char *fname =
+        gguf_get_u64(g, "general.file_type", &ftype, NULL, 0) == 0 ? ftype_name(ftype) : NULL;
     snprintf(out, len, "%s%s%s", fname ? fname : "", fname ? ": " : "", list);
 }
 
@@ -216,7 +227,7 @@ static size_t tensor_bytes(const gguf *g, const char *name)
 static size_t layer_bytes(const gguf *g, int l)
 {
     static const char *const per_layer[] = {
-        "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+        "attn_norm", "attn_q",   "attn_k",   "attn_v", "attn_output",
         "ffn_norm",  "ffn_gate", "ffn_down", "ffn_up",
     };
     size_t bytes = 0;
@@ -253,9 +264,8 @@ size_t model_gguf_stage_bytes(const gguf *g, const model_config *c, int first, i
     return bytes;
 }
 
-int model_gguf_probe_bytes(const char *path, model_config *cfg, size_t *embed_bytes,
-                           size_t *layers, int max_layers, size_t *out_bytes, char *err,
-                           size_t errlen)
+int model_gguf_probe_bytes(const char *path, model_config *cfg, size_t *embed_bytes, size_t *layers,
+                           int max_layers, size_t *out_bytes, char *err, size_t errlen)
 {
     gguf *g;
     if (gguf_open(&g, path, err, errlen) != 0)

@@ -23,9 +23,9 @@ struct model {
     layer_weights *layers; /* [n_layers]; a GGUF stage fills its own only */
     void *map;             /* a checkpoint file's mapping, or NULL */
     size_t map_size;
-    float *owned;          /* synthetic weights, or NULL */
-    gguf *file;            /* a GGUF model's file, or NULL */
-    gguf_llama *stage;     /* its description for the layers loaded */
+    float *owned;      /* synthetic weights, or NULL */
+    gguf *file;        /* a GGUF model's file, or NULL */
+    gguf_llama *stage; /* its description for the layers loaded */
 };
 
 void model_sha256_hex(const void *data, size_t len, char out[65]);
@@ -34,8 +34,7 @@ void model_sha256_hex(const void *data, size_t len, char out[65]);
 int model_gguf_load(model *m, const char *path, int first, int last, char *err, size_t errlen);
 int model_gguf_probe(const char *path, model_config *out, char *err, size_t errlen);
 size_t model_gguf_stage_bytes(const gguf *g, const model_config *c, int first, int last);
-int model_gguf_probe_bytes(const char *path, model_config *cfg, size_t *embed_bytes,
-                           size_t *layers, int max_layers, size_t *out_bytes, char *err,
-                           size_t errlen);
+int model_gguf_probe_bytes(const char *path, model_config *cfg, size_t *embed_bytes, size_t *layers,
+                           int max_layers, size_t *out_bytes, char *err, size_t errlen);
 
 #endif

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer_int.h"
 #include "tokenizer.h"
+#include "tokenizer_int.h"
 
 struct tok_stream {
     const tokenizer *t;

@@ -38,8 +38,8 @@ typedef struct layer_weights {
 
 const wmat *model_token_embedding(const model *m); /* [vocab][dim] */
 const layer_weights *model_layer(const model *m, int layer);
-const float *model_rms_final(const model *m);  /* [dim] */
-const wmat *model_classifier(const model *m);  /* [vocab][dim] */
+const float *model_rms_final(const model *m); /* [dim] */
+const wmat *model_classifier(const model *m); /* [vocab][dim] */
 /* Llama 3's per-pair RoPE divisors [rope_dim / 2], or NULL. */
 const float *model_rope_freqs(const model *m);
 

@@ -54,9 +54,8 @@ guard_verdict guard_admit(const guard_mem *g, size_t needed, size_t idle, size_t
         return GUARD_EVICT;
     }
     snprintf(err, errlen,
-             "needs %zu bytes, available %zu bytes of budget %zu (RSS %zu, reserve %zu%s)",
-             needed, available, g->budget, g->rss, g->reserve,
-             idle ? ", idle sessions included" : "");
+             "needs %zu bytes, available %zu bytes of budget %zu (RSS %zu, reserve %zu%s)", needed,
+             available, g->budget, g->rss, g->reserve, idle ? ", idle sessions included" : "");
     return GUARD_REFUSE;
 }
 

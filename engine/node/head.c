@@ -35,8 +35,8 @@
 
 #include "engine/sys/clock.h"
 #include "head.h"
-#include "head_ring.h"
 #include "head_job.h"
+#include "head_ring.h"
 #include "head_set.h"
 #include "head_step.h"
 #include "node.h"

@@ -24,25 +24,24 @@
 
 #include <jansson.h>
 
-#include "clients.h"
-#include "engine/proto/curve.h"
-#include "engine/compute/forward.h"
-#include "guard.h"
-#include "engine/compute/kvcache.h"
-#include "engine/model/model.h"
-#include "engine/compute/pool.h"
-#include "prefill.h"
-#include "engine/proto/protocol.h"
-#include "ring.h"
 #include "busy.h"
+#include "clients.h"
+#include "engine/compute/forward.h"
+#include "engine/compute/kvcache.h"
+#include "engine/compute/pool.h"
 #include "engine/compute/sampler.h"
-#include "session.h"
+#include "engine/model/model.h"
+#include "engine/model/tokenizer.h"
+#include "engine/proto/curve.h"
+#include "engine/proto/protocol.h"
+#include "guard.h"
 #include "options.h"
+#include "prefill.h"
+#include "ring.h"
+#include "session.h"
 #include "steplog.h"
 #include "telemetry.h"
-#include "engine/model/tokenizer.h"
 #include "tokwork.h"
-
 
 /* Where a control request came from: the ROUTER's routing id, whether
  * the client put an empty delimiter frame before the payload (REQ does),
@@ -91,8 +90,8 @@ typedef struct pending {
 typedef enum job_state {
     JOB_QUEUED,
     JOB_TOKENIZE, /* a text prompt is with the tokenizer's thread */
-    JOB_PREPARE, /* the admission round is going around the ring */
-    JOB_RUN      /* admitted: its steps run, batched with other requests' */
+    JOB_PREPARE,  /* the admission round is going around the ring */
+    JOB_RUN       /* admitted: its steps run, batched with other requests' */
 } job_state;
 
 /* A generate or eval request on the head. */
@@ -103,24 +102,24 @@ typedef struct job {
     double t_recv, t_begin, t_first, t_prefill_end; /* clock_ms: received, steps start, ... */
     uint64_t op;
     uint64_t seed;
-    int *ids;   /* a text prompt's ids (see job_prompt) */
-    int n_text; /* how many; -1: the tokenizer ran out of memory */
+    int *ids;      /* a text prompt's ids (see job_prompt) */
+    int n_text;    /* how many; -1: the tokenizer ran out of memory */
     int submitted; /* the text prompt is with the tokenizer's thread */
     int tokenized; /* ids and n_text are back from it */
     int n_ids;     /* ids to feed: a session's pending token, then the prompt */
     int *chunk;    /* the ids of the prefill step being built */
     int chunk_cap;
     int max_chunk; /* the largest prefill chunk every stage admitted */
-    int sent;     /* prompt ids sent into steps so far */
-    int fed;      /* prompt ids whose steps came back */
+    int sent;      /* prompt ids sent into steps so far */
+    int fed;       /* prompt ids whose steps came back */
     int in_flight; /* its steps out on the ring */
-    int pos0;     /* context held before the request (a session's) */
-    int pending0; /* the session's pending token before the request */
-    int begun;    /* every stage set up: start telemetry sent */
+    int pos0;      /* context held before the request (a session's) */
+    int pending0;  /* the session's pending token before the request */
+    int begun;     /* every stage set up: start telemetry sent */
     int generated;
-    int last_token; /* the token the next decode step feeds */
-    int64_t step;   /* the number the next step of this request carries */
-    pending wait;   /* the admission round */
+    int last_token;    /* the token the next decode step feeds */
+    int64_t step;      /* the number the next step of this request carries */
+    pending wait;      /* the admission round */
     float *logits;     /* an eval on a single node: the step's logits [n][vocab] */
     size_t logits_cap; /* floats */
 } job;
@@ -136,8 +135,8 @@ typedef struct job {
 typedef struct flight {
     pending wait;
     int batch;
-    int pos, n;      /* a chunk's positions; a batch's requests */
-    double head_ms;  /* the head's compute for it */
+    int pos, n;     /* a chunk's positions; a batch's requests */
+    double head_ms; /* the head's compute for it */
     uint64_t ops[NODE_SEQS_MAX];
 } flight;
 
@@ -171,7 +170,7 @@ typedef struct node {
     void *zctx;
     void *control;
     clients *clients; /* the control socket's connections */
-    int curve; /* 1: CURVE on control, telemetry and the ring's links */
+    int curve;        /* 1: CURVE on control, telemetry and the ring's links */
     curve_keypair curve_keys;
     curve_allow *allow;
     curve_zap *zap;
@@ -202,8 +201,8 @@ typedef struct node {
     int n_queue;
     flight flights[NODE_DEPTH_MAX]; /* steps out on the ring, oldest first */
     int n_flights;
-    int64_t next_batch;  /* the number the next batch frame carries */
-    int decode_turn;     /* 1: the next step is a decode batch, when both kinds wait */
+    int64_t next_batch; /* the number the next batch frame carries */
+    int decode_turn;    /* 1: the next step is a decode batch, when both kinds wait */
     set_op set;
 
     guard_mem mem; /* last measure, for telemetry */

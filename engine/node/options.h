@@ -15,8 +15,8 @@
  * replies went out and before the sockets close. start may put a warning
  * for `status` (security.warning) in `warning`. */
 typedef struct serve_companion {
-    int (*start)(void *arg, void *zctx, const char *control, const char *telemetry,
-                 char *warning, size_t warnlen, char *err, size_t errlen);
+    int (*start)(void *arg, void *zctx, const char *control, const char *telemetry, char *warning,
+                 size_t warnlen, char *err, size_t errlen);
     void (*stop)(void *arg);
     void *arg;
 } serve_companion;
@@ -50,7 +50,7 @@ typedef struct serve_opts {
     double step_timeout_ms;
     double step_target_ms;
     const serve_companion *companion; /* NULL: none */
-    double queue_timeout_ms; /* 0: a queued request waits as long as it takes */
+    double queue_timeout_ms;          /* 0: a queued request waits as long as it takes */
 } serve_opts;
 
 #endif

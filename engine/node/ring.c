@@ -396,9 +396,9 @@ static int step_hdr_check(const ring_hdr *h, char *err, size_t errlen)
 static int batch_hdr_check(const ring_hdr *h, char *err, size_t errlen)
 {
     int dim_ok = h->kind == RING_BATCH ? h->dim >= 1 && h->dim <= RING_DIM_MAX : h->dim == 0;
-    if (h->step < 0 || h->n < 1 || h->n > RING_BATCH_MAX || h->pos || !dim_ok ||
-        h->token != -1 || h->flags || h->chunk < 0 || h->chunk > PROTO_PREFILL_STEP_MAX ||
-        !(h->down_ms >= 0.0) || h->down_ms > RING_MS_MAX) {
+    if (h->step < 0 || h->n < 1 || h->n > RING_BATCH_MAX || h->pos || !dim_ok || h->token != -1 ||
+        h->flags || h->chunk < 0 || h->chunk > PROTO_PREFILL_STEP_MAX || !(h->down_ms >= 0.0) ||
+        h->down_ms > RING_MS_MAX) {
         snprintf(err, errlen,
                  "%s frame with step %lld, n %d, pos %d, dim %d, token %d, flags %u, chunk %d, "
                  "down_ms %g (expected step >= 0, n 1..%d, pos 0, token -1, no flags)",
@@ -457,8 +457,7 @@ static int ring_payload(ring_frame *f, const unsigned char *p, size_t len, char 
 {
     int step = f->h.kind == RING_HIDDEN || f->h.kind == RING_TOKEN || f->h.kind == RING_LOGITS;
     int batch = f->h.kind == RING_BATCH || f->h.kind == RING_TOKENS;
-    if ((step ? step_hdr_check : batch ? batch_hdr_check : json_hdr_check)(&f->h, err, errlen) !=
-        0)
+    if ((step ? step_hdr_check : batch ? batch_hdr_check : json_hdr_check)(&f->h, err, errlen) != 0)
         return -1;
     switch (f->h.kind) {
     case RING_BATCH: {

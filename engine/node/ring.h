@@ -61,10 +61,10 @@ typedef struct ring_hdr {
 typedef struct ring_frame {
     ring_hdr h;
     zmq_msg_t msg;
-    const float *x; /* HIDDEN, LOGITS, BATCH: [n][dim] inside msg */
-    ring_seg *segs; /* BATCH: [n], decoded */
+    const float *x;  /* HIDDEN, LOGITS, BATCH: [n][dim] inside msg */
+    ring_seg *segs;  /* BATCH: [n], decoded */
     int32_t *tokens; /* TOKENS: [n], decoded (little-endian, as every host we run on) */
-    json_t *json;   /* JSON kinds: the payload object */
+    json_t *json;    /* JSON kinds: the payload object */
 } ring_frame;
 
 void ring_frame_free(ring_frame *f);

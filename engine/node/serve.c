@@ -21,6 +21,7 @@
 
 #include "engine/model/chat.h"
 #include "engine/model/gguf.h"
+#include "engine/proto/version.h"
 #include "engine/sys/clock.h"
 #include "engine/sys/memstat.h"
 #include "head.h"
@@ -28,7 +29,6 @@
 #include "node.h"
 #include "serve.h"
 #include "stage.h"
-#include "engine/proto/version.h"
 
 #define HEARTBEAT_MS 1000.0
 
@@ -64,8 +64,7 @@ static void node_status(node *nd, proto_status *s)
     snprintf(s->model.fingerprint, sizeof s->model.fingerprint, "%s", model_fingerprint(nd->m));
     snprintf(s->model.format, sizeof s->model.format, "%s", model_format(nd->m));
     snprintf(s->model.arch, sizeof s->model.arch, "llama");
-    snprintf(s->model.weight_types, sizeof s->model.weight_types, "%s",
-             model_weight_types(nd->m));
+    snprintf(s->model.weight_types, sizeof s->model.weight_types, "%s", model_weight_types(nd->m));
     s->model.dim = c->dim;
     s->model.hidden_dim = c->hidden_dim;
     s->model.n_layers = c->n_layers;

@@ -280,8 +280,8 @@ void stage_end(node *nd, stage_req *c, int ok, int pending_token)
     malloc_trim(0);
 }
 
-int stage_forward(node *nd, stage_req *c, const int *tokens, const float *x_in, int n,
-                  float *x_out, float *logits, fwd_stats *st, proto_error *e)
+int stage_forward(node *nd, stage_req *c, const int *tokens, const float *x_in, int n, float *x_out,
+                  float *logits, fwd_stats *st, proto_error *e)
 {
     char err[256];
     if (fwd_step(nd->fwd, c->kv, tokens, x_in, n, x_out, logits, st, err, sizeof err) != 0)
@@ -298,9 +298,8 @@ int stage_forward_logits(node *nd, stage_req *c, const int *tokens, const float 
     return 0;
 }
 
-int stage_forward_batch(node *nd, stage_req *const *cs, int b, const int *tokens,
-                        const float *x_in, float *x_out, float *logits, fwd_stats *st,
-                        proto_error *e)
+int stage_forward_batch(node *nd, stage_req *const *cs, int b, const int *tokens, const float *x_in,
+                        float *x_out, float *logits, fwd_stats *st, proto_error *e)
 {
     kv_cache *kvs[NODE_SEQS_MAX];
     for (int i = 0; i < b; i++)
@@ -712,8 +711,8 @@ static void on_start(node *nd, ring_frame *f)
         stage_report(nd, &f->h, &e);
         return;
     }
-    steplog_line(nd->log, "REQ", "%s start session='%s' pos=%d", jstr(o, "req"),
-                 jstr(o, "session"), jint(o, "pos", 0));
+    steplog_line(nd->log, "REQ", "%s start session='%s' pos=%d", jstr(o, "req"), jstr(o, "session"),
+                 jint(o, "pos", 0));
     if (!nd->tail)
         stage_forward_frame(nd, f);
 }
@@ -828,8 +827,8 @@ static int batch_members(node *nd, const ring_frame *f, stage_req **cs, proto_er
             return proto_fail(e, PROTO_E_INTERNAL, "",
                               "stage '%s': request '%s' in batch %lld at step %lld position %d, "
                               "expected step %lld at position %d",
-                              nd->o.name, c->req, (long long)f->h.step, (long long)g->step,
-                              g->pos, (long long)c->next_step, kv_len(c->kv));
+                              nd->o.name, c->req, (long long)f->h.step, (long long)g->step, g->pos,
+                              (long long)c->next_step, kv_len(c->kv));
         cs[i] = c;
     }
     return 0;
@@ -837,8 +836,8 @@ static int batch_members(node *nd, const ring_frame *f, stage_req **cs, proto_er
 
 /* A batch through this stage's layers, passed on: hidden states to the
  * next stage, or (tail) every request's sampled token to the head. */
-static int batch_run(node *nd, const ring_frame *f, stage_req *const *cs, ring_hdr *out,
-                     double t0, fwd_stats *st, proto_error *e, char *err, size_t errlen)
+static int batch_run(node *nd, const ring_frame *f, stage_req *const *cs, ring_hdr *out, double t0,
+                     fwd_stats *st, proto_error *e, char *err, size_t errlen)
 {
     int b = f->h.n;
     zmq_msg_t msg;
@@ -879,8 +878,7 @@ static void on_batch(node *nd, ring_frame *f)
         proto_fail(&e, PROTO_E_INTERNAL, "",
                    "stage '%s': batch %lld of %d requests with dim %d, expected at most %d "
                    "(--max-seqs) with dim %d",
-                   nd->o.name, (long long)f->h.step, f->h.n, f->h.dim, nd->max_seqs,
-                   nd->cfg->dim);
+                   nd->o.name, (long long)f->h.step, f->h.n, f->h.dim, nd->max_seqs, nd->cfg->dim);
         stage_report(nd, &f->h, &e);
         return;
     }

@@ -51,16 +51,15 @@ int stage_apply_set(node *nd, uint64_t op, const proto_set_args *set, json_t *re
 int stage_undo_set(node *nd, uint64_t op, json_t *result, proto_error *e);
 void stage_drop_sessions(node *nd, const json_t *names);
 /* Runs n positions of one request through this stage's layers. */
-int stage_forward(node *nd, stage_req *c, const int *tokens, const float *x_in, int n,
-                  float *x_out, float *logits, fwd_stats *st, proto_error *e);
+int stage_forward(node *nd, stage_req *c, const int *tokens, const float *x_in, int n, float *x_out,
+                  float *logits, fwd_stats *st, proto_error *e);
 /* The same on the tail, with every position's logits into logits [n][vocab]. */
 int stage_forward_logits(node *nd, stage_req *c, const int *tokens, const float *x_in, int n,
                          float *logits, fwd_stats *st, proto_error *e);
 /* One decode position of each of b requests (fwd_step_batch): the
  * weights are read once for all of them. */
-int stage_forward_batch(node *nd, stage_req *const *cs, int b, const int *tokens,
-                        const float *x_in, float *x_out, float *logits, fwd_stats *st,
-                        proto_error *e);
+int stage_forward_batch(node *nd, stage_req *const *cs, int b, const int *tokens, const float *x_in,
+                        float *x_out, float *logits, fwd_stats *st, proto_error *e);
 
 /* A step this stage ran, for telemetry. */
 typedef struct stage_step {

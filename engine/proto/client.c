@@ -16,7 +16,7 @@
 #include "jsonw.h"
 
 struct client {
-    void *ctx;          /* owned only when own_ctx */
+    void *ctx; /* owned only when own_ctx */
     int own_ctx;
     void *sock;
     unsigned long next; /* request counter, for ids */
@@ -89,8 +89,7 @@ int client_send(client *c, const char *op, const json_t *args, char *id_out, siz
 
     /* pid and pointer keep ids apart across clients of one node, which
      * matters for cancel (it names a request by id). */
-    snprintf(id, sizeof id, "c%ld-%lx-%lu", (long)getpid(), (unsigned long)(uintptr_t)c,
-             ++c->next);
+    snprintf(id, sizeof id, "c%ld-%lx-%lu", (long)getpid(), (unsigned long)(uintptr_t)c, ++c->next);
     json_t *o = json_pack("{s:i,s:s,s:s}", "v", PROTO_VERSION, "id", id, "op", op);
     /* update only reads args; jansson's signature is not const. */
     if (!o || (args && json_object_update_missing(o, (json_t *)args))) {

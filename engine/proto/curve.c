@@ -105,8 +105,7 @@ static int z85_key(const char *value, char *out, const char *path, int line, cha
 {
     uint8_t bin[32];
     if (strlen(value) != CURVE_Z85_LEN || !zmq_z85_decode(bin, value)) {
-        snprintf(err, errlen, "%s:%d: expected a %d-character Z85 key", path, line,
-                 CURVE_Z85_LEN);
+        snprintf(err, errlen, "%s:%d: expected a %d-character Z85 key", path, line, CURVE_Z85_LEN);
         return -1;
     }
     memcpy(out, value, CURVE_Z85_LEN + 1);
@@ -126,8 +125,8 @@ static int parse_keys(FILE *f, const char *path, curve_keypair *out, char *err, 
             continue;
         char *eq = strchr(s, '=');
         if (!eq) {
-            snprintf(err, errlen, "%s:%d: expected 'public-key = ...' or 'secret-key = ...'",
-                     path, line);
+            snprintf(err, errlen, "%s:%d: expected 'public-key = ...' or 'secret-key = ...'", path,
+                     line);
             rc = -1;
             break;
         }
@@ -194,7 +193,7 @@ static int allow_add(curve_allow *a, const char *path, char *err, size_t errlen)
     curve_keypair kp;
     if (curve_keypair_load(path, 0, &kp, err, errlen))
         return -1;
-    uint8_t (*keys)[32] = realloc(a->keys, (size_t)(a->n + 1) * sizeof *keys);
+    uint8_t(*keys)[32] = realloc(a->keys, (size_t)(a->n + 1) * sizeof *keys);
     if (!keys) {
         snprintf(err, errlen, "out of memory reading %s", path);
         return -1;
@@ -276,9 +275,9 @@ void curve_allow_free(curve_allow *a)
 
 struct curve_zap {
     pthread_t thread;
-    void *rep;          /* the handler thread's: ZAP requests */
-    void *stop_rx;      /* the handler thread's: a message here ends it */
-    void *stop_tx;      /* the owner's */
+    void *rep;     /* the handler thread's: ZAP requests */
+    void *stop_rx; /* the handler thread's: a message here ends it */
+    void *stop_tx; /* the owner's */
     const curve_allow *allow;
 };
 
@@ -393,8 +392,7 @@ static void zap_close_sockets(curve_zap *z)
         zmq_close(z->stop_tx);
 }
 
-int curve_zap_start(curve_zap **out, void *zctx, const curve_allow *allow, char *err,
-                    size_t errlen)
+int curve_zap_start(curve_zap **out, void *zctx, const curve_allow *allow, char *err, size_t errlen)
 {
     char stop_ep[64];
     int linger = 0;
@@ -443,12 +441,11 @@ void curve_zap_stop(curve_zap *z)
     free(z);
 }
 
-static int set_key(void *sock, int opt, const char *z85, const char *what, char *err,
-                   size_t errlen)
+static int set_key(void *sock, int opt, const char *z85, const char *what, char *err, size_t errlen)
 {
     if (strlen(z85) != CURVE_Z85_LEN) {
-        snprintf(err, errlen, "CURVE %s: expected %d Z85 characters, got %zu", what,
-                 CURVE_Z85_LEN, strlen(z85));
+        snprintf(err, errlen, "CURVE %s: expected %d Z85 characters, got %zu", what, CURVE_Z85_LEN,
+                 strlen(z85));
         return -1;
     }
     if (zmq_setsockopt(sock, opt, z85, CURVE_Z85_LEN + 1)) {
@@ -473,8 +470,7 @@ int curve_client_apply(void *sock, const curve_keypair *kp, const char *server_p
                        size_t errlen)
 {
     return set_key(sock, ZMQ_CURVE_SERVERKEY, server_public, "server key", err, errlen) ||
-                   set_key(sock, ZMQ_CURVE_PUBLICKEY, kp->public_key, "public key", err,
-                           errlen) ||
+                   set_key(sock, ZMQ_CURVE_PUBLICKEY, kp->public_key, "public key", err, errlen) ||
                    set_key(sock, ZMQ_CURVE_SECRETKEY, kp->secret_key, "secret key", err, errlen)
                ? -1
                : 0;

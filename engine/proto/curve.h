@@ -21,7 +21,7 @@
 
 typedef struct curve_keypair {
     char public_key[CURVE_Z85_LEN + 1];
-    char secret_key[CURVE_Z85_LEN + 1];  /* "" for a public-only key */
+    char secret_key[CURVE_Z85_LEN + 1]; /* "" for a public-only key */
 } curve_keypair;
 
 int curve_keypair_new(curve_keypair *out, char *err, size_t errlen);

@@ -17,14 +17,14 @@ typedef struct jw {
     char *buf;
     size_t cap;
     size_t len;
-    int overflow;   /* set once anything did not fit; the rest is dropped */
-    int first;      /* no key written yet in the open object */
+    int overflow; /* set once anything did not fit; the rest is dropped */
+    int first;    /* no key written yet in the open object */
 } jw;
 
 void jw_init(jw *w, char *buf, size_t cap);
-void jw_open(jw *w);                         /* { */
-void jw_close(jw *w);                        /* } */
-void jw_key(jw *w, const char *key);         /* [,]"key": (key needs no escaping) */
+void jw_open(jw *w);                 /* { */
+void jw_close(jw *w);                /* } */
+void jw_key(jw *w, const char *key); /* [,]"key": (key needs no escaping) */
 void jw_raw(jw *w, const char *s, size_t n);
 void jw_str(jw *w, const char *s, size_t n); /* "escaped" */
 void jw_i64(jw *w, int64_t v);
@@ -32,7 +32,7 @@ void jw_u64(jw *w, uint64_t v);
 /* Rounded to a fixed number of decimals (1..6), written without printf;
  * null if not finite. */
 void jw_fixed(jw *w, double v, int decimals);
-void jw_g(jw *w, double v);                  /* %.6g; null if not finite */
+void jw_g(jw *w, double v); /* %.6g; null if not finite */
 
 /* NUL-terminates. Returns the length, or -1 if the buffer was too small. */
 int jw_end(jw *w);

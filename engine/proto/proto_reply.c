@@ -192,10 +192,10 @@ int proto_eval_decode(const proto_reply *r, int *pos, proto_eval_row **rows, int
 json_t *proto_stats_json(const proto_stats *s)
 {
     return json_pack("{s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:i}", "prompt_tokens", s->prompt_tokens,
-                     "gen_tokens", s->gen_tokens, "ttft_ms", real_or_null(s->ttft_ms),
-                     "prefill_ms", real_or_null(s->prefill_ms), "prefill_tps",
-                     real_or_null(s->prefill_tps), "decode_tps", real_or_null(s->decode_tps),
-                     "e2e_ms", real_or_null(s->e2e_ms), "ctx", s->ctx);
+                     "gen_tokens", s->gen_tokens, "ttft_ms", real_or_null(s->ttft_ms), "prefill_ms",
+                     real_or_null(s->prefill_ms), "prefill_tps", real_or_null(s->prefill_tps),
+                     "decode_tps", real_or_null(s->decode_tps), "e2e_ms", real_or_null(s->e2e_ms),
+                     "ctx", s->ctx);
 }
 
 int proto_stats_from_json(const json_t *obj, proto_stats *out, char *err, size_t errlen)
@@ -299,24 +299,21 @@ json_t *proto_status_json(const char *node, const proto_status *s)
         "s:{s:o,s:i,s:i,s:i,s:i,s:i},"
         "s:{s:I,s:I,s:I,s:I,s:I,s:I},"
         "s:i,s:i,s:i,s:o,s:o,s:i,s:i,s:o,s:{s:b}}",
-        "node", jw_string(node), "version", jw_string(s->version),
-        "model", "name", jw_string(s->model.name), "fingerprint", jw_string(s->model.fingerprint),
-        "format", jw_string(s->model.format), "arch", jw_string(s->model.arch), "weight_types",
-        jw_string(s->model.weight_types), "dim", s->model.dim, "hidden_dim", s->model.hidden_dim, "n_layers", s->model.n_layers,
-        "n_heads", s->model.n_heads, "n_kv_heads", s->model.n_kv_heads, "vocab_size",
-        s->model.vocab_size, "seq_len", s->model.seq_len, "layers", s->model.layer_first,
-        s->model.layer_last,
-        "config", "prefill_step", prefill, "kv_bits", s->config.kv_bits, "threads",
-        s->config.threads, "max_ctx", s->config.max_ctx, "max_seqs", s->config.max_seqs,
-        "pipeline_depth", s->config.pipeline_depth,
-        "memory", "budget", clamp_u64(s->memory.budget), "used", clamp_u64(s->memory.used),
-        "headroom", (json_int_t)s->memory.headroom, "weights_bytes",
-        clamp_u64(s->memory.weights_bytes), "kv_bytes", clamp_u64(s->memory.kv_bytes), "rss",
-        clamp_u64(s->memory.rss),
-        "sessions", s->sessions, "active", s->active, "queued", s->queued, "busy",
-        real_or_null(s->busy), "uptime_s", real_or_null(s->uptime_s),
-        "stage", s->stage,
-        "n_stages", s->n_stages, "ring", ring, "security", "curve", s->curve);
+        "node", jw_string(node), "version", jw_string(s->version), "model", "name",
+        jw_string(s->model.name), "fingerprint", jw_string(s->model.fingerprint), "format",
+        jw_string(s->model.format), "arch", jw_string(s->model.arch), "weight_types",
+        jw_string(s->model.weight_types), "dim", s->model.dim, "hidden_dim", s->model.hidden_dim,
+        "n_layers", s->model.n_layers, "n_heads", s->model.n_heads, "n_kv_heads",
+        s->model.n_kv_heads, "vocab_size", s->model.vocab_size, "seq_len", s->model.seq_len,
+        "layers", s->model.layer_first, s->model.layer_last, "config", "prefill_step", prefill,
+        "kv_bits", s->config.kv_bits, "threads", s->config.threads, "max_ctx", s->config.max_ctx,
+        "max_seqs", s->config.max_seqs, "pipeline_depth", s->config.pipeline_depth, "memory",
+        "budget", clamp_u64(s->memory.budget), "used", clamp_u64(s->memory.used), "headroom",
+        (json_int_t)s->memory.headroom, "weights_bytes", clamp_u64(s->memory.weights_bytes),
+        "kv_bytes", clamp_u64(s->memory.kv_bytes), "rss", clamp_u64(s->memory.rss), "sessions",
+        s->sessions, "active", s->active, "queued", s->queued, "busy", real_or_null(s->busy),
+        "uptime_s", real_or_null(s->uptime_s), "stage", s->stage, "n_stages", s->n_stages, "ring",
+        ring, "security", "curve", s->curve);
     if (o && s->model.chat_template[0] &&
         json_object_set_new(json_object_get(o, "model"), "chat_template",
                             jw_string(s->model.chat_template))) {
@@ -361,8 +358,8 @@ static int status_model(const json_t *m, proto_status *out, char *err, size_t er
         out->model.layer_last = (int)json_integer_value(json_array_get(layers, 1));
     }
     return jr_str(m, "name", out->model.name, sizeof out->model.name, err, errlen) ||
-                   jr_str(m, "fingerprint", out->model.fingerprint,
-                          sizeof out->model.fingerprint, err, errlen) ||
+                   jr_str(m, "fingerprint", out->model.fingerprint, sizeof out->model.fingerprint,
+                          err, errlen) ||
                    jr_str(m, "format", out->model.format, sizeof out->model.format, err, errlen) ||
                    jr_str(m, "arch", out->model.arch, sizeof out->model.arch, err, errlen) ||
                    jr_str(m, "weight_types", out->model.weight_types,
@@ -400,12 +397,13 @@ static int status_ring(const json_t *ring, proto_status *out, char *err, size_t 
     }
     size_t i;
     const json_t *v;
-    json_array_foreach(ring, i, v) {
+    json_array_foreach(ring, i, v)
+    {
         if (i >= PROTO_RING_MAX)
             break;
         if (!json_is_string(v)) {
-            snprintf(err, errlen, "status: field 'ring': element %zu is %s, expected a string",
-                     i, jr_type(v));
+            snprintf(err, errlen, "status: field 'ring': element %zu is %s, expected a string", i,
+                     jr_type(v));
             return -1;
         }
         jw_utf8_clean(out->ring[i], sizeof out->ring[i], json_string_value(v),
@@ -421,8 +419,7 @@ static int status_part(const json_t *obj, const char *key, const json_t **out, c
 {
     *out = json_object_get(obj, key);
     if (*out && !json_is_object(*out)) {
-        snprintf(err, errlen, "status: field '%s': expected an object, got %s", key,
-                 jr_type(*out));
+        snprintf(err, errlen, "status: field '%s': expected an object, got %s", key, jr_type(*out));
         return -1;
     }
     return 0;
@@ -446,7 +443,8 @@ int proto_status_from_json(const json_t *obj, proto_status *out, char *err, size
     if ((model && status_model(model, out, err, errlen)) ||
         (config && status_config(config, out, err, errlen)) ||
         (memory && status_memory(memory, out, err, errlen)) ||
-        (json_object_get(obj, "ring") && status_ring(json_object_get(obj, "ring"), out, err, errlen)))
+        (json_object_get(obj, "ring") &&
+         status_ring(json_object_get(obj, "ring"), out, err, errlen)))
         return -1;
     if (security && (jr_bool(security, "curve", &out->curve, err, errlen) ||
                      jr_str(security, "warning", out->warning, sizeof out->warning, err, errlen)))

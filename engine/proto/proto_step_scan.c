@@ -43,8 +43,8 @@ struct value {
     enum vtype type;
     const char *text; /* V_TEXT: the bytes between the quotes */
     size_t len;
-    int64_t i;        /* V_INT */
-    double d;         /* V_REAL */
+    int64_t i; /* V_INT */
+    double d;  /* V_REAL */
 };
 
 struct scanner {
@@ -53,8 +53,7 @@ struct scanner {
 
 static void skip_ws(struct scanner *sc)
 {
-    while (sc->p < sc->end &&
-           (*sc->p == ' ' || *sc->p == '\n' || *sc->p == '\r' || *sc->p == '\t'))
+    while (sc->p < sc->end && (*sc->p == ' ' || *sc->p == '\n' || *sc->p == '\r' || *sc->p == '\t'))
         sc->p++;
 }
 
@@ -90,7 +89,7 @@ static int scan_text(struct scanner *sc, const char **text, size_t *len)
     return 0;
 }
 
-#define MAX_INT_DIGITS 19          /* any 19-digit number fits a uint64_t */
+#define MAX_INT_DIGITS 19           /* any 19-digit number fits a uint64_t */
 #define EXACT_MANTISSA (1ull << 53) /* every integer up to here is a double */
 #define EXACT_POW10 22              /* 10^22 is the largest exact power of ten */
 
@@ -105,9 +104,9 @@ static const double pow10_exact[EXACT_POW10 + 1] = {
 static int scan_number(struct scanner *sc, struct value *v)
 {
     int neg = eat(sc, '-');
-    uint64_t m = 0;   /* the significant digits as an integer */
-    int digits = 0;   /* in m, from the first non-zero one */
-    int frac = 0;     /* digits after the point */
+    uint64_t m = 0; /* the significant digits as an integer */
+    int digits = 0; /* in m, from the first non-zero one */
+    int frac = 0;   /* digits after the point */
     int real = 0;
 
     if (!is_digit(sc))
@@ -216,8 +215,14 @@ struct field {
     unsigned short off;
 };
 
-#define HEAD(k, kind, m) {k, sizeof k - 1, kind, 1, sizeof ((proto_head *)0)->m, offsetof(proto_head, m)}
-#define STEP(k, kind, m) {k, sizeof k - 1, kind, 0, sizeof ((proto_step *)0)->m, offsetof(proto_step, m)}
+#define HEAD(k, kind, m)                                                                           \
+    {                                                                                              \
+        k, sizeof k - 1, kind, 1, sizeof((proto_head *)0)->m, offsetof(proto_head, m)              \
+    }
+#define STEP(k, kind, m)                                                                           \
+    {                                                                                              \
+        k, sizeof k - 1, kind, 0, sizeof((proto_step *)0)->m, offsetof(proto_step, m)              \
+    }
 
 /* In proto_step_encode's order, which the lookup tries first. */
 static const struct field fields[] = {

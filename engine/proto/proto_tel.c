@@ -21,11 +21,8 @@
 #include "protocol.h"
 
 static const char *const topic_names[] = {
-    [PROTO_TOPIC_STEP] = "step",
-    [PROTO_TOPIC_NODE] = "node",
-    [PROTO_TOPIC_REQ] = "req",
-    [PROTO_TOPIC_EVENT] = "event",
-    [PROTO_TOPIC_UNKNOWN] = "unknown",
+    [PROTO_TOPIC_STEP] = "step",   [PROTO_TOPIC_NODE] = "node",       [PROTO_TOPIC_REQ] = "req",
+    [PROTO_TOPIC_EVENT] = "event", [PROTO_TOPIC_UNKNOWN] = "unknown",
 };
 
 const char *proto_topic_name(proto_topic t)
@@ -165,9 +162,9 @@ char *proto_req_encode(const proto_head *h, const proto_req_msg *m)
         bad = json_object_set_new(o, "ok", json_boolean(m->ok)) ||
               json_object_set_new(o, "stats", proto_stats_json(&m->stats));
     if (!bad && m->end && !m->ok)
-        bad = json_object_set_new(o, "error",
-                                  json_pack("{s:o,s:o}", "code", jw_string(m->code), "message",
-                                            jw_string(m->message)));
+        bad = json_object_set_new(
+            o, "error",
+            json_pack("{s:o,s:o}", "code", jw_string(m->code), "message", jw_string(m->message)));
     if (bad) {
         json_decref(o);
         return NULL;
@@ -224,8 +221,7 @@ static int decode_head(const json_t *o, proto_head *h, char *err, size_t errlen)
         return -1;
     }
     return jr_str(o, "node", h->node, sizeof h->node, err, errlen) ||
-                   jr_u64(o, "seq", &h->seq, err, errlen) ||
-                   jr_i64(o, "t", &h->t_ms, err, errlen)
+                   jr_u64(o, "seq", &h->seq, err, errlen) || jr_i64(o, "t", &h->t_ms, err, errlen)
                ? -1
                : 0;
 }
@@ -289,8 +285,7 @@ static int decode_req(const json_t *o, proto_req_msg *m, char *err, size_t errle
     if (stats && proto_stats_from_json(stats, &m->stats, err, errlen))
         return -1;
     const json_t *e = json_object_get(o, "error");
-    if (e && (!json_is_object(e) ||
-              jr_str(e, "code", m->code, sizeof m->code, err, errlen) ||
+    if (e && (!json_is_object(e) || jr_str(e, "code", m->code, sizeof m->code, err, errlen) ||
               jr_str(e, "message", m->message, sizeof m->message, err, errlen))) {
         if (!json_is_object(e))
             snprintf(err, errlen, "req: field 'error': expected an object, got %s", jr_type(e));

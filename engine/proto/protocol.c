@@ -136,8 +136,8 @@ static int get_name(const json_t *v, const char *field, char *out, proto_error *
     return 0;
 }
 
-static int get_int(const json_t *v, const char *field, long long lo, long long hi,
-                   long long *out, proto_error *err)
+static int get_int(const json_t *v, const char *field, long long lo, long long hi, long long *out,
+                   proto_error *err)
 {
     if (!json_is_integer(v))
         return proto_fail(err, PROTO_E_BAD_TYPE, field, "field '%s': expected an integer, got %s",
@@ -251,7 +251,8 @@ static int decode_input(const json_t *root, proto_op op, proto_generate_args *a,
         if (n++)
             return proto_fail(err, PROTO_E_CONFLICT, names[i],
                               "fields '%s' and '%s' exclude each other: give exactly one "
-                              "prompt input", names[which], names[i]);
+                              "prompt input",
+                              names[which], names[i]);
         which = i;
     }
     if (n == 0)
@@ -270,8 +271,8 @@ static int decode_input(const json_t *root, proto_op op, proto_generate_args *a,
         return 0;
     }
     if (!json_is_string(src[which]))
-        return proto_fail(err, PROTO_E_BAD_TYPE, "prompt", "field 'prompt': expected a string, got %s",
-                          jr_type(src[which]));
+        return proto_fail(err, PROTO_E_BAD_TYPE, "prompt",
+                          "field 'prompt': expected a string, got %s", jr_type(src[which]));
     size_t len = json_string_length(src[which]);
     a->prompt = malloc(len + 1);
     if (!a->prompt)
@@ -356,7 +357,8 @@ static int check_fields(json_t *root, proto_op op, proto_error *err)
     const char *key;
     json_t *v;
 
-    json_object_foreach(root, key, v) {
+    json_object_foreach(root, key, v)
+    {
         if (op_takes(op, key))
             continue;
         char list[160] = "", buf[PROTO_FIELD_MAX];
@@ -408,8 +410,8 @@ static int decode_envelope(const json_t *root, proto_request *out, proto_error *
         return proto_fail(err, PROTO_E_BAD_VERSION, "v", "field 'v' is missing (expected %d)",
                           PROTO_VERSION);
     if (!json_is_integer(v))
-        return proto_fail(err, PROTO_E_BAD_VERSION, "v", "field 'v': expected the integer %d, got %s",
-                          PROTO_VERSION, jr_type(v));
+        return proto_fail(err, PROTO_E_BAD_VERSION, "v",
+                          "field 'v': expected the integer %d, got %s", PROTO_VERSION, jr_type(v));
     if (json_integer_value(v) != PROTO_VERSION)
         return proto_fail(err, PROTO_E_BAD_VERSION, "v",
                           "field 'v': version %lld is not supported (this node speaks %d)",
@@ -468,16 +470,16 @@ int proto_request_decode(const void *buf, size_t len, proto_request *out, proto_
     memset(out, 0, sizeof *out);
     memset(err, 0, sizeof *err);
     if (len > PROTO_MAX_FRAME)
-        return proto_fail(err, PROTO_E_TOO_LARGE, "", "frame is %zu bytes, the limit is %d",
-                          len, PROTO_MAX_FRAME);
+        return proto_fail(err, PROTO_E_TOO_LARGE, "", "frame is %zu bytes, the limit is %d", len,
+                          PROTO_MAX_FRAME);
     if (!buf)
         return proto_fail(err, PROTO_E_BAD_JSON, "", "empty frame");
     /* Duplicate keys are refused: which of two "kv_bits" a node applied
      * would otherwise depend on the parser. */
     json_t *root = json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return proto_fail(err, PROTO_E_BAD_JSON, "", "not valid JSON at byte %d: %s",
-                          jerr.position, jerr.text);
+        return proto_fail(err, PROTO_E_BAD_JSON, "", "not valid JSON at byte %d: %s", jerr.position,
+                          jerr.text);
     int rc = decode_root(root, out, err);
     json_decref(root);
     if (rc)

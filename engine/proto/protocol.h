@@ -31,15 +31,15 @@
  * characters. Node names: 1..64 bytes. */
 #define PROTO_ID_MAX 64
 #define PROTO_NAME_MAX 64
-#define PROTO_CODE_MAX 32       /* error code strings, with the NUL */
-#define PROTO_FIELD_MAX 32      /* field names in errors, with the NUL */
-#define PROTO_MESSAGE_MAX 512   /* error and event messages, with the NUL */
+#define PROTO_CODE_MAX 32     /* error code strings, with the NUL */
+#define PROTO_FIELD_MAX 32    /* field names in errors, with the NUL */
+#define PROTO_MESSAGE_MAX 512 /* error and event messages, with the NUL */
 
 /* Ranges the decoder enforces (the vocabulary check is the node's). */
 #define PROTO_PREFILL_STEP_MAX 65536
-#define PROTO_MAX_TOKENS_MAX (1 << 20)      /* generate.max_tokens */
-#define PROTO_SYNTHETIC_MAX (1 << 24)       /* generate.synthetic_tokens */
-#define PROTO_TOKEN_ID_MAX ((1 << 24) - 1)  /* generate.tokens[i] */
+#define PROTO_MAX_TOKENS_MAX (1 << 20)     /* generate.max_tokens */
+#define PROTO_SYNTHETIC_MAX (1 << 24)      /* generate.synthetic_tokens */
+#define PROTO_TOKEN_ID_MAX ((1 << 24) - 1) /* generate.tokens[i] */
 
 /* Defaults of generate's optional fields. */
 #define PROTO_DEFAULT_MAX_TOKENS 256
@@ -119,9 +119,9 @@ typedef enum proto_input {
 
 typedef struct proto_set_args {
     int has_prefill_step;
-    int prefill_step;       /* 1..PROTO_PREFILL_STEP_MAX, or PROTO_PREFILL_AUTO */
+    int prefill_step; /* 1..PROTO_PREFILL_STEP_MAX, or PROTO_PREFILL_AUTO */
     int has_kv_bits;
-    int kv_bits;            /* 32, 16, 8 or 4 */
+    int kv_bits; /* 32, 16, 8 or 4 */
 } proto_set_args;
 
 typedef struct proto_generate_args {
@@ -130,11 +130,11 @@ typedef struct proto_generate_args {
     size_t prompt_len; /* bytes, without the NUL */
     int *tokens;       /* TOKENS: n_tokens >= 1 ids in 0..PROTO_TOKEN_ID_MAX */
     int n_tokens;
-    int synthetic_tokens;   /* SYNTHETIC: 1..PROTO_SYNTHETIC_MAX */
-    int max_tokens;         /* 0..PROTO_MAX_TOKENS_MAX; 0 = prefill only */
-    float temperature;      /* >= 0; 0 = greedy */
-    float top_p;            /* (0, 1] */
-    int has_seed;           /* 0: the node picks one */
+    int synthetic_tokens; /* SYNTHETIC: 1..PROTO_SYNTHETIC_MAX */
+    int max_tokens;       /* 0..PROTO_MAX_TOKENS_MAX; 0 = prefill only */
+    float temperature;    /* >= 0; 0 = greedy */
+    float top_p;          /* (0, 1] */
+    int has_seed;         /* 0: the node picks one */
     uint64_t seed;
     char session[PROTO_ID_MAX + 1]; /* "" = no session: KV freed at the end */
     char source[PROTO_ID_MAX + 1];  /* "" or who sent it ("http": the node's HTTP server) */
@@ -143,7 +143,7 @@ typedef struct proto_generate_args {
 
 typedef struct proto_request {
     proto_op op;
-    char id[PROTO_ID_MAX + 1];      /* set even on error when it was readable */
+    char id[PROTO_ID_MAX + 1]; /* set even on error when it was readable */
     proto_set_args set;
     /* generate; eval too: its prompt input, with max_tokens 0 and no
      * session (an eval is a prefill whose every position is reported). */
@@ -199,12 +199,12 @@ char *proto_reply_eval(const char *id, int pos, const proto_eval_row *rows, int 
 typedef struct proto_stats {
     int prompt_tokens;
     int gen_tokens;
-    double ttft_ms;         /* request received -> first token out */
+    double ttft_ms; /* request received -> first token out */
     double prefill_ms;
-    double prefill_tps;     /* prompt tokens / prefill seconds */
-    double decode_tps;      /* tokens after the first / their seconds */
-    double e2e_ms;          /* request received -> final frame */
-    int ctx;                /* context length at the end (session included) */
+    double prefill_tps; /* prompt tokens / prefill seconds */
+    double decode_tps;  /* tokens after the first / their seconds */
+    double e2e_ms;      /* request received -> final frame */
+    int ctx;            /* context length at the end (session included) */
 } proto_stats;
 
 json_t *proto_stats_json(const proto_stats *s);
@@ -214,15 +214,15 @@ int proto_stats_from_json(const json_t *obj, proto_stats *out, char *err, size_t
 typedef struct proto_reply {
     char id[PROTO_ID_MAX + 1];
     int done;
-    int ok;                 /* meaningful when done */
-    char code[PROTO_CODE_MAX];      /* done && !ok: the wire code string */
+    int ok;                    /* meaningful when done */
+    char code[PROTO_CODE_MAX]; /* done && !ok: the wire code string */
     char message[PROTO_MESSAGE_MAX];
     char field[PROTO_FIELD_MAX];
-    int has_token;          /* a token frame */
+    int has_token; /* a token frame */
     int token;
-    const char *text;       /* token text, owned by json */
-    json_t *json;           /* the whole frame: results live here */
-    void *data;             /* a second frame's bytes (an eval chunk's logits), or NULL */
+    const char *text; /* token text, owned by json */
+    json_t *json;     /* the whole frame: results live here */
+    void *data;       /* a second frame's bytes (an eval chunk's logits), or NULL */
     size_t data_len;
 } proto_reply;
 
@@ -244,40 +244,40 @@ int proto_eval_decode(const proto_reply *r, int *pos, proto_eval_row **rows, int
 #define PROTO_TEXT_MAX 128
 
 typedef struct proto_status {
-    char version[32];               /* inferd version */
+    char version[32]; /* inferd version */
     struct {
         char name[PROTO_TEXT_MAX];
         char fingerprint[65];
-        char format[16];                  /* "gguf", "llama2.c", "synthetic" */
-        char arch[16];                    /* "llama" */
+        char format[16];                   /* "gguf", "llama2.c", "synthetic" */
+        char arch[16];                     /* "llama" */
         char weight_types[PROTO_TEXT_MAX]; /* "Q4_K_M: q4_K 25, q6_K 5, f32 9" */
         int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
-        int layer_first, layer_last;  /* layers held: [first, last) */
-        char chat_template[32];       /* chat format of the HTTP API ("plain", "llama3", ...) */
+        int layer_first, layer_last; /* layers held: [first, last) */
+        char chat_template[32];      /* chat format of the HTTP API ("plain", "llama3", ...) */
     } model;
     struct {
-        int prefill_step;           /* PROTO_PREFILL_AUTO or a size */
+        int prefill_step; /* PROTO_PREFILL_AUTO or a size */
         int kv_bits;
         int threads;
-        int max_ctx;                /* 0 = no cap */
-        int max_seqs;               /* requests running at once */
-        int pipeline_depth;         /* steps in flight around the ring; 0: one per stage */
+        int max_ctx;        /* 0 = no cap */
+        int max_seqs;       /* requests running at once */
+        int pipeline_depth; /* steps in flight around the ring; 0: one per stage */
     } config;
     struct {
         uint64_t budget, used;
-        int64_t headroom;           /* budget - used; negative when over */
+        int64_t headroom; /* budget - used; negative when over */
         uint64_t weights_bytes, kv_bytes, rss;
     } memory;
-    int sessions;                   /* sessions holding KV */
-    int active;                     /* requests running (admitted) */
-    int queued;                     /* requests waiting for a place */
-    double busy;                    /* model time / wall time over the last second */
+    int sessions; /* sessions holding KV */
+    int active;   /* requests running (admitted) */
+    int queued;   /* requests waiting for a place */
+    double busy;  /* model time / wall time over the last second */
     double uptime_s;
-    int stage, n_stages;            /* this node's place in the pipeline */
+    int stage, n_stages; /* this node's place in the pipeline */
     int n_ring;
     char ring[PROTO_RING_MAX][PROTO_TEXT_MAX]; /* stage endpoints, in order */
-    int curve;                      /* 1: sockets use CURVE */
-    char warning[PROTO_MESSAGE_MAX];/* "" or the insecure-binding warning */
+    int curve;                                 /* 1: sockets use CURVE */
+    char warning[PROTO_MESSAGE_MAX];           /* "" or the insecure-binding warning */
 } proto_status;
 
 /* The status object (the status reply's results, the heartbeat's body). */
@@ -292,7 +292,7 @@ typedef enum proto_topic {
     PROTO_TOPIC_NODE,
     PROTO_TOPIC_REQ,
     PROTO_TOPIC_EVENT,
-    PROTO_TOPIC_UNKNOWN     /* a newer node's topic: clients skip it */
+    PROTO_TOPIC_UNKNOWN /* a newer node's topic: clients skip it */
 } proto_topic;
 
 const char *proto_topic_name(proto_topic t);
@@ -302,7 +302,7 @@ const char *proto_topic_name(proto_topic t);
 typedef struct proto_head {
     char node[PROTO_NAME_MAX + 1];
     uint64_t seq;
-    int64_t t_ms;           /* unix time, milliseconds */
+    int64_t t_ms; /* unix time, milliseconds */
 } proto_head;
 
 typedef enum proto_phase { PROTO_PHASE_PREFILL, PROTO_PHASE_DECODE } proto_phase;
@@ -310,24 +310,24 @@ typedef enum proto_phase { PROTO_PHASE_PREFILL, PROTO_PHASE_DECODE } proto_phase
 /* One step of one request on one node. */
 typedef struct proto_step {
     char req[PROTO_ID_MAX + 1];
-    int64_t step;           /* step index within the request, from 0 */
+    int64_t step; /* step index within the request, from 0 */
     proto_phase phase;
-    int tokens;             /* positions in this step */
-    int pos;                /* context position after the step */
-    double step_ms;         /* wall time of the step on this node */
-    double model_ms;        /* compute of this node's layers */
-    double eval_ms;         /* step_ms - model_ms */
-    double wait_ms;         /* part of eval: waiting for the previous stage */
-    double comm_ms;         /* part of eval: sending/receiving hidden states */
+    int tokens;      /* positions in this step */
+    int pos;         /* context position after the step */
+    double step_ms;  /* wall time of the step on this node */
+    double model_ms; /* compute of this node's layers */
+    double eval_ms;  /* step_ms - model_ms */
+    double wait_ms;  /* part of eval: waiting for the previous stage */
+    double comm_ms;  /* part of eval: sending/receiving hidden states */
     uint64_t kv_bytes;
     int kv_bits;
-    int prefill_step;       /* the chunk size in effect (auto resolved) */
+    int prefill_step; /* the chunk size in effect (auto resolved) */
     uint64_t rss, budget;
     int64_t headroom;
-    double act_max;         /* largest |activation| out; NaN when non-finite */
-    int64_t nonfinite;      /* NaN/Inf count in this step's output */
-    int seqs;               /* sequences the step carried (an older node: 1) */
-    double busy;            /* model time / wall time over the last second; NaN: not said */
+    double act_max;    /* largest |activation| out; NaN when non-finite */
+    int64_t nonfinite; /* NaN/Inf count in this step's output */
+    int seqs;          /* sequences the step carried (an older node: 1) */
+    double busy;       /* model time / wall time over the last second; NaN: not said */
 } proto_step;
 
 /* Enough for any step message (node name and req id escaped at worst). */
@@ -343,7 +343,7 @@ char *proto_node_encode(const proto_head *h, const proto_status *s);
 /* Request start and end. */
 typedef struct proto_req_msg {
     char req[PROTO_ID_MAX + 1];
-    int end;                /* 0: "state":"start", 1: "state":"end" */
+    int end; /* 0: "state":"start", 1: "state":"end" */
     char session[PROTO_ID_MAX + 1];
     proto_input input;             /* start */
     char source[PROTO_ID_MAX + 1]; /* start: who sent it ("control", "http") */
@@ -358,15 +358,15 @@ typedef struct proto_req_msg {
 char *proto_req_encode(const proto_head *h, const proto_req_msg *m);
 
 typedef enum proto_event_kind {
-    PROTO_EV_CONFIG_APPLIED,    /* a set took effect: prefill_step, kv_bits */
-    PROTO_EV_KV_CONVERTED,      /* KV converted: from_bits, to_bits, ms, bytes_before, bytes_after */
-    PROTO_EV_REFUSED,           /* a request refused up front (kv_oom, ctx_limit, ...) */
-    PROTO_EV_STAGE_TIMEOUT,     /* a pipeline stage went silent: stage */
-    PROTO_EV_MODEL_MISMATCH,    /* stages disagree on the model */
-    PROTO_EV_NUMERIC,           /* non-finite activations seen */
-    PROTO_EV_ERROR,             /* any other error */
-    PROTO_EV_SHUTDOWN,          /* the node is going away */
-    PROTO_EV_UNKNOWN            /* a newer node's kind: see kind_name */
+    PROTO_EV_CONFIG_APPLIED, /* a set took effect: prefill_step, kv_bits */
+    PROTO_EV_KV_CONVERTED,   /* KV converted: from_bits, to_bits, ms, bytes_before, bytes_after */
+    PROTO_EV_REFUSED,        /* a request refused up front (kv_oom, ctx_limit, ...) */
+    PROTO_EV_STAGE_TIMEOUT,  /* a pipeline stage went silent: stage */
+    PROTO_EV_MODEL_MISMATCH, /* stages disagree on the model */
+    PROTO_EV_NUMERIC,        /* non-finite activations seen */
+    PROTO_EV_ERROR,          /* any other error */
+    PROTO_EV_SHUTDOWN,       /* the node is going away */
+    PROTO_EV_UNKNOWN         /* a newer node's kind: see kind_name */
 } proto_event_kind;
 
 const char *proto_event_name(proto_event_kind k);

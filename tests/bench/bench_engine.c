@@ -61,9 +61,9 @@
 #include "engine/compute/blas.h"
 #include "engine/compute/forward.h"
 #include "engine/compute/kvcache.h"
+#include "engine/compute/pool.h"
 #include "engine/model/model.h"
 #include "engine/model/weights.h"
-#include "engine/compute/pool.h"
 
 #define TRIAD_N ((size_t)48 << 20) /* doubles per array: 3 x 384 MiB */
 #define TRIAD_RUNS 8
@@ -186,8 +186,8 @@ static int sgemm_gflops(int threads, double *gflops, char *err, size_t errlen)
         /* The first call spins up OpenBLAS's threads: a warm-up. */
         for (int r = 0; r <= SGEMM_RUNS; r++) {
             double t0 = bench_now();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n,
-                        0.0f, c, n);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f,
+                        c, n);
             double g = 2.0 * n * n * (double)n / (bench_now() - t0) / 1e9;
             if (r > 0)
                 best = g > best ? g : best;
@@ -572,8 +572,8 @@ static int report_contexts(bench *b, const model *m, int threads, int *formula_m
             snprintf(name, sizeof name, "KV bytes, kv%d, ctx %dK", BITS[i], CTXS[k] / 1024);
             bench_add(b, name, pt[i][k].kv_bytes / (1 << 20), "MiB", NULL, -1);
         }
-        double grow = (pt[i][last].peak_rss - pt[i][0].peak_rss) /
-                      (pt[i][last].kv_bytes - pt[i][0].kv_bytes);
+        double grow =
+            (pt[i][last].peak_rss - pt[i][0].peak_rss) / (pt[i][last].kv_bytes - pt[i][0].kv_bytes);
         snprintf(name, sizeof name, "RSS growth / KV growth, kv%d, %dK->%dK", BITS[i],
                  CTXS[0] / 1024, CTXS[last] / 1024);
         bench_add(b, name, grow, "x", "0.9 - 1.1", grow >= 0.9 && grow <= 1.1);

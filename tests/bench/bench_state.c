@@ -75,7 +75,8 @@ static double bench_ingest(const proto_step *steps)
     double best = 0;
     for (int run = 0; run < RUNS; run++) {
         state *st = state_new("bench", NODES, names);
-        if (!st) return 0;
+        if (!st)
+            return 0;
         proto_head h = {.seq = 0};
         double t0 = cpu_now();
         for (int i = 0; i < INGEST_N; i++) {
@@ -84,7 +85,8 @@ static double bench_ingest(const proto_step *steps)
         }
         double rate = INGEST_N / (cpu_now() - t0);
         state_free(st);
-        if (rate > best) best = rate;
+        if (rate > best)
+            best = rate;
     }
     return best;
 }
@@ -99,12 +101,14 @@ static double bench_decode_ingest(const proto_step *steps)
         proto_head h = {.seq = (uint64_t)i, .t_ms = 1700000000000 + i};
         snprintf(h.node, sizeof h.node, "n%d", i % NODES);
         lens[i] = proto_step_encode(&h, &steps[i], payloads[i], sizeof payloads[i]);
-        if (lens[i] < 0) return 0;
+        if (lens[i] < 0)
+            return 0;
     }
     double best = 0;
     for (int run = 0; run < RUNS; run++) {
         state *st = state_new("bench", NODES, names);
-        if (!st) return 0;
+        if (!st)
+            return 0;
         double t0 = cpu_now();
         for (int i = 0; i < DECODE_N; i++) {
             int k = i % MSG_VARIANTS;
@@ -118,7 +122,8 @@ static double bench_decode_ingest(const proto_step *steps)
         }
         double rate = DECODE_N / (cpu_now() - t0);
         state_free(st);
-        if (rate > best) best = rate;
+        if (rate > best)
+            best = rate;
     }
     return best;
 }
@@ -127,7 +132,8 @@ static double bench_decode_ingest(const proto_step *steps)
 static double bench_queries(const proto_step *steps)
 {
     state *st = state_new("bench", NODES, names);
-    if (!st) return NAN;
+    if (!st)
+        return NAN;
     proto_head h = {.seq = 0};
     double now = 0;
     for (int i = 0; i < NODES * 100 * STATE_SECONDS; i++) {

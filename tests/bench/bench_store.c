@@ -28,9 +28,9 @@ static double fill(store *s, int64_t run, long rows)
     static const char *const nodes[NODES] = {"node1", "node2", "node3", "node4"};
     store_stats st;
     store_leg_start(s, run, 0,
-        &(store_leg_info){.kv_bits = 16, .prefill_step = 512, .concurrency = 1});
+                    &(store_leg_info){.kv_bits = 16, .prefill_step = 512, .concurrency = 1});
     store_leg_start(s, run, 1,
-        &(store_leg_info){.kv_bits = 4, .prefill_step = 512, .concurrency = 1});
+                    &(store_leg_info){.kv_bits = 4, .prefill_step = 512, .concurrency = 1});
     double t0 = bench_now();
     for (long i = 0; i < rows; i++) {
         store_step step = {

@@ -68,10 +68,10 @@ void bench_add(bench *b, const char *name, double value, const char *unit, const
         return;
     /* JSON has no NaN or infinity: a figure that could not be computed
      * (a zero time, say) is stored as null and shown as n/a. */
-    json_t *row = json_pack("{s:s, s:o, s:s, s:s?, s:o}", "name", name, "value",
-                            isfinite(value) ? json_real(value) : json_null(), "unit",
-                            unit ? unit : "", "target", target,
-                            "pass", pass < 0 ? json_null() : json_boolean(pass));
+    json_t *row =
+        json_pack("{s:s, s:o, s:s, s:s?, s:o}", "name", name, "value",
+                  isfinite(value) ? json_real(value) : json_null(), "unit", unit ? unit : "",
+                  "target", target, "pass", pass < 0 ? json_null() : json_boolean(pass));
     if (!row || json_array_append_new(b->rows, row) != 0)
         b->lost++;
 }
@@ -108,7 +108,8 @@ static void print_table(const bench *b)
     json_t *row;
     char value[32];
 
-    json_array_foreach(b->rows, i, row) {
+    json_array_foreach(b->rows, i, row)
+    {
         int n = (int)strlen(json_string_value(json_object_get(row, "name")));
         int u = (int)strlen(json_string_value(json_object_get(row, "unit")));
         const char *t = json_string_value(json_object_get(row, "target"));
@@ -121,16 +122,20 @@ static void print_table(const bench *b)
     }
     printf("%-*s  %*s  %-*s  %-*s  %s\n", wname, "name", wvalue, "value", wunit, "unit", wtarget,
            "target", "result");
-    json_array_foreach(b->rows, i, row) {
+    json_array_foreach(b->rows, i, row)
+    {
         json_t *pass = json_object_get(row, "pass");
         const char *t = json_string_value(json_object_get(row, "target"));
         format_value(json_object_get(row, "value"), value, sizeof value);
         printf("%-*s  %*s  %-*s  %-*s  %s\n", wname,
                json_string_value(json_object_get(row, "name")), wvalue, value, wunit,
                json_string_value(json_object_get(row, "unit")), wtarget, t ? t : "-",
-               json_is_null(pass) ? "-" : json_is_true(pass) ? "PASS" : "MISS");
+               json_is_null(pass)   ? "-"
+               : json_is_true(pass) ? "PASS"
+                                    : "MISS");
     }
-    json_array_foreach(b->notes, i, row) {
+    json_array_foreach(b->notes, i, row)
+    {
         printf("note: %s\n", json_string_value(row));
     }
 }

@@ -24,8 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int floats = f.h.kind == RING_HIDDEN || f.h.kind == RING_LOGITS;
     int batch = f.h.kind == RING_BATCH, tokens = f.h.kind == RING_TOKENS;
     int json_kind = !floats && !batch && !tokens && f.h.kind != RING_TOKEN;
-    if (json_kind != (f.json != NULL) || batch != (f.segs != NULL) ||
-        tokens != (f.tokens != NULL))
+    if (json_kind != (f.json != NULL) || batch != (f.segs != NULL) || tokens != (f.tokens != NULL))
         abort();
     size_t rows = (size_t)f.h.n * (size_t)f.h.dim * sizeof(float);
     if ((floats && rows + RING_HDR_BYTES != size) ||

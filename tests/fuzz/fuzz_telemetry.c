@@ -27,8 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     /* Both decoders start from zeroed structs and store members only, so
      * equal values mean equal bytes (doubles compared bit for bit). */
-    if (fast && (rc != 0 || memcmp(&h, &ref.head, sizeof h) != 0 ||
-                 memcmp(&s, &ref.step, sizeof s) != 0))
+    if (fast &&
+        (rc != 0 || memcmp(&h, &ref.head, sizeof h) != 0 || memcmp(&s, &ref.step, sizeof s) != 0))
         abort();
     proto_tel_free(&ref);
 

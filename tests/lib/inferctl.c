@@ -59,11 +59,11 @@
 #include <jansson.h>
 #include <zmq.h>
 
+#include "engine/compute/kvcache.h"
 #include "engine/node/ring.h"
 #include "engine/proto/client.h"
-#include "engine/sys/clock.h"
-#include "engine/compute/kvcache.h"
 #include "engine/proto/protocol.h"
+#include "engine/sys/clock.h"
 
 static int usage(void)
 {

@@ -50,8 +50,8 @@ int main(int argc, char **argv)
     size_t vocab = (size_t)atol(argv[1]), na, nb;
     float *a = read_all(argv[2], &na), *b = read_all(argv[3], &nb);
     if (!a || !b || vocab == 0 || na != nb || na % vocab != 0) {
-        fprintf(stderr, "logitcmp: %s and %s are not two logit files of the same size\n",
-                argv[2], argv[3]);
+        fprintf(stderr, "logitcmp: %s and %s are not two logit files of the same size\n", argv[2],
+                argv[3]);
         return 1;
     }
     double diff = 0, ref = 0;

@@ -107,7 +107,7 @@ int main(int argc, char **argv)
         return 1;
 
     store_leg_start(s, a, 0,
-        &(store_leg_info){.kv_bits = 16, .prefill_step = 512, .concurrency = 1});
+                    &(store_leg_info){.kv_bits = 16, .prefill_step = 512, .concurrency = 1});
     for (int i = 0; i < 4; i++) {
         steps(s, a, 0, i, 1024 << i, 20, 16);
         request(s, a, 0, i, i ? 1024 << (i - 1) : 0, 1024 << i, 1, 50 - i);
@@ -115,7 +115,7 @@ int main(int argc, char **argv)
     store_run_end(s, a, STORE_COMPLETED, NULL);
 
     store_leg_start(s, b, 0,
-        &(store_leg_info){.kv_bits = 4, .prefill_step = 512, .concurrency = 1});
+                    &(store_leg_info){.kv_bits = 4, .prefill_step = 512, .concurrency = 1});
     for (int i = 0; i < 4; i++) {
         steps(s, b, 0, i, 1024 << i, 20, 4);
         request(s, b, 0, i, i ? 1024 << (i - 1) : 0, 1024 << i, i < 3, 45 - i);
@@ -125,7 +125,8 @@ int main(int argc, char **argv)
 
     static const int kv[4] = {16, 16, 4, 4}, ps[4] = {256, 512, 256, 512};
     for (int leg = 0; leg < 4; leg++) {
-        store_leg_start(s, c, leg,
+        store_leg_start(
+            s, c, leg,
             &(store_leg_info){.kv_bits = kv[leg], .prefill_step = ps[leg], .concurrency = 1});
         steps(s, c, leg, leg, 2048, 10, kv[leg]);
         request(s, c, leg, leg, 0, 2048, 1, 40 + leg);

@@ -22,8 +22,8 @@
 
 #include <zmq.h>
 
-#include "engine/sys/clock.h"
 #include "engine/proto/protocol.h"
+#include "engine/sys/clock.h"
 
 #define TICK_MS 10
 #define MAX_NODES 64

@@ -22,7 +22,7 @@ static void child(const char *path, int fd)
         _exit(1);
     int64_t run = fx_run(s, STORE_MODE_GROWTH, "killed", "m1");
     store_leg_start(s, run, 0,
-        &(store_leg_info){.kv_bits = 4, .prefill_step = 256, .concurrency = 1});
+                    &(store_leg_info){.kv_bits = 4, .prefill_step = 256, .concurrency = 1});
     for (int i = 0; i < 3; i++)
         fx_request(s, run, 0, i, 1000 * i, 1000 * (i + 1), 1, 10, 5, 50);
     for (int k = 0; k < COMMITTED_STEPS; k++)

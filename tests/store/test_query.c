@@ -39,7 +39,7 @@ static void build(history *h)
 
     h->fr = fx_run(s, STORE_MODE_GROWTH, "growth-fail", "m1");
     store_leg_start(s, h->fr, 0,
-        &(store_leg_info){.kv_bits = 16, .prefill_step = 512, .concurrency = 1});
+                    &(store_leg_info){.kv_bits = 16, .prefill_step = 512, .concurrency = 1});
     for (int i = 0; i < 4; i++)
         fx_request(s, h->fr, 0, i, i ? 1024 << (i - 1) : 0, 1024 << i, 1, 10 + i, 5 + i, 100 - i);
     fx_request(s, h->fr, 0, 4, 8192, 8192, 0, -1, -1, -1);
@@ -60,7 +60,8 @@ static void build(history *h)
     h->sw = fx_run(s, STORE_MODE_SWEEP, "sweep-4", "m1");
     static const int kv[4] = {16, 16, 4, 4}, ps[4] = {256, 512, 256, 512};
     for (int leg = 0; leg < 4; leg++) {
-        store_leg_start(s, h->sw, leg,
+        store_leg_start(
+            s, h->sw, leg,
             &(store_leg_info){.kv_bits = kv[leg], .prefill_step = ps[leg], .concurrency = 1});
         for (int j = 0; j < 3; j++) {
             int ok = !(leg == 3 && j == 2);
@@ -76,7 +77,7 @@ static void build(history *h)
 
     h->g = fx_run(s, STORE_MODE_GROWTH, "growth-m2", "m2");
     store_leg_start(s, h->g, 0,
-        &(store_leg_info){.kv_bits = 8, .prefill_step = 1024, .concurrency = 1});
+                    &(store_leg_info){.kv_bits = 8, .prefill_step = 1024, .concurrency = 1});
     fx_request(s, h->g, 0, 0, 0, 512, 1, 1, 1, 1);
     store_run_end(s, h->g, STORE_COMPLETED, NULL);
 
@@ -293,7 +294,7 @@ Test(store_query, stored_aggregates_match_the_steps)
     fx_open(&f);
     int64_t run = fx_run(f.s, STORE_MODE_SOAK, "soak", "m1");
     store_leg_start(f.s, run, 0,
-        &(store_leg_info){.kv_bits = 8, .prefill_step = 256, .concurrency = 1});
+                    &(store_leg_info){.kv_bits = 8, .prefill_step = 256, .concurrency = 1});
     for (int k = 0; k < 500; k++)
         fx_step(f.s, run, 0, 0, k % 3 ? "a" : "b", STORE_PHASE_DECODE, fx_value(1, k, 10, 90),
                 fx_value(2, k, 1, 9), fx_value(3, k, 5, 5), k);
@@ -371,9 +372,8 @@ Test(store_query, best_settings)
     build(&h);
     store_best b;
     char err[256];
-    cr_assert_eq(
-        store_best_settings(h.f.s, "m1", "lab", STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
-        "%s", err);
+    cr_assert_eq(store_best_settings(h.f.s, "m1", "lab", STORE_BEST_CONTEXT, &b, err, sizeof err),
+                 0, "%s", err);
     struct {
         int kv, ps;
         int64_t ctx;
@@ -397,14 +397,12 @@ Test(store_query, best_settings)
         cr_assert_eq(b.rows[i].runs, want[i].runs, "row %zu", i);
     }
     store_best_free(&b);
-    cr_assert_eq(
-        store_best_settings(h.f.s, NULL, NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
-        "%s", err);
+    cr_assert_eq(store_best_settings(h.f.s, NULL, NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
+                 "%s", err);
     cr_assert_eq(b.n, 5, "m2's one setting joins");
     store_best_free(&b);
-    cr_assert_eq(
-        store_best_settings(h.f.s, "nope", NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
-        "%s", err);
+    cr_assert_eq(store_best_settings(h.f.s, "nope", NULL, STORE_BEST_CONTEXT, &b, err, sizeof err),
+                 0, "%s", err);
     cr_assert_eq(b.n, 0);
     store_best_free(&b);
     fx_close(&h.f);
@@ -587,8 +585,8 @@ Test(store_query, best_by_aggregate_throughput)
     json_decref(j);
     store_best_free(&b);
 
-    cr_assert_eq(store_best_settings(d.f.s, "m1", NULL, STORE_BEST_CONTEXT, &b, err, sizeof err),
-                 0, "%s", err);
+    cr_assert_eq(store_best_settings(d.f.s, "m1", NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
+                 "%s", err);
     cr_assert_eq(b.n, 1, "one (kv_bits, prefill_step) whatever the concurrency");
     cr_expect_eq(b.rows[0].runs, 3);
     cr_expect_eq(b.rows[0].max_context, 64 + 30);
@@ -649,8 +647,10 @@ Test(store_query, export_csv_and_json)
                             "error_code,error_message,t,itl_p50_ms,itl_p99_ms,prefill_step_ms,"
                             "decode_step_ms\r\n";
     cr_assert_eq(strncmp(csv, want_head, strlen(want_head)), 0, "%s", csv);
-    cr_assert(strstr(csv, "\r\n0,1,s1,1024,2048,1008,16,11,10,1001,99,6,107,ok,,,1700000001,5,12,16,3\r\n"),
-              "%s", csv);
+    cr_assert(
+        strstr(csv,
+               "\r\n0,1,s1,1024,2048,1008,16,11,10,1001,99,6,107,ok,,,1700000001,5,12,16,3\r\n"),
+        "%s", csv);
     cr_assert(strstr(csv, "\r\n0,4,s1,8192,8192,-16,16,,,1004,,,,failed,timeout,"
                           "node2 did not answer in 30 s,1700000004,,,,\r\n"),
               "%s", csv);

@@ -65,7 +65,7 @@ Test(store_writer, readers_and_writer_run_together)
     fx_open(&f);
     int64_t run = fx_run(f.s, STORE_MODE_SOAK, "busy", "m1");
     store_leg_start(f.s, run, 0,
-        &(store_leg_info){.kv_bits = 16, .prefill_step = 512, .concurrency = 1});
+                    &(store_leg_info){.kv_bits = 16, .prefill_step = 512, .concurrency = 1});
     reader r = {.path = f.path, .run = run};
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, read_loop, &r), 0);
@@ -107,7 +107,7 @@ Test(store_writer, a_full_queue_drops_and_counts)
     cr_assert_not_null(f.s, "%s", err);
     int64_t run = fx_run(f.s, STORE_MODE_SOAK, "flood", "m1");
     store_leg_start(f.s, run, 0,
-        &(store_leg_info){.kv_bits = 16, .prefill_step = 512, .concurrency = 1});
+                    &(store_leg_info){.kv_bits = 16, .prefill_step = 512, .concurrency = 1});
     cr_assert_eq(store_flush(f.s, err, sizeof err), 0, "%s", err);
 
     /* Another writer holds the write lock: the writer thread waits, the

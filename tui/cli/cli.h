@@ -12,15 +12,15 @@
 /* Exit codes of every verb, listed in `infertop --help`. */
 enum {
     CLI_OK = 0,
-    CLI_ERROR = 1,     /* the operation failed (database or output error) */
-    CLI_USAGE = 2,     /* bad command line: unknown verb/option, bad date or number */
-    CLI_NOT_FOUND = 3, /* no such run, no such node */
-    CLI_NO_DB = 4,     /* the database cannot be opened (path unwritable, not a
-                          database, or written by a newer infertop), or stress
-                          could not write to it (a full disk) */
-    CLI_RUN_FAILED = 5,     /* stress: a request or leg failed (it is recorded) */
-    CLI_INTERRUPTED = 130,  /* stress: stopped by SIGINT/SIGTERM, recorded as aborted
-                               (128 + SIGINT, as shells report it) */
+    CLI_ERROR = 1,         /* the operation failed (database or output error) */
+    CLI_USAGE = 2,         /* bad command line: unknown verb/option, bad date or number */
+    CLI_NOT_FOUND = 3,     /* no such run, no such node */
+    CLI_NO_DB = 4,         /* the database cannot be opened (path unwritable, not a
+                              database, or written by a newer infertop), or stress
+                              could not write to it (a full disk) */
+    CLI_RUN_FAILED = 5,    /* stress: a request or leg failed (it is recorded) */
+    CLI_INTERRUPTED = 130, /* stress: stopped by SIGINT/SIGTERM, recorded as aborted
+                              (128 + SIGINT, as shells report it) */
 };
 
 /* Prints "infertop VERB: " + fmt (with arg) + " (see infertop VERB --help)"

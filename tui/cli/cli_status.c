@@ -33,15 +33,15 @@ struct cmd {
     double timeout_s;
     int json;
     int npos;
-    char **pos;         /* the arguments that are no option */
+    char **pos; /* the arguments that are no option */
 };
 
 /* What one node answered. */
 struct answer {
-    int ok;              /* 1 ok, 0 refused, -1 no answer */
+    int ok; /* 1 ok, 0 refused, -1 no answer */
     char code[PROTO_CODE_MAX];
     char message[PROTO_MESSAGE_MAX];
-    json_t *json;        /* the final frame, NULL without one */
+    json_t *json; /* the final frame, NULL without one */
 };
 
 /* A connected cluster and the answers of its nodes. */
@@ -122,8 +122,7 @@ static int parse_cmd(int argc, char **argv, struct cmd *cmd, void (*usage)(FILE 
             cmd->timeout_s = strtod(argv[i], &end);
             if (errno || end == argv[i] || *end || !(cmd->timeout_s > 0) ||
                 cmd->timeout_s > TIMEOUT_MAX_S)
-                return usage_error(cmd, "--timeout \"%s\": expected seconds in (0, 3600]",
-                                   argv[i]);
+                return usage_error(cmd, "--timeout \"%s\": expected seconds in (0, 3600]", argv[i]);
         } else if (a[0] == '-' && a[1] != '\0') {
             return usage_error(cmd, "unknown option \"%s\"", a);
         } else {
@@ -224,7 +223,8 @@ static json_t *status_entry(const char *name, const struct answer *a)
     if (a->ok == 1) {
         const char *k;
         json_t *v;
-        json_object_foreach(a->json, k, v) {
+        json_object_foreach(a->json, k, v)
+        {
             if (strcmp(k, "v") && strcmp(k, "id") && strcmp(k, "done") && strcmp(k, "ok"))
                 json_object_set(o, k, v);
         }
@@ -269,10 +269,9 @@ static void prefill_text(char *buf, size_t len, json_t *v)
 
 static int print_status_table(const struct session *s)
 {
-    static const char *const headers[] = {"NODE",   "STATE",     "LAYERS",     "PREFILL_STEP",
-                                          "KV_BITS", "SESSIONS", "RSS_MIB",    "HEADROOM_MIB",
-                                          "UPTIME_S", "MODEL",    "WEIGHTS_MIB", "WEIGHT_TYPES",
-                                          "PROBLEM"};
+    static const char *const headers[] = {
+        "NODE",         "STATE",    "LAYERS", "PREFILL_STEP", "KV_BITS",      "SESSIONS", "RSS_MIB",
+        "HEADROOM_MIB", "UPTIME_S", "MODEL",  "WEIGHTS_MIB",  "WEIGHT_TYPES", "PROBLEM"};
     enum { NCOL = sizeof headers / sizeof headers[0] };
     cli_table *t = cli_table_new(NCOL, headers);
     if (!t)
@@ -310,8 +309,19 @@ static int print_status_table(const struct session *s)
         } else {
             snprintf(problem, sizeof problem, "%s: %s", a->code, a->message);
         }
-        const char *cells[NCOL] = {s->c->nodes[i].name, answer_state(a), layers, prefill, kv,
-                                   sessions, rss, head, up, name, weights, types, problem};
+        const char *cells[NCOL] = {s->c->nodes[i].name,
+                                   answer_state(a),
+                                   layers,
+                                   prefill,
+                                   kv,
+                                   sessions,
+                                   rss,
+                                   head,
+                                   up,
+                                   name,
+                                   weights,
+                                   types,
+                                   problem};
         rc = cli_table_add(t, cells);
     }
     if (rc == 0)

@@ -12,12 +12,12 @@
 
 #include <zmq.h>
 
-#include "tui/cli/cli.h"
 #include "engine/sys/clock.h"
+#include "tui/cli/cli.h"
 #include "tui/core/cluster.h"
 #include "tui/plan/plan_job.h"
-#include "tui/stress/console_runs.h"
 #include "tui/ssh/remote.h"
+#include "tui/stress/console_runs.h"
 
 /* The longest the loop sleeps with nothing due: a resize that lands just
  * before zmq_poll is seen by then at the latest. */
@@ -176,8 +176,8 @@ static void act(struct loop *lp, const struct action *a, double now)
             ui_message(lp->u, "read-only console (--readonly): node actions are off");
         } else if (!lp->hooks || !lp->hooks->node_action) {
             ui_message(lp->u, "starting and stopping nodes is not available for this cluster");
-        } else if (lp->hooks->node_action(lp->hooks->ctx, a->kind, a->node, now, err,
-                                          sizeof err) != 0) {
+        } else if (lp->hooks->node_action(lp->hooks->ctx, a->kind, a->node, now, err, sizeof err) !=
+                   0) {
             ui_message(lp->u, "%s", err);
         }
         ui_mark_dirty(lp->u);

@@ -30,11 +30,11 @@
 #include <unistd.h>
 
 #include "app.h"
-#include "tui/cli/cli.h"
+#include "engine/model/model.h"
 #include "engine/sys/clock.h"
+#include "tui/cli/cli.h"
 #include "tui/core/cluster.h"
 #include "tui/stress/console_runs.h"
-#include "engine/model/model.h"
 
 /* How long the stages get to stop after SIGTERM before SIGKILL. */
 #define DEMO_GRACE_S 3.0
@@ -60,23 +60,23 @@ struct child {
     char args[DEMO_ARGV_MAX][CLUSTER_ENDPOINT_MAX]; /* argv's storage */
     char control[CLUSTER_ENDPOINT_MAX], telemetry[CLUSTER_ENDPOINT_MAX];
     char layers[32];
-    char errlog[PATH_MAX];  /* the stage's stderr */
+    char errlog[PATH_MAX]; /* the stage's stderr */
     char pidfile[PATH_MAX];
-    pid_t pid;              /* 0 when not running */
-    int stopping;           /* the operator stopped it */
-    int restart;            /* start it again once it has exited */
+    pid_t pid;    /* 0 when not running */
+    int stopping; /* the operator stopped it */
+    int restart;  /* start it again once it has exited */
 };
 
 struct demo {
     int n;
     struct child child[DEMO_STAGES_MAX];
-    pid_t pgid;             /* the stages' process group, 0 when none runs */
-    char config[PATH_MAX];  /* the cluster file */
-    const char *db;         /* --db: the run history; NULL for the default */
+    pid_t pgid;            /* the stages' process group, 0 when none runs */
+    char config[PATH_MAX]; /* the cluster file */
+    const char *db;        /* --db: the run history; NULL for the default */
     state *st;
     links *l;
     /* The load. */
-    int busy;               /* a generate is in flight */
+    int busy; /* a generate is in flight */
     double next_load;
     unsigned rng;
 };
@@ -189,8 +189,8 @@ static void plan_stage(struct demo *d, int i, int n_layers, const char *inferd, 
     const char *dir = runtime_dir();
     int k = 0;
     snprintf(ch->name, sizeof ch->name, "stage%d", i);
-    snprintf(ch->errlog, sizeof ch->errlog, "%s/infertop-demo-%ld-stage%d.err", dir,
-             (long)getpid(), i);
+    snprintf(ch->errlog, sizeof ch->errlog, "%s/infertop-demo-%ld-stage%d.err", dir, (long)getpid(),
+             i);
     snprintf(ch->pidfile, sizeof ch->pidfile, "%s/infertop-demo-%ld-stage%d.pid", dir,
              (long)getpid(), i);
     add_arg(ch, &k, "%s", inferd);
@@ -472,7 +472,7 @@ static int parse_args(int argc, char **argv, struct demo *d, struct ui_options *
                               strcmp(a, "--db") != 0)) {
             fprintf(stderr, "infertop demo: %s \"%s\" (see infertop demo --help)\n",
                     i + 1 >= argc && a[0] == '-' && a[1] == '-' ? "missing value or unknown option"
-                                                                 : "unknown option",
+                                                                : "unknown option",
                     a);
             return -1;
         }

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "app.h"
-#include "tui/cli/cli.h"
 #include "demo.h"
+#include "tui/cli/cli.h"
 
 #define INFERTOP_VERSION "0.1.0"
 
@@ -22,8 +22,7 @@ static const verb verbs[] = {
     {"demo", "start a local ring of inferd stages with a load and watch it", demo_main},
     {"status", "one snapshot of every node of the cluster", cli_status},
     {"set", "change prefill_step / kv_bits live, wait until applied", cli_set},
-    {"nodes", "start, stop, restart, status, logs, facts, exec over SSH; command lines",
-     cli_nodes},
+    {"nodes", "start, stop, restart, status, logs, facts, exec over SSH; command lines", cli_nodes},
     {"stress", "stress runs (growth, fixed, soak, sweep) recorded to the history", cli_stress},
     {"history", "query the run history: list, show, compare, best, export, prune", cli_history},
     {"metrics", "serve the cluster's merged Prometheus metrics over HTTP", cli_metrics},

@@ -96,11 +96,13 @@ struct loader {
 /* Records the first error only: later ones are usually its consequences. */
 static void fail(struct loader *ld, int line, const char *fmt, ...)
 {
-    if (ld->failed) return;
+    if (ld->failed)
+        return;
     ld->failed = 1;
     int n = line > 0 ? snprintf(ld->err, ld->errlen, "%s:%d: ", ld->path, line)
                      : snprintf(ld->err, ld->errlen, "%s: ", ld->path);
-    if (n < 0 || (size_t)n >= ld->errlen) return;
+    if (n < 0 || (size_t)n >= ld->errlen)
+        return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(ld->err + n, ld->errlen - (size_t)n, fmt, ap);
@@ -109,7 +111,8 @@ static void fail(struct loader *ld, int line, const char *fmt, ...)
 
 static struct cluster_node *current_record(struct loader *ld)
 {
-    if (ld->sec == SEC_CLUSTER) return &ld->defaults;
+    if (ld->sec == SEC_CLUSTER)
+        return &ld->defaults;
     return &ld->c->nodes[ld->c->n_nodes - 1];
 }
 
@@ -135,7 +138,8 @@ static int parse_port(const char *s, int *port)
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (!isdigit((unsigned char)*s) || *end || errno || v < 1 || v > 65535) return -1;
+    if (!isdigit((unsigned char)*s) || *end || errno || v < 1 || v > 65535)
+        return -1;
     *port = (int)v;
     return 0;
 }
@@ -148,7 +152,8 @@ static int parse_host_port(const char *s, char *host, size_t hostlen, int *port,
     if (*s == '[') {
         h = s + 1;
         hend = strchr(h, ']');
-        if (!hend) return bad(why, "an IPv6 address needs its closing ']'");
+        if (!hend)
+            return bad(why, "an IPv6 address needs its closing ']'");
         rest = hend + 1;
     } else {
         hend = s + strcspn(s, ":");
@@ -157,14 +162,18 @@ static int parse_host_port(const char *s, char *host, size_t hostlen, int *port,
             return bad(why, "an IPv6 address must be written in brackets, e.g. [::1]:5555");
     }
     size_t n = (size_t)(hend - h);
-    if (n == 0) return bad(why, "the host is empty");
-    if (n >= hostlen) return bad(why, "the host name is too long");
+    if (n == 0)
+        return bad(why, "the host is empty");
+    if (n >= hostlen)
+        return bad(why, "the host name is too long");
     for (const char *p = h; p < hend; p++)
-        if (isspace((unsigned char)*p)) return bad(why, "the host contains white space");
+        if (isspace((unsigned char)*p))
+            return bad(why, "the host contains white space");
     memcpy(host, h, n);
     host[n] = '\0';
     *port = 0;
-    if (*rest == '\0') return 0;
+    if (*rest == '\0')
+        return 0;
     if (*rest != ':' || parse_port(rest + 1, port) < 0)
         return bad(why, "the port must be a number from 1 to 65535");
     return 0;
@@ -179,8 +188,10 @@ static int set_ssh(struct cluster_node *n, const char *v, const char **why)
     n->ssh_user[0] = '\0';
     if (at) {
         size_t len = (size_t)(at - v);
-        if (len == 0) return bad(why, "the user before '@' is empty");
-        if (len >= sizeof n->ssh_user) return bad(why, "the user name is too long");
+        if (len == 0)
+            return bad(why, "the user before '@' is empty");
+        if (len >= sizeof n->ssh_user)
+            return bad(why, "the user name is too long");
         memcpy(n->ssh_user, v, len);
         n->ssh_user[len] = '\0';
         hostpart = at + 1;
@@ -202,11 +213,13 @@ static int set_host(struct cluster_node *n, const char *v, const char **why)
     size_t len = strlen(v);
     const char *h = v;
     if (*v == '[') {
-        if (len < 3 || v[len - 1] != ']') return bad(why, "an IPv6 address needs its closing ']'");
+        if (len < 3 || v[len - 1] != ']')
+            return bad(why, "an IPv6 address needs its closing ']'");
         h = v + 1;
         len -= 2;
     }
-    if (len >= sizeof n->host) return bad(why, "the host name is too long");
+    if (len >= sizeof n->host)
+        return bad(why, "the host name is too long");
     int colons = 0;
     for (size_t i = 0; i < len; i++) {
         colons += h[i] == ':';
@@ -244,11 +257,15 @@ int cluster_parse_bytes(const char *s, uint64_t *out)
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (!isdigit((unsigned char)*s) || errno) return -1;
-    const char *suffixes = "KMGT", *at = *end ? strchr(suffixes, toupper((unsigned char)*end)) : NULL;
+    if (!isdigit((unsigned char)*s) || errno)
+        return -1;
+    const char *suffixes = "KMGT",
+               *at = *end ? strchr(suffixes, toupper((unsigned char)*end)) : NULL;
     int shift = at ? 10 * (int)(at - suffixes + 1) : 0;
-    if (at) end++;
-    if (*end || (v << shift) >> shift != v) return -1;
+    if (at)
+        end++;
+    if (*end || (v << shift) >> shift != v)
+        return -1;
     *out = (uint64_t)v << shift;
     return 0;
 }
@@ -265,10 +282,14 @@ static int check_endpoint(const char *v, const char **why)
 {
     char host[CLUSTER_HOST_MAX];
     int port;
-    if (strncmp(v, "tcp://", 6) != 0) return bad(why, "expected tcp://host:port");
-    if (parse_host_port(v + 6, host, sizeof host, &port, why) < 0) return -1;
-    if (port == 0) return bad(why, "expected tcp://host:port (the port is missing)");
-    if (strcmp(host, "*") == 0) return bad(why, "'*' binds; the console needs a host to connect to");
+    if (strncmp(v, "tcp://", 6) != 0)
+        return bad(why, "expected tcp://host:port");
+    if (parse_host_port(v + 6, host, sizeof host, &port, why) < 0)
+        return -1;
+    if (port == 0)
+        return bad(why, "expected tcp://host:port (the port is missing)");
+    if (strcmp(host, "*") == 0)
+        return bad(why, "'*' binds; the console needs a host to connect to");
     return 0;
 }
 
@@ -283,7 +304,8 @@ static int set_layers(struct cluster_node *n, const char *v, const char **why)
     long b = strtol(b_text, &end, 10);
     if (!isdigit((unsigned char)*b_text) || *end || errno || b > INT_MAX)
         return bad(why, "expected FIRST:LAST, e.g. 0:8");
-    if (a >= b) return bad(why, "the range [FIRST, LAST) is empty: FIRST must be below LAST");
+    if (a >= b)
+        return bad(why, "the range [FIRST, LAST) is empty: FIRST must be below LAST");
     n->layer_first = (int)a;
     n->layer_last = (int)b;
     return 0;
@@ -315,8 +337,10 @@ static int set_seconds(int *out, const char *v, const char **why)
 
 static int set_text(char *field, size_t size, const char *v, const char **why)
 {
-    if (*v == '\0') return bad(why, "the value is empty");
-    if (strlen(v) >= size) return bad(why, "the value is too long");
+    if (*v == '\0')
+        return bad(why, "the value is empty");
+    if (strlen(v) >= size)
+        return bad(why, "the value is too long");
     strcpy(field, v);
     return 0;
 }
@@ -326,7 +350,8 @@ static int endpoint_taken(struct loader *ld, const char *v)
 {
     for (int i = 0; i < ld->c->n_nodes - 1; i++) {
         const struct cluster_node *o = &ld->c->nodes[i];
-        if (strcmp(o->control, v) == 0 || strcmp(o->telemetry, v) == 0) return 1;
+        if (strcmp(o->control, v) == 0 || strcmp(o->telemetry, v) == 0)
+            return 1;
     }
     return 0;
 }
@@ -335,22 +360,34 @@ static int set_value(struct loader *ld, const struct key *k, struct cluster_node
                      const char **why)
 {
     switch (k->kind) {
-    case KEY_SSH: return set_ssh(n, v, why);
-    case KEY_LAYERS: return set_layers(n, v, why);
-    case KEY_BOOL: return set_bool(&n->accept_new, v, why);
-    case KEY_SECONDS: return set_seconds(&ld->connect_timeout_s, v, why);
-    case KEY_HOST: return set_host(n, v, why);
-    case KEY_PORT: return set_port(n, v, why);
-    case KEY_THREADS: return set_threads(n, v, why);
-    case KEY_BYTES: return set_bytes(n, v, why);
+    case KEY_SSH:
+        return set_ssh(n, v, why);
+    case KEY_LAYERS:
+        return set_layers(n, v, why);
+    case KEY_BOOL:
+        return set_bool(&n->accept_new, v, why);
+    case KEY_SECONDS:
+        return set_seconds(&ld->connect_timeout_s, v, why);
+    case KEY_HOST:
+        return set_host(n, v, why);
+    case KEY_PORT:
+        return set_port(n, v, why);
+    case KEY_THREADS:
+        return set_threads(n, v, why);
+    case KEY_BYTES:
+        return set_bytes(n, v, why);
     case KEY_ENDPOINT: {
-        if (check_endpoint(v, why) < 0) return -1;
-        if (endpoint_taken(ld, v)) return bad(why, "another node already uses it");
+        if (check_endpoint(v, why) < 0)
+            return -1;
+        if (endpoint_taken(ld, v))
+            return bad(why, "another node already uses it");
         break;
     }
-    case KEY_TEXT: break;
+    case KEY_TEXT:
+        break;
     }
-    if (k->off == offsetof(struct cluster_node, start)) n->start_given = 1;
+    if (k->off == offsetof(struct cluster_node, start))
+        n->start_given = 1;
     return set_text((char *)n + k->off, k->size, v, why);
 }
 
@@ -361,10 +398,11 @@ static int continue_value(const struct key *k, struct cluster_node *n, const cha
 {
     if (!k->continues)
         return bad(why, "an indented line continues the key above it, and only `start` and "
-                      "`flags` may continue (remove the indentation)");
+                        "`flags` may continue (remove the indentation)");
     char *field = (char *)n + k->off;
     size_t have = strlen(field);
-    if (have + 1 + strlen(v) >= k->size) return bad(why, "the command is too long");
+    if (have + 1 + strlen(v) >= k->size)
+        return bad(why, "the command is too long");
     field[have] = ' ';
     strcpy(field + have + 1, v);
     return 0;
@@ -373,7 +411,8 @@ static int continue_value(const struct key *k, struct cluster_node *n, const cha
 static int find_key(const char *name)
 {
     for (int i = 0; i < N_KEYS; i++)
-        if (strcmp(keys[i].name, name) == 0) return i;
+        if (strcmp(keys[i].name, name) == 0)
+            return i;
     return -1;
 }
 
@@ -383,9 +422,11 @@ static int on_key(void *user, const char *section, const char *name, const char 
     char label[CLUSTER_NAME_MAX + 16];
     const char *why = NULL;
     (void)section; /* the reader opened it already, with its line number */
-    if (ld->failed) return 0;
+    if (ld->failed)
+        return 0;
     if (ld->sec == SEC_NONE) {
-        fail(ld, ld->lineno, "key `%s` outside any section: start with [cluster] or [node NAME]", name);
+        fail(ld, ld->lineno, "key `%s` outside any section: start with [cluster] or [node NAME]",
+             name);
         return 0;
     }
     section_label(ld, label, sizeof label);
@@ -423,9 +464,11 @@ static int on_key(void *user, const char *section, const char *name, const char 
 
 static int valid_node_name(const char *s)
 {
-    if (*s == '\0' || strlen(s) >= CLUSTER_NAME_MAX) return 0;
+    if (*s == '\0' || strlen(s) >= CLUSTER_NAME_MAX)
+        return 0;
     for (; *s; s++)
-        if (!isalnum((unsigned char)*s) && !strchr("._-", *s)) return 0;
+        if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
+            return 0;
     return 1;
 }
 
@@ -474,9 +517,11 @@ static void open_section(struct loader *ld, const char *header)
     }
     if (strncmp(header, "node", 4) == 0 && isspace((unsigned char)header[4])) {
         const char *p = header + 4;
-        while (isspace((unsigned char)*p)) p++;
+        while (isspace((unsigned char)*p))
+            p++;
         size_t len = strlen(p);
-        while (len && isspace((unsigned char)p[len - 1])) len--;
+        while (len && isspace((unsigned char)p[len - 1]))
+            len--;
         if (len < sizeof name) {
             memcpy(name, p, len);
             name[len] = '\0';
@@ -498,10 +543,13 @@ static void watch_line(struct loader *ld, const char *line)
     char header[CLUSTER_NAME_MAX + 16];
     const char *p = line;
     ld->indented = (*p == ' ' || *p == '\t');
-    while (isspace((unsigned char)*p)) p++;
-    if (*p != '[') return;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p != '[')
+        return;
     const char *end = strchr(p + 1, ']');
-    if (!end) return; /* inih reports the syntax error */
+    if (!end)
+        return; /* inih reports the syntax error */
     size_t len = (size_t)(end - p - 1);
     if (len >= sizeof header) {
         fail(ld, ld->lineno, "section header too long");
@@ -516,14 +564,15 @@ static void watch_line(struct loader *ld, const char *line)
 static char *read_line(char *str, int num, void *stream)
 {
     struct loader *ld = stream;
-    if (ld->failed || !fgets(str, num, ld->fp)) return NULL;
+    if (ld->failed || !fgets(str, num, ld->fp))
+        return NULL;
     ld->lineno++;
     size_t len = strlen(str);
     if (len && str[len - 1] != '\n') {
         int c = getc(ld->fp);
         if (c != EOF) {
-            fail(ld, ld->lineno, "line longer than %d characters (continue `start` on indented lines)",
-                 num - 3);
+            fail(ld, ld->lineno,
+                 "line longer than %d characters (continue `start` on indented lines)", num - 3);
             return NULL;
         }
     }
@@ -537,13 +586,20 @@ static void apply_defaults(struct loader *ld, const struct cluster_node *d)
 {
     for (int i = 0; i < ld->c->n_nodes; i++) {
         struct cluster_node *n = &ld->c->nodes[i];
-        if (!n->identity[0]) strcpy(n->identity, d->identity);
-        if (!n->known_hosts[0]) strcpy(n->known_hosts, d->known_hosts);
-        if (n->accept_new == CLUSTER_UNSET) n->accept_new = d->accept_new;
-        if (!n->model[0]) strcpy(n->model, d->model);
-        if (!n->inferd[0]) strcpy(n->inferd, d->inferd[0] ? d->inferd : "inferd");
-        if (!n->threads) n->threads = d->threads;
-        if (!n->mem_limit) n->mem_limit = d->mem_limit;
+        if (!n->identity[0])
+            strcpy(n->identity, d->identity);
+        if (!n->known_hosts[0])
+            strcpy(n->known_hosts, d->known_hosts);
+        if (n->accept_new == CLUSTER_UNSET)
+            n->accept_new = d->accept_new;
+        if (!n->model[0])
+            strcpy(n->model, d->model);
+        if (!n->inferd[0])
+            strcpy(n->inferd, d->inferd[0] ? d->inferd : "inferd");
+        if (!n->threads)
+            n->threads = d->threads;
+        if (!n->mem_limit)
+            n->mem_limit = d->mem_limit;
         if (d->flags[0]) {
             char own[sizeof n->flags];
             strcpy(own, n->flags);
@@ -569,27 +625,34 @@ static void resolve_node(struct loader *ld, int i, int base_port)
     struct cluster_node *n = &ld->c->nodes[i];
     if (n->host[0] && !n->port && base_port) {
         int before = 0;
-        for (int j = 0; j < i; j++) before += strcmp(ld->c->nodes[j].host, n->host) == 0;
+        for (int j = 0; j < i; j++)
+            before += strcmp(ld->c->nodes[j].host, n->host) == 0;
         n->port = base_port + 3 * before;
         if (n->port > 65533) {
-            fail(ld, n->line, "[node %s]: base_port %d leaves no ports for it (%d and the next two)",
-                 n->name, base_port, n->port);
+            fail(ld, n->line,
+                 "[node %s]: base_port %d leaves no ports for it (%d and the next two)", n->name,
+                 base_port, n->port);
             return;
         }
     }
     int derive = n->host[0] && n->port;
-    if (!n->control[0] && derive) endpoint(n->control, n->host, n->port);
-    if (!n->telemetry[0] && derive) endpoint(n->telemetry, n->host, n->port + 1);
-    if (derive) endpoint(n->listen, n->host, n->port + 2);
+    if (!n->control[0] && derive)
+        endpoint(n->control, n->host, n->port);
+    if (!n->telemetry[0] && derive)
+        endpoint(n->telemetry, n->host, n->port + 1);
+    if (derive)
+        endpoint(n->listen, n->host, n->port + 2);
     if (!n->control[0] || !n->telemetry[0])
         fail(ld, n->line,
              "[node %s]: no %s endpoint: give `host` and `port` (or [cluster] base_port), or `%s`",
-             n->name, n->control[0] ? "telemetry" : "control", n->control[0] ? "telemetry" : "control");
+             n->name, n->control[0] ? "telemetry" : "control",
+             n->control[0] ? "telemetry" : "control");
     if (n->ssh_user[0] && !n->ssh_host[0]) {
         if (n->host[0])
             strcpy(n->ssh_host, n->host);
         else
-            fail(ld, n->line, "[node %s] key `ssh`: `%s@` takes the host from `host`, which is not given",
+            fail(ld, n->line,
+                 "[node %s] key `ssh`: `%s@` takes the host from `host`, which is not given",
                  n->name, n->ssh_user);
     }
 }
@@ -637,14 +700,21 @@ int cluster_load(const char *path, struct cluster **out, char *err, size_t errle
         return -1;
     }
     int rc = ini_parse_stream(read_line, &ld, on_key, &ld);
-    if (!ld.failed && ferror(ld.fp)) fail(&ld, 0, "read error: %s", strerror(errno));
+    if (!ld.failed && ferror(ld.fp))
+        fail(&ld, 0, "read error: %s", strerror(errno));
     fclose(ld.fp);
-    if (rc > 0) fail(&ld, rc, "expected `[section]`, `key = value` or a comment");
-    if (rc < 0) fail(&ld, 0, "out of memory");
-    if (ld.c->n_nodes == 0) fail(&ld, 0, "no [node NAME] section: the cluster has no nodes");
-    if (!ld.failed) apply_defaults(&ld, &ld.defaults);
-    for (int i = 0; i < ld.c->n_nodes && !ld.failed; i++) resolve_node(&ld, i, ld.defaults.port);
-    if (!ld.failed) check_distinct(&ld);
+    if (rc > 0)
+        fail(&ld, rc, "expected `[section]`, `key = value` or a comment");
+    if (rc < 0)
+        fail(&ld, 0, "out of memory");
+    if (ld.c->n_nodes == 0)
+        fail(&ld, 0, "no [node NAME] section: the cluster has no nodes");
+    if (!ld.failed)
+        apply_defaults(&ld, &ld.defaults);
+    for (int i = 0; i < ld.c->n_nodes && !ld.failed; i++)
+        resolve_node(&ld, i, ld.defaults.port);
+    if (!ld.failed)
+        check_distinct(&ld);
     if (ld.failed) {
         cluster_free(ld.c);
         return -1;
@@ -666,7 +736,8 @@ int cluster_load(const char *path, struct cluster **out, char *err, size_t errle
 
 void cluster_free(struct cluster *c)
 {
-    if (!c) return;
+    if (!c)
+        return;
     free(c->nodes);
     free(c);
 }
@@ -674,7 +745,8 @@ void cluster_free(struct cluster *c)
 const struct cluster_node *cluster_node_find(const struct cluster *c, const char *name)
 {
     for (int i = 0; i < c->n_nodes; i++)
-        if (strcmp(c->nodes[i].name, name) == 0) return &c->nodes[i];
+        if (strcmp(c->nodes[i].name, name) == 0)
+            return &c->nodes[i];
     return NULL;
 }
 
@@ -692,7 +764,8 @@ struct line {
 static void put(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(struct line *l, const char *fmt, ...)
 {
-    if (l->over) return;
+    if (l->over)
+        return;
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(l->buf + l->len, l->cap - l->len, fmt, ap);
@@ -727,7 +800,8 @@ static void put_word(struct line *l, const char *w)
         return;
     }
     put(l, "'");
-    for (; *w; w++) put(l, *w == '\'' ? "'\\''" : "%c", *w);
+    for (; *w; w++)
+        put(l, *w == '\'' ? "'\\''" : "%c", *w);
     put(l, "'");
 }
 
@@ -841,7 +915,8 @@ int cluster_node_command(const struct cluster *c, int i, cluster_command_form fo
             put_word(&l, log);
         }
     }
-    if (n->flags[0]) put_option(&l, n->flags);
+    if (n->flags[0])
+        put_option(&l, n->flags);
     if (l.over) {
         snprintf(err, errlen, "[node %s]: the derived command line is longer than %zu bytes",
                  n->name, len - 1);
@@ -877,7 +952,8 @@ static int config_home_path(char *out, size_t outlen)
         n = snprintf(out, outlen, "%s/infertop/cluster.conf", xdg);
     } else {
         const char *home = getenv("HOME");
-        if (!home || !*home) return -1;
+        if (!home || !*home)
+            return -1;
         n = snprintf(out, outlen, "%s/.config/infertop/cluster.conf", home);
     }
     return n < 0 || (size_t)n >= outlen ? -1 : 0;

@@ -59,24 +59,24 @@
 
 struct cluster_node {
     char name[CLUSTER_NAME_MAX];
-    char ssh_user[CLUSTER_NAME_MAX]; /* "" = the user ~/.ssh/config or libssh picks */
-    char ssh_host[CLUSTER_HOST_MAX]; /* without IPv6 brackets; "" = no SSH target */
-    int ssh_port;                    /* 0 = from ~/.ssh/config, else 22 */
+    char ssh_user[CLUSTER_NAME_MAX];      /* "" = the user ~/.ssh/config or libssh picks */
+    char ssh_host[CLUSTER_HOST_MAX];      /* without IPv6 brackets; "" = no SSH target */
+    int ssh_port;                         /* 0 = from ~/.ssh/config, else 22 */
     char control[CLUSTER_ENDPOINT_MAX];   /* given, else tcp://host:port */
     char telemetry[CLUSTER_ENDPOINT_MAX]; /* given, else tcp://host:(port + 1) */
     char listen[CLUSTER_ENDPOINT_MAX];    /* tcp://host:(port + 2); "" without host and port */
     /* The command line `nodes start` runs: `start` when given, else the
      * derived one, else "" (cluster_node_command says what is missing). */
     char start[CLUSTER_START_MAX];
-    int start_given; /* 1: from `start`, 0: derived (or none) */
-    char host[CLUSTER_HOST_MAX]; /* without IPv6 brackets; "" when not given */
-    int port;                    /* given, else from base_port; 0 when neither */
-    char model[CLUSTER_PATH_MAX];   /* the node's, else [cluster]'s; "" = inferd's default */
-    char inferd[CLUSTER_PATH_MAX];  /* the inferd binary on the node, default "inferd" */
-    int threads;                    /* 0 = inferd's default */
-    uint64_t mem_limit;             /* bytes; 0 = none */
-    char flags[CLUSTER_START_MAX];  /* [cluster]'s flags, then the node's */
-    int layer_first, layer_last; /* [first, last), CLUSTER_UNSET when not given */
+    int start_given;               /* 1: from `start`, 0: derived (or none) */
+    char host[CLUSTER_HOST_MAX];   /* without IPv6 brackets; "" when not given */
+    int port;                      /* given, else from base_port; 0 when neither */
+    char model[CLUSTER_PATH_MAX];  /* the node's, else [cluster]'s; "" = inferd's default */
+    char inferd[CLUSTER_PATH_MAX]; /* the inferd binary on the node, default "inferd" */
+    int threads;                   /* 0 = inferd's default */
+    uint64_t mem_limit;            /* bytes; 0 = none */
+    char flags[CLUSTER_START_MAX]; /* [cluster]'s flags, then the node's */
+    int layer_first, layer_last;   /* [first, last), CLUSTER_UNSET when not given */
     char log[CLUSTER_PATH_MAX];
     char pidfile[CLUSTER_PATH_MAX];
     /* SSH trust settings: the node's own, else the [cluster] default, else "". */

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/proto/client.h"
 #include "cluster.h"
+#include "engine/proto/client.h"
 
 /* Requests in flight at once, over all nodes: the console keeps a handful
  * (a set per node, a generate, identification); a full table is a bug in
@@ -277,8 +277,8 @@ static int set_one(links *l, int node, const json_t *args, const proto_set_args 
         state_config_reply(l->st, node, 0, "out of memory", now);
         return -1;
     }
-    if (links_request(l, node, "set", args, LINKS_TIMEOUT_S, now, set_done, l, err,
-                      sizeof err) != 0) {
+    if (links_request(l, node, "set", args, LINKS_TIMEOUT_S, now, set_done, l, err, sizeof err) !=
+        0) {
         state_config_reply(l->st, node, 0, err, now);
         return -1;
     }

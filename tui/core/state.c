@@ -103,7 +103,8 @@ static void copy_text(char *dst, size_t cap, const char *src)
 state *state_new(const char *cluster_name, int n_nodes, const char *const *names)
 {
     state *st = calloc(1, sizeof *st);
-    if (!st) return NULL;
+    if (!st)
+        return NULL;
     st->nodes = calloc((size_t)(n_nodes > 0 ? n_nodes : 1), sizeof *st->nodes);
     if (!st->nodes) {
         free(st);
@@ -115,7 +116,8 @@ state *state_new(const char *cluster_name, int n_nodes, const char *const *names
     for (int i = 0; i < n_nodes; i++) {
         struct node *n = &st->nodes[i];
         copy_text(n->name, sizeof n->name, names[i]);
-        for (int s = 0; s < STATE_SECONDS; s++) n->secs[s].sec = -1;
+        for (int s = 0; s < STATE_SECONDS; s++)
+            n->secs[s].sec = -1;
         n->live = STATE_DOWN;
         n->phase = -1;
         n->last_step_t = -INFINITY;
@@ -127,7 +129,8 @@ state *state_new(const char *cluster_name, int n_nodes, const char *const *names
 
 void state_free(state *st)
 {
-    if (!st) return;
+    if (!st)
+        return;
     free(st->nodes);
     free(st);
 }
@@ -145,7 +148,8 @@ const char *state_node_name(const state *st, int node)
 int state_node_index(const state *st, const char *name)
 {
     for (int i = 0; i < st->n; i++)
-        if (strcmp(st->nodes[i].name, name) == 0) return i;
+        if (strcmp(st->nodes[i].name, name) == 0)
+            return i;
     return -1;
 }
 
@@ -174,11 +178,15 @@ void state_event_add(state *st, int node, const char *kind, double now, const ch
 
 static enum state_live live_at(const struct node *n, double now)
 {
-    if (n->dead) return STATE_DOWN;
-    if (n->starting) return now - n->start_t < STATE_START_TIMEOUT_S ? STATE_STARTING : STATE_DOWN;
-    if (!n->has_hb) return STATE_DOWN;
+    if (n->dead)
+        return STATE_DOWN;
+    if (n->starting)
+        return now - n->start_t < STATE_START_TIMEOUT_S ? STATE_STARTING : STATE_DOWN;
+    if (!n->has_hb)
+        return STATE_DOWN;
     double age = now - n->last_hb;
-    if (age < STATE_STALE_S) return STATE_UP;
+    if (age < STATE_STALE_S)
+        return STATE_UP;
     return age < STATE_DOWN_S ? STATE_STALE : STATE_DOWN;
 }
 
@@ -192,7 +200,8 @@ static const char *live_kind(enum state_live l)
 static void set_live(state *st, int i, enum state_live l, double now, const char *why)
 {
     struct node *n = &st->nodes[i];
-    if (n->live == l) return;
+    if (n->live == l)
+        return;
     n->live = l;
     state_event_add(st, i, live_kind(l), now, "%s", why);
 }
@@ -202,7 +211,8 @@ void state_tick(state *st, double now)
     for (int i = 0; i < st->n; i++) {
         struct node *n = &st->nodes[i];
         enum state_live l = live_at(n, now);
-        if (l == n->live) continue;
+        if (l == n->live)
+            continue;
         char why[96];
         if (n->starting)
             snprintf(why, sizeof why, "no heartbeat %.0f s after start", now - n->start_t);
@@ -291,7 +301,8 @@ static struct sec_agg *sec_at(struct node *n, double now)
 
 static const struct sec_agg *sec_get(const struct node *n, int64_t sec)
 {
-    if (sec < 0) return NULL;
+    if (sec < 0)
+        return NULL;
     const struct sec_agg *a = &n->secs[sec % STATE_SECONDS];
     return a->sec == sec ? a : NULL;
 }
@@ -320,10 +331,13 @@ static void note_memory(struct node *n, struct sec_agg *a, uint64_t kv, uint64_t
  * size, so it cannot confirm a request for "auto"; the heartbeat can. */
 static int config_shows(const proto_set_args *w, int kv_bits, int prefill, int prefill_exact)
 {
-    if (w->has_kv_bits && kv_bits != w->kv_bits) return 0;
+    if (w->has_kv_bits && kv_bits != w->kv_bits)
+        return 0;
     if (w->has_prefill_step) {
-        if (!prefill_exact && w->prefill_step == PROTO_PREFILL_AUTO) return 0;
-        if (prefill != w->prefill_step) return 0;
+        if (!prefill_exact && w->prefill_step == PROTO_PREFILL_AUTO)
+            return 0;
+        if (prefill != w->prefill_step)
+            return 0;
     }
     return 1;
 }
@@ -331,15 +345,18 @@ static int config_shows(const proto_set_args *w, int kv_bits, int prefill, int p
 static void confirm_config(struct node *n, int kv_bits, int prefill, int prefill_exact, double now)
 {
     struct state_config *c = &n->cfg;
-    if (c->stage != STATE_CFG_REQUESTED && c->stage != STATE_CFG_ACKED) return;
-    if (!config_shows(&c->want, kv_bits, prefill, prefill_exact)) return;
+    if (c->stage != STATE_CFG_REQUESTED && c->stage != STATE_CFG_ACKED)
+        return;
+    if (!config_shows(&c->want, kv_bits, prefill, prefill_exact))
+        return;
     c->stage = STATE_CFG_CONFIRMED;
     c->t_confirmed = now;
 }
 
 void state_ingest_step(state *st, int node, const proto_head *h, const proto_step *s, double now)
 {
-    if (node < 0 || node >= st->n) return;
+    if (node < 0 || node >= st->n)
+        return;
     struct node *n = &st->nodes[node];
     int ph = s->phase == PROTO_PHASE_PREFILL ? STATE_PREFILL : STATE_DECODE;
     count_seq(st, node, h, now);
@@ -384,7 +401,8 @@ void state_ingest_step(state *st, int node, const proto_head *h, const proto_ste
 void state_ingest_heartbeat(state *st, int node, const proto_head *h, const proto_status *s,
                             double now)
 {
-    if (node < 0 || node >= st->n) return;
+    if (node < 0 || node >= st->n)
+        return;
     struct node *n = &st->nodes[node];
     char why[64];
     if (revives(n, h, count_seq(st, node, h, now))) {
@@ -413,15 +431,18 @@ void state_ingest_heartbeat(state *st, int node, const proto_head *h, const prot
 
 void state_ingest_req(state *st, int node, const proto_head *h, const proto_req_msg *m, double now)
 {
-    if (node < 0 || node >= st->n) return;
+    if (node < 0 || node >= st->n)
+        return;
     count_seq(st, node, h, now);
     if (!m->end) {
         copy_text(st->req, sizeof st->req, m->req);
         copy_text(st->req_source, sizeof st->req_source, m->source);
         return;
     }
-    if (strcmp(st->req, m->req) == 0) st->req[0] = st->req_source[0] = '\0';
-    if (m->stats.ttft_ms > 0) st->last_ttft_ms = m->stats.ttft_ms;
+    if (strcmp(st->req, m->req) == 0)
+        st->req[0] = st->req_source[0] = '\0';
+    if (m->stats.ttft_ms > 0)
+        st->last_ttft_ms = m->stats.ttft_ms;
     if (!m->ok) {
         struct state_event *e = event_slot(st, node, "req_failed", now);
         copy_text(e->req, sizeof e->req, m->req);
@@ -430,29 +451,39 @@ void state_ingest_req(state *st, int node, const proto_head *h, const proto_req_
     }
 }
 
-void state_ingest_event(state *st, int node, const proto_head *h, const proto_event *ev,
-                        double now)
+void state_ingest_event(state *st, int node, const proto_head *h, const proto_event *ev, double now)
 {
-    if (node < 0 || node >= st->n) return;
+    if (node < 0 || node >= st->n)
+        return;
     count_seq(st, node, h, now);
     const char *kind = ev->kind_name[0] ? ev->kind_name : proto_event_name(ev->kind);
     struct state_event *e = event_slot(st, node, kind, now);
     copy_text(e->req, sizeof e->req, ev->req);
     copy_text(e->code, sizeof e->code, ev->code);
     copy_text(e->message, sizeof e->message, ev->message);
-    if (ev->kind == PROTO_EV_NUMERIC) st->nodes[node].last_nonfinite_t = now;
+    if (ev->kind == PROTO_EV_NUMERIC)
+        st->nodes[node].last_nonfinite_t = now;
 }
 
 void state_ingest(state *st, int node, const proto_tel *t, double now)
 {
     switch (t->topic) {
-    case PROTO_TOPIC_STEP: state_ingest_step(st, node, &t->head, &t->step, now); break;
-    case PROTO_TOPIC_NODE: state_ingest_heartbeat(st, node, &t->head, &t->status, now); break;
-    case PROTO_TOPIC_REQ: state_ingest_req(st, node, &t->head, &t->req, now); break;
-    case PROTO_TOPIC_EVENT: state_ingest_event(st, node, &t->head, &t->event, now); break;
+    case PROTO_TOPIC_STEP:
+        state_ingest_step(st, node, &t->head, &t->step, now);
+        break;
+    case PROTO_TOPIC_NODE:
+        state_ingest_heartbeat(st, node, &t->head, &t->status, now);
+        break;
+    case PROTO_TOPIC_REQ:
+        state_ingest_req(st, node, &t->head, &t->req, now);
+        break;
+    case PROTO_TOPIC_EVENT:
+        state_ingest_event(st, node, &t->head, &t->event, now);
+        break;
     case PROTO_TOPIC_UNKNOWN:
         /* A newer node's topic: it still used a seq number. */
-        if (node >= 0 && node < st->n) count_seq(st, node, &t->head, now);
+        if (node >= 0 && node < st->n)
+            count_seq(st, node, &t->head, now);
         break;
     }
 }
@@ -491,7 +522,8 @@ void state_config_request(state *st, int node, const proto_set_args *want, doubl
 void state_config_reply(state *st, int node, int ok, const char *error, double now)
 {
     struct state_config *c = &st->nodes[node].cfg;
-    if (c->stage == STATE_CFG_NONE) return;
+    if (c->stage == STATE_CFG_NONE)
+        return;
     c->t_acked = now;
     if (!ok) {
         c->stage = STATE_CFG_FAILED;
@@ -524,12 +556,16 @@ int state_percentiles(const state *st, int node, enum state_metric m, int phase,
     uint64_t have = n->n_steps < STATE_STEP_RING ? n->n_steps : STATE_STEP_RING;
     for (uint64_t k = 0; k < have; k++) {
         const struct step_rec *r = &n->ring[(n->n_steps - 1 - k) % STATE_STEP_RING];
-        if (r->t < now - window) break; /* the ring is in arrival order */
-        if (phase != STATE_ANY && r->phase != phase) continue;
-        if (isfinite(r->ms[m])) vals[cnt++] = r->ms[m];
+        if (r->t < now - window)
+            break; /* the ring is in arrival order */
+        if (phase != STATE_ANY && r->phase != phase)
+            continue;
+        if (isfinite(r->ms[m]))
+            vals[cnt++] = r->ms[m];
     }
     for (int i = 0; i < nq; i++)
-        out[i] = cnt ? store_percentile(vals, (size_t)cnt, 100.0 * fmin(fmax(q[i], 0.0), 1.0)) : NAN;
+        out[i] =
+            cnt ? store_percentile(vals, (size_t)cnt, 100.0 * fmin(fmax(q[i], 0.0), 1.0)) : NAN;
     return cnt;
 }
 
@@ -547,16 +583,17 @@ static int64_t second_of(double now)
 }
 
 /* A count of the phase(s) in the complete seconds [now-seconds, now). */
-static uint64_t count_in(const struct node *n, int phase, int seconds, double now,
-                         enum sec_count c)
+static uint64_t count_in(const struct node *n, int phase, int seconds, double now, enum sec_count c)
 {
     uint64_t sum = 0;
     int64_t cur = second_of(now);
     for (int64_t s = cur - seconds; s < cur; s++) {
         const struct sec_agg *a = sec_get(n, s);
-        if (!a) continue;
+        if (!a)
+            continue;
         for (int p = 0; p < 2; p++)
-            if (phase == STATE_ANY || phase == p) sum += a->ph[p].count[c];
+            if (phase == STATE_ANY || phase == p)
+                sum += a->ph[p].count[c];
     }
     return sum;
 }
@@ -573,9 +610,12 @@ double state_steps_per_s(const state *st, int node, int phase, int seconds, doub
 /* See STATE_SERIES_BUSY; NaN for a second nothing was heard in. */
 static double busy_of(const struct sec_agg *a)
 {
-    if (!a) return NAN;
-    if (a->busy_n) return a->busy_sum / a->busy_n;
-    if (!isnan(a->hb_busy)) return a->hb_busy;
+    if (!a)
+        return NAN;
+    if (a->busy_n)
+        return a->busy_sum / a->busy_n;
+    if (!isnan(a->hb_busy))
+        return a->hb_busy;
     return fmin((a->ph[0].sum[STATE_MODEL_MS] + a->ph[1].sum[STATE_MODEL_MS]) / 1000.0, 1.0);
 }
 
@@ -584,23 +624,37 @@ static double series_value(const struct sec_agg *a, enum state_series kind, int 
     uint32_t count[N_COUNTS] = {0};
     double sum[N_SUMS] = {0};
     for (int p = 0; a && p < 2; p++) {
-        if (phase != STATE_ANY && phase != p) continue;
-        for (int c = 0; c < N_COUNTS; c++) count[c] += a->ph[p].count[c];
-        for (int k = 0; k < N_SUMS; k++) sum[k] += a->ph[p].sum[k];
+        if (phase != STATE_ANY && phase != p)
+            continue;
+        for (int c = 0; c < N_COUNTS; c++)
+            count[c] += a->ph[p].count[c];
+        for (int k = 0; k < N_SUMS; k++)
+            sum[k] += a->ph[p].sum[k];
     }
     uint32_t steps = count[COUNT_STEPS];
     switch (kind) {
-    case STATE_SERIES_STEP_MS: return steps ? sum[STATE_STEP_MS] / steps : NAN;
-    case STATE_SERIES_MODEL_MS: return steps ? sum[STATE_MODEL_MS] / steps : NAN;
-    case STATE_SERIES_EVAL_MS: return steps ? sum[STATE_EVAL_MS] / steps : NAN;
-    case STATE_SERIES_STEPS: return steps;
-    case STATE_SERIES_TOKENS: return count[COUNT_TOKENS];
-    case STATE_SERIES_SEQS: return steps ? (double)count[COUNT_SEQS] / steps : NAN;
-    case STATE_SERIES_BUSY: return busy_of(a);
-    case STATE_SERIES_KV_BYTES: return a && a->has_mem ? (double)a->kv_bytes : NAN;
-    case STATE_SERIES_RSS: return a && a->has_mem ? (double)a->rss : NAN;
-    case STATE_SERIES_HEADROOM: return a && a->has_mem ? (double)a->headroom : NAN;
-    case STATE_SERIES_ACT_MAX: return a ? a->act_max : NAN;
+    case STATE_SERIES_STEP_MS:
+        return steps ? sum[STATE_STEP_MS] / steps : NAN;
+    case STATE_SERIES_MODEL_MS:
+        return steps ? sum[STATE_MODEL_MS] / steps : NAN;
+    case STATE_SERIES_EVAL_MS:
+        return steps ? sum[STATE_EVAL_MS] / steps : NAN;
+    case STATE_SERIES_STEPS:
+        return steps;
+    case STATE_SERIES_TOKENS:
+        return count[COUNT_TOKENS];
+    case STATE_SERIES_SEQS:
+        return steps ? (double)count[COUNT_SEQS] / steps : NAN;
+    case STATE_SERIES_BUSY:
+        return busy_of(a);
+    case STATE_SERIES_KV_BYTES:
+        return a && a->has_mem ? (double)a->kv_bytes : NAN;
+    case STATE_SERIES_RSS:
+        return a && a->has_mem ? (double)a->rss : NAN;
+    case STATE_SERIES_HEADROOM:
+        return a && a->has_mem ? (double)a->headroom : NAN;
+    case STATE_SERIES_ACT_MAX:
+        return a ? a->act_max : NAN;
     }
     return NAN;
 }
@@ -609,9 +663,11 @@ void state_series(const state *st, int node, enum state_series kind, int phase, 
                   double *out)
 {
     const struct node *nd = &st->nodes[node];
-    if (n > STATE_SECONDS) n = STATE_SECONDS;
+    if (n > STATE_SECONDS)
+        n = STATE_SECONDS;
     int64_t first = second_of(now) - n;
-    for (int k = 0; k < n; k++) out[k] = series_value(sec_get(nd, first + k), kind, phase);
+    for (int k = 0; k < n; k++)
+        out[k] = series_value(sec_get(nd, first + k), kind, phase);
 }
 
 /* ---- highlights ------------------------------------------------------- */
@@ -629,13 +685,17 @@ static int act_spike(const struct node *n, double now)
     int nb = 0;
     for (int64_t s = cur - STATE_ACT_NOW_S + 1; s <= cur; s++) {
         const struct sec_agg *a = sec_get(n, s);
-        if (a && !(recent >= a->act_max)) recent = a->act_max;
+        if (a && !(recent >= a->act_max))
+            recent = a->act_max;
     }
-    for (int64_t s = cur - STATE_ACT_NOW_S - STATE_ACT_BASE_S + 1; s <= cur - STATE_ACT_NOW_S; s++) {
+    for (int64_t s = cur - STATE_ACT_NOW_S - STATE_ACT_BASE_S + 1; s <= cur - STATE_ACT_NOW_S;
+         s++) {
         const struct sec_agg *a = sec_get(n, s);
-        if (a && a->act_max > 0) base[nb++] = a->act_max;
+        if (a && a->act_max > 0)
+            base[nb++] = a->act_max;
     }
-    if (nb < STATE_ACT_MIN_BASE || !(recent > 0)) return 0;
+    if (nb < STATE_ACT_MIN_BASE || !(recent > 0))
+        return 0;
     qsort(base, (size_t)nb, sizeof base[0], cmp_double);
     double median = nb % 2 ? base[nb / 2] : (base[nb / 2 - 1] + base[nb / 2]) / 2;
     return recent > STATE_ACT_SPIKE * median;
@@ -645,7 +705,8 @@ static int fingerprint_count(const state *st, const char *fp)
 {
     int c = 0;
     for (int i = 0; i < st->n; i++)
-        if (st->nodes[i].has_status && strcmp(st->nodes[i].status.model.fingerprint, fp) == 0) c++;
+        if (st->nodes[i].has_status && strcmp(st->nodes[i].status.model.fingerprint, fp) == 0)
+            c++;
     return c;
 }
 
@@ -654,13 +715,17 @@ static int fingerprint_count(const state *st, const char *fp)
 static int fingerprint_differs(const state *st, int node)
 {
     const struct node *me = &st->nodes[node];
-    if (!me->has_status || !me->status.model.fingerprint[0]) return 0;
+    if (!me->has_status || !me->status.model.fingerprint[0])
+        return 0;
     int mine = fingerprint_count(st, me->status.model.fingerprint);
     for (int i = 0; i < st->n; i++) {
         const struct node *o = &st->nodes[i];
-        if (!o->has_status || !o->status.model.fingerprint[0]) continue;
-        if (strcmp(o->status.model.fingerprint, me->status.model.fingerprint) == 0) continue;
-        if (fingerprint_count(st, o->status.model.fingerprint) >= mine) return 1;
+        if (!o->has_status || !o->status.model.fingerprint[0])
+            continue;
+        if (strcmp(o->status.model.fingerprint, me->status.model.fingerprint) == 0)
+            continue;
+        if (fingerprint_count(st, o->status.model.fingerprint) >= mine)
+            return 1;
     }
     return 0;
 }
@@ -669,12 +734,16 @@ static unsigned flags_of(const state *st, int node, double now, double model_p50
 {
     const struct node *n = &st->nodes[node];
     unsigned f = 0;
-    if (eval_p50 > model_p50) f |= STATE_FLAG_ORCH_BOUND;
+    if (eval_p50 > model_p50)
+        f |= STATE_FLAG_ORCH_BOUND;
     if (n->mem_known && n->budget > 0 && n->headroom < STATE_HEADROOM_LOW * (double)n->budget)
         f |= STATE_FLAG_LOW_HEADROOM;
-    if (now - n->last_nonfinite_t < STATE_ACT_BASE_S) f |= STATE_FLAG_NONFINITE;
-    if (act_spike(n, now)) f |= STATE_FLAG_ACT_SPIKE;
-    if (fingerprint_differs(st, node)) f |= STATE_FLAG_FINGERPRINT;
+    if (now - n->last_nonfinite_t < STATE_ACT_BASE_S)
+        f |= STATE_FLAG_NONFINITE;
+    if (act_spike(n, now))
+        f |= STATE_FLAG_ACT_SPIKE;
+    if (fingerprint_differs(st, node))
+        f |= STATE_FLAG_FINGERPRINT;
     return f;
 }
 
@@ -694,7 +763,8 @@ static uint64_t clamp0(int64_t v)
 static struct state_memory memory_of(const struct node *n)
 {
     struct state_memory m = {0};
-    if (!n->mem_known) return m;
+    if (!n->mem_known)
+        return m;
     int64_t used = (int64_t)n->budget - n->headroom;
     m.known = 1;
     m.budget = n->budget;
@@ -715,7 +785,8 @@ static double recent_busy(const struct node *n, double now)
     int64_t cur = second_of(now);
     for (int64_t s = cur - STATE_BUSY_S; s < cur; s++) {
         double b = busy_of(sec_get(n, s));
-        if (isnan(b)) continue;
+        if (isnan(b))
+            continue;
         sum += b;
         heard++;
     }
@@ -735,10 +806,11 @@ void state_node_view(const state *st, int node, double now, struct state_node_vi
     /* Idle means no step for STATE_IDLE_S: the busy of the seconds
      * before that would still show for a while. */
     out->busy = recent_busy(n, now);
-    if (out->phase < 0 && !isnan(out->busy)) out->busy = 0;
+    if (out->phase < 0 && !isnan(out->busy))
+        out->busy = 0;
     uint64_t steps = count_in(n, STATE_ANY, STATE_RECENT_S, now, COUNT_STEPS);
-    out->batch = steps ? (double)count_in(n, STATE_ANY, STATE_RECENT_S, now, COUNT_SEQS) / steps
-                       : NAN;
+    out->batch =
+        steps ? (double)count_in(n, STATE_ANY, STATE_RECENT_S, now, COUNT_SEQS) / steps : NAN;
     out->model_p50 = p50(st, node, STATE_MODEL_MS, now);
     out->eval_p50 = p50(st, node, STATE_EVAL_MS, now);
     out->mem = memory_of(n);
@@ -775,10 +847,12 @@ void state_cluster_view(const state *st, double now, struct state_cluster_view *
             out->model = n->status.model.name;
             out->weight_types = n->status.model.weight_types;
         }
-        if (live_at(n, now) == STATE_UP) out->nodes_up++;
+        if (live_at(n, now) == STATE_UP)
+            out->nodes_up++;
         if (is_head(st, i))
             prefill += count_in(n, STATE_PREFILL, STATE_RECENT_S, now, COUNT_TOKENS);
-        if (is_tail(st, i)) decode += count_in(n, STATE_DECODE, STATE_RECENT_S, now, COUNT_TOKENS);
+        if (is_tail(st, i))
+            decode += count_in(n, STATE_DECODE, STATE_RECENT_S, now, COUNT_TOKENS);
         out->lost += n->lost;
     }
     out->req = st->req;
@@ -794,14 +868,17 @@ void state_cluster_view(const state *st, double now, struct state_cluster_view *
 static int event_matches(const state *st, const struct state_event *e,
                          const struct state_event_filter *f)
 {
-    if (!f) return 1;
-    if (f->node >= 0 && e->node != f->node) return 0;
-    if (f->kind && strncmp(e->kind, f->kind, strlen(f->kind)) != 0) return 0;
-    if (!f->text || !*f->text) return 1;
+    if (!f)
+        return 1;
+    if (f->node >= 0 && e->node != f->node)
+        return 0;
+    if (f->kind && strncmp(e->kind, f->kind, strlen(f->kind)) != 0)
+        return 0;
+    if (!f->text || !*f->text)
+        return 1;
     const char *node = e->node >= 0 && e->node < st->n ? st->nodes[e->node].name : "";
     return strcasestr(e->message, f->text) || strcasestr(e->kind, f->text) ||
-           strcasestr(e->code, f->text) || strcasestr(e->req, f->text) ||
-           strcasestr(node, f->text);
+           strcasestr(e->code, f->text) || strcasestr(e->req, f->text) || strcasestr(node, f->text);
 }
 
 int state_events(const state *st, const struct state_event_filter *f, int skip, int max,
@@ -811,7 +888,8 @@ int state_events(const state *st, const struct state_event_filter *f, int skip, 
     int written = 0;
     for (uint64_t k = 0; k < have && written < max; k++) {
         const struct state_event *e = &st->events[(st->n_events - 1 - k) % STATE_EVENTS];
-        if (!event_matches(st, e, f)) continue;
+        if (!event_matches(st, e, f))
+            continue;
         if (skip > 0) {
             skip--;
             continue;

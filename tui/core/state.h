@@ -56,7 +56,11 @@ typedef struct state state;
 enum state_live { STATE_DOWN, STATE_STARTING, STATE_UP, STATE_STALE };
 
 /* Phases of a step; STATE_ANY in queries means both. */
-enum state_phase { STATE_PREFILL = PROTO_PHASE_PREFILL, STATE_DECODE = PROTO_PHASE_DECODE, STATE_ANY };
+enum state_phase {
+    STATE_PREFILL = PROTO_PHASE_PREFILL,
+    STATE_DECODE = PROTO_PHASE_DECODE,
+    STATE_ANY
+};
 
 /* Per-step timings, for percentiles. */
 enum state_metric { STATE_STEP_MS, STATE_MODEL_MS, STATE_EVAL_MS, STATE_WAIT_MS, STATE_COMM_MS };
@@ -121,9 +125,9 @@ struct state_config {
 struct state_node_view {
     const char *name;
     enum state_live live;
-    int phase;               /* STATE_PREFILL, STATE_DECODE, or -1 when idle */
+    int phase;                   /* STATE_PREFILL, STATE_DECODE, or -1 when idle */
     int layer_first, layer_last; /* -1 until a heartbeat told */
-    double steps_per_s;      /* over STATE_RECENT_S */
+    double steps_per_s;          /* over STATE_RECENT_S */
     /* Model time / wall time, 0..1: STATE_SERIES_BUSY over the last
      * STATE_BUSY_S complete seconds; 0 once the node has been idle
      * (phase -1); NaN when nothing was heard in those seconds. */
@@ -188,8 +192,7 @@ void state_ingest_step(state *st, int node, const proto_head *h, const proto_ste
 void state_ingest_heartbeat(state *st, int node, const proto_head *h, const proto_status *s,
                             double now);
 void state_ingest_req(state *st, int node, const proto_head *h, const proto_req_msg *m, double now);
-void state_ingest_event(state *st, int node, const proto_head *h, const proto_event *e,
-                        double now);
+void state_ingest_event(state *st, int node, const proto_head *h, const proto_event *e, double now);
 /* Dispatches a decoded telemetry message on its topic (unknown: counted
  * for loss, otherwise skipped). */
 void state_ingest(state *st, int node, const proto_tel *t, double now);

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/compute/kvcache.h"
 #include "engine/compute/attention.h"
+#include "engine/compute/kvcache.h"
 #include "engine/compute/matvec.h"
 #include "engine/node/guard.h"
 #include "plan.h"
@@ -82,7 +82,9 @@ size_t plan_scratch_bytes(const plan_model *m, int last, int prefill_step, int t
      * weights need no prefill tiles (qgemm.h), and the files planned here
      * are sized as fp32. */
     size_t acts = n * (5 * dim + 2 * kv_dim + 2 * hidden + hd);
-    kv_shape shape = {.n_layers = last, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
+    kv_shape shape = {.n_layers = last,
+                      .n_kv_heads = c->n_kv_heads,
+                      .head_dim = c->head_dim,
                       .block = KV_BLOCK_DEFAULT};
     size_t logits = last == c->n_layers ? (size_t)PLAN_SEQS * (size_t)c->vocab_size : 0;
     size_t attn = attn_scratch_bytes_for((int)n, c->n_heads, shape, threads) +

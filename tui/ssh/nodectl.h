@@ -28,8 +28,8 @@
 
 #include <stdio.h>
 
-#include "tui/core/cluster.h"
 #include "sshconn.h"
+#include "tui/core/cluster.h"
 
 typedef enum nodectl_op {
     NODECTL_START,

@@ -17,7 +17,7 @@
 typedef struct job {
     long id;
     nodectl_req req;
-    char *command; /* req.command points here */
+    char *command;            /* req.command points here */
     struct cluster_node node; /* the node as it was when the job was asked for */
     atomic_int cancel;
     struct job *next;

@@ -17,8 +17,8 @@
 
 #include <stddef.h>
 
-#include "tui/core/cluster.h"
 #include "nodectl.h"
+#include "tui/core/cluster.h"
 
 typedef struct nodepool nodepool;
 

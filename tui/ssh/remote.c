@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tui/core/hooks.h"
-#include "tui/core/cluster.h"
 #include "nodepool.h"
+#include "tui/core/cluster.h"
+#include "tui/core/hooks.h"
 
 /* Lines of a node's log kept, and how many a follow starts with: enough
  * for a tall log pane. */

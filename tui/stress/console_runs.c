@@ -36,8 +36,7 @@ int console_runs_target(const struct cluster *c, stress_target *t, char *err, si
 {
     memset(t, 0, sizeof *t);
     if (c->n_nodes > STRESS_NODES_MAX) {
-        snprintf(err, errlen, "%s has %d nodes; at most %d", c->path, c->n_nodes,
-                 STRESS_NODES_MAX);
+        snprintf(err, errlen, "%s has %d nodes; at most %d", c->path, c->n_nodes, STRESS_NODES_MAX);
         return -1;
     }
     for (int i = 0; i < c->n_nodes; i++) {

@@ -155,7 +155,7 @@ typedef struct stress_result {
     double tok_per_s;                  /* generated tokens of ok requests / wall_s */
     stress_drift drift;                /* soak */
     char failure[STRESS_TEXT_MAX * 2]; /* the first failure or the setup error, "" when none */
-    int store_failed; /* the history could not be written (failure says why) */
+    int store_failed;                  /* the history could not be written (failure says why) */
 } stress_result;
 
 typedef struct stress_run stress_run;

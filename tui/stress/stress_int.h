@@ -111,7 +111,7 @@ struct stress_run {
     stress_progress prog;
     store_point points[STRESS_POINTS_MAX]; /* a ring of the newest chart points */
     size_t n_points;                       /* every point so far; the ring holds the newest */
-    double leg_fraction; /* how far the current leg is, 0..1, for the ETA */
+    double leg_fraction;                   /* how far the current leg is, 0..1, for the ETA */
     double t0_ms, t_end_ms;
 };
 

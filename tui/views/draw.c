@@ -16,14 +16,16 @@ static int char_len(const unsigned char *s)
 {
     int n = *s < 0xC0 ? 1 : *s < 0xE0 ? 2 : *s < 0xF0 ? 3 : 4;
     for (int i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80) return 1;
+        if ((s[i] & 0xC0) != 0x80)
+            return 1;
     return n;
 }
 
 int draw_width(const char *s)
 {
     int cols = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p += char_len(p)) cols++;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p += char_len(p))
+        cols++;
     return cols;
 }
 
@@ -31,14 +33,16 @@ int draw_width(const char *s)
  * plain characters rather than one per character. */
 static void flush_run(WINDOW *w, const unsigned char *from, const unsigned char *to)
 {
-    if (to > from) waddnstr(w, (const char *)from, (int)(to - from));
+    if (to > from)
+        waddnstr(w, (const char *)from, (int)(to - from));
 }
 
 int draw_text(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t a, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s, *run = p;
     int total = draw_width(s), cols = 0;
-    if (width <= 0) return 0;
+    if (width <= 0)
+        return 0;
     wattr_set(w, a, PAIR_NUMBER(a), NULL);
     wmove(w, y, x);
     while (*p && cols < width) {
@@ -79,7 +83,8 @@ int draw_textf(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_
 void draw_rjust(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t a, const char *s)
 {
     int n = draw_width(s);
-    if (n < width) x += width - n;
+    if (n < width)
+        x += width - n;
     draw_text(w, g, y, x, width, a, s);
 }
 
@@ -91,13 +96,15 @@ void draw_repeat(WINDOW *w, int y, int x, int n, attr_t a, const char *glyph)
     wchar_t wc[2] = {0, 0};
     mbstate_t ps;
     cchar_t cc;
-    if (n <= 0) return;
+    if (n <= 0)
+        return;
     memset(&ps, 0, sizeof ps);
     size_t len = mbrtowc(wc, glyph, strlen(glyph), &ps);
     wmove(w, y, x);
     if (len == 0 || len > MB_LEN_MAX || setcchar(&cc, wc, a, PAIR_NUMBER(a), NULL) != OK) {
         wattr_set(w, a, PAIR_NUMBER(a), NULL);
-        for (int i = 0; i < n; i++) waddstr(w, glyph);
+        for (int i = 0; i < n; i++)
+            waddstr(w, glyph);
         wattr_set(w, A_NORMAL, 0, NULL);
         return;
     }
@@ -142,7 +149,8 @@ void draw_membar(WINDOW *w, const struct glyphs *g, const struct palette *p, int
         draw_repeat(w, y, cx, cols[i], palette_attr(p, role[i]), g->mem[i]);
         cx += cols[i];
     }
-    if (bar == width) return;
+    if (bar == width)
+        return;
     char free_s[16];
     if (m->headroom_signed < 0)
         snprintf(free_s, sizeof free_s, "OVER");
@@ -152,8 +160,8 @@ void draw_membar(WINDOW *w, const struct glyphs *g, const struct palette *p, int
     draw_rjust(w, g, y, x + bar, 5, palette_attr(p, fig), free_s);
 }
 
-void draw_spark(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
-                int width, const double *v, int n)
+void draw_spark(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x, int width,
+                const double *v, int n)
 {
     int level[DRAW_CHART_MAX_COLS];
     if (n > width) {
@@ -175,7 +183,8 @@ void draw_spark(WINDOW *w, const struct glyphs *g, const struct palette *p, int 
 int draw_chart_points(const struct glyphs *g, int width)
 {
     int cols = width - AXIS_COLS;
-    if (cols > DRAW_CHART_MAX_COLS) cols = DRAW_CHART_MAX_COLS;
+    if (cols > DRAW_CHART_MAX_COLS)
+        cols = DRAW_CHART_MAX_COLS;
     return cols > 0 ? cols * (g->utf8 ? 2 : 1) : 0;
 }
 
@@ -188,7 +197,8 @@ static void chart_legend(WINDOW *w, const struct glyphs *g, const struct palette
     int cx = x + draw_text(w, g, y, x, width, palette_attr(p, PAL_TITLE), title);
     for (int i = 0; i < ns && i < 2; i++) {
         int room = x + width - cx;
-        if (room < 4) return;
+        if (room < 4)
+            return;
         cx += 2;
         draw_text(w, g, y, cx, 2, palette_attr(p, series_role[i]), i == 0 ? g->solid : g->dashed);
         cx += 3;
@@ -204,8 +214,11 @@ static void chart_blit(WINDOW *w, const struct palette *p, int y, int x,
     for (int r = 0; r < c->rows; r++)
         for (int col = 0; col < c->cols; col++) {
             uint8_t who = c->series[r * c->cols + col];
-            if (!who) continue;
-            enum palette_role role = who == 3 ? PAL_SERIES_AB : who == 2 ? PAL_SERIES_B : PAL_SERIES_A;
+            if (!who)
+                continue;
+            enum palette_role role = who == 3   ? PAL_SERIES_AB
+                                     : who == 2 ? PAL_SERIES_B
+                                                : PAL_SERIES_A;
             meter_canvas_cell(c, col, r, cell);
             draw_repeat(w, y + r, x + col, 1, palette_attr(p, role), cell);
         }
@@ -219,9 +232,11 @@ static void chart_axis(WINDOW *w, const struct glyphs *g, const struct palette *
 {
     char label[16] = "";
     attr_t dim = palette_attr(p, PAL_DIM);
-    if (hi > 0) fmt(hi, label, sizeof label);
+    if (hi > 0)
+        fmt(hi, label, sizeof label);
     int lx = right ? x + 1 : x, rule = right ? x : x + AXIS_COLS - 1;
-    for (int r = 0; r < rows; r++) draw_repeat(w, y + r, rule, 1, dim, g->vline);
+    for (int r = 0; r < rows; r++)
+        draw_repeat(w, y + r, rule, 1, dim, g->vline);
     if (right) {
         draw_text(w, g, y, lx, AXIS_COLS - 1, dim, label);
         draw_text(w, g, y + rows - 1, lx, AXIS_COLS - 1, dim, "0");
@@ -241,13 +256,14 @@ static double largest(const double *v, int n)
 {
     double hi = 0;
     for (int j = 0; j < n; j++)
-        if (isfinite(v[j]) && v[j] > hi) hi = v[j];
+        if (isfinite(v[j]) && v[j] > hi)
+            hi = v[j];
     return hi;
 }
 
-void draw_chart(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
-                int width, int height, const char *title, const struct draw_series *s, int ns,
-                double hi, void (*fmt)(double v, char *buf, size_t len))
+void draw_chart(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x, int width,
+                int height, const char *title, const struct draw_series *s, int ns, double hi,
+                void (*fmt)(double v, char *buf, size_t len))
 {
     uint8_t dots[DRAW_CHART_MAX_COLS * DRAW_CHART_MAX_ROWS];
     uint8_t series[DRAW_CHART_MAX_COLS * DRAW_CHART_MAX_ROWS];
@@ -256,21 +272,29 @@ void draw_chart(WINDOW *w, const struct glyphs *g, const struct palette *p, int 
     int cols = width - AXIS_COLS, rows = height - 1;
 
     chart_legend(w, g, p, y, x, width, title, labels, ns);
-    if (cols <= 0 || rows <= 0) return;
-    if (cols > DRAW_CHART_MAX_COLS) cols = DRAW_CHART_MAX_COLS;
-    if (rows > DRAW_CHART_MAX_ROWS) rows = DRAW_CHART_MAX_ROWS;
-    if (ns > 2) ns = 2;
+    if (cols <= 0 || rows <= 0)
+        return;
+    if (cols > DRAW_CHART_MAX_COLS)
+        cols = DRAW_CHART_MAX_COLS;
+    if (rows > DRAW_CHART_MAX_ROWS)
+        rows = DRAW_CHART_MAX_ROWS;
+    if (ns > 2)
+        ns = 2;
     if (hi <= 0)
-        for (int i = 0; i < ns; i++) hi = fmax(hi, largest(s[i].v, s[i].n));
+        for (int i = 0; i < ns; i++)
+            hi = fmax(hi, largest(s[i].v, s[i].n));
     int empty = hi <= 0;
-    if (empty) hi = 1;
+    if (empty)
+        hi = 1;
 
     meter_canvas_init(&c, cols, rows, g->utf8, dots, series);
-    for (int i = 0; i < ns; i++) meter_canvas_plot(&c, s[i].v, s[i].n, 0, hi, i, i == 1);
+    for (int i = 0; i < ns; i++)
+        meter_canvas_plot(&c, s[i].v, s[i].n, 0, hi, i, i == 1);
 
     chart_axis(w, g, p, y + 1, x, rows, empty ? 0 : hi, 0, fmt);
     chart_blit(w, p, y + 1, x + AXIS_COLS, &c);
-    if (empty) chart_empty(w, g, p, y + 1, x + AXIS_COLS, cols, rows);
+    if (empty)
+        chart_empty(w, g, p, y + 1, x + AXIS_COLS, cols, rows);
 }
 
 /* The x range of the plot's points, log10 of it on a log scale. */
@@ -281,7 +305,8 @@ static void plot_x_range(const struct draw_plot *pl, double *lo, double *hi)
     for (int i = 0; i < pl->ns; i++)
         for (int j = 0; j < pl->s[i].n; j++) {
             double v = pl->s[i].x[j];
-            if (!isfinite(v) || (pl->log_x && v <= 0)) continue;
+            if (!isfinite(v) || (pl->log_x && v <= 0))
+                continue;
             *lo = fmin(*lo, v);
             *hi = fmax(*hi, v);
         }
@@ -310,11 +335,12 @@ static void plot_x_axis(WINDOW *w, const struct glyphs *g, const struct palette 
     int lb = draw_width(b);
     draw_rjust(w, g, y, x + cols - lb, lb, dim, b);
     int ln = draw_width(name);
-    if (la + ln + lb + 2 <= cols) draw_text(w, g, y, x + (cols - ln) / 2, ln, dim, name);
+    if (la + ln + lb + 2 <= cols)
+        draw_text(w, g, y, x + (cols - ln) / 2, ln, dim, name);
 }
 
-void draw_plot(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
-               int width, int height, const struct draw_plot *pl)
+void draw_plot(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x, int width,
+               int height, const struct draw_plot *pl)
 {
     uint8_t dots[DRAW_CHART_MAX_COLS * DRAW_CHART_MAX_ROWS];
     uint8_t series[DRAW_CHART_MAX_COLS * DRAW_CHART_MAX_ROWS];
@@ -325,17 +351,23 @@ void draw_plot(WINDOW *w, const struct glyphs *g, const struct palette *p, int y
     int cols = width - AXIS_COLS * (two_axes ? 2 : 1), rows = height - 2;
 
     chart_legend(w, g, p, y, x, width, pl->title, labels, ns);
-    if (cols <= 0 || rows <= 0) return;
-    if (cols > DRAW_CHART_MAX_COLS) cols = DRAW_CHART_MAX_COLS;
-    if (rows > DRAW_CHART_MAX_ROWS) rows = DRAW_CHART_MAX_ROWS;
+    if (cols <= 0 || rows <= 0)
+        return;
+    if (cols > DRAW_CHART_MAX_COLS)
+        cols = DRAW_CHART_MAX_COLS;
+    if (rows > DRAW_CHART_MAX_ROWS)
+        rows = DRAW_CHART_MAX_ROWS;
     double hi[2] = {0, 0};
-    for (int i = 0; i < ns; i++) hi[i] = largest(pl->s[i].y, pl->s[i].n);
-    if (!two_axes) hi[0] = hi[1] = fmax(hi[0], hi[1]);
+    for (int i = 0; i < ns; i++)
+        hi[i] = largest(pl->s[i].y, pl->s[i].n);
+    if (!two_axes)
+        hi[0] = hi[1] = fmax(hi[0], hi[1]);
     double xlo, xhi;
     plot_x_range(pl, &xlo, &xhi);
 
     chart_axis(w, g, p, y + 1, x, rows, hi[0], 0, meter_fmt_num);
-    if (two_axes) chart_axis(w, g, p, y + 1, x + AXIS_COLS + cols, rows, hi[1], 1, meter_fmt_num);
+    if (two_axes)
+        chart_axis(w, g, p, y + 1, x + AXIS_COLS + cols, rows, hi[1], 1, meter_fmt_num);
     if (xlo > xhi || (hi[0] <= 0 && hi[1] <= 0)) {
         chart_empty(w, g, p, y + 1, x + AXIS_COLS, cols, rows);
         return;

@@ -25,7 +25,8 @@ int draw_text(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t
 int draw_textf(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t a,
                const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 /* s right-aligned in width columns. */
-void draw_rjust(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t a, const char *s);
+void draw_rjust(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t a,
+                const char *s);
 /* The number of columns s takes. */
 int draw_width(const char *s);
 /* n copies of a one-column glyph. */
@@ -40,8 +41,8 @@ void draw_membar(WINDOW *w, const struct glyphs *g, const struct palette *p, int
                  int width, const struct state_memory *m, int low);
 
 /* A sparkline of n values, right-aligned in width columns. */
-void draw_spark(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
-                int width, const double *v, int n);
+void draw_spark(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x, int width,
+                const double *v, int n);
 
 /* One line of a chart: label, values one per dot column (oldest first). */
 struct draw_series {
@@ -54,9 +55,9 @@ struct draw_series {
  * with a legend, a y axis labelled with fmt, and up to two series (the
  * first solid, the second dashed, and each in its colour) scaled from 0
  * to the largest value or to hi when hi > 0. */
-void draw_chart(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
-                int width, int height, const char *title, const struct draw_series *s, int ns,
-                double hi, void (*fmt)(double v, char *buf, size_t len));
+void draw_chart(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x, int width,
+                int height, const char *title, const struct draw_series *s, int ns, double hi,
+                void (*fmt)(double v, char *buf, size_t len));
 
 /* The dot columns a chart of that width has (so callers fetch enough). */
 int draw_chart_points(const struct glyphs *g, int width);
@@ -86,7 +87,7 @@ struct draw_plot {
  * and, unless shared, one on the right for the second (each from 0 to its
  * largest value), and a bottom row with the x range and the axis name.
  * The first series is solid, the second dashed. */
-void draw_plot(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x,
-               int width, int height, const struct draw_plot *pl);
+void draw_plot(WINDOW *w, const struct glyphs *g, const struct palette *p, int y, int x, int width,
+               int height, const struct draw_plot *pl);
 
 #endif

@@ -15,16 +15,16 @@
 enum glyphs_mem { GLYPHS_WEIGHTS, GLYPHS_KV, GLYPHS_OTHER, GLYPHS_HEADROOM, GLYPHS_MEM_COUNT };
 
 struct glyphs {
-    int utf8;                                  /* braille charts, else the ASCII chart cells */
-    const char *mem[GLYPHS_MEM_COUNT];         /* one column each */
-    const char *spark[GLYPHS_SPARK_LEVELS];    /* lowest to highest, one column each */
-    const char *hline, *vline;                 /* rules and borders */
-    const char *corner[4];                     /* box corners: top left, top right, bottom left, bottom right */
-    const char *ellipsis;                      /* a cut text's last column */
-    const char *select;                        /* marks the selected row */
-    const char *arrow;                         /* "from -> to" in the config editor */
-    const char *fp_differs;                    /* the fingerprint highlight */
-    const char *solid, *dashed;                /* chart legend samples (two columns) */
+    int utf8;                               /* braille charts, else the ASCII chart cells */
+    const char *mem[GLYPHS_MEM_COUNT];      /* one column each */
+    const char *spark[GLYPHS_SPARK_LEVELS]; /* lowest to highest, one column each */
+    const char *hline, *vline;              /* rules and borders */
+    const char *corner[4];      /* box corners: top left, top right, bottom left, bottom right */
+    const char *ellipsis;       /* a cut text's last column */
+    const char *select;         /* marks the selected row */
+    const char *arrow;          /* "from -> to" in the config editor */
+    const char *fp_differs;     /* the fingerprint highlight */
+    const char *solid, *dashed; /* chart legend samples (two columns) */
 };
 
 /* The UTF-8 set when utf8 is non-zero, else the ASCII set. */

@@ -14,8 +14,8 @@
 #define HEADER_ROWS 2
 #define FOOTER_ROWS 1
 #define CONFIG_EDIT_ROWS 3
-#define FACTS_COLS 36    /* the node facts beside the charts, when wide */
-#define FACTS_ROWS 4     /* ... or above them when narrow */
+#define FACTS_COLS 36 /* the node facts beside the charts, when wide */
+#define FACTS_ROWS 4  /* ... or above them when narrow */
 #define WIDE_COLS 120
 #define LOG_MIN_ROWS 8
 
@@ -26,18 +26,12 @@ struct col_spec {
 };
 
 static const struct col_spec col_specs[LAYOUT_COL_COUNT] = {
-    [LAYOUT_COL_NAME] = {"node", 10, 16, 0},
-    [LAYOUT_COL_STATE] = {"state", 8, 8, 1},
-    [LAYOUT_COL_MODEL] = {"model ms", 8, 8, 2},
-    [LAYOUT_COL_EVAL] = {"eval ms", 8, 8, 3},
-    [LAYOUT_COL_BUSY] = {"busy", 4, 4, 4},
-    [LAYOUT_COL_MEMORY] = {"memory", 12, 48, 5},
-    [LAYOUT_COL_BATCH] = {"batch", 5, 5, 6},
-    [LAYOUT_COL_KV_BITS] = {"kv", 4, 4, 7},
-    [LAYOUT_COL_PREFILL] = {"prefill", 7, 7, 8},
-    [LAYOUT_COL_PHASE] = {"phase", 7, 7, 9},
-    [LAYOUT_COL_STEPS] = {"steps/s", 7, 7, 10},
-    [LAYOUT_COL_SPARK] = {"step time", 10, 0, 11},
+    [LAYOUT_COL_NAME] = {"node", 10, 16, 0},     [LAYOUT_COL_STATE] = {"state", 8, 8, 1},
+    [LAYOUT_COL_MODEL] = {"model ms", 8, 8, 2},  [LAYOUT_COL_EVAL] = {"eval ms", 8, 8, 3},
+    [LAYOUT_COL_BUSY] = {"busy", 4, 4, 4},       [LAYOUT_COL_MEMORY] = {"memory", 12, 48, 5},
+    [LAYOUT_COL_BATCH] = {"batch", 5, 5, 6},     [LAYOUT_COL_KV_BITS] = {"kv", 4, 4, 7},
+    [LAYOUT_COL_PREFILL] = {"prefill", 7, 7, 8}, [LAYOUT_COL_PHASE] = {"phase", 7, 7, 9},
+    [LAYOUT_COL_STEPS] = {"steps/s", 7, 7, 10},  [LAYOUT_COL_SPARK] = {"step time", 10, 0, 11},
     [LAYOUT_COL_LAYERS] = {"layers", 7, 7, 12},
 };
 
@@ -61,7 +55,8 @@ static int clamp(int v, int lo, int hi)
  * more than its max); returns what is left. */
 static int grow(int *w, enum layout_col c, int extra, int want)
 {
-    if (!w[c]) return extra;
+    if (!w[c])
+        return extra;
     int room = col_specs[c].max ? col_specs[c].max - w[c] : want;
     int give = clamp(want < room ? want : room, 0, extra);
     w[c] += give;
@@ -76,21 +71,25 @@ static void layout_columns(struct layout *l, struct layout_rect table)
     int used = 0;
     for (int rank = 0; rank < LAYOUT_COL_COUNT; rank++) {
         enum layout_col c = LAYOUT_COL_NAME;
-        while (col_specs[c].rank != rank) c++;
+        while (col_specs[c].rank != rank)
+            c++;
         int need = col_specs[c].min + (used ? 1 : 0);
-        if (used + need > table.w) break; /* strictly by rank: a wider table never loses one */
+        if (used + need > table.w)
+            break; /* strictly by rank: a wider table never loses one */
         w[c] = col_specs[c].min;
         used += need;
     }
     int extra = table.w - used;
     extra = grow(w, LAYOUT_COL_NAME, extra, extra);
-    if (w[LAYOUT_COL_SPARK]) extra = grow(w, LAYOUT_COL_MEMORY, extra, extra / 2);
+    if (w[LAYOUT_COL_SPARK])
+        extra = grow(w, LAYOUT_COL_MEMORY, extra, extra / 2);
     extra = grow(w, LAYOUT_COL_SPARK, extra, extra);
     grow(w, LAYOUT_COL_MEMORY, extra, extra);
 
     int x = table.x;
     for (int c = 0; c < LAYOUT_COL_COUNT; c++) {
-        if (!w[c]) continue;
+        if (!w[c])
+            continue;
         l->col[c] = rect(x, table.y, w[c], table.h);
         x += w[c] + 1;
     }
@@ -168,7 +167,8 @@ static void layout_stress(struct layout *l, struct layout_rect body)
     l->pane[LAYOUT_FORM] = rect(body.x, body.y, LAYOUT_FORM_COLS, body.h);
     int x = body.x + LAYOUT_FORM_COLS + 1, w = body.w - LAYOUT_FORM_COLS - 1;
     l->pane[LAYOUT_PROGRESS] = rect(x, body.y, w, LAYOUT_PROGRESS_ROWS);
-    l->pane[LAYOUT_CHART] = rect(x, body.y + LAYOUT_PROGRESS_ROWS, w, body.h - LAYOUT_PROGRESS_ROWS);
+    l->pane[LAYOUT_CHART] =
+        rect(x, body.y + LAYOUT_PROGRESS_ROWS, w, body.h - LAYOUT_PROGRESS_ROWS);
 }
 
 /* A status line, the runs (a third of the rest), the detail below. */
@@ -197,21 +197,37 @@ struct layout layout_compute(int cols, int rows, enum layout_view view, int n_no
     struct layout l = {.cols = cols, .rows = rows, .view = view};
     if (cols < LAYOUT_MIN_COLS || rows < LAYOUT_MIN_ROWS) {
         l.too_small = 1;
-        if (cols > 0 && rows > 0) l.pane[LAYOUT_MESSAGE] = rect(0, 0, cols, 1);
+        if (cols > 0 && rows > 0)
+            l.pane[LAYOUT_MESSAGE] = rect(0, 0, cols, 1);
         return l;
     }
     l.pane[LAYOUT_HEADER] = rect(0, 0, cols, HEADER_ROWS);
     l.pane[LAYOUT_FOOTER] = rect(0, rows - FOOTER_ROWS, cols, FOOTER_ROWS);
     struct layout_rect body = rect(0, HEADER_ROWS, cols, rows - HEADER_ROWS - FOOTER_ROWS);
     switch (view) {
-    case LAYOUT_DASHBOARD: layout_dashboard(&l, body, n_nodes); break;
-    case LAYOUT_NODE: layout_node(&l, body); break;
-    case LAYOUT_CONFIG: layout_config(&l, body, n_nodes); break;
-    case LAYOUT_EVENTS: layout_events(&l, body); break;
-    case LAYOUT_STRESS: layout_stress(&l, body); break;
-    case LAYOUT_HISTORY: layout_history(&l, body); break;
-    case LAYOUT_PLAN: layout_plan(&l, body, n_nodes); break;
-    case LAYOUT_VIEW_COUNT: break;
+    case LAYOUT_DASHBOARD:
+        layout_dashboard(&l, body, n_nodes);
+        break;
+    case LAYOUT_NODE:
+        layout_node(&l, body);
+        break;
+    case LAYOUT_CONFIG:
+        layout_config(&l, body, n_nodes);
+        break;
+    case LAYOUT_EVENTS:
+        layout_events(&l, body);
+        break;
+    case LAYOUT_STRESS:
+        layout_stress(&l, body);
+        break;
+    case LAYOUT_HISTORY:
+        layout_history(&l, body);
+        break;
+    case LAYOUT_PLAN:
+        layout_plan(&l, body, n_nodes);
+        break;
+    case LAYOUT_VIEW_COUNT:
+        break;
     }
     if (help) {
         int w = cols - 4 < LAYOUT_HELP_MAX_COLS ? cols - 4 : LAYOUT_HELP_MAX_COLS;

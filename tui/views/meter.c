@@ -65,12 +65,14 @@ void meter_membar(const uint64_t part[GLYPHS_MEM_COUNT], int width, int cols[GLY
     unsigned __int128 total = 0;
     unsigned __int128 rem[GLYPHS_MEM_COUNT];
     int given = 0;
-    for (int i = 0; i < GLYPHS_MEM_COUNT; i++) total += part[i];
+    for (int i = 0; i < GLYPHS_MEM_COUNT; i++)
+        total += part[i];
     for (int i = 0; i < GLYPHS_MEM_COUNT; i++) {
         cols[i] = 0;
         rem[i] = 0;
     }
-    if (total == 0 || width <= 0) return;
+    if (total == 0 || width <= 0)
+        return;
     for (int i = 0; i < GLYPHS_MEM_COUNT; i++) {
         unsigned __int128 exact = (unsigned __int128)part[i] * (unsigned)width;
         cols[i] = (int)(exact / total);
@@ -82,7 +84,8 @@ void meter_membar(const uint64_t part[GLYPHS_MEM_COUNT], int width, int cols[GLY
     while (given < width) {
         int best = 0;
         for (int i = 1; i < GLYPHS_MEM_COUNT; i++)
-            if (rem[i] > rem[best]) best = i;
+            if (rem[i] > rem[best])
+                best = i;
         cols[best]++;
         rem[best] = 0;
         given++;
@@ -93,7 +96,8 @@ void meter_spark(const double *v, int n, int levels, int *level)
 {
     double hi = 0;
     for (int i = 0; i < n; i++)
-        if (isfinite(v[i]) && v[i] > hi) hi = v[i];
+        if (isfinite(v[i]) && v[i] > hi)
+            hi = v[i];
     for (int i = 0; i < n; i++) {
         if (isnan(v[i])) {
             level[i] = -1;
@@ -130,10 +134,13 @@ static void canvas_set(struct meter_canvas *c, int x, int y, int series)
 /* The dot of v in 0..dots-1 scaled from lo to hi (clamped); -1 for NaN. */
 static int scale_dot(double v, double lo, double hi, int dots)
 {
-    if (isnan(v)) return -1;
+    if (isnan(v))
+        return -1;
     double f = hi > lo ? (v - lo) / (hi - lo) : 0;
-    if (f < 0) f = 0;
-    if (f > 1) f = 1;
+    if (f < 0)
+        f = 0;
+    if (f > 1)
+        f = 1;
     return (int)lround(f * (dots - 1));
 }
 
@@ -148,7 +155,8 @@ static int canvas_row(const struct meter_canvas *c, double v, double lo, double 
 /* A dashed series keeps every other cell column. */
 static void plot_dot(struct meter_canvas *c, int x, int y, int series, int dashed)
 {
-    if (!dashed || (x / c->dx) % 2 == 0) canvas_set(c, x, y, series);
+    if (!dashed || (x / c->dx) % 2 == 0)
+        canvas_set(c, x, y, series);
 }
 
 void meter_canvas_plot(struct meter_canvas *c, const double *v, int n, double lo, double hi,
@@ -156,7 +164,8 @@ void meter_canvas_plot(struct meter_canvas *c, const double *v, int n, double lo
 {
     int w = c->cols * c->dx;
     int prev = -1;
-    if (w == 0 || c->rows == 0) return;
+    if (w == 0 || c->rows == 0)
+        return;
     for (int x = 0; x < w; x++) {
         int i = n - w + x;
         int y = i >= 0 ? canvas_row(c, v[i], lo, hi) : -1;
@@ -165,7 +174,8 @@ void meter_canvas_plot(struct meter_canvas *c, const double *v, int n, double lo
             int a = from < y ? from : y, b = from < y ? y : from;
             /* The vertical run from the previous value goes in this
              * column, so that a jump reads as one stroke. */
-            for (int yy = a; yy <= b; yy++) plot_dot(c, x, yy, series, dashed);
+            for (int yy = a; yy <= b; yy++)
+                plot_dot(c, x, yy, series, dashed);
         }
         prev = y;
     }
@@ -189,7 +199,8 @@ void meter_canvas_plot_xy(struct meter_canvas *c, const double *x, const double 
 {
     int w = c->cols * c->dx;
     int px = -1, py = -1;
-    if (w == 0 || c->rows == 0) return;
+    if (w == 0 || c->rows == 0)
+        return;
     for (int i = 0; i < n; i++) {
         int cx = scale_dot(x[i], xlo, xhi, w);
         int cy = canvas_row(c, y[i], ylo, yhi);
@@ -213,7 +224,8 @@ unsigned meter_braille(unsigned dots)
     static const unsigned bit_of[8] = {0x01, 0x08, 0x02, 0x10, 0x04, 0x20, 0x40, 0x80};
     unsigned cp = 0x2800;
     for (int i = 0; i < 8; i++)
-        if (dots & (1u << i)) cp |= bit_of[i];
+        if (dots & (1u << i))
+            cp |= bit_of[i];
     return cp;
 }
 

@@ -42,9 +42,9 @@ void meter_spark(const double *v, int n, int levels, int *level);
  * the two arrays of cols*rows bytes, row-major from the top left. */
 struct meter_canvas {
     int cols, rows;
-    int dx, dy;       /* 2x4 (braille) or 1x3 (ASCII) */
-    uint8_t *dots;    /* per cell: bit (y*dx + x) for the dot at x, y (y from the top) */
-    uint8_t *series;  /* per cell: bit i when series i put a dot there */
+    int dx, dy;      /* 2x4 (braille) or 1x3 (ASCII) */
+    uint8_t *dots;   /* per cell: bit (y*dx + x) for the dot at x, y (y from the top) */
+    uint8_t *series; /* per cell: bit i when series i put a dot there */
 };
 
 /* Clears the canvas. braille: 2x4 dots per cell, else 1x3. */

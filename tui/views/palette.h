@@ -11,16 +11,16 @@
 
 enum palette_role {
     PAL_TEXT,
-    PAL_DIM,       /* labels, idle values */
-    PAL_TITLE,     /* pane titles, column titles */
-    PAL_TAB,       /* the view tabs */
-    PAL_TAB_ON,    /* the current view's tab */
-    PAL_SELECT,    /* the selected row */
+    PAL_DIM,    /* labels, idle values */
+    PAL_TITLE,  /* pane titles, column titles */
+    PAL_TAB,    /* the view tabs */
+    PAL_TAB_ON, /* the current view's tab */
+    PAL_SELECT, /* the selected row */
     PAL_UP,
     PAL_STALE,
     PAL_DOWN,
     PAL_STARTING,
-    PAL_WEIGHTS,   /* memory bar segments */
+    PAL_WEIGHTS, /* memory bar segments */
     PAL_KV,
     PAL_OTHER,
     PAL_HEADROOM,
@@ -28,11 +28,11 @@ enum palette_role {
     PAL_SERIES_B,  /* second chart line (eval_ms, kv) */
     PAL_SERIES_AB, /* a cell both lines pass through */
     PAL_SPARK,
-    PAL_ALERT,     /* highlighted cells: orchestration-bound, low memory, ... */
-    PAL_PENDING,   /* a config change on its way */
-    PAL_OK,        /* a config change confirmed */
-    PAL_ERROR,     /* errors as the node sent them */
-    PAL_KEY,       /* key names in the footer and help */
+    PAL_ALERT,   /* highlighted cells: orchestration-bound, low memory, ... */
+    PAL_PENDING, /* a config change on its way */
+    PAL_OK,      /* a config change confirmed */
+    PAL_ERROR,   /* errors as the node sent them */
+    PAL_KEY,     /* key names in the footer and help */
     PAL_COUNT
 };
 

@@ -32,12 +32,9 @@
 #define WIDE_HEADER_COLS 100
 
 static const struct ui_view *const views[LAYOUT_VIEW_COUNT] = {
-    [LAYOUT_DASHBOARD] = &view_dashboard,
-    [LAYOUT_NODE] = &view_node,
-    [LAYOUT_CONFIG] = &view_config,
-    [LAYOUT_EVENTS] = &view_events,
-    [LAYOUT_STRESS] = &view_stress,
-    [LAYOUT_HISTORY] = &view_history,
+    [LAYOUT_DASHBOARD] = &view_dashboard, [LAYOUT_NODE] = &view_node,
+    [LAYOUT_CONFIG] = &view_config,       [LAYOUT_EVENTS] = &view_events,
+    [LAYOUT_STRESS] = &view_stress,       [LAYOUT_HISTORY] = &view_history,
     [LAYOUT_PLAN] = &view_plan,
 };
 
@@ -66,7 +63,8 @@ struct ui {
 static void free_windows(ui *u)
 {
     for (int p = 0; p < LAYOUT_PANE_COUNT; p++) {
-        if (u->win[p]) delwin(u->win[p]);
+        if (u->win[p])
+            delwin(u->win[p]);
         u->win[p] = NULL;
     }
 }
@@ -92,7 +90,8 @@ static void ensure_layout(ui *u)
     u->have_layout = 1;
     for (int p = 0; p < LAYOUT_PANE_COUNT; p++) {
         const struct layout_rect *r = &u->lay.pane[p];
-        if (r->w > 0 && r->h > 0) u->win[p] = newwin(r->h, r->w, r->y, r->x);
+        if (r->w > 0 && r->h > 0)
+            u->win[p] = newwin(r->h, r->w, r->y, r->x);
     }
     u->erase_screen = 1;
     u->v.fresh = 1;
@@ -101,7 +100,8 @@ static void ensure_layout(ui *u)
 
 static void set_view(ui *u, enum layout_view to)
 {
-    if (to == LAYOUT_NODE && u->v.n_nodes == 0) return;
+    if (to == LAYOUT_NODE && u->v.n_nodes == 0)
+        return;
     u->view = views[to];
 }
 
@@ -164,7 +164,8 @@ ui *ui_open(const struct ui_options *o, char *err, size_t errlen)
 
 void ui_close(ui *u)
 {
-    if (!u) return;
+    if (!u)
+        return;
     free_windows(u);
     endwin();
     delscreen(u->screen);
@@ -181,8 +182,10 @@ static void bind_state(ui *u, const state *st, double now)
     clock_gettime(CLOCK_REALTIME, &ts);
     u->v.wall = (double)ts.tv_sec + ts.tv_nsec / 1e9;
     u->v.n_nodes = state_node_count(st);
-    if (u->v.node >= u->v.n_nodes) u->v.node = u->v.n_nodes > 0 ? u->v.n_nodes - 1 : 0;
-    if (u->view->layout == LAYOUT_NODE && u->v.n_nodes == 0) u->view = views[LAYOUT_DASHBOARD];
+    if (u->v.node >= u->v.n_nodes)
+        u->v.node = u->v.n_nodes > 0 ? u->v.n_nodes - 1 : 0;
+    if (u->view->layout == LAYOUT_NODE && u->v.n_nodes == 0)
+        u->view = views[LAYOUT_DASHBOARD];
     ensure_layout(u);
 }
 
@@ -207,7 +210,8 @@ int ui_node_shown(const ui *u)
 
 double ui_frame_due(const ui *u, double now)
 {
-    if (!u->dirty) return -1;
+    if (!u->dirty)
+        return -1;
     double wait = u->last_frame + 1.0 / UI_FPS - now;
     return wait > 0 ? wait : 0;
 }
@@ -222,10 +226,12 @@ static void click(ui *u, const MEVENT *ev)
     }
     if (ev->y == HEADER_TAB_ROW && !u->lay.too_small) {
         for (int t = 0; t < LAYOUT_VIEW_COUNT; t++)
-            if (ev->x >= u->tab_x[t] && ev->x < u->tab_x[t + 1]) set_view(u, (enum layout_view)t);
+            if (ev->x >= u->tab_x[t] && ev->x < u->tab_x[t + 1])
+                set_view(u, (enum layout_view)t);
         return;
     }
-    if (u->view->click && !u->lay.too_small) u->view->click(&u->v, ev->y, ev->x);
+    if (u->view->click && !u->lay.too_small)
+        u->view->click(&u->v, ev->y, ev->x);
 }
 
 /* Keys no view took. */
@@ -252,12 +258,14 @@ static void global_key(ui *u, int key)
     if (key == '\t' || key == KEY_BTAB) {
         int step = key == '\t' ? 1 : LAYOUT_VIEW_COUNT - 1;
         enum layout_view to = (enum layout_view)((u->view->layout + step) % LAYOUT_VIEW_COUNT);
-        if (to == LAYOUT_NODE && u->v.n_nodes == 0) to = (enum layout_view)((to + step) % LAYOUT_VIEW_COUNT);
+        if (to == LAYOUT_NODE && u->v.n_nodes == 0)
+            to = (enum layout_view)((to + step) % LAYOUT_VIEW_COUNT);
         set_view(u, to);
         return;
     }
     for (size_t i = 0; i < sizeof jumps / sizeof jumps[0]; i++)
-        if (key == jumps[i].key) set_view(u, jumps[i].view);
+        if (key == jumps[i].key)
+            set_view(u, jumps[i].view);
 }
 
 static void handle_key(ui *u, int key)
@@ -273,7 +281,8 @@ static void handle_key(ui *u, int key)
     v->message[0] = '\0';
     if (key == KEY_MOUSE) {
         MEVENT ev;
-        if (getmouse(&ev) == OK && (ev.bstate & (BUTTON1_CLICKED | BUTTON1_PRESSED))) click(u, &ev);
+        if (getmouse(&ev) == OK && (ev.bstate & (BUTTON1_CLICKED | BUTTON1_PRESSED)))
+            click(u, &ev);
         return;
     }
     if (v->confirm) {
@@ -285,12 +294,14 @@ static void handle_key(ui *u, int key)
         return;
     }
     if (u->help) {
-        if (!view_help_key(v, key)) u->help = 0;
+        if (!view_help_key(v, key))
+            u->help = 0;
         return;
     }
     v->goto_view = -1;
     if (!u->lay.too_small && u->view->key(v, key)) {
-        if (v->goto_view >= 0) set_view(u, (enum layout_view)v->goto_view);
+        if (v->goto_view >= 0)
+            set_view(u, (enum layout_view)v->goto_view);
         return;
     }
     global_key(u, key);
@@ -304,7 +315,8 @@ int ui_handle_input(ui *u, const state *st, double now, struct action *out, int 
     u->v.n_out = 0;
     while (u->v.n_out < max) {
         int key = wgetch(stdscr);
-        if (key == ERR) break;
+        if (key == ERR)
+            break;
         handle_key(u, key);
         ensure_layout(u);
     }
@@ -318,9 +330,12 @@ static void header_item(ui *u, WINDOW *w, int *x, const char *label, const char 
                         attr_t value_attr)
 {
     int width = getmaxx(w);
-    if (*x >= width) return;
-    if (label[0]) *x += draw_text(w, u->v.g, 0, *x, width - *x, palette_attr(&u->pal, PAL_DIM), label) + 1;
-    if (*x >= width) return;
+    if (*x >= width)
+        return;
+    if (label[0])
+        *x += draw_text(w, u->v.g, 0, *x, width - *x, palette_attr(&u->pal, PAL_DIM), label) + 1;
+    if (*x >= width)
+        return;
     *x += draw_text(w, u->v.g, 0, *x, width - *x, value_attr, value) + 2;
 }
 
@@ -330,7 +345,8 @@ static void draw_header(ui *u)
     struct state_cluster_view cv;
     char buf[64], tps[32];
     int x = 0;
-    if (!w) return;
+    if (!w)
+        return;
     state_cluster_view(u->v.st, u->v.now, &cv);
 
     /* The program's name only where it does not push the numbers out. */
@@ -375,17 +391,19 @@ static void draw_header(ui *u)
         const struct ui_view *vw = views[t];
         int on = vw == u->view;
         if (t == LAYOUT_NODE && u->v.n_nodes > 0)
-            snprintf(buf, sizeof buf, " %d %s: %s ", t + 1, vw->name, state_node_name(u->v.st, u->v.node));
+            snprintf(buf, sizeof buf, " %d %s: %s ", t + 1, vw->name,
+                     state_node_name(u->v.st, u->v.node));
         else
             snprintf(buf, sizeof buf, " %d %s ", t + 1, vw->name);
         u->tab_x[t] = x;
         x += draw_text(w, u->v.g, HEADER_TAB_ROW, x, getmaxx(w) - x,
-                       palette_attr(&u->pal, on ? PAL_TAB_ON : PAL_TAB), buf) + 1;
+                       palette_attr(&u->pal, on ? PAL_TAB_ON : PAL_TAB), buf) +
+             1;
     }
     u->tab_x[LAYOUT_VIEW_COUNT] = x;
     if (u->opt.readonly && getmaxx(w) - x > 12)
-        draw_rjust(w, u->v.g, HEADER_TAB_ROW, x, getmaxx(w) - x - 1, palette_attr(&u->pal, PAL_PENDING),
-                   "READ-ONLY");
+        draw_rjust(w, u->v.g, HEADER_TAB_ROW, x, getmaxx(w) - x - 1,
+                   palette_attr(&u->pal, PAL_PENDING), "READ-ONLY");
 }
 
 /* "key:what|key:what" with the keys in their own colour. */
@@ -394,7 +412,8 @@ static void draw_footer(ui *u)
     WINDOW *w = u->win[LAYOUT_FOOTER];
     const struct view_ctx *v = &u->v;
     int width, x = 0;
-    if (!w) return;
+    if (!w)
+        return;
     width = getmaxx(w);
     if (v->confirm) {
         draw_textf(w, v->g, 0, 0, width, palette_attr(&u->pal, PAL_PENDING) | A_BOLD, "%s y/n",
@@ -409,14 +428,18 @@ static void draw_footer(ui *u)
     const char *hints = u->help ? "j/k:scroll|any key:close" : u->view->footer;
     for (const char *p = hints; *p && x < width;) {
         const char *colon = strchr(p, ':'), *bar = strchr(p, '|');
-        if (!bar) bar = p + strlen(p);
-        if (!colon || colon > bar) colon = bar;
+        if (!bar)
+            bar = p + strlen(p);
+        if (!colon || colon > bar)
+            colon = bar;
         char key[32], what[64];
         snprintf(key, sizeof key, "%.*s", (int)(colon - p), p);
         snprintf(what, sizeof what, "%.*s", colon < bar ? (int)(bar - colon - 1) : 0, colon + 1);
         x += draw_text(w, v->g, 0, x, width - x, palette_attr(&u->pal, PAL_KEY), key);
-        if (x < width) x += draw_text(w, v->g, 0, x, width - x, A_NORMAL, " ");
-        if (x < width) x += draw_text(w, v->g, 0, x, width - x, A_NORMAL, what) + 2;
+        if (x < width)
+            x += draw_text(w, v->g, 0, x, width - x, A_NORMAL, " ");
+        if (x < width)
+            x += draw_text(w, v->g, 0, x, width - x, A_NORMAL, what) + 2;
         p = *bar ? bar + 1 : bar;
     }
 }
@@ -424,16 +447,19 @@ static void draw_footer(ui *u)
 static void draw_too_small(ui *u)
 {
     WINDOW *w = u->win[LAYOUT_MESSAGE];
-    if (!w) return;
+    if (!w)
+        return;
     werase(w);
-    draw_textf(w, u->v.g, 0, 0, getmaxx(w), A_BOLD, "terminal too small: %dx%d, infertop needs %dx%d",
-               COLS, LINES, LAYOUT_MIN_COLS, LAYOUT_MIN_ROWS);
+    draw_textf(w, u->v.g, 0, 0, getmaxx(w), A_BOLD,
+               "terminal too small: %dx%d, infertop needs %dx%d", COLS, LINES, LAYOUT_MIN_COLS,
+               LAYOUT_MIN_ROWS);
     wnoutrefresh(w);
 }
 
 int ui_draw(ui *u, const state *st, double now)
 {
-    if (ui_frame_due(u, now) != 0) return 0;
+    if (ui_frame_due(u, now) != 0)
+        return 0;
     bind_state(u, st, now);
     if (u->need_clear) {
         clearok(curscr, TRUE);
@@ -454,10 +480,13 @@ int ui_draw(ui *u, const state *st, double now)
         draw_header(u);
         draw_footer(u);
         u->view->draw(&u->v);
-        if (u->help) view_help_draw(&u->v);
+        if (u->help)
+            view_help_draw(&u->v);
         for (int p = 0; p < LAYOUT_PANE_COUNT; p++)
-            if (u->win[p] && p != LAYOUT_HELP) wnoutrefresh(u->win[p]);
-        if (u->win[LAYOUT_HELP]) wnoutrefresh(u->win[LAYOUT_HELP]);
+            if (u->win[p] && p != LAYOUT_HELP)
+                wnoutrefresh(u->win[p]);
+        if (u->win[LAYOUT_HELP])
+            wnoutrefresh(u->win[LAYOUT_HELP]);
     }
     doupdate();
     u->v.fresh = u->help; /* the overlay covers rows a view would leave alone */

@@ -41,9 +41,9 @@ struct view_config_edit {
 };
 
 struct view_events_pos {
-    int skip;                       /* newest events scrolled past */
+    int skip; /* newest events scrolled past */
     char filter[VIEW_FILTER_MAX];
-    int editing;                    /* typing into the filter */
+    int editing; /* typing into the filter */
 };
 
 /* The Stress view's form: the field under the cursor and, while one is
@@ -52,7 +52,7 @@ struct view_events_pos {
 struct view_stress_form {
     int field, top, editing; /* top: the first field shown */
     char text[VIEW_FORM_TEXT];
-    int ready;          /* opts holds the defaults */
+    int ready; /* opts holds the defaults */
     stress_opts opts;
 };
 
@@ -66,9 +66,9 @@ struct view_history_pos {
     enum view_hist_detail detail;
     int charts; /* the detail pane charts the run(s) rather than tabulating them */
     int leg;    /* the leg charted */
-    int status;         /* index into the statuses the filter cycles through */
+    int status; /* index into the statuses the filter cycles through */
     int sort_context;
-    int stale;          /* list again before drawing */
+    int stale; /* list again before drawing */
 };
 
 /* The Plan view: the target being edited, and the plan drawn from it. */
@@ -90,33 +90,33 @@ struct view_ctx {
     /* Set by ui.c before each draw and key. */
     const state *st;
     double now;
-    double wall;                    /* the wall clock (unix seconds) at `now`, for event times */
+    double wall; /* the wall clock (unix seconds) at `now`, for event times */
     int n_nodes;
     const struct layout *lay;
-    WINDOW *const *win;             /* per pane, NULL when not shown */
+    WINDOW *const *win; /* per pane, NULL when not shown */
     const struct glyphs *g;
     const struct palette *pal;
     const struct ui_options *opt;
-    int fresh;                      /* the panes are new or blank since the last frame */
+    int fresh; /* the panes are new or blank since the last frame */
 
     /* Kept across frames. */
-    int node;                       /* the selected node: dashboard and node detail */
-    int node_top;                   /* the dashboard's first shown node */
+    int node;     /* the selected node: dashboard and node detail */
+    int node_top; /* the dashboard's first shown node */
     struct view_config_edit cfg;
     struct view_events_pos ev;
     int help_top;
-    uint64_t events_key;            /* what the dashboard's events rows show (own_erase) */
+    uint64_t events_key; /* what the dashboard's events rows show (own_erase) */
     struct view_stress_form form;
     struct view_history_pos hist;
     struct view_plan_pos plan;
 
     /* Requests back to ui.c. */
-    int goto_view;                  /* a layout_view, or -1 */
+    int goto_view; /* a layout_view, or -1 */
     struct action *out;
     int n_out, max_out;
     char message[VIEW_MESSAGE_MAX];
     int message_error;
-    int confirm;                    /* a question is asked: confirm_act on 'y' */
+    int confirm; /* a question is asked: confirm_act on 'y' */
     struct action confirm_act;
     char question[VIEW_MESSAGE_MAX];
 };
@@ -194,6 +194,7 @@ void view_curves_run(struct view_ctx *v, WINDOW *w, struct layout_rect r, const 
 /* Runs a (solid) and b (dashed), leg `leg` of each, on shared axes:
  * decode tok/s, prefill tok/s, decode step ms, as many as fit in r. */
 void view_curves_compare(struct view_ctx *v, WINDOW *w, struct layout_rect r, const store_curve *a,
-                         int64_t ida, const store_curve *b, int64_t idb, int leg, const char *scope);
+                         int64_t ida, const store_curve *b, int64_t idb, int leg,
+                         const char *scope);
 
 #endif

@@ -15,10 +15,14 @@
 const char *view_live_word(enum state_live l)
 {
     switch (l) {
-    case STATE_UP: return "up";
-    case STATE_STALE: return "stale";
-    case STATE_STARTING: return "starting";
-    case STATE_DOWN: break;
+    case STATE_UP:
+        return "up";
+    case STATE_STALE:
+        return "stale";
+    case STATE_STARTING:
+        return "starting";
+    case STATE_DOWN:
+        break;
     }
     return "down";
 }
@@ -26,10 +30,14 @@ const char *view_live_word(enum state_live l)
 enum palette_role view_live_role(enum state_live l)
 {
     switch (l) {
-    case STATE_UP: return PAL_UP;
-    case STATE_STALE: return PAL_STALE;
-    case STATE_STARTING: return PAL_STARTING;
-    case STATE_DOWN: break;
+    case STATE_UP:
+        return PAL_UP;
+    case STATE_STALE:
+        return PAL_STALE;
+    case STATE_STARTING:
+        return PAL_STARTING;
+    case STATE_DOWN:
+        break;
     }
     return PAL_DOWN;
 }
@@ -42,9 +50,11 @@ void view_flags_text(const struct glyphs *g, unsigned flags, char *buf, size_t l
     size_t n = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof bit / sizeof bit[0]; i++) {
-        if (!(flags & bit[i])) continue;
+        if (!(flags & bit[i]))
+            continue;
         int k = snprintf(buf + n, len - n, "%s%s", n ? " " : "", reason[i]);
-        if (k < 0 || (size_t)k >= len - n) return;
+        if (k < 0 || (size_t)k >= len - n)
+            return;
         n += (size_t)k;
     }
 }
@@ -52,26 +62,49 @@ void view_flags_text(const struct glyphs *g, unsigned flags, char *buf, size_t l
 int view_move(int key, int sel, int n, int page)
 {
     int to;
-    if (n <= 0) return -1;
-    if (page < 1) page = 1;
+    if (n <= 0)
+        return -1;
+    if (page < 1)
+        page = 1;
     switch (key) {
-    case KEY_UP: case 'k': to = sel - 1; break;
-    case KEY_DOWN: case 'j': to = sel + 1; break;
-    case KEY_PPAGE: to = sel - page; break;
-    case KEY_NPAGE: to = sel + page; break;
-    case KEY_HOME: case 'g': to = 0; break;
-    case KEY_END: case 'G': to = n - 1; break;
-    default: return -1;
+    case KEY_UP:
+    case 'k':
+        to = sel - 1;
+        break;
+    case KEY_DOWN:
+    case 'j':
+        to = sel + 1;
+        break;
+    case KEY_PPAGE:
+        to = sel - page;
+        break;
+    case KEY_NPAGE:
+        to = sel + page;
+        break;
+    case KEY_HOME:
+    case 'g':
+        to = 0;
+        break;
+    case KEY_END:
+    case 'G':
+        to = n - 1;
+        break;
+    default:
+        return -1;
     }
     return to < 0 ? 0 : to >= n ? n - 1 : to;
 }
 
 void view_scroll_to(int sel, int rows, int *top)
 {
-    if (rows < 1) rows = 1;
-    if (sel < *top) *top = sel;
-    if (sel >= *top + rows) *top = sel - rows + 1;
-    if (*top < 0) *top = 0;
+    if (rows < 1)
+        rows = 1;
+    if (sel < *top)
+        *top = sel;
+    if (sel >= *top + rows)
+        *top = sel - rows + 1;
+    if (*top < 0)
+        *top = 0;
 }
 
 int view_node_action_key(struct view_ctx *v, int key, int node)
@@ -87,9 +120,12 @@ int view_node_action_key(struct view_ctx *v, int key, int node)
                 {'X', ACT_NODE_STOP, "stop", 1},
                 {'R', ACT_NODE_RESTART, "restart", 1}};
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
-        if (key != acts[i].key) continue;
-        if (node < 0 || node >= v->n_nodes) return 1;
-        if (view_refuse_readonly(v, "node actions")) return 1;
+        if (key != acts[i].key)
+            continue;
+        if (node < 0 || node >= v->n_nodes)
+            return 1;
+        if (view_refuse_readonly(v, "node actions"))
+            return 1;
         struct action a = {.kind = acts[i].kind, .node = node};
         if (acts[i].ask) {
             view_ask(v, &a, "%s node %s?", acts[i].verb, state_node_name(v->st, node));
@@ -106,11 +142,13 @@ int view_node_action_key(struct view_ctx *v, int key, int node)
 /* Events about trouble stand out from the routine ones. */
 static enum palette_role event_role(const struct state_event *e)
 {
-    static const char *const bad[] = {"fail", "error", "refused", "down", "timeout",
-                                      "mismatch", "numeric", "stale"};
+    static const char *const bad[] = {"fail",    "error",    "refused", "down",
+                                      "timeout", "mismatch", "numeric", "stale"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        if (strcasestr(e->kind, bad[i])) return PAL_ERROR;
-    if (strncmp(e->kind, "config", 6) == 0) return PAL_OK;
+        if (strcasestr(e->kind, bad[i]))
+            return PAL_ERROR;
+    if (strncmp(e->kind, "config", 6) == 0)
+        return PAL_OK;
     return PAL_TEXT;
 }
 
@@ -125,10 +163,12 @@ void view_event_line(struct view_ctx *v, WINDOW *w, int y, int width, const stru
     int x = draw_text(w, v->g, y, 0, width, palette_attr(v->pal, PAL_DIM), when) + 1;
     x += draw_text(w, v->g, y, x, 10 < width - x ? 10 : width - x, A_BOLD, who);
     x = x < 20 ? 20 : x + 1;
-    if (x >= width) return;
+    if (x >= width)
+        return;
     int k = draw_text(w, v->g, y, x, width - x, palette_attr(v->pal, event_role(e)), e->kind);
     x += (k < 16 ? 16 : k + 1);
-    if (x >= width) return;
+    if (x >= width)
+        return;
     char rest[PROTO_MESSAGE_MAX + PROTO_CODE_MAX + PROTO_ID_MAX + 16];
     snprintf(rest, sizeof rest, "%s%s%s%s%s%s", e->code[0] ? "[" : "", e->code,
              e->code[0] ? "] " : "", e->message, e->req[0] ? "  req " : "", e->req);
@@ -170,7 +210,8 @@ void view_fmt_batch(double batch, char *buf, size_t len)
 
 void view_emit(struct view_ctx *v, const struct action *a)
 {
-    if (v->out && v->n_out < v->max_out) v->out[v->n_out++] = *a;
+    if (v->out && v->n_out < v->max_out)
+        v->out[v->n_out++] = *a;
 }
 
 void view_vmessage(struct view_ctx *v, int error, const char *fmt, va_list ap)
@@ -199,7 +240,8 @@ void view_ask(struct view_ctx *v, const struct action *a, const char *fmt, ...)
 
 int view_refuse_readonly(struct view_ctx *v, const char *what)
 {
-    if (!v->opt->readonly) return 0;
+    if (!v->opt->readonly)
+        return 0;
     view_message(v, 1, "read-only: %s are disabled (--readonly)", what);
     return 1;
 }

@@ -17,15 +17,21 @@
 
 #define PREFILL_STEP_MIN 1
 #define PREFILL_PLUS_MAX 8192 /* where +/- stop; typed values may go up to the protocol's limit */
-#define PREFILL_DEFAULT 512        /* what +/- starts from when nothing is known */
-#define TYPED_DIGITS 5             /* enough for PROTO_PREFILL_STEP_MAX */
+#define PREFILL_DEFAULT 512   /* what +/- starts from when nothing is known */
+#define TYPED_DIGITS 5        /* enough for PROTO_PREFILL_STEP_MAX */
 
 static const int kv_bits_all[] = {32, 16, 8, 4};
 #define KV_BITS_N ((int)(sizeof kv_bits_all / sizeof kv_bits_all[0]))
 
 /* Columns of the table, from the pane's left edge. */
-enum { COL_NAME = 1, COL_STATE = 14, COL_PREFILL = 24, COL_EFFECTIVE = 38, COL_KV = 48,
-       COL_STATUS = 58 };
+enum {
+    COL_NAME = 1,
+    COL_STATE = 14,
+    COL_PREFILL = 24,
+    COL_EFFECTIVE = 38,
+    COL_KV = 48,
+    COL_STATUS = 58
+};
 
 static int all_row(const struct view_ctx *v)
 {
@@ -45,9 +51,12 @@ static void row_current(const struct view_ctx *v, int row, int *prefill, int *kv
     *kv_bits = 0;
     for (int i = row == v->n_nodes ? 0 : row; i < v->n_nodes; i++) {
         const struct state_config *c = state_node_config(v->st, i);
-        if (*prefill < 0) *prefill = c->prefill_step;
-        if (*kv_bits == 0) *kv_bits = c->kv_bits;
-        if (row != v->n_nodes || (*prefill >= 0 && *kv_bits > 0)) break;
+        if (*prefill < 0)
+            *prefill = c->prefill_step;
+        if (*kv_bits == 0)
+            *kv_bits = c->kv_bits;
+        if (row != v->n_nodes || (*prefill >= 0 && *kv_bits > 0))
+            break;
     }
 }
 
@@ -67,12 +76,15 @@ static void describe_set(const proto_set_args *w, char *buf, size_t len)
 
 /* ---- drawing ---- */
 
-static void draw_status(struct view_ctx *v, WINDOW *w, int y, int width, const struct state_config *c)
+static void draw_status(struct view_ctx *v, WINDOW *w, int y, int width,
+                        const struct state_config *c)
 {
     char want[64];
     describe_set(&c->want, want, sizeof want);
     switch (c->stage) {
-    case STATE_CFG_NONE: draw_text(w, v->g, y, COL_STATUS, width, palette_attr(v->pal, PAL_DIM), "-"); break;
+    case STATE_CFG_NONE:
+        draw_text(w, v->g, y, COL_STATUS, width, palette_attr(v->pal, PAL_DIM), "-");
+        break;
     case STATE_CFG_REQUESTED:
         draw_textf(w, v->g, y, COL_STATUS, width, palette_attr(v->pal, PAL_PENDING),
                    "pending %s (sent %.1fs ago)", want, v->now - c->t_requested);
@@ -96,7 +108,8 @@ static void draw_status(struct view_ctx *v, WINDOW *w, int y, int width, const s
 static void draw_all_status(struct view_ctx *v, WINDOW *w, int y, int width)
 {
     int n[STATE_CFG_FAILED + 1] = {0};
-    for (int i = 0; i < v->n_nodes; i++) n[state_node_config(v->st, i)->stage]++;
+    for (int i = 0; i < v->n_nodes; i++)
+        n[state_node_config(v->st, i)->stage]++;
     int pending = n[STATE_CFG_REQUESTED] + n[STATE_CFG_ACKED];
     enum palette_role r = n[STATE_CFG_FAILED] ? PAL_ERROR : pending ? PAL_PENDING : PAL_DIM;
     if (!pending && !n[STATE_CFG_FAILED] && !n[STATE_CFG_CONFIRMED])
@@ -140,7 +153,8 @@ static void draw_row(struct view_ctx *v, WINDOW *w, int y, int row, int width)
     else
         snprintf(new_k, sizeof new_k, "%d", v->cfg.draft.kv_bits);
 
-    if (sel) draw_text(w, v->g, y, 0, 1, palette_attr(v->pal, PAL_SELECT), v->g->select);
+    if (sel)
+        draw_text(w, v->g, y, 0, 1, palette_attr(v->pal, PAL_SELECT), v->g->select);
     draw_text(w, v->g, y, COL_NAME, COL_STATE - COL_NAME - 1, A_BOLD, row_name(v, row));
     if (row < v->n_nodes) {
         enum state_live l = state_node_live(v->st, row, v->now);
@@ -152,7 +166,8 @@ static void draw_row(struct view_ctx *v, WINDOW *w, int y, int row, int width)
         draw_text(w, v->g, y, COL_EFFECTIVE, COL_KV - COL_EFFECTIVE - 1, A_NORMAL, eff_s);
     } else {
         int up = 0;
-        for (int i = 0; i < v->n_nodes; i++) up += state_node_live(v->st, i, v->now) == STATE_UP;
+        for (int i = 0; i < v->n_nodes; i++)
+            up += state_node_live(v->st, i, v->now) == STATE_UP;
         draw_textf(w, v->g, y, COL_STATE, COL_PREFILL - COL_STATE - 1, A_NORMAL, "%d/%d up", up,
                    v->n_nodes);
     }
@@ -175,9 +190,10 @@ static void draw_table(struct view_ctx *v)
     static const struct {
         int x;
         const char *title;
-    } cols[] = {{COL_NAME, "node"},         {COL_STATE, "state"},  {COL_PREFILL, "prefill_step"},
-                {COL_EFFECTIVE, "in steps"}, {COL_KV, "kv_bits"}, {COL_STATUS, "change"}};
-    if (!w) return;
+    } cols[] = {{COL_NAME, "node"},          {COL_STATE, "state"}, {COL_PREFILL, "prefill_step"},
+                {COL_EFFECTIVE, "in steps"}, {COL_KV, "kv_bits"},  {COL_STATUS, "change"}};
+    if (!w)
+        return;
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
         draw_text(w, v->g, 0, cols[i].x, p->w - cols[i].x, palette_attr(v->pal, PAL_TITLE),
                   cols[i].title);
@@ -192,7 +208,8 @@ static void draw_edit(struct view_ctx *v)
     WINDOW *w = v->win[LAYOUT_CONFIG_EDIT];
     const struct layout_rect *p = &v->lay->pane[LAYOUT_CONFIG_EDIT];
     char want[64];
-    if (!w) return;
+    if (!w)
+        return;
     draw_repeat(w, 0, 0, p->w, palette_attr(v->pal, PAL_DIM), v->g->hline);
     if (v->cfg.editing) {
         describe_set(&v->cfg.draft, want, sizeof want);
@@ -208,8 +225,9 @@ static void draw_edit(struct view_ctx *v)
             describe_set(&c->want, want, sizeof want);
             draw_textf(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_PENDING), "%s: %s pending, %s",
                        row_name(v, v->cfg.row), want,
-                       c->stage == STATE_CFG_REQUESTED ? "waiting for the node to answer"
-                                                       : "acknowledged, waiting for telemetry to show it");
+                       c->stage == STATE_CFG_REQUESTED
+                           ? "waiting for the node to answer"
+                           : "acknowledged, waiting for telemetry to show it");
         } else if (c->stage == STATE_CFG_CONFIRMED)
             draw_textf(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_OK),
                        "%s: confirmed by telemetry %.1fs after the request",
@@ -225,7 +243,8 @@ static void draw_edit(struct view_ctx *v)
 
 static void config_draw(struct view_ctx *v)
 {
-    if (v->cfg.row > v->n_nodes) v->cfg.row = v->n_nodes;
+    if (v->cfg.row > v->n_nodes)
+        v->cfg.row = v->n_nodes;
     draw_table(v);
     draw_edit(v);
 }
@@ -235,7 +254,8 @@ static void config_draw(struct view_ctx *v)
 static void begin_edit(struct view_ctx *v)
 {
     int prefill, kv_bits;
-    if (v->cfg.editing) return;
+    if (v->cfg.editing)
+        return;
     row_current(v, v->cfg.row, &prefill, &kv_bits);
     memset(&v->cfg.draft, 0, sizeof v->cfg.draft);
     v->cfg.draft.prefill_step = prefill;
@@ -255,11 +275,16 @@ static void cancel_edit(struct view_ctx *v)
 static void step_prefill(struct view_ctx *v, int up)
 {
     int p = v->cfg.draft.prefill_step;
-    if (p <= 0 && !all_row(v)) p = state_node_config(v->st, v->cfg.row)->prefill_effective;
-    if (p <= 0) p = PREFILL_DEFAULT;
-    else p = up ? p * 2 : p / 2;
-    if (p < PREFILL_STEP_MIN) p = PREFILL_STEP_MIN;
-    if (p > PREFILL_PLUS_MAX) p = PREFILL_PLUS_MAX;
+    if (p <= 0 && !all_row(v))
+        p = state_node_config(v->st, v->cfg.row)->prefill_effective;
+    if (p <= 0)
+        p = PREFILL_DEFAULT;
+    else
+        p = up ? p * 2 : p / 2;
+    if (p < PREFILL_STEP_MIN)
+        p = PREFILL_STEP_MIN;
+    if (p > PREFILL_PLUS_MAX)
+        p = PREFILL_PLUS_MAX;
     v->cfg.draft.prefill_step = p;
     v->cfg.draft.has_prefill_step = 1;
 }
@@ -268,7 +293,8 @@ static void step_prefill(struct view_ctx *v, int up)
 static void step_kv_bits(struct view_ctx *v, int delta)
 {
     int i = 0;
-    while (i < KV_BITS_N && kv_bits_all[i] != v->cfg.draft.kv_bits) i++;
+    while (i < KV_BITS_N && kv_bits_all[i] != v->cfg.draft.kv_bits)
+        i++;
     if (i == KV_BITS_N)
         i = 0;
     else if (delta == 0)
@@ -283,7 +309,8 @@ static void step_kv_bits(struct view_ctx *v, int delta)
 static void type_digit(struct view_ctx *v, int key)
 {
     size_t n = strlen(v->cfg.typed);
-    if (n >= TYPED_DIGITS) return;
+    if (n >= TYPED_DIGITS)
+        return;
     v->cfg.typed[n] = (char)key;
     v->cfg.typed[n + 1] = '\0';
     int val = atoi(v->cfg.typed);
@@ -299,7 +326,8 @@ static void type_digit(struct view_ctx *v, int key)
 static void backspace(struct view_ctx *v)
 {
     size_t n = strlen(v->cfg.typed);
-    if (n == 0) return;
+    if (n == 0)
+        return;
     v->cfg.typed[n - 1] = '\0';
     int val = atoi(v->cfg.typed);
     if (v->cfg.field == VIEW_CFG_PREFILL) {
@@ -314,7 +342,8 @@ static void backspace(struct view_ctx *v)
 static int valid_kv_bits(int b)
 {
     for (int i = 0; i < KV_BITS_N; i++)
-        if (kv_bits_all[i] == b) return 1;
+        if (kv_bits_all[i] == b)
+            return 1;
     return 0;
 }
 
@@ -336,9 +365,8 @@ static void apply_edit(struct view_ctx *v)
         view_message(v, 1, "kv_bits %d is not one of 32, 16, 8, 4", d->kv_bits);
         return;
     }
-    struct action a = {.kind = ACT_SET_CONFIG,
-                          .node = all_row(v) ? ACT_ALL_NODES : v->cfg.row,
-                          .set = *d};
+    struct action a = {
+        .kind = ACT_SET_CONFIG, .node = all_row(v) ? ACT_ALL_NODES : v->cfg.row, .set = *d};
     view_emit(v, &a);
     describe_set(d, what, sizeof what);
     view_message(v, 0, "sent to %s: %s", row_name(v, v->cfg.row), what);
@@ -356,20 +384,42 @@ static int config_key(struct view_ctx *v, int key)
     const struct layout_rect *p = &v->lay->pane[LAYOUT_CONFIG_TABLE];
     int to = view_move(key, v->cfg.row, v->n_nodes + 1, p->h - 1);
     if (to >= 0) {
-        if (to != v->cfg.row) cancel_edit(v);
+        if (to != v->cfg.row)
+            cancel_edit(v);
         v->cfg.row = to;
-        if (to < v->n_nodes) v->node = to;
+        if (to < v->n_nodes)
+            v->node = to;
         return 1;
     }
     switch (key) {
-    case KEY_LEFT: case 'h': v->cfg.field = VIEW_CFG_PREFILL; v->cfg.typed[0] = '\0'; return 1;
-    case KEY_RIGHT: case 'l': v->cfg.field = VIEW_CFG_KV_BITS; v->cfg.typed[0] = '\0'; return 1;
-    case 27: cancel_edit(v); return 1;
-    case '\n': case '\r': case KEY_ENTER: apply_edit(v); return 1;
-    case KEY_BACKSPACE: case 127: case 8: backspace(v); return 1;
+    case KEY_LEFT:
+    case 'h':
+        v->cfg.field = VIEW_CFG_PREFILL;
+        v->cfg.typed[0] = '\0';
+        return 1;
+    case KEY_RIGHT:
+    case 'l':
+        v->cfg.field = VIEW_CFG_KV_BITS;
+        v->cfg.typed[0] = '\0';
+        return 1;
+    case 27:
+        cancel_edit(v);
+        return 1;
+    case '\n':
+    case '\r':
+    case KEY_ENTER:
+        apply_edit(v);
+        return 1;
+    case KEY_BACKSPACE:
+    case 127:
+    case 8:
+        backspace(v);
+        return 1;
     }
-    if (!is_edit_key(key)) return 0;
-    if (view_refuse_readonly(v, "config changes")) return 1;
+    if (!is_edit_key(key))
+        return 0;
+    if (view_refuse_readonly(v, "config changes"))
+        return 1;
     begin_edit(v);
     if (key >= '0' && key <= '9') {
         type_digit(v, key);
@@ -395,12 +445,17 @@ static int config_click(struct view_ctx *v, int y, int x)
 {
     const struct layout_rect *p = &v->lay->pane[LAYOUT_CONFIG_TABLE];
     int row = v->cfg.top + y - p->y - 1;
-    if (x < p->x || y <= p->y || y >= p->y + p->h || row > v->n_nodes) return 0;
-    if (row != v->cfg.row) cancel_edit(v);
+    if (x < p->x || y <= p->y || y >= p->y + p->h || row > v->n_nodes)
+        return 0;
+    if (row != v->cfg.row)
+        cancel_edit(v);
     v->cfg.row = row;
-    if (row < v->n_nodes) v->node = row;
-    if (x - p->x >= COL_KV && x - p->x < COL_STATUS) v->cfg.field = VIEW_CFG_KV_BITS;
-    else if (x - p->x >= COL_PREFILL && x - p->x < COL_EFFECTIVE) v->cfg.field = VIEW_CFG_PREFILL;
+    if (row < v->n_nodes)
+        v->node = row;
+    if (x - p->x >= COL_KV && x - p->x < COL_STATUS)
+        v->cfg.field = VIEW_CFG_KV_BITS;
+    else if (x - p->x >= COL_PREFILL && x - p->x < COL_EFFECTIVE)
+        v->cfg.field = VIEW_CFG_PREFILL;
     return 1;
 }
 

@@ -23,7 +23,8 @@ struct metric {
 
 static const struct metric m_prefill_tps = {"prefill tok/s", offsetof(store_point, prefill_tps)};
 static const struct metric m_decode_tps = {"decode tok/s", offsetof(store_point, decode_tps)};
-static const struct metric m_prefill_ms = {"prefill chunk ms", offsetof(store_point, prefill_step_ms)};
+static const struct metric m_prefill_ms = {"prefill chunk ms",
+                                           offsetof(store_point, prefill_step_ms)};
 static const struct metric m_decode_ms = {"decode step ms", offsetof(store_point, decode_step_ms)};
 
 static double metric_of(const store_point *p, const struct metric *m)
@@ -40,7 +41,8 @@ struct x_axis {
 static void ctx_range(const store_point *p, size_t n, int leg, double *lo, double *hi)
 {
     for (size_t i = 0; i < n; i++) {
-        if (p[i].leg != leg) continue;
+        if (p[i].leg != leg)
+            continue;
         *lo = fmin(*lo, (double)p[i].ctx);
         *hi = fmax(*hi, (double)p[i].ctx);
     }
@@ -63,7 +65,8 @@ static int series_of(const store_point *p, size_t n, int leg, struct x_axis ax,
 {
     int k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (p[i].leg != leg) continue;
+        if (p[i].leg != leg)
+            continue;
         x[k] = ax.by_request ? (double)p[i].idx : (double)p[i].ctx;
         y[k++] = metric_of(&p[i], m);
     }
@@ -91,8 +94,8 @@ static void draw_one(struct view_ctx *v, WINDOW *w, int y, int x, int width, int
         s[i] = (struct draw_xy){c->label[i], xs, ys,
                                 series_of(c->p[i], c->n[i], leg, ax, c->m[i], xs, ys)};
     }
-    struct draw_plot pl = {c->title, ax.by_request ? "request" : "context", ax.log_x, c->shared,
-                           s, 2};
+    struct draw_plot pl = {c->title, ax.by_request ? "request" : "context", ax.log_x, c->shared, s,
+                           2};
     draw_plot(w, v->g, v->pal, y, x, width, height, &pl);
 }
 
@@ -101,11 +104,14 @@ static void draw_stack(struct view_ctx *v, WINDOW *w, struct layout_rect r, cons
                        int nc, int leg, struct x_axis ax)
 {
     int fit = r.h / LAYOUT_CHART_MIN_ROWS;
-    if (fit < 1) fit = 1;
-    if (nc > fit) nc = fit;
+    if (fit < 1)
+        fit = 1;
+    if (nc > fit)
+        nc = fit;
     size_t most = 0;
     for (int i = 0; i < nc; i++)
-        if (c[i].n[0] + c[i].n[1] > most) most = c[i].n[0] + c[i].n[1];
+        if (c[i].n[0] + c[i].n[1] > most)
+            most = c[i].n[0] + c[i].n[1];
     double *buf = malloc((2 * most + 1) * sizeof *buf);
     if (!buf) {
         draw_text(w, v->g, r.y, r.x, r.w, palette_attr(v->pal, PAL_ERROR), "charts: out of memory");

@@ -22,7 +22,8 @@ static void draw_titles(struct view_ctx *v, WINDOW *w, int x0)
 {
     for (int c = 0; c < LAYOUT_COL_COUNT; c++) {
         const struct layout_rect *r = &v->lay->col[c];
-        if (!r->w) continue;
+        if (!r->w)
+            continue;
         const char *t = layout_col_title((enum layout_col)c);
         /* Numbers are right-aligned, and so are their titles. */
         int right = c == LAYOUT_COL_STEPS || c == LAYOUT_COL_MODEL || c == LAYOUT_COL_EVAL ||
@@ -46,7 +47,8 @@ static void draw_num(struct view_ctx *v, WINDOW *w, int y, int x0, enum layout_c
 {
     const struct layout_rect *r = cell(v, c);
     char buf[16];
-    if (!r) return;
+    if (!r)
+        return;
     meter_fmt_num(val, buf, sizeof buf);
     draw_rjust(w, v->g, y, r->x - x0, r->w, a, buf);
 }
@@ -66,7 +68,8 @@ static void draw_node_row(struct view_ctx *v, WINDOW *w, int y, int x0, int node
         int sel = node == v->node;
         unsigned name_flags = STATE_FLAG_NONFINITE | STATE_FLAG_ACT_SPIKE | STATE_FLAG_FINGERPRINT;
         attr_t a = nv.flags & name_flags ? alert : sel ? palette_attr(v->pal, PAL_SELECT) : A_BOLD;
-        if (sel) draw_text(w, v->g, y, r->x - x0, 1, palette_attr(v->pal, PAL_SELECT), v->g->select);
+        if (sel)
+            draw_text(w, v->g, y, r->x - x0, 1, palette_attr(v->pal, PAL_SELECT), v->g->select);
         draw_text(w, v->g, y, r->x - x0 + 1, r->w - 1, a, nv.name);
     }
     if ((r = cell(v, LAYOUT_COL_STATE)))
@@ -80,9 +83,10 @@ static void draw_node_row(struct view_ctx *v, WINDOW *w, int y, int x0, int node
         draw_text(w, v->g, y, r->x - x0, r->w, A_NORMAL, buf);
     }
     if ((r = cell(v, LAYOUT_COL_PHASE))) {
-        const char *ph = !live ? "-" : nv.phase == STATE_PREFILL ? "prefill"
-                                     : nv.phase == STATE_DECODE  ? "decode"
-                                                                 : "idle";
+        const char *ph = !live                       ? "-"
+                         : nv.phase == STATE_PREFILL ? "prefill"
+                         : nv.phase == STATE_DECODE  ? "decode"
+                                                     : "idle";
         draw_text(w, v->g, y, r->x - x0, r->w, nv.phase < 0 ? dim : A_NORMAL, ph);
     }
     if ((r = cell(v, LAYOUT_COL_BUSY))) {
@@ -101,7 +105,7 @@ static void draw_node_row(struct view_ctx *v, WINDOW *w, int y, int x0, int node
         draw_membar(w, v->g, v->pal, y, r->x - x0, r->w, &nv.mem,
                     (nv.flags & STATE_FLAG_LOW_HEADROOM) != 0);
     }
-    attr_t cfg_a = cfg_pending(cfg) ? palette_attr(v->pal, PAL_PENDING)
+    attr_t cfg_a = cfg_pending(cfg)                 ? palette_attr(v->pal, PAL_PENDING)
                    : cfg->stage == STATE_CFG_FAILED ? palette_attr(v->pal, PAL_ERROR)
                                                     : A_NORMAL;
     if ((r = cell(v, LAYOUT_COL_KV_BITS))) {
@@ -112,7 +116,7 @@ static void draw_node_row(struct view_ctx *v, WINDOW *w, int y, int x0, int node
         draw_rjust(w, v->g, y, r->x - x0, r->w, cfg_a, buf);
     }
     if ((r = cell(v, LAYOUT_COL_PREFILL))) {
-        view_fmt_prefill(cfg->prefill_step >= 0 ? cfg->prefill_step
+        view_fmt_prefill(cfg->prefill_step >= 0       ? cfg->prefill_step
                          : cfg->prefill_effective > 0 ? cfg->prefill_effective
                                                       : -1,
                          buf, sizeof buf);
@@ -130,7 +134,8 @@ static void draw_nodes(struct view_ctx *v, const struct state_node_view *nv)
 {
     WINDOW *w = v->win[LAYOUT_NODES];
     const struct layout_rect *p = &v->lay->pane[LAYOUT_NODES];
-    if (!w) return;
+    if (!w)
+        return;
     int rows = p->h - 1;
     werase(w);
     draw_titles(v, w, p->x);
@@ -148,14 +153,17 @@ static void draw_alerts(struct view_ctx *v, WINDOW *w, int x, int width,
     text[0] = '\0';
     for (int i = 0; i < v->n_nodes; i++) {
         unsigned f = nv[i].flags;
-        if (!f) continue;
+        if (!f)
+            continue;
         view_flags_text(v->g, f, reasons, sizeof reasons);
-        int k = snprintf(text + n, sizeof text - n, "%s%s %s", n ? "  " : "alerts: ",
-                         state_node_name(v->st, i), reasons);
-        if (k < 0 || (size_t)k >= sizeof text - n) break;
+        int k = snprintf(text + n, sizeof text - n, "%s%s %s",
+                         n ? "  " : "alerts: ", state_node_name(v->st, i), reasons);
+        if (k < 0 || (size_t)k >= sizeof text - n)
+            break;
         n += (size_t)k;
     }
-    if (n) draw_text(w, v->g, 0, x, width, palette_attr(v->pal, PAL_ERROR), text);
+    if (n)
+        draw_text(w, v->g, 0, x, width, palette_attr(v->pal, PAL_ERROR), text);
 }
 
 /* Which events the rows show, and where: FNV-1a over each shown slot and
@@ -165,13 +173,16 @@ static uint64_t events_key(const struct state_event *const *ev, int n, int w, in
     uint64_t k = 0xcbf29ce484222325ull;
     const int size[2] = {w, h};
     const unsigned char *b = (const unsigned char *)size;
-    for (size_t i = 0; i < sizeof size; i++) k = (k ^ b[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < sizeof size; i++)
+        k = (k ^ b[i]) * 0x100000001b3ull;
     for (int i = 0; i < n; i++) {
         const void *slot = ev[i];
         b = (const unsigned char *)&slot;
-        for (size_t j = 0; j < sizeof slot; j++) k = (k ^ b[j]) * 0x100000001b3ull;
+        for (size_t j = 0; j < sizeof slot; j++)
+            k = (k ^ b[j]) * 0x100000001b3ull;
         b = (const unsigned char *)&ev[i]->t;
-        for (size_t j = 0; j < sizeof ev[i]->t; j++) k = (k ^ b[j]) * 0x100000001b3ull;
+        for (size_t j = 0; j < sizeof ev[i]->t; j++)
+            k = (k ^ b[j]) * 0x100000001b3ull;
     }
     return k;
 }
@@ -184,7 +195,8 @@ static void draw_events_pane(struct view_ctx *v, const struct state_node_view *n
     const struct layout_rect *p = &v->lay->pane[LAYOUT_EVENTS_PANE];
     const struct state_event *ev[256];
     struct state_event_filter all = {.node = -1};
-    if (!w) return;
+    if (!w)
+        return;
     wmove(w, 0, 0);
     wclrtoeol(w);
     int x = draw_text(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "events ");
@@ -193,12 +205,15 @@ static void draw_events_pane(struct view_ctx *v, const struct state_node_view *n
     int max = p->h - 1 < 256 ? p->h - 1 : 256;
     int n = state_events(v->st, &all, 0, max, ev);
     uint64_t key = events_key(ev, n, p->w, p->h);
-    if (!v->fresh && key == v->events_key) return;
+    if (!v->fresh && key == v->events_key)
+        return;
     v->events_key = key;
     wmove(w, 1, 0);
     wclrtobot(w);
-    for (int i = 0; i < n; i++) view_event_line(v, w, 1 + i, p->w, ev[i]);
-    if (n == 0) draw_text(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_DIM), "no events yet");
+    for (int i = 0; i < n; i++)
+        view_event_line(v, w, 1 + i, p->w, ev[i]);
+    if (n == 0)
+        draw_text(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_DIM), "no events yet");
 }
 
 /* Each node's view once per frame: rows and alerts share it, and its
@@ -206,7 +221,8 @@ static void draw_events_pane(struct view_ctx *v, const struct state_node_view *n
 static void dashboard_draw(struct view_ctx *v)
 {
     struct state_node_view nv[v->n_nodes > 0 ? v->n_nodes : 1];
-    for (int i = 0; i < v->n_nodes; i++) state_node_view(v->st, i, v->now, &nv[i]);
+    for (int i = 0; i < v->n_nodes; i++)
+        state_node_view(v->st, i, v->now, &nv[i]);
     draw_nodes(v, nv);
     draw_events_pane(v, nv);
 }
@@ -220,7 +236,8 @@ static int dashboard_key(struct view_ctx *v, int key)
         return 1;
     }
     if (key == '\n' || key == '\r' || key == KEY_ENTER) {
-        if (v->n_nodes > 0) v->goto_view = LAYOUT_NODE;
+        if (v->n_nodes > 0)
+            v->goto_view = LAYOUT_NODE;
         return 1;
     }
     return view_node_action_key(v, key, v->node);
@@ -230,8 +247,10 @@ static int dashboard_click(struct view_ctx *v, int y, int x)
 {
     const struct layout_rect *p = &v->lay->pane[LAYOUT_NODES];
     int row = y - p->y - 1;
-    if (x < p->x || x >= p->x + p->w || row < 0 || row >= p->h - 1) return 0;
-    if (v->node_top + row >= v->n_nodes) return 0;
+    if (x < p->x || x >= p->x + p->w || row < 0 || row >= p->h - 1)
+        return 0;
+    if (v->node_top + row >= v->n_nodes)
+        return 0;
     v->node = v->node_top + row;
     return 1;
 }

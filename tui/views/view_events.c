@@ -11,8 +11,8 @@
 
 static struct state_event_filter events_filter(const struct view_ctx *v)
 {
-    struct state_event_filter f = {.node = -1, .kind = NULL,
-                                   .text = v->ev.filter[0] ? v->ev.filter : NULL};
+    struct state_event_filter f = {
+        .node = -1, .kind = NULL, .text = v->ev.filter[0] ? v->ev.filter : NULL};
     return f;
 }
 
@@ -35,9 +35,11 @@ static void events_draw(struct view_ctx *v)
     const struct layout_rect *fp = &v->lay->pane[LAYOUT_FILTER], *lp = &v->lay->pane[LAYOUT_LIST];
     const struct state_event *ev[LIST_MAX];
     struct state_event_filter f = events_filter(v);
-    if (!fw || !lw) return;
+    if (!fw || !lw)
+        return;
     int count = state_event_count(v->st, &f);
-    if (v->ev.skip > max_skip(v, count)) v->ev.skip = max_skip(v, count);
+    if (v->ev.skip > max_skip(v, count))
+        v->ev.skip = max_skip(v, count);
 
     int x = draw_text(fw, v->g, 0, 0, fp->w, palette_attr(v->pal, PAL_TITLE), "filter: ");
     if (v->ev.editing)
@@ -46,7 +48,8 @@ static void events_draw(struct view_ctx *v)
     else if (v->ev.filter[0])
         x += draw_text(fw, v->g, 0, x, fp->w - x, A_BOLD, v->ev.filter);
     else
-        x += draw_text(fw, v->g, 0, x, fp->w - x, palette_attr(v->pal, PAL_DIM), "none (/ to type one)");
+        x += draw_text(fw, v->g, 0, x, fp->w - x, palette_attr(v->pal, PAL_DIM),
+                       "none (/ to type one)");
     int shown_first = count ? v->ev.skip + 1 : 0;
     int shown_last = v->ev.skip + list_rows(v) < count ? v->ev.skip + list_rows(v) : count;
     char pos[64];
@@ -55,7 +58,8 @@ static void events_draw(struct view_ctx *v)
         draw_rjust(fw, v->g, 0, x, fp->w - x, palette_attr(v->pal, PAL_DIM), pos);
 
     int n = state_events(v->st, &f, v->ev.skip, list_rows(v), ev);
-    for (int i = 0; i < n; i++) view_event_line(v, lw, i, lp->w, ev[i]);
+    for (int i = 0; i < n; i++)
+        view_event_line(v, lw, i, lp->w, ev[i]);
     if (n == 0)
         draw_text(lw, v->g, 0, 0, lp->w, palette_attr(v->pal, PAL_DIM),
                   v->ev.filter[0] ? "no event matches the filter" : "no events yet");
@@ -70,7 +74,8 @@ static void filter_key(struct view_ctx *v, int key)
         v->ev.editing = 0;
         v->ev.filter[0] = '\0';
     } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
-        if (n) v->ev.filter[n - 1] = '\0';
+        if (n)
+            v->ev.filter[n - 1] = '\0';
     } else if (key >= 0x20 && key < 0x7F && n + 1 < sizeof v->ev.filter) {
         v->ev.filter[n] = (char)key;
         v->ev.filter[n + 1] = '\0';
@@ -94,9 +99,10 @@ static int events_key(struct view_ctx *v, int key)
         return 1;
     }
     struct state_event_filter f = events_filter(v);
-    int to = view_move(key, v->ev.skip, max_skip(v, state_event_count(v->st, &f)) + 1,
-                       list_rows(v) - 1);
-    if (to < 0) return 0;
+    int to =
+        view_move(key, v->ev.skip, max_skip(v, state_event_count(v->st, &f)) + 1, list_rows(v) - 1);
+    if (to < 0)
+        return 0;
     v->ev.skip = to;
     return 1;
 }

@@ -71,23 +71,27 @@ void view_help_draw(struct view_ctx *v)
 {
     WINDOW *w = v->win[LAYOUT_HELP];
     const struct layout_rect *p = &v->lay->pane[LAYOUT_HELP];
-    if (!w) return;
+    if (!w)
+        return;
     draw_box(w, v->g, palette_attr(v->pal, PAL_TITLE));
     draw_text(w, v->g, 0, 2, p->w - 4, palette_attr(v->pal, PAL_TITLE),
               " infertop help: j/k scroll, any other key closes ");
     int rows = help_rows(v), inner = p->w - 4;
-    if (v->help_top > HELP_LINES - rows) v->help_top = HELP_LINES - rows > 0 ? HELP_LINES - rows : 0;
+    if (v->help_top > HELP_LINES - rows)
+        v->help_top = HELP_LINES - rows > 0 ? HELP_LINES - rows : 0;
     for (int i = 0; i < rows && v->help_top + i < HELP_LINES; i++) {
         const char *line = help_lines[v->help_top + i];
         const char *tab = line;
-        while (*tab && *tab != '\t') tab++;
+        while (*tab && *tab != '\t')
+            tab++;
         if (!*tab) {
             draw_text(w, v->g, 1 + i, 2, inner, palette_attr(v->pal, PAL_TITLE), line);
             continue;
         }
         char key[KEY_COLS + 1];
         int n = (int)(tab - line) < KEY_COLS ? (int)(tab - line) : KEY_COLS;
-        for (int k = 0; k < n; k++) key[k] = line[k];
+        for (int k = 0; k < n; k++)
+            key[k] = line[k];
         key[n] = '\0';
         draw_text(w, v->g, 1 + i, 3, KEY_COLS, palette_attr(v->pal, PAL_KEY), key);
         draw_text(w, v->g, 1 + i, 3 + KEY_COLS, inner - KEY_COLS - 1, A_NORMAL, tab + 1);
@@ -97,7 +101,8 @@ void view_help_draw(struct view_ctx *v)
 int view_help_key(struct view_ctx *v, int key)
 {
     int to = view_move(key, v->help_top, HELP_LINES - help_rows(v) + 1, help_rows(v));
-    if (to < 0) return 0;
+    if (to < 0)
+        return 0;
     v->help_top = to;
     return 1;
 }

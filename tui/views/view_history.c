@@ -12,9 +12,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "tui/stress/console_runs.h"
 #include "draw.h"
 #include "meter.h"
+#include "tui/stress/console_runs.h"
 #include "ui.h"
 #include "view.h"
 
@@ -39,7 +39,8 @@ static void reload(struct view_ctx *v)
                           sizeof err) != 0)
         view_message(v, 1, "history: %s", err);
     size_t n = listed(v)->n;
-    if ((size_t)v->hist.sel >= n) v->hist.sel = n ? (int)n - 1 : 0;
+    if ((size_t)v->hist.sel >= n)
+        v->hist.sel = n ? (int)n - 1 : 0;
 }
 
 static void draw_status(struct view_ctx *v)
@@ -47,7 +48,8 @@ static void draw_status(struct view_ctx *v)
     WINDOW *w = v->win[LAYOUT_FILTER];
     int width = v->lay->pane[LAYOUT_FILTER].w;
     char marked[32] = "none";
-    if (v->hist.marked) snprintf(marked, sizeof marked, "run %lld", (long long)v->hist.marked);
+    if (v->hist.marked)
+        snprintf(marked, sizeof marked, "run %lld", (long long)v->hist.marked);
     draw_textf(w, v->g, 0, 0, width, palette_attr(v->pal, PAL_TITLE),
                "status: %s   sort: %s   marked: %s   %zu runs",
                statuses[v->hist.status] ? statuses[v->hist.status] : "any",
@@ -72,7 +74,8 @@ static void draw_runs(struct view_ctx *v)
         strftime(when, sizeof when, "%Y-%m-%d %H:%M", &tm);
         int sel = v->hist.top + i == v->hist.sel;
         attr_t a = sel ? palette_attr(v->pal, PAL_SELECT) : A_NORMAL;
-        draw_textf(w, v->g, i + 1, 0, p->w, a, "%-3s %5lld  %-16.16s %-7s %-10s %9lld %5lld %6lld %6lld  %s",
+        draw_textf(w, v->g, i + 1, 0, p->w, a,
+                   "%-3s %5lld  %-16.16s %-7s %-10s %9lld %5lld %6lld %6lld  %s",
                    r->id == v->hist.marked ? "[m]" : "", (long long)r->id, r->name, r->mode,
                    r->status, (long long)r->max_context, (long long)r->n_legs,
                    (long long)r->n_requests, (long long)r->n_failed, when);
@@ -89,8 +92,10 @@ static int bottleneck(const store_summary *s, int leg, const char *phase)
     int best = -1;
     for (size_t i = 0; i < s->n_groups; i++) {
         const store_step_group *g = &s->groups[i];
-        if (g->leg != leg || strcmp(g->phase, phase) != 0) continue;
-        if (best < 0 || g->eval_ms.p50 > s->groups[best].eval_ms.p50) best = (int)i;
+        if (g->leg != leg || strcmp(g->phase, phase) != 0)
+            continue;
+        if (best < 0 || g->eval_ms.p50 > s->groups[best].eval_ms.p50)
+            best = (int)i;
     }
     return best;
 }
@@ -99,7 +104,8 @@ static void draw_summary(struct view_ctx *v, WINDOW *w, int width, int h)
 {
     const store_run *sel = selected(v);
     char err[256];
-    if (!sel) return;
+    if (!sel)
+        return;
     const store_summary *s = console_runs_summary(v->opt->runs, sel->id, err, sizeof err);
     if (!s) {
         draw_text(w, v->g, 0, 0, width, palette_attr(v->pal, PAL_ERROR), err);
@@ -116,18 +122,19 @@ static void draw_summary(struct view_ctx *v, WINDOW *w, int width, int h)
     for (size_t i = 0; i < s->n_legs && y < h; i++) {
         const store_leg_summary *l = &s->legs[i];
         char agg[16] = "-";
-        if (!isnan(l->agg_tps)) snprintf(agg, sizeof agg, "%.1f", l->agg_tps);
+        if (!isnan(l->agg_tps))
+            snprintf(agg, sizeof agg, "%.1f", l->agg_tps);
         draw_textf(w, v->g, y++, 0, width, A_NORMAL,
-                   "%-4d %4d %7d %4d %-10s %8lld %5lld %6lld %9s %11.1f %9.1f %9.1f %11.1f",
-                   l->idx, l->kv_bits, l->prefill_step, l->concurrency, l->status,
+                   "%-4d %4d %7d %4d %-10s %8lld %5lld %6lld %9s %11.1f %9.1f %9.1f %11.1f", l->idx,
+                   l->kv_bits, l->prefill_step, l->concurrency, l->status,
                    (long long)l->max_context, (long long)l->requests, (long long)l->failed, agg,
                    l->decode_tps.p50, l->tpot_ms.p50, l->ttft_ms.p50, l->prefill_tps.p50);
     }
     if (s->failure.found && y < h)
         draw_textf(w, v->g, y++, 0, width, palette_attr(v->pal, PAL_ERROR),
                    "first failure: leg %d request %lld at context %lld: %s %s", s->failure.leg,
-                   (long long)s->failure.request, (long long)s->failure.ctx_before,
-                   s->failure.code, s->failure.message);
+                   (long long)s->failure.request, (long long)s->failure.ctx_before, s->failure.code,
+                   s->failure.message);
     if (y < h)
         draw_textf(w, v->g, y++, 0, width, A_BOLD, "%-4s %-12s %-8s %17s %17s %17s", "leg", "node",
                    "phase", "step ms p50/p99", "model ms p50/p99", "eval ms p50/p99");
@@ -135,9 +142,10 @@ static void draw_summary(struct view_ctx *v, WINDOW *w, int width, int h)
         const store_step_group *g = &s->groups[i];
         int slow = bottleneck(s, g->leg, g->phase) == (int)i;
         attr_t a = slow ? palette_attr(v->pal, PAL_ALERT) | A_BOLD : A_NORMAL;
-        draw_textf(w, v->g, y++, 0, width, a, "%-4d %-12.12s %-8s %8.2f/%-8.2f %8.2f/%-8.2f %8.2f/%-8.2f%s",
-                   g->leg, g->node, g->phase, g->step_ms.p50, g->step_ms.p99, g->model_ms.p50,
-                   g->model_ms.p99, g->eval_ms.p50, g->eval_ms.p99, slow ? "  bottleneck" : "");
+        draw_textf(w, v->g, y++, 0, width, a,
+                   "%-4d %-12.12s %-8s %8.2f/%-8.2f %8.2f/%-8.2f %8.2f/%-8.2f%s", g->leg, g->node,
+                   g->phase, g->step_ms.p50, g->step_ms.p99, g->model_ms.p50, g->model_ms.p99,
+                   g->eval_ms.p50, g->eval_ms.p99, slow ? "  bottleneck" : "");
     }
 }
 
@@ -168,7 +176,8 @@ static void draw_compare(struct view_ctx *v, WINDOW *w, int width, int h)
     draw_textf(w, v->g, 1, 0, width, A_BOLD, "%-26s %-18s %12s %12s %12s %8s", "key", "metric", ha,
                hb, "delta", "ratio");
     int rows = h - 2;
-    if (v->hist.detail_top > (int)c->n - rows) v->hist.detail_top = (int)c->n > rows ? (int)c->n - rows : 0;
+    if (v->hist.detail_top > (int)c->n - rows)
+        v->hist.detail_top = (int)c->n > rows ? (int)c->n - rows : 0;
     for (int i = 0; i < rows && (size_t)(v->hist.detail_top + i) < c->n; i++) {
         const store_delta *d = &c->rows[v->hist.detail_top + i];
         char a[24], b[24], dl[24], r[24];
@@ -187,9 +196,12 @@ static void leg_scope(struct view_ctx *v, int64_t id, char *buf, size_t len)
     char err[256];
     const store_summary *s = console_runs_summary(v->opt->runs, id, err, sizeof err);
     buf[0] = '\0';
-    if (!s) return;
-    if (v->hist.leg >= (int)s->n_legs) v->hist.leg = 0;
-    if (s->n_legs < 2) return;
+    if (!s)
+        return;
+    if (v->hist.leg >= (int)s->n_legs)
+        v->hist.leg = 0;
+    if (s->n_legs < 2)
+        return;
     const store_leg_summary *l = &s->legs[v->hist.leg];
     snprintf(buf, len, "leg %d/%zu kv %d prefill %d conc %d", l->idx + 1, s->n_legs, l->kv_bits,
              l->prefill_step, l->concurrency);
@@ -200,12 +212,12 @@ static void draw_charts(struct view_ctx *v, WINDOW *w, struct layout_rect r)
     char err[256], scope[96];
     int cmp = v->hist.detail == VIEW_HIST_COMPARE;
     int64_t a = cmp ? v->hist.compare_a : selected(v) ? selected(v)->id : 0;
-    if (!a) return;
+    if (!a)
+        return;
     leg_scope(v, a, scope, sizeof scope);
     const store_curve *ca = console_runs_curve(v->opt->runs, a, err, sizeof err);
-    const store_curve *cb = ca && cmp ? console_runs_curve(v->opt->runs, v->hist.compare_b, err,
-                                                           sizeof err)
-                                      : NULL;
+    const store_curve *cb =
+        ca && cmp ? console_runs_curve(v->opt->runs, v->hist.compare_b, err, sizeof err) : NULL;
     if (!ca || (cmp && !cb))
         draw_text(w, v->g, r.y, r.x, r.w, palette_attr(v->pal, PAL_ERROR), err);
     else if (cmp)
@@ -217,13 +229,15 @@ static void draw_charts(struct view_ctx *v, WINDOW *w, struct layout_rect r)
 static void history_draw(struct view_ctx *v)
 {
     WINDOW *dw = v->win[LAYOUT_DETAIL];
-    if (!v->win[LAYOUT_FILTER] || !v->win[LAYOUT_RUNS] || !dw) return;
+    if (!v->win[LAYOUT_FILTER] || !v->win[LAYOUT_RUNS] || !dw)
+        return;
     if (!v->opt->runs) {
         draw_text(v->win[LAYOUT_FILTER], v->g, 0, 0, v->lay->pane[LAYOUT_FILTER].w,
                   palette_attr(v->pal, PAL_ERROR), "no run history store (see --db)");
         return;
     }
-    if (v->fresh) reload(v);
+    if (v->fresh)
+        reload(v);
     draw_status(v);
     draw_runs(v);
     const struct layout_rect *p = &v->lay->pane[LAYOUT_DETAIL];
@@ -239,7 +253,8 @@ static void history_draw(struct view_ctx *v)
 static void mark(struct view_ctx *v)
 {
     const store_run *r = selected(v);
-    if (!r) return;
+    if (!r)
+        return;
     v->hist.marked = v->hist.marked == r->id ? 0 : r->id;
     if (v->hist.marked)
         view_message(v, 0, "run %lld marked: select another run and press C to compare",
@@ -263,7 +278,8 @@ static void export_shown(struct view_ctx *v)
 {
     const store_run *r = selected(v);
     char path[64], err[512];
-    if (!r) return;
+    if (!r)
+        return;
     int64_t id = v->hist.detail == VIEW_HIST_COMPARE ? v->hist.compare_b : r->id;
     snprintf(path, sizeof path, "./infertop-run-%lld.csv", (long long)id);
     if (console_runs_export(v->opt->runs, id, path, err, sizeof err) != 0)
@@ -274,24 +290,56 @@ static void export_shown(struct view_ctx *v)
 
 static int history_key(struct view_ctx *v, int key)
 {
-    if (!v->opt->runs) return 0;
+    if (!v->opt->runs)
+        return 0;
     switch (key) {
-    case '\n': case '\r': case KEY_ENTER: v->hist.detail = VIEW_HIST_SUMMARY; return 1;
-    case 'm': mark(v); return 1;
-    case 'C': compare(v); return 1;
-    case 'x': export_shown(v); return 1;
-    case 'g': v->hist.charts = !v->hist.charts; return 1;
-    case 'l': v->hist.leg++; return 1; /* back to 0 past the last (leg_scope) */
-    case 'r': reload(v); return 1;
-    case 'f': v->hist.status = (v->hist.status + 1) % N_STATUSES; v->hist.sel = 0; reload(v); return 1;
-    case 'o': v->hist.sort_context = !v->hist.sort_context; v->hist.sel = 0; reload(v); return 1;
-    case ']': v->hist.detail_top++; return 1;
-    case '[': if (v->hist.detail_top > 0) v->hist.detail_top--; return 1;
-    default: break;
+    case '\n':
+    case '\r':
+    case KEY_ENTER:
+        v->hist.detail = VIEW_HIST_SUMMARY;
+        return 1;
+    case 'm':
+        mark(v);
+        return 1;
+    case 'C':
+        compare(v);
+        return 1;
+    case 'x':
+        export_shown(v);
+        return 1;
+    case 'g':
+        v->hist.charts = !v->hist.charts;
+        return 1;
+    case 'l':
+        v->hist.leg++;
+        return 1; /* back to 0 past the last (leg_scope) */
+    case 'r':
+        reload(v);
+        return 1;
+    case 'f':
+        v->hist.status = (v->hist.status + 1) % N_STATUSES;
+        v->hist.sel = 0;
+        reload(v);
+        return 1;
+    case 'o':
+        v->hist.sort_context = !v->hist.sort_context;
+        v->hist.sel = 0;
+        reload(v);
+        return 1;
+    case ']':
+        v->hist.detail_top++;
+        return 1;
+    case '[':
+        if (v->hist.detail_top > 0)
+            v->hist.detail_top--;
+        return 1;
+    default:
+        break;
     }
     int rows = v->lay->pane[LAYOUT_RUNS].h - 1;
     int to = view_move(key, v->hist.sel, (int)listed(v)->n, rows);
-    if (to < 0) return 0;
+    if (to < 0)
+        return 0;
     v->hist.sel = to;
     v->hist.detail = VIEW_HIST_SUMMARY;
     v->hist.leg = 0;
@@ -304,5 +352,7 @@ const struct ui_view view_history = {
     .draw = history_draw,
     .key = history_key,
     .click = NULL,
-    .footer = "j/k:run|Enter:summary|g:charts|l:leg|m:mark|C:compare|x:export|f:status|o:sort|r:reload|?:help",
+    .footer = "j/"
+              "k:run|Enter:summary|g:charts|l:leg|m:mark|C:compare|x:export|f:status|o:sort|r:"
+              "reload|?:help",
 };

@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tui/core/cluster.h"
 #include "draw.h"
 #include "meter.h"
+#include "tui/core/cluster.h"
 #include "tui/ssh/remote.h"
 #include "ui.h"
 #include "view.h"
@@ -33,7 +33,8 @@ static void fact(struct facts *fs, const char *key, enum palette_role role, cons
 static void fact(struct facts *fs, const char *key, enum palette_role role, const char *fmt, ...)
 {
     va_list ap;
-    if (fs->n == FACT_MAX) return;
+    if (fs->n == FACT_MAX)
+        return;
     struct fact *f = &fs->f[fs->n++];
     f->key = key;
     f->role = role;
@@ -52,11 +53,16 @@ static void fact_bytes(struct facts *fs, const char *key, uint64_t b)
 static const char *cfg_stage_word(enum state_cfg_stage s)
 {
     switch (s) {
-    case STATE_CFG_REQUESTED: return "pending (sent)";
-    case STATE_CFG_ACKED: return "pending (acknowledged)";
-    case STATE_CFG_CONFIRMED: return "confirmed";
-    case STATE_CFG_FAILED: return "failed";
-    case STATE_CFG_NONE: break;
+    case STATE_CFG_REQUESTED:
+        return "pending (sent)";
+    case STATE_CFG_ACKED:
+        return "pending (acknowledged)";
+    case STATE_CFG_CONFIRMED:
+        return "confirmed";
+    case STATE_CFG_FAILED:
+        return "failed";
+    case STATE_CFG_NONE:
+        break;
     }
     return "";
 }
@@ -69,7 +75,8 @@ static void host_facts(struct facts *fs, const struct remote *r, int node)
     const nodectl_facts *f = remote_facts(r, node, &why, &failed);
     char total[16], avail[16];
     if (!f) {
-        if (why[0]) fact(fs, "host", failed ? PAL_ERROR : PAL_PENDING, "%s", why);
+        if (why[0])
+            fact(fs, "host", failed ? PAL_ERROR : PAL_PENDING, "%s", why);
         return;
     }
     fact(fs, "cores", PAL_TEXT, "%d", f->cores);
@@ -83,8 +90,10 @@ static void host_facts(struct facts *fs, const struct remote *r, int node)
     }
     if (f->load[0] >= 0)
         fact(fs, "load", PAL_TEXT, "%.2f %.2f %.2f", f->load[0], f->load[1], f->load[2]);
-    if (f->os[0]) fact(fs, "os", PAL_TEXT, "%s", f->os);
-    if (f->kernel[0]) fact(fs, "kernel", PAL_TEXT, "%s", f->kernel);
+    if (f->os[0])
+        fact(fs, "os", PAL_TEXT, "%s", f->os);
+    if (f->kernel[0])
+        fact(fs, "kernel", PAL_TEXT, "%s", f->kernel);
     if (f->inferd_path[0])
         fact(fs, "inferd", PAL_TEXT, "%s",
              f->inferd_version[0] ? f->inferd_version : f->inferd_path);
@@ -150,8 +159,8 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
             fact(fs, "max_ctx", PAL_TEXT, "no cap");
         fact_bytes(fs, "rss", s->memory.rss);
         fact(fs, "sessions", PAL_TEXT, "%d", s->sessions);
-        fact(fs, "requests", s->queued ? PAL_PENDING : PAL_TEXT, "%d running, %d queued",
-             s->active, s->queued);
+        fact(fs, "requests", s->queued ? PAL_PENDING : PAL_TEXT, "%d running, %d queued", s->active,
+             s->queued);
         /* An older node runs one request at a time and says nothing. */
         if (s->config.max_seqs > 0)
             fact(fs, "batching", PAL_TEXT, "max_seqs %d, pipeline depth %d", s->config.max_seqs,
@@ -160,7 +169,8 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
         fact(fs, "uptime", PAL_TEXT, "%s", buf);
         fact(fs, "version", PAL_TEXT, "%s", s->version);
         fact(fs, "curve", s->curve ? PAL_TEXT : PAL_PENDING, "%s", s->curve ? "on" : "off");
-        if (s->warning[0]) fact(fs, "warning", PAL_ERROR, "%s", s->warning);
+        if (s->warning[0])
+            fact(fs, "warning", PAL_ERROR, "%s", s->warning);
     }
     fact(fs, "messages", nv.lost ? PAL_PENDING : PAL_TEXT, "%llu, %llu lost",
          (unsigned long long)nv.received, (unsigned long long)nv.lost);
@@ -176,7 +186,8 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
         fact(fs, "control", PAL_TEXT, "%s", cn->control);
         fact(fs, "telemetry", PAL_TEXT, "%s", cn->telemetry);
     }
-    if (v->opt->remote) host_facts(fs, v->opt->remote, node);
+    if (v->opt->remote)
+        host_facts(fs, v->opt->remote, node);
 }
 
 /* Facts down as many columns of FACT_CELL_COLS as the pane needs and has. */
@@ -185,13 +196,15 @@ static void draw_facts(struct view_ctx *v, int node)
     WINDOW *w = v->win[LAYOUT_FACTS];
     const struct layout_rect *p = &v->lay->pane[LAYOUT_FACTS];
     struct facts fs;
-    if (!w) return;
+    if (!w)
+        return;
     collect_facts(v, node, &fs);
     int cols = fs.n > p->h && p->w >= 2 * FACT_CELL_COLS ? p->w / FACT_CELL_COLS : 1;
     int cw = cols > 1 ? p->w / cols : p->w;
     for (int i = 0; i < fs.n; i++) {
         int col = i / p->h, row = i % p->h;
-        if (col >= cols) break;
+        if (col >= cols)
+            break;
         int x = col * cw;
         draw_text(w, v->g, row, x, FACT_KEY_COLS, palette_attr(v->pal, PAL_DIM), fs.f[i].key);
         draw_text(w, v->g, row, x + FACT_KEY_COLS, cw - FACT_KEY_COLS - 1,
@@ -220,7 +233,8 @@ static void draw_timing(struct view_ctx *v, int node)
         const char *title;
     } ph[2] = {{STATE_PREFILL, "prefill ms"}, {STATE_DECODE, "decode ms"}};
     double model[STATE_SECONDS], eval[STATE_SECONDS];
-    if (!w) return;
+    if (!w)
+        return;
     /* Two charts side by side, a column apart and a column from the facts. */
     int half = p->w / 2;
     for (int i = 0; i < 2; i++) {
@@ -245,11 +259,13 @@ static void draw_load(struct view_ctx *v, int node)
     WINDOW *w = v->win[LAYOUT_LOAD];
     const struct layout_rect *p = &v->lay->pane[LAYOUT_LOAD];
     double busy[STATE_SECONDS], seqs[STATE_SECONDS];
-    if (!w) return;
+    if (!w)
+        return;
     int half = p->w / 2;
     int n = chart_points(v, half - 1);
     state_series(v->st, node, STATE_SERIES_BUSY, STATE_ANY, n, v->now, busy);
-    for (int i = 0; i < n; i++) busy[i] *= 100.0;
+    for (int i = 0; i < n; i++)
+        busy[i] *= 100.0;
     struct draw_series b = {"model/wall", busy, n};
     draw_chart(w, v->g, v->pal, 0, 0, half - 1, p->h, "busy %", &b, 1, 100.0, fmt_percent);
     n = chart_points(v, p->w - half - 1);
@@ -265,7 +281,8 @@ static void draw_memory(struct view_ctx *v, int node)
     double rss[STATE_SECONDS], kv[STATE_SECONDS];
     struct state_node_view nv;
     char title[48], budget[16];
-    if (!w) return;
+    if (!w)
+        return;
     state_node_view(v->st, node, v->now, &nv);
     int n = chart_points(v, p->w - 1);
     state_series(v->st, node, STATE_SERIES_RSS, STATE_ANY, n, v->now, rss);
@@ -290,8 +307,9 @@ static void draw_remote_log(struct view_ctx *v, WINDOW *w, const struct layout_r
     for (int i = first; i < n; i++) {
         enum nodelog_mark m;
         const char *line = nodelog_line(l, i, &m);
-        enum palette_role role =
-            m == NODELOG_ERROR ? PAL_ERROR : m == NODELOG_INFO ? PAL_DIM : PAL_TEXT;
+        enum palette_role role = m == NODELOG_ERROR  ? PAL_ERROR
+                                 : m == NODELOG_INFO ? PAL_DIM
+                                                     : PAL_TEXT;
         draw_text(w, v->g, 1 + i - first, 0, p->w, palette_attr(v->pal, role), line);
     }
 }
@@ -302,7 +320,8 @@ static void draw_log(struct view_ctx *v, int node)
     const struct layout_rect *p = &v->lay->pane[LAYOUT_LOG];
     struct state_event_filter f = {.node = node};
     const struct state_event *ev[256];
-    if (!w) return;
+    if (!w)
+        return;
     if (v->opt->remote) {
         draw_remote_log(v, w, p, node);
         return;
@@ -310,12 +329,14 @@ static void draw_log(struct view_ctx *v, int node)
     draw_textf(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "events of %s",
                state_node_name(v->st, node));
     int n = state_events(v->st, &f, 0, p->h - 1 < 256 ? p->h - 1 : 256, ev);
-    for (int i = 0; i < n; i++) view_event_line(v, w, 1 + i, p->w, ev[i]);
+    for (int i = 0; i < n; i++)
+        view_event_line(v, w, 1 + i, p->w, ev[i]);
 }
 
 static void node_draw(struct view_ctx *v)
 {
-    if (v->n_nodes == 0) return;
+    if (v->n_nodes == 0)
+        return;
     draw_facts(v, v->node);
     draw_timing(v, v->node);
     draw_load(v, v->node);

@@ -10,22 +10,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tui/stress/console_runs.h"
 #include "draw.h"
 #include "meter.h"
+#include "tui/stress/console_runs.h"
 #include "ui.h"
 #include "view.h"
 
 enum field {
-    F_MODE, F_LEG, F_FROM, F_TO, F_FACTOR, F_STEP, F_GEN, F_REQUESTS, F_PROMPT, F_CONCURRENCY,
-    F_RATE, F_SEED, F_DURATION, F_KV_BITS, F_PREFILL, F_TIMEOUT, F_STOP, F_NAME, F_NOTES, F_START,
+    F_MODE,
+    F_LEG,
+    F_FROM,
+    F_TO,
+    F_FACTOR,
+    F_STEP,
+    F_GEN,
+    F_REQUESTS,
+    F_PROMPT,
+    F_CONCURRENCY,
+    F_RATE,
+    F_SEED,
+    F_DURATION,
+    F_KV_BITS,
+    F_PREFILL,
+    F_TIMEOUT,
+    F_STOP,
+    F_NAME,
+    F_NOTES,
+    F_START,
     F_COUNT
 };
 
 static const char *const field_label[F_COUNT] = {
-    "mode", "sweep legs", "from", "to", "factor", "step", "gen", "requests", "prompt tokens",
-    "concurrency", "rate /s", "seed", "duration s", "kv-bits", "prefill-step", "timeout s",
-    "stop on fail", "name", "notes", "start"};
+    "mode",         "sweep legs",    "from",         "to",      "factor", "step",       "gen",
+    "requests",     "prompt tokens", "concurrency",  "rate /s", "seed",   "duration s", "kv-bits",
+    "prefill-step", "timeout s",     "stop on fail", "name",    "notes",  "start"};
 
 static const store_mode modes[] = {STORE_MODE_GROWTH, STORE_MODE_FIXED, STORE_MODE_SOAK,
                                    STORE_MODE_SWEEP};
@@ -58,27 +76,67 @@ static void fmt_list(const int *x, int n, char *buf, size_t len)
 static void field_text(const stress_opts *o, enum field f, char *buf, size_t len)
 {
     switch (f) {
-    case F_MODE: snprintf(buf, len, "%s", store_mode_name(o->mode)); break;
-    case F_LEG: snprintf(buf, len, "%s", store_mode_name(o->leg_mode)); break;
-    case F_FROM: snprintf(buf, len, "%lld", (long long)o->from); break;
-    case F_TO: snprintf(buf, len, "%lld", (long long)o->to); break;
-    case F_FACTOR: snprintf(buf, len, o->factor > 0 ? "%g" : "-", o->factor); break;
-    case F_STEP: snprintf(buf, len, o->step > 0 ? "%lld" : "-", (long long)o->step); break;
-    case F_GEN: snprintf(buf, len, "%d", o->gen); break;
-    case F_REQUESTS: snprintf(buf, len, "%lld", (long long)o->requests); break;
-    case F_PROMPT: snprintf(buf, len, "%d", o->prompt_tokens); break;
-    case F_CONCURRENCY: fmt_list(o->concurrency, o->n_concurrency, buf, len); break;
-    case F_RATE: snprintf(buf, len, o->rate > 0 ? "%g" : "as fast as allowed", o->rate); break;
-    case F_SEED: snprintf(buf, len, "%llu", (unsigned long long)o->seed); break;
-    case F_DURATION: snprintf(buf, len, "%g", o->duration_s); break;
-    case F_KV_BITS: fmt_list(o->kv_bits, o->n_kv_bits, buf, len); break;
-    case F_PREFILL: fmt_list(o->prefill_step, o->n_prefill_step, buf, len); break;
-    case F_TIMEOUT: snprintf(buf, len, "%g", o->timeout_s); break;
-    case F_STOP: snprintf(buf, len, "%s", o->stop_on_failure ? "yes" : "no"); break;
-    case F_NAME: snprintf(buf, len, "%s", o->name); break;
-    case F_NOTES: snprintf(buf, len, "%s", o->notes); break;
+    case F_MODE:
+        snprintf(buf, len, "%s", store_mode_name(o->mode));
+        break;
+    case F_LEG:
+        snprintf(buf, len, "%s", store_mode_name(o->leg_mode));
+        break;
+    case F_FROM:
+        snprintf(buf, len, "%lld", (long long)o->from);
+        break;
+    case F_TO:
+        snprintf(buf, len, "%lld", (long long)o->to);
+        break;
+    case F_FACTOR:
+        snprintf(buf, len, o->factor > 0 ? "%g" : "-", o->factor);
+        break;
+    case F_STEP:
+        snprintf(buf, len, o->step > 0 ? "%lld" : "-", (long long)o->step);
+        break;
+    case F_GEN:
+        snprintf(buf, len, "%d", o->gen);
+        break;
+    case F_REQUESTS:
+        snprintf(buf, len, "%lld", (long long)o->requests);
+        break;
+    case F_PROMPT:
+        snprintf(buf, len, "%d", o->prompt_tokens);
+        break;
+    case F_CONCURRENCY:
+        fmt_list(o->concurrency, o->n_concurrency, buf, len);
+        break;
+    case F_RATE:
+        snprintf(buf, len, o->rate > 0 ? "%g" : "as fast as allowed", o->rate);
+        break;
+    case F_SEED:
+        snprintf(buf, len, "%llu", (unsigned long long)o->seed);
+        break;
+    case F_DURATION:
+        snprintf(buf, len, "%g", o->duration_s);
+        break;
+    case F_KV_BITS:
+        fmt_list(o->kv_bits, o->n_kv_bits, buf, len);
+        break;
+    case F_PREFILL:
+        fmt_list(o->prefill_step, o->n_prefill_step, buf, len);
+        break;
+    case F_TIMEOUT:
+        snprintf(buf, len, "%g", o->timeout_s);
+        break;
+    case F_STOP:
+        snprintf(buf, len, "%s", o->stop_on_failure ? "yes" : "no");
+        break;
+    case F_NAME:
+        snprintf(buf, len, "%s", o->name);
+        break;
+    case F_NOTES:
+        snprintf(buf, len, "%s", o->notes);
+        break;
     case F_START:
-    case F_COUNT: buf[0] = '\0'; break;
+    case F_COUNT:
+        buf[0] = '\0';
+        break;
     }
 }
 
@@ -92,18 +150,24 @@ static int field_used(const stress_opts *o, enum field f)
     switch (f) {
     case F_LEG:
     case F_KV_BITS:
-    case F_PREFILL: return o->mode == STORE_MODE_SWEEP;
+    case F_PREFILL:
+        return o->mode == STORE_MODE_SWEEP;
     case F_FROM:
     case F_TO:
     case F_FACTOR:
-    case F_STEP: return growth;
-    case F_REQUESTS: return fixed && o->mode != STORE_MODE_SOAK;
+    case F_STEP:
+        return growth;
+    case F_REQUESTS:
+        return fixed && o->mode != STORE_MODE_SOAK;
     case F_PROMPT:
     case F_CONCURRENCY:
     case F_RATE:
-    case F_SEED: return fixed;
-    case F_DURATION: return o->mode == STORE_MODE_SOAK;
-    default: return 1;
+    case F_SEED:
+        return fixed;
+    case F_DURATION:
+        return o->mode == STORE_MODE_SOAK;
+    default:
+        return 1;
     }
 }
 
@@ -124,28 +188,61 @@ static int field_set(stress_opts *o, enum field f, const char *s, char *err, siz
     case F_CONCURRENCY:
         return stress_parse_list("--concurrency", s, o->concurrency, &o->n_concurrency, err,
                                  errlen);
-    case F_NAME: snprintf(o->name, sizeof o->name, "%s", s); return 0;
-    case F_NOTES: snprintf(o->notes, sizeof o->notes, "%s", s); return 0;
-    default: break;
+    case F_NAME:
+        snprintf(o->name, sizeof o->name, "%s", s);
+        return 0;
+    case F_NOTES:
+        snprintf(o->notes, sizeof o->notes, "%s", s);
+        return 0;
+    default:
+        break;
     }
     if (!number) {
         snprintf(err, errlen, "%s: \"%s\" is not a number", field_label[f], s);
         return -1;
     }
     switch (f) {
-    case F_FROM: o->from = (int64_t)d; break;
-    case F_TO: o->to = (int64_t)d; break;
+    case F_FROM:
+        o->from = (int64_t)d;
+        break;
+    case F_TO:
+        o->to = (int64_t)d;
+        break;
     /* Growth goes by a factor or by a step: setting one clears the other. */
-    case F_FACTOR: o->factor = d; o->step = 0; break;
-    case F_STEP: o->step = (int64_t)d; o->factor = 0; break;
-    case F_GEN: o->gen = (int)d; break;
-    case F_REQUESTS: o->requests = (int64_t)d; break;
-    case F_PROMPT: o->prompt_tokens = (int)d; break;
-    case F_RATE: o->rate = d; break;
-    case F_SEED: if (d < 0) return -1; o->seed = (uint64_t)d; break;
-    case F_DURATION: o->duration_s = d; break;
-    case F_TIMEOUT: o->timeout_s = d; break;
-    default: snprintf(err, errlen, "%s takes no value", field_label[f]); return -1;
+    case F_FACTOR:
+        o->factor = d;
+        o->step = 0;
+        break;
+    case F_STEP:
+        o->step = (int64_t)d;
+        o->factor = 0;
+        break;
+    case F_GEN:
+        o->gen = (int)d;
+        break;
+    case F_REQUESTS:
+        o->requests = (int64_t)d;
+        break;
+    case F_PROMPT:
+        o->prompt_tokens = (int)d;
+        break;
+    case F_RATE:
+        o->rate = d;
+        break;
+    case F_SEED:
+        if (d < 0)
+            return -1;
+        o->seed = (uint64_t)d;
+        break;
+    case F_DURATION:
+        o->duration_s = d;
+        break;
+    case F_TIMEOUT:
+        o->timeout_s = d;
+        break;
+    default:
+        snprintf(err, errlen, "%s takes no value", field_label[f]);
+        return -1;
     }
     return 0;
 }
@@ -154,7 +251,8 @@ static void draw_form(struct view_ctx *v)
 {
     WINDOW *w = v->win[LAYOUT_FORM];
     const struct layout_rect *p = &v->lay->pane[LAYOUT_FORM];
-    if (!w) return;
+    if (!w)
+        return;
     const stress_opts *o = form_opts(v);
     draw_text(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "stress run");
     /* Below the title and a blank row; scrolled when the pane is short. */
@@ -162,8 +260,9 @@ static void draw_form(struct view_ctx *v)
     view_scroll_to(v->form.field, rows, &v->form.top);
     for (int f = v->form.top; f < F_COUNT && f - v->form.top < rows; f++) {
         int y = f - v->form.top + 2, sel = f == v->form.field;
-        attr_t a = sel ? palette_attr(v->pal, PAL_SELECT) : field_used(o, f) ? A_NORMAL
-                                                                            : palette_attr(v->pal, PAL_DIM);
+        attr_t a = sel                ? palette_attr(v->pal, PAL_SELECT)
+                   : field_used(o, f) ? A_NORMAL
+                                      : palette_attr(v->pal, PAL_DIM);
         if (f == F_START) {
             draw_text(w, v->g, y, 0, p->w, a | A_BOLD, "[ start the run ]");
             continue;
@@ -181,16 +280,18 @@ static void draw_progress(struct view_ctx *v, const stress_progress *pr)
 {
     WINDOW *w = v->win[LAYOUT_PROGRESS];
     int width = v->lay->pane[LAYOUT_PROGRESS].w;
-    if (!w) return;
+    if (!w)
+        return;
     char eta[32] = "-", el[32];
-    if (pr->eta_s >= 0) meter_fmt_duration(pr->eta_s, eta, sizeof eta);
+    if (pr->eta_s >= 0)
+        meter_fmt_duration(pr->eta_s, eta, sizeof eta);
     meter_fmt_duration(pr->elapsed_s, el, sizeof el);
     const char *state = pr->state == STRESS_STARTING  ? "starting"
                         : pr->state == STRESS_RUNNING ? "running"
                                                       : store_status_name(pr->status);
-    enum palette_role role = pr->state != STRESS_FINISHED           ? PAL_PENDING
+    enum palette_role role = pr->state != STRESS_FINISHED    ? PAL_PENDING
                              : pr->status == STORE_COMPLETED ? PAL_OK
-                                                              : PAL_ERROR;
+                                                             : PAL_ERROR;
     int x = draw_textf(w, v->g, 0, 0, width, palette_attr(v->pal, PAL_TITLE), "run %lld %s ",
                        (long long)pr->run_id, store_mode_name(pr->mode));
     draw_text(w, v->g, 0, x, width - x, palette_attr(v->pal, role) | A_BOLD, state);
@@ -217,7 +318,8 @@ static void draw_curves(struct view_ctx *v, const stress_progress *pr)
     const store_point *points;
     size_t n = console_runs_points(v->opt->runs, &points);
     char scope[64] = "";
-    if (!w) return;
+    if (!w)
+        return;
     if (pr && pr->n_legs > 1)
         snprintf(scope, sizeof scope, "leg %d/%d", pr->leg + 1, pr->n_legs);
     struct layout_rect r = {0, 0, p->w - 1, p->h};
@@ -229,7 +331,8 @@ static void stress_draw(struct view_ctx *v)
     WINDOW *pw = v->win[LAYOUT_PROGRESS];
     if (!v->opt->runs) {
         if (pw)
-            draw_text(pw, v->g, 0, 0, v->lay->pane[LAYOUT_PROGRESS].w, palette_attr(v->pal, PAL_ERROR),
+            draw_text(pw, v->g, 0, 0, v->lay->pane[LAYOUT_PROGRESS].w,
+                      palette_attr(v->pal, PAL_ERROR),
                       "no run history store: stress runs are off (see --db)");
         return;
     }
@@ -247,7 +350,8 @@ static void stress_draw(struct view_ctx *v)
 static void start(struct view_ctx *v)
 {
     char err[512];
-    if (view_refuse_readonly(v, "stress runs")) return;
+    if (view_refuse_readonly(v, "stress runs"))
+        return;
     if (console_runs_start(v->opt->runs, form_opts(v), err, sizeof err) != 0)
         view_message(v, 1, "%s", err);
     else
@@ -265,7 +369,8 @@ static void edit_key(struct view_ctx *v, int key)
     } else if (key == 27) {
         v->form.editing = 0;
     } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
-        if (n) v->form.text[n - 1] = '\0';
+        if (n)
+            v->form.text[n - 1] = '\0';
     } else if (key >= 0x20 && key < 0x7F && n + 1 < sizeof v->form.text) {
         v->form.text[n] = (char)key;
         v->form.text[n + 1] = '\0';
@@ -277,7 +382,8 @@ static void cycle(stress_opts *o, enum field f)
 {
     if (f == F_MODE) {
         size_t i = 0;
-        while (modes[i] != o->mode) i++;
+        while (modes[i] != o->mode)
+            i++;
         o->mode = modes[(i + 1) % (sizeof modes / sizeof modes[0])];
     } else if (f == F_LEG) {
         o->leg_mode = o->leg_mode == STORE_MODE_GROWTH ? STORE_MODE_FIXED : STORE_MODE_GROWTH;
@@ -288,7 +394,8 @@ static void cycle(stress_opts *o, enum field f)
 
 static int stress_key(struct view_ctx *v, int key)
 {
-    if (!v->opt->runs) return 0;
+    if (!v->opt->runs)
+        return 0;
     if (v->form.editing) {
         edit_key(v, key);
         return 1;
@@ -311,7 +418,8 @@ static int stress_key(struct view_ctx *v, int key)
         return 1;
     }
     int to = view_move(key, v->form.field, F_COUNT, F_COUNT);
-    if (to < 0) return 0;
+    if (to < 0)
+        return 0;
     v->form.field = to;
     return 1;
 }

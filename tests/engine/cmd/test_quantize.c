@@ -78,8 +78,8 @@ static const char *out_path(const char *name)
 /* `inferd quantize --model MODEL --type TYPE --out OUT --threads 2`. */
 static int quantize(const char *model, const char *type, const char *out)
 {
-    char *argv[] = {"quantize", "--model", (char *)model, "--type", (char *)type,
-                    "--out",    (char *)out, "--threads", "2", NULL};
+    char *argv[] = {"quantize", "--model",   (char *)model, "--type", (char *)type,
+                    "--out",    (char *)out, "--threads",   "2",      NULL};
     return cmd_quantize(9, argv);
 }
 
@@ -174,8 +174,10 @@ Test(quantize, r256_type_counts)
         uint32_t t[2];
         int n[2];
     } want[] = {
-        {"Q4_0", {WT_Q4_0, WT_Q6_K}, {29, 1}},  {"Q4_K_M", {WT_Q4_K, WT_Q6_K}, {25, 5}},
-        {"Q5_K_M", {WT_Q5_K, WT_Q6_K}, {25, 5}}, {"Q6_K", {WT_Q6_K, WT_Q6_K}, {30, 30}},
+        {"Q4_0", {WT_Q4_0, WT_Q6_K}, {29, 1}},
+        {"Q4_K_M", {WT_Q4_K, WT_Q6_K}, {25, 5}},
+        {"Q5_K_M", {WT_Q5_K, WT_Q6_K}, {25, 5}},
+        {"Q6_K", {WT_Q6_K, WT_Q6_K}, {30, 30}},
     };
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         const char *out = out_path("c.gguf");
@@ -247,14 +249,22 @@ Test(quantize, embedded_as_llama_cpp_converts_it)
         {"BF16", FIX "s260-BF16.gguf"},
     };
     static const char *const keys[] = {
-        "tokenizer.ggml.tokens",          "tokenizer.ggml.scores",
-        "tokenizer.ggml.token_type",      "tokenizer.ggml.model",
-        "general.architecture",           "tokenizer.ggml.unknown_token_id",
-        "tokenizer.ggml.bos_token_id",    "tokenizer.ggml.eos_token_id",
-        "tokenizer.ggml.padding_token_id", "llama.context_length",
-        "llama.embedding_length",         "llama.feed_forward_length",
-        "llama.attention.head_count",     "llama.attention.head_count_kv",
-        "llama.block_count",              "llama.rope.dimension_count",
+        "tokenizer.ggml.tokens",
+        "tokenizer.ggml.scores",
+        "tokenizer.ggml.token_type",
+        "tokenizer.ggml.model",
+        "general.architecture",
+        "tokenizer.ggml.unknown_token_id",
+        "tokenizer.ggml.bos_token_id",
+        "tokenizer.ggml.eos_token_id",
+        "tokenizer.ggml.padding_token_id",
+        "llama.context_length",
+        "llama.embedding_length",
+        "llama.feed_forward_length",
+        "llama.attention.head_count",
+        "llama.attention.head_count_kv",
+        "llama.block_count",
+        "llama.rope.dimension_count",
         "llama.attention.layer_norm_rms_epsilon",
     };
     for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {

@@ -6,8 +6,8 @@
 
 #include "engine/compute/forward.h"
 #include "engine/compute/kvcache.h"
-#include "engine/model/model.h"
 #include "engine/compute/pool.h"
+#include "engine/model/model.h"
 
 typedef struct harness {
     model *m;

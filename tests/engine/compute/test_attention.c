@@ -135,7 +135,9 @@ static void naive_fp16(const setup *c, const float *q, const float *k, const flo
 static double run_case(const setup *c, pool *pl)
 {
     char err[256];
-    kv_shape s = {.n_layers = LAYERS, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
+    kv_shape s = {.n_layers = LAYERS,
+                  .n_kv_heads = c->n_kv_heads,
+                  .head_dim = c->head_dim,
                   .block = c->block};
     int heads = c->n_kv_heads * c->gqa, ctx = c->pos + c->n, row = c->n_kv_heads * c->head_dim;
     kv_cache *kv;
@@ -203,8 +205,11 @@ static void sweep(int bits, int every)
                         if ((di + gi + ci + bi + threaded) % every != 0)
                             continue;
                         int B = blocks[bi];
-                        setup c = {.head_dim = dims[di], .gqa = gqas[gi], .block = B,
-                                   .n = chunks[ci], .bits = bits};
+                        setup c = {.head_dim = dims[di],
+                                   .gqa = gqas[gi],
+                                   .block = B,
+                                   .n = chunks[ci],
+                                   .bits = bits};
                         /* One KV head makes the threads split query rows. */
                         c.n_kv_heads = gqas[gi] == 4 ? 1 : 2;
                         /* From empty, and from a context that ends mid-block. */

@@ -68,8 +68,11 @@ static float *multiply(pool *p, const int *rows, int n_outs, int cols, uint64_t 
     cr_assert(y);
     float *yk = y;
     for (int k = 0; k < n_outs; k++) {
-        w[k] = (wmat){.type = WT_F32, .data = random_floats((size_t)rows[k] * cols),
-                      .rows = rows[k], .cols = cols, .row_bytes = (size_t)cols * sizeof(float)};
+        w[k] = (wmat){.type = WT_F32,
+                      .data = random_floats((size_t)rows[k] * cols),
+                      .rows = rows[k],
+                      .cols = cols,
+                      .row_bytes = (size_t)cols * sizeof(float)};
         outs[k] = (mv_out){&w[k], yk};
         yk += rows[k];
     }

@@ -690,7 +690,8 @@ Test(qblock, qgemm_matches_the_decode_kernels)
                         char what[96];
                         snprintf(what, sizeof what, "%s threads=%d n=%d position %d row %d",
                                  wtype_name(types[k]), threads, n, i, r);
-                        assert_close(outs[k].y[i * rows[k] + r], qb_dot_ref(types[k], row, xa, cols),
+                        assert_close(outs[k].y[i * rows[k] + r],
+                                     qb_dot_ref(types[k], row, xa, cols),
                                      abs_dot(types[k], row, xa, cols), what);
                     }
                     free(xa);

@@ -4,8 +4,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "fwd_harness.h"
 #include "engine/model/tokenizer.h"
+#include "fwd_harness.h"
 
 #define N_REF 32
 

@@ -39,7 +39,7 @@ Test(ftype, names_and_ids)
  * (numerically), by name within each. */
 Test(ftype, tensor_order)
 {
-    const char *names[] = {"output.weight", "output_norm.weight", "token_embd.weight",
+    const char *names[] = {"output.weight",       "output_norm.weight",  "token_embd.weight",
                            "blk.2.attn_k.weight", "blk.2.ffn_up.weight", "blk.10.attn_k.weight"};
     for (int i = 0; i + 1 < 6; i++)
         cr_assert_lt(ftype_name_order(names[i], names[i + 1]), 0, "%s before %s", names[i],
@@ -105,7 +105,7 @@ Test(ftype, every_fixture_tensor_type)
 static void plan_layers(const char *ft, int n_layers, int n_heads, int n_kv_heads,
                         const char *suffix, uint32_t *types)
 {
-    char (*names)[64] = calloc((size_t)n_layers * 2 + 1, sizeof *names);
+    char(*names)[64] = calloc((size_t)n_layers * 2 + 1, sizeof *names);
     const char **list = calloc((size_t)n_layers * 2 + 1, sizeof *list);
     cr_assert(names && list);
     int n = 0;
@@ -166,8 +166,7 @@ static uint32_t one(const char *ft, const char *name, int n_dims, uint64_t ne0, 
     ftype_plan_init(&p, ftype_find(ft), 4, 8, 4, names, 2);
     uint32_t t;
     char err[256] = "";
-    cr_assert_eq(ftype_plan_next(&p, name, WT_F32, n_dims, ne0, &t, err, sizeof err), 0, "%s",
-                 err);
+    cr_assert_eq(ftype_plan_next(&p, name, WT_F32, n_dims, ne0, &t, err, sizeof err), 0, "%s", err);
     return t;
 }
 

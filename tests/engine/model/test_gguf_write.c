@@ -206,7 +206,8 @@ Test(gguf_write, tensors_laid_out_as_llama_cpp_pads_them)
     gguf *g;
     cr_assert_eq(gguf_open_mem(&g, bytes, size, "s.gguf", err, sizeof err), 0, "%s", err);
     cr_assert_eq(gguf_n_tensors(g), 3);
-    const gguf_tensor *v = gguf_tensor_at(g, 0), *m = gguf_tensor_at(g, 1), *h = gguf_tensor_at(g, 2);
+    const gguf_tensor *v = gguf_tensor_at(g, 0), *m = gguf_tensor_at(g, 1),
+                      *h = gguf_tensor_at(g, 2);
     cr_assert_str_eq(v->name, "v");
     cr_assert(v->type == WT_F32 && v->n_dims == 1 && v->ne[0] == 3 && v->bytes == 12);
     cr_assert(m->type == WT_Q8_0 && m->n_dims == 2 && m->ne[0] == 64 && m->ne[1] == 2);

@@ -241,7 +241,8 @@ Test(model, synthetic_fingerprints)
     /* Equal fingerprints promise equal weights; other seeds give others. */
     size_t bytes = model_stage_bytes(a, 0, 2);
     cr_assert_eq(memcmp(model_token_embedding(a)->data, model_token_embedding(d)->data, bytes), 0);
-    cr_assert_neq(memcmp(model_token_embedding(a)->data, model_token_embedding(c)->data, 512 * 64 * 4), 0);
+    cr_assert_neq(
+        memcmp(model_token_embedding(a)->data, model_token_embedding(c)->data, 512 * 64 * 4), 0);
     const float *norm = model_layer(a, 1)->rms_ffn;
     for (int i = 0; i < 64; i++)
         cr_assert_eq(norm[i], 1.0f);

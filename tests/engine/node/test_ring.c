@@ -222,8 +222,8 @@ Test(ring, batch_and_tokens_frames)
     ring_seg segs[3] = {{.op = 11, .step = 0, .pos = 5},
                         {.op = 1ull << 40, .step = 9, .pos = 1 << 20},
                         {.op = 13, .step = 2, .pos = 0}};
-    ring_hdr h = {.kind = RING_BATCH, .op = 99, .step = 4, .n = 3, .dim = 2, .token = -1,
-                  .chunk = 512};
+    ring_hdr h = {
+        .kind = RING_BATCH, .op = 99, .step = 4, .n = 3, .dim = 2, .token = -1, .chunk = 512};
     zmq_msg_t msg;
     float *x = ring_batch_init(&msg, &h, segs);
     cr_assert_not_null(x);

@@ -133,8 +133,7 @@ Test(protocol, bad_input_table)
             cr_expect_str_eq(req.id, "t1", "case %zu: id not kept", i);
     }
     /* The decoder keeps no state: a good request right after still works. */
-    cr_assert_eq(decode("{" ENV "\"op\":\"set\",\"kv_bits\":8}", &req, &err), 0, "%s",
-                 err.message);
+    cr_assert_eq(decode("{" ENV "\"op\":\"set\",\"kv_bits\":8}", &req, &err), 0, "%s", err.message);
     cr_assert_eq(req.set.kv_bits, 8);
 }
 
@@ -198,8 +197,8 @@ Test(protocol, valid_status_cancel_drop)
     cr_assert_eq(req.op, PROTO_OP_CANCEL);
     cr_assert_str_eq(req.target, "r-7");
 
-    cr_assert_eq(decode("{" ENV "\"op\":\"drop_session\",\"session\":\"growth\"}", &req, &err),
-                 0, "%s", err.message);
+    cr_assert_eq(decode("{" ENV "\"op\":\"drop_session\",\"session\":\"growth\"}", &req, &err), 0,
+                 "%s", err.message);
     cr_assert_eq(req.op, PROTO_OP_DROP_SESSION);
     cr_assert_str_eq(req.session, "growth");
 
@@ -216,9 +215,9 @@ Test(protocol, valid_set)
     proto_request req;
     proto_error err;
 
-    cr_assert_eq(decode("{" ENV "\"op\":\"set\",\"prefill_step\":\"auto\",\"kv_bits\":4}", &req,
-                        &err),
-                 0, "%s", err.message);
+    cr_assert_eq(
+        decode("{" ENV "\"op\":\"set\",\"prefill_step\":\"auto\",\"kv_bits\":4}", &req, &err), 0,
+        "%s", err.message);
     cr_assert_eq(req.op, PROTO_OP_SET);
     cr_assert(req.set.has_prefill_step && req.set.has_kv_bits);
     cr_assert_eq(req.set.prefill_step, PROTO_PREFILL_AUTO);
@@ -242,9 +241,9 @@ Test(protocol, valid_generate)
     proto_request req;
     proto_error err;
 
-    cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"prompt\":\"Once upon a \\u00e9\"}", &req,
-                        &err),
-                 0, "%s", err.message);
+    cr_assert_eq(
+        decode("{" ENV "\"op\":\"generate\",\"prompt\":\"Once upon a \\u00e9\"}", &req, &err), 0,
+        "%s", err.message);
     cr_assert_eq(req.op, PROTO_OP_GENERATE);
     cr_assert_eq(req.generate.input, PROTO_INPUT_PROMPT);
     cr_assert_str_eq(req.generate.prompt, "Once upon a \xc3\xa9");
@@ -431,8 +430,14 @@ Test(protocol, token_reply_round_trip)
 
 Test(protocol, ok_and_error_replies)
 {
-    proto_stats st = {.prompt_tokens = 5, .gen_tokens = 7, .ttft_ms = 12.5, .prefill_ms = 10,
-                      .prefill_tps = 500, .decode_tps = NAN, .e2e_ms = 40.25, .ctx = 12};
+    proto_stats st = {.prompt_tokens = 5,
+                      .gen_tokens = 7,
+                      .ttft_ms = 12.5,
+                      .prefill_ms = 10,
+                      .prefill_tps = 500,
+                      .decode_tps = NAN,
+                      .e2e_ms = 40.25,
+                      .ctx = 12};
     json_t *results = json_object();
     json_object_set_new(results, "stats", proto_stats_json(&st));
     json_object_set_new(results, "id", json_string("must not override"));
@@ -446,8 +451,8 @@ Test(protocol, ok_and_error_replies)
     cr_assert_str_eq(r.id, "g-9");
     cr_assert(r.done && r.ok && !r.has_token);
     proto_stats back;
-    cr_assert_eq(proto_stats_from_json(json_object_get(r.json, "stats"), &back, err, sizeof err),
-                 0, "%s", err);
+    cr_assert_eq(proto_stats_from_json(json_object_get(r.json, "stats"), &back, err, sizeof err), 0,
+                 "%s", err);
     cr_assert_eq(back.prompt_tokens, 5);
     cr_assert_eq(back.gen_tokens, 7);
     cr_assert_float_eq(back.ttft_ms, 12.5, 1e-9);
@@ -480,8 +485,8 @@ Test(protocol, ok_and_error_replies)
     cr_assert_eq(proto_reply_decode(text, strlen(text), &r, err, sizeof err), 0, "%s", err);
     cr_assert(r.done && !r.ok);
     cr_assert_str_eq(r.code, "cancelled");
-    cr_assert_eq(proto_stats_from_json(json_object_get(r.json, "stats"), &back, err, sizeof err),
-                 0, "%s", err);
+    cr_assert_eq(proto_stats_from_json(json_object_get(r.json, "stats"), &back, err, sizeof err), 0,
+                 "%s", err);
     cr_assert_eq(back.gen_tokens, 7);
     proto_reply_free(&r);
     free(text);
@@ -501,7 +506,9 @@ Test(protocol, ok_and_error_replies)
 Test(protocol, reply_decoder_refuses_non_replies)
 {
     static const char *const frames[] = {
-        "nope", "[]", "{\"id\":\"x\",\"done\":true,\"ok\":true}",
+        "nope",
+        "[]",
+        "{\"id\":\"x\",\"done\":true,\"ok\":true}",
         "{\"v\":1,\"id\":\"x\",\"done\":true}",
         "{\"v\":1,\"id\":\"x\",\"done\":true,\"ok\":false}",
         "{\"v\":1,\"id\":\"x\",\"done\":\"yes\"}",
@@ -518,11 +525,23 @@ Test(protocol, reply_decoder_refuses_non_replies)
 static proto_step sample_step(void)
 {
     proto_step s = {
-        .step = 17, .phase = PROTO_PHASE_DECODE, .tokens = 1, .pos = 4096,
-        .step_ms = 36.125, .model_ms = 7.0004, .eval_ms = 29.1246, .wait_ms = 25.5,
-        .comm_ms = 3.25, .kv_bytes = 123456789012ull, .kv_bits = 4, .prefill_step = 512,
-        .rss = 8589934592ull, .budget = 17179869184ull, .headroom = -1048576,
-        .act_max = 12.34567, .nonfinite = 0,
+        .step = 17,
+        .phase = PROTO_PHASE_DECODE,
+        .tokens = 1,
+        .pos = 4096,
+        .step_ms = 36.125,
+        .model_ms = 7.0004,
+        .eval_ms = 29.1246,
+        .wait_ms = 25.5,
+        .comm_ms = 3.25,
+        .kv_bytes = 123456789012ull,
+        .kv_bits = 4,
+        .prefill_step = 512,
+        .rss = 8589934592ull,
+        .budget = 17179869184ull,
+        .headroom = -1048576,
+        .act_max = 12.34567,
+        .nonfinite = 0,
     };
     snprintf(s.req, sizeof s.req, "r-\"1\"");
     return s;
@@ -596,8 +615,8 @@ Test(protocol, step_edge_values)
 
     proto_tel t;
     char err[256];
-    cr_assert_eq(proto_tel_decode("step", 4, buf, (size_t)n, &t, err, sizeof err), 0, "%s: %s",
-                 err, buf);
+    cr_assert_eq(proto_tel_decode("step", 4, buf, (size_t)n, &t, err, sizeof err), 0, "%s: %s", err,
+                 buf);
     cr_assert_eq(t.step.phase, PROTO_PHASE_PREFILL);
     cr_assert(isnan(t.step.act_max), "a non-finite act_max travels as null");
     cr_assert_eq(t.step.nonfinite, 3);
@@ -656,9 +675,9 @@ Test(protocol, heartbeat_round_trip)
     cr_assert_eq(t.status.model.layer_first, 6);
     cr_assert_eq(t.status.model.layer_last, 12);
     cr_assert_eq(t.status.config.prefill_step, PROTO_PREFILL_AUTO);
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(t.json, "config"),
-                                                       "prefill_step")),
-                     "auto");
+    cr_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(t.json, "config"), "prefill_step")),
+        "auto");
     cr_assert_eq(t.status.config.kv_bits, 8);
     cr_assert_eq(t.status.memory.budget, 1ull << 34);
     cr_assert_eq(t.status.memory.headroom, -5);
@@ -681,8 +700,7 @@ Test(protocol, req_and_event_round_trip)
     char *text = proto_req_encode(&h, &m);
     proto_tel t;
     char err[256];
-    cr_assert_eq(proto_tel_decode("req", 3, text, strlen(text), &t, err, sizeof err), 0, "%s",
-                 err);
+    cr_assert_eq(proto_tel_decode("req", 3, text, strlen(text), &t, err, sizeof err), 0, "%s", err);
     cr_assert(!t.req.end);
     cr_assert_eq(t.req.input, PROTO_INPUT_SYNTHETIC);
     cr_assert_eq(t.req.prompt_tokens, 8192);
@@ -706,8 +724,7 @@ Test(protocol, req_and_event_round_trip)
     snprintf(m.code, sizeof m.code, "stage_timeout");
     snprintf(m.message, sizeof m.message, "stage 2 (tcp://127.0.0.1:7001) silent for 5000 ms");
     text = proto_req_encode(&h, &m);
-    cr_assert_eq(proto_tel_decode("req", 3, text, strlen(text), &t, err, sizeof err), 0, "%s",
-                 err);
+    cr_assert_eq(proto_tel_decode("req", 3, text, strlen(text), &t, err, sizeof err), 0, "%s", err);
     cr_assert(t.req.end && !t.req.ok);
     cr_assert_eq(t.req.stats.gen_tokens, 3);
     cr_assert_str_eq(t.req.code, "stage_timeout");
@@ -717,8 +734,8 @@ Test(protocol, req_and_event_round_trip)
 
     proto_event ev = {.kind = PROTO_EV_KV_CONVERTED};
     snprintf(ev.message, sizeof ev.message, "kv 16 -> 4 bits");
-    json_t *detail = json_pack("{s:i,s:i,s:f,s:s}", "from_bits", 16, "to_bits", 4, "ms", 1.5,
-                               "node", "spoofed");
+    json_t *detail =
+        json_pack("{s:i,s:i,s:f,s:s}", "from_bits", 16, "to_bits", 4, "ms", 1.5, "node", "spoofed");
     text = proto_event_encode(&h, &ev, detail);
     json_decref(detail);
     cr_assert_eq(proto_tel_decode("event", 5, text, strlen(text), &t, err, sizeof err), 0, "%s",
@@ -769,14 +786,15 @@ Test(protocol, endpoint_loopback)
         const char *ep;
         int loopback;
     } cases[] = {
-        {"tcp://127.0.0.1:5555", 1}, {"tcp://127.8.9.10:1", 1}, {"tcp://localhost:5555", 1},
-        {"tcp://lo:5555", 1},        {"tcp://[::1]:5555", 1},   {"ipc:///tmp/inferd.sock", 1},
-        {"inproc://x", 1},           {"tcp://*:5555", 0},       {"tcp://0.0.0.0:5555", 0},
-        {"tcp://10.0.0.5:5555", 0},  {"tcp://[::]:5555", 0},    {"tcp://eth0:5555", 0},
-        {"tcp://128.0.0.1:5555", 0}, {"udp://127.0.0.1:1", 0},  {"tcp://127.0.0.1", 0},
-        {"garbage", 0},
+        {"tcp://127.0.0.1:5555", 1}, {"tcp://127.8.9.10:1", 1},
+        {"tcp://localhost:5555", 1}, {"tcp://lo:5555", 1},
+        {"tcp://[::1]:5555", 1},     {"ipc:///tmp/inferd.sock", 1},
+        {"inproc://x", 1},           {"tcp://*:5555", 0},
+        {"tcp://0.0.0.0:5555", 0},   {"tcp://10.0.0.5:5555", 0},
+        {"tcp://[::]:5555", 0},      {"tcp://eth0:5555", 0},
+        {"tcp://128.0.0.1:5555", 0}, {"udp://127.0.0.1:1", 0},
+        {"tcp://127.0.0.1", 0},      {"garbage", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        cr_expect_eq(proto_endpoint_is_loopback(cases[i].ep), cases[i].loopback, "%s",
-                     cases[i].ep);
+        cr_expect_eq(proto_endpoint_is_loopback(cases[i].ep), cases[i].loopback, "%s", cases[i].ep);
 }

@@ -88,7 +88,8 @@ static int pick(int n)
 
 static int64_t rnd_i64(void)
 {
-    static const int64_t edges[] = {0, 1, -1, INT32_MAX, INT32_MIN, (int64_t)INT32_MAX + 1,
+    static const int64_t edges[] = {0,         1,         -1,
+                                    INT32_MAX, INT32_MIN, (int64_t)INT32_MAX + 1,
                                     INT64_MAX, INT64_MIN, 9007199254740993ll};
     switch (pick(4)) {
     case 0:
@@ -102,9 +103,13 @@ static int64_t rnd_i64(void)
 
 static double rnd_double(void)
 {
-    static const double edges[] = {0.0,     -0.0,    1e300,   -1e300,   1e-300, 5e-324,
-                                   DBL_MAX, DBL_MIN, 1e12,    999999999999.9999,
-                                   0.1,     0.0005,  -0.0004, 9007199254.740993};
+    static const double edges[] = {0.0,     -0.0,
+                                   1e300,   -1e300,
+                                   1e-300,  5e-324,
+                                   DBL_MAX, DBL_MIN,
+                                   1e12,    999999999999.9999,
+                                   0.1,     0.0005,
+                                   -0.0004, 9007199254.740993};
     switch (pick(6)) {
     case 0:
         return edges[pick(sizeof edges / sizeof *edges)];
@@ -124,8 +129,8 @@ static double rnd_double(void)
 /* Names: mostly plain, sometimes with what JSON must escape or non-ASCII. */
 static void rnd_name(char *out, size_t cap)
 {
-    static const char *const odd[] = {"\"", "\\", "\t", "\x01", "\xe2\x82\xac", "\xff", "\x7f",
-                                      "/", " "};
+    static const char *const odd[] = {"\"",   "\\",   "\t", "\x01", "\xe2\x82\xac",
+                                      "\xff", "\x7f", "/",  " "};
     size_t n = 0, want = (size_t)pick((int)cap);
     int plain = pick(3) != 0;
     while (n < want) {
@@ -254,8 +259,8 @@ static void put_int(struct text *t, int64_t v)
 static void put_num(struct text *t, double v)
 {
     /* Exact for realistic values first, then what needs strtod or is no JSON. */
-    static const char *const fmts[] = {"%.3f", "%.6f", "%e",    "%E",  "%.1f",
-                                       "%g",   "%.0f", "%.17g", "%a",  "%.22f"};
+    static const char *const fmts[] = {"%.3f", "%.6f", "%e",    "%E", "%.1f",
+                                       "%g",   "%.0f", "%.17g", "%a", "%.22f"};
     if (!isfinite(v) || !pick(10)) {
         put(t, "%s", !isfinite(v) || !t->messy || pick(2) ? "null" : "\"1.5\"");
         return;
@@ -269,30 +274,42 @@ static void put_value(struct text *t, int kind, const proto_head *h, const proto
 static const struct {
     const char *key;
     int kind;
-} keys[] = {{"v", 1},        {"node", 0},     {"seq", 1},      {"t", 1},
-            {"req", 0},      {"step", 1},     {"phase", 0},    {"tokens", 1},
-            {"pos", 1},      {"step_ms", 2},  {"model_ms", 2}, {"eval_ms", 2},
-            {"wait_ms", 2},  {"comm_ms", 2},  {"kv_bytes", 1}, {"kv_bits", 1},
-            {"prefill_step", 1}, {"rss", 1},  {"budget", 1},   {"headroom", 1},
+} keys[] = {{"v", 1},        {"node", 0},         {"seq", 1},     {"t", 1},       {"req", 0},
+            {"step", 1},     {"phase", 0},        {"tokens", 1},  {"pos", 1},     {"step_ms", 2},
+            {"model_ms", 2}, {"eval_ms", 2},      {"wait_ms", 2}, {"comm_ms", 2}, {"kv_bytes", 1},
+            {"kv_bits", 1},  {"prefill_step", 1}, {"rss", 1},     {"budget", 1},  {"headroom", 1},
             {"act_max", 2},  {"nonfinite", 1}};
 #define N_KEYS ((int)(sizeof keys / sizeof *keys))
 
 static int64_t int_field(const struct text *t, const proto_head *h, const proto_step *s, int f)
 {
     switch (f) {
-    case 0: return !t->messy || pick(20) ? 1 : pick(3);
-    case 2: return (int64_t)h->seq;
-    case 3: return h->t_ms;
-    case 5: return s->step;
-    case 7: return s->tokens;
-    case 8: return s->pos;
-    case 14: return (int64_t)s->kv_bytes;
-    case 15: return s->kv_bits;
-    case 16: return s->prefill_step;
-    case 17: return (int64_t)s->rss;
-    case 18: return (int64_t)s->budget;
-    case 19: return s->headroom;
-    default: return s->nonfinite;
+    case 0:
+        return !t->messy || pick(20) ? 1 : pick(3);
+    case 2:
+        return (int64_t)h->seq;
+    case 3:
+        return h->t_ms;
+    case 5:
+        return s->step;
+    case 7:
+        return s->tokens;
+    case 8:
+        return s->pos;
+    case 14:
+        return (int64_t)s->kv_bytes;
+    case 15:
+        return s->kv_bits;
+    case 16:
+        return s->prefill_step;
+    case 17:
+        return (int64_t)s->rss;
+    case 18:
+        return (int64_t)s->budget;
+    case 19:
+        return s->headroom;
+    default:
+        return s->nonfinite;
     }
 }
 
@@ -337,9 +354,18 @@ static void put_value(struct text *t, int kind, const proto_head *h, const proto
 /* An unknown field: the scanner skips the first kinds, jansson reads them all. */
 static void put_unknown(struct text *t)
 {
-    static const char *const vals[] = {"1",     "-2.5e-3", "\"x\"",  "true",   "false",  "null",
-                                       "\"\\n\"", "[1,2]",   "{\"a\":{}}", "1e999",
-                                       "123456789012345678901234567890", "\"\xc3\xa9\""};
+    static const char *const vals[] = {"1",
+                                       "-2.5e-3",
+                                       "\"x\"",
+                                       "true",
+                                       "false",
+                                       "null",
+                                       "\"\\n\"",
+                                       "[1,2]",
+                                       "{\"a\":{}}",
+                                       "1e999",
+                                       "123456789012345678901234567890",
+                                       "\"\xc3\xa9\""};
     static const char *const names[] = {"extra", "gpu", "node2", "Node", "", "v\\u0031"};
     put(t, "\"%s\":", names[pick(t->messy ? 6 : 5)]);
     space(t);
@@ -444,8 +470,7 @@ Test(step_scan, takes_what_nodes_send)
         check(buf, (size_t)n, &t);
     }
     /* Only act_max beyond 2^53 millionths leaves the fast path here. */
-    cr_assert_eq(t.fast, t.total, "%d of %d typical messages fell back", t.total - t.fast,
-                 t.total);
+    cr_assert_eq(t.fast, t.total, "%d of %d typical messages fell back", t.total - t.fast, t.total);
 }
 
 Test(step_scan, agrees_on_encoded_messages)
@@ -493,23 +518,56 @@ Test(step_scan, numbers_bit_for_bit)
 {
     /* Spellings at the edges of the exact conversion, in a number field. */
     static const char *const nums[] = {
-        "0.1",        "0.3",         "2.675",        "4.35",        "-0.0",
-        "-0",         "0e0",         "-0e-5",        "1E+2",        "1e22",
-        "1e23",       "1e-22",       "1e-23",        "5e-324",      "2.2250738585072014e-308",
-        "1.7976931348623157e308",    "1e309",        "-1e309",      "9007199254740992",
-        "9007199254740993",          "9007199254740993.0",          "900719925474099.3",
-        "123456789012345.678",       "9223372036854775807",         "9223372036854775808",
-        "-9223372036854775808",      "-9223372036854775809",        "0.000000000000000000001",
-        "12.345678",  "1.23457e+13", "100000000000000000000000",    "0.1e1",
-        "00",         "01.5",        "1.",           ".5",          "+1",
-        "1e",         "1e+",         "-",            "0x10",        "1.5e0001",
+        "0.1",
+        "0.3",
+        "2.675",
+        "4.35",
+        "-0.0",
+        "-0",
+        "0e0",
+        "-0e-5",
+        "1E+2",
+        "1e22",
+        "1e23",
+        "1e-22",
+        "1e-23",
+        "5e-324",
+        "2.2250738585072014e-308",
+        "1.7976931348623157e308",
+        "1e309",
+        "-1e309",
+        "9007199254740992",
+        "9007199254740993",
+        "9007199254740993.0",
+        "900719925474099.3",
+        "123456789012345.678",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "0.000000000000000000001",
+        "12.345678",
+        "1.23457e+13",
+        "100000000000000000000000",
+        "0.1e1",
+        "00",
+        "01.5",
+        "1.",
+        ".5",
+        "+1",
+        "1e",
+        "1e+",
+        "-",
+        "0x10",
+        "1.5e0001",
     };
     struct tally t = {0};
     for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
         char buf[256];
         int n = snprintf(buf, sizeof buf,
                          "{\"v\":1,\"node\":\"a\",\"seq\":1,\"t\":2,\"phase\":\"decode\","
-                         "\"act_max\":%s}", nums[i]);
+                         "\"act_max\":%s}",
+                         nums[i]);
         check(buf, (size_t)n, &t);
     }
     cr_assert_gt(t.fast, 10);

@@ -29,10 +29,14 @@ Test(cli_set, refuses_bad_settings_naming_them)
     static const struct {
         const char *arg, *says;
     } bad[] = {
-        {"kv_bits=5", "kv_bits \"5\""},        {"kv_bits=", "kv_bits"},
-        {"kv_bits=16x", "kv_bits"},            {"prefill_step=0", "prefill_step \"0\""},
-        {"prefill_step=65537", "65537"},       {"prefill_step=Auto", "Auto"},
-        {"threads=2", "unknown setting \"threads\""}, {"kv_bits", "expected"},
+        {"kv_bits=5", "kv_bits \"5\""},
+        {"kv_bits=", "kv_bits"},
+        {"kv_bits=16x", "kv_bits"},
+        {"prefill_step=0", "prefill_step \"0\""},
+        {"prefill_step=65537", "65537"},
+        {"prefill_step=Auto", "Auto"},
+        {"threads=2", "unknown setting \"threads\""},
+        {"kv_bits", "expected"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         proto_set_args a = {0};
@@ -97,12 +101,11 @@ static void remove_cluster(void)
     unlink(conf);
 }
 
-Test(cli_status, a_node_that_does_not_answer_is_down, .init = write_cluster,
-     .fini = remove_cluster)
+Test(cli_status, a_node_that_does_not_answer_is_down, .init = write_cluster, .fini = remove_cluster)
 {
-    cr_assert_eq(run(cli_status, (const char *[]){"status", "-c", conf, "--json", "--timeout",
-                                                  "0.2", NULL}),
-                 CLI_ERROR);
+    cr_assert_eq(
+        run(cli_status, (const char *[]){"status", "-c", conf, "--json", "--timeout", "0.2", NULL}),
+        CLI_ERROR);
     fflush(stdout);
     cr_assert_stdout_eq_str("{\"cluster\":\"cluster\",\"nodes\":[{\"name\":\"lone\",\"state\":"
                             "\"down\",\"error\":{\"code\":\"timeout\",\"message\":\"no reply to "
@@ -115,8 +118,7 @@ Test(cli_status, set_on_an_unknown_node_exits_2, .init = write_cluster, .fini = 
                  CLI_USAGE);
 }
 
-Test(cli_status, set_on_a_silent_node_did_not_apply, .init = write_cluster,
-     .fini = remove_cluster)
+Test(cli_status, set_on_a_silent_node_did_not_apply, .init = write_cluster, .fini = remove_cluster)
 {
     cr_assert_eq(run(cli_set, (const char *[]){"set", "-c", conf, "--timeout", "0.2", "lone",
                                                "kv_bits=4", NULL}),

@@ -42,11 +42,11 @@ static const char *write_file(const char *name, const char *text)
     return path;
 }
 
-#define NODE_A                                                                                   \
-    "[node a]\n"                                                                                 \
-    "ssh = a.example\n"                                                                          \
-    "control = tcp://127.0.0.1:5555\n"                                                           \
-    "telemetry = tcp://127.0.0.1:5556\n"                                                         \
+#define NODE_A                                                                                     \
+    "[node a]\n"                                                                                   \
+    "ssh = a.example\n"                                                                            \
+    "control = tcp://127.0.0.1:5555\n"                                                             \
+    "telemetry = tcp://127.0.0.1:5556\n"                                                           \
     "start = inferd serve\n"
 
 /* Loads text, expects failure, and checks the message has every needle. */
@@ -60,7 +60,8 @@ static void expect_error(const char *text, const char *n1, const char *n2, const
     cr_assert(strstr(err, path), "no file name in: %s", err);
     const char *needles[] = {n1, n2, n3};
     for (int i = 0; i < 3; i++)
-        if (needles[i]) cr_assert(strstr(err, needles[i]), "`%s` not in: %s", needles[i], err);
+        if (needles[i])
+            cr_assert(strstr(err, needles[i]), "`%s` not in: %s", needles[i], err);
 }
 
 Test(cluster, example_file_loads)
@@ -93,27 +94,26 @@ Test(cluster, example_file_loads)
 
 Test(cluster, every_field_and_defaults)
 {
-    const char *path = write_file("ok.conf",
-                                  "; a comment\n"
-                                  "[node a]\n"
-                                  "ssh = ops@[::1]:2200\n"
-                                  "control = tcp://127.0.0.1:5555\n"
-                                  "telemetry = tcp://[::1]:5556\n"
-                                  "start = inferd serve --model synth:1b\n"
-                                  "\t--layers 0:4\n"
-                                  "layers = 0:4\n"
-                                  "log = /tmp/a.log\n"
-                                  "pidfile = /tmp/a.pid\n"
-                                  "accept_new = yes\n"
-                                  "[node b]\n"
-                                  "ssh = b\n"
-                                  "control = tcp://127.0.0.2:5555\n"
-                                  "telemetry = tcp://127.0.0.2:5556\n"
-                                  "start = inferd serve\n"
-                                  "[cluster]\n"
-                                  "name = lab\n"
-                                  "known_hosts = /tmp/kh\n"
-                                  "accept_new = off\n");
+    const char *path = write_file("ok.conf", "; a comment\n"
+                                             "[node a]\n"
+                                             "ssh = ops@[::1]:2200\n"
+                                             "control = tcp://127.0.0.1:5555\n"
+                                             "telemetry = tcp://[::1]:5556\n"
+                                             "start = inferd serve --model synth:1b\n"
+                                             "\t--layers 0:4\n"
+                                             "layers = 0:4\n"
+                                             "log = /tmp/a.log\n"
+                                             "pidfile = /tmp/a.pid\n"
+                                             "accept_new = yes\n"
+                                             "[node b]\n"
+                                             "ssh = b\n"
+                                             "control = tcp://127.0.0.2:5555\n"
+                                             "telemetry = tcp://127.0.0.2:5556\n"
+                                             "start = inferd serve\n"
+                                             "[cluster]\n"
+                                             "name = lab\n"
+                                             "known_hosts = /tmp/kh\n"
+                                             "accept_new = off\n");
     char err[512];
     struct cluster *c;
     cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
@@ -189,8 +189,8 @@ Test(cluster, errors_name_line_and_key)
     expect_error(NODE_A "log =\n", ":6:", "`log`", "empty");
     expect_error("[node a]\nssh = h\ntelemetry = tcp://h:2\n", ":1:", "no control endpoint",
                  "`host` and `port`");
-    expect_error(NODE_A "[node b]\nssh = b\ncontrol = tcp://127.0.0.1:5555\n", ":8:",
-                 "`control`", "another node");
+    expect_error(NODE_A "[node b]\nssh = b\ncontrol = tcp://127.0.0.1:5555\n", ":8:", "`control`",
+                 "another node");
     expect_error("name = x\n", ":1:", "`name`", "outside any section");
 }
 
@@ -222,31 +222,31 @@ Test(cluster, missing_file)
 
 /* ---- the second form: what a node is, and what infertop derives ---- */
 
-#define RING2                                                                                    \
-    "[cluster]\n"                                                                                \
-    "name = two\n"                                                                               \
-    "base_port = 7000\n"                                                                         \
-    "model = synth:1b\n"                                                                         \
-    "threads = 2\n"                                                                              \
-    "flags = --kv-bits 8\n"                                                                      \
-    "[node a]\n"                                                                                 \
-    "host = 10.0.0.1\n"                                                                          \
-    "ssh = ops@\n"                                                                               \
-    "layers = 0:10\n"                                                                            \
-    "mem_limit = 96M\n"                                                                          \
-    "[node b]\n"                                                                                 \
-    "host = 10.0.0.1\n"                                                                          \
-    "layers = 10:16\n"                                                                           \
-    "threads = 4\n"                                                                              \
-    "flags = --prefill-step 256\n"                                                               \
-    "  --max-ctx 4096\n"                                                                         \
-    "[node c]\n"                                                                                 \
-    "host = gpu3\n"                                                                              \
-    "port = 9000\n"                                                                              \
-    "model = /models/my model.bin\n"                                                             \
-    "inferd = /opt/inferd\n"                                                                     \
-    "log = ~/logs/c.log\n"                                                                       \
-    "layers = 16:20\n"                                                                           \
+#define RING2                                                                                      \
+    "[cluster]\n"                                                                                  \
+    "name = two\n"                                                                                 \
+    "base_port = 7000\n"                                                                           \
+    "model = synth:1b\n"                                                                           \
+    "threads = 2\n"                                                                                \
+    "flags = --kv-bits 8\n"                                                                        \
+    "[node a]\n"                                                                                   \
+    "host = 10.0.0.1\n"                                                                            \
+    "ssh = ops@\n"                                                                                 \
+    "layers = 0:10\n"                                                                              \
+    "mem_limit = 96M\n"                                                                            \
+    "[node b]\n"                                                                                   \
+    "host = 10.0.0.1\n"                                                                            \
+    "layers = 10:16\n"                                                                             \
+    "threads = 4\n"                                                                                \
+    "flags = --prefill-step 256\n"                                                                 \
+    "  --max-ctx 4096\n"                                                                           \
+    "[node c]\n"                                                                                   \
+    "host = gpu3\n"                                                                                \
+    "port = 9000\n"                                                                                \
+    "model = /models/my model.bin\n"                                                               \
+    "inferd = /opt/inferd\n"                                                                       \
+    "log = ~/logs/c.log\n"                                                                         \
+    "layers = 16:20\n"                                                                             \
     "start = inferd serve --layers 16:20\n"
 
 Test(cluster, second_form_derives_ports_and_endpoints)
@@ -361,10 +361,11 @@ Test(cluster, second_form_command_says_what_is_missing)
 {
     char err[512], cmd[CLUSTER_START_MAX];
     struct cluster *c;
-    const char *path = write_file("m.conf", "[cluster]\nbase_port = 7000\n"
-                                            "[node a]\nhost = h1\n"
-                                            "[node b]\ncontrol = tcp://h2:1\ntelemetry = tcp://h2:2\n"
-                                            "layers = 1:2\n");
+    const char *path =
+        write_file("m.conf", "[cluster]\nbase_port = 7000\n"
+                             "[node a]\nhost = h1\n"
+                             "[node b]\ncontrol = tcp://h2:1\ntelemetry = tcp://h2:2\n"
+                             "layers = 1:2\n");
     cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(c->nodes[0].start, "", "nothing to derive from");
     cr_assert_eq(cluster_node_command(c, 0, CLUSTER_COMMAND_LINE, cmd, sizeof cmd, err, sizeof err),
@@ -385,9 +386,8 @@ Test(cluster, second_form_command_says_what_is_missing)
     /* One node alone needs no layers and no ring. */
     path = write_file("m3.conf", "[node a]\nhost = 127.0.0.1\nport = 100\n");
     cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
-    cr_assert_str_eq(c->nodes[0].start,
-                     "inferd serve --name a --control tcp://127.0.0.1:100"
-                     " --telemetry tcp://127.0.0.1:101 --log ~/.infertop/a.log");
+    cr_assert_str_eq(c->nodes[0].start, "inferd serve --name a --control tcp://127.0.0.1:100"
+                                        " --telemetry tcp://127.0.0.1:101 --log ~/.infertop/a.log");
     cluster_free(c);
 }
 
@@ -399,10 +399,10 @@ Test(cluster, second_form_errors)
     expect_error("[node a]\nhost = h:22\n", ":2:", "`host`", "without a port");
     expect_error("[node a]\nhost = h\nport = 1\nmem_limit = 12X\n", ":4:", "`mem_limit`", "24G");
     expect_error("[node a]\nhost = h\nport = 1\nthreads = 0\n", ":4:", "`threads`", "4096");
-    expect_error("[node a]\nssh = ops@\ncontrol = tcp://h:1\ntelemetry = tcp://h:2\n", ":1:",
-                 "`ssh`", "takes the host from `host`");
-    expect_error("[node a]\nhost = h\nport = 100\n[node b]\nhost = h\nport = 101\n", ":4:",
-                 "endpoint tcp://h:101", "node a's");
+    expect_error("[node a]\nssh = ops@\ncontrol = tcp://h:1\ntelemetry = tcp://h:2\n",
+                 ":1:", "`ssh`", "takes the host from `host`");
+    expect_error("[node a]\nhost = h\nport = 100\n[node b]\nhost = h\nport = 101\n",
+                 ":4:", "endpoint tcp://h:101", "node a's");
     expect_error("[node a]\nhost = h\nport = 1\nlog = x\n  y\n", ":5:", "`log`", "`flags`");
 }
 

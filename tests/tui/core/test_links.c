@@ -9,9 +9,9 @@
 #include <jansson.h>
 #include <zmq.h>
 
+#include "engine/proto/protocol.h"
 #include "tui/core/cluster.h"
 #include "tui/core/links.h"
-#include "engine/proto/protocol.h"
 #include "tui/core/state.h"
 
 /* Longest wait for a socket in a test: generous, it only bounds a hang. */
@@ -115,15 +115,15 @@ static void node_answer(zmq_msg_t *identity, char *frame, int last_frame)
 
 /* Runs the links' side until cond holds (each turn waits at most WAIT_MS
  * for a socket). */
-#define PUMP_UNTIL(cond, now)                                                   \
-    do {                                                                        \
-        zmq_pollitem_t items_[4];                                               \
-        for (int turn_ = 0; turn_ < 50 && !(cond); turn_++) {                  \
-            int n_ = links_poll_items(lk, 1, items_, 4);                        \
-            zmq_poll(items_, n_, WAIT_MS / 50);                                 \
-            links_process(lk, items_, n_, (now));                               \
-        }                                                                       \
-        cr_assert((cond), "gave up waiting for: %s", #cond);                   \
+#define PUMP_UNTIL(cond, now)                                                                      \
+    do {                                                                                           \
+        zmq_pollitem_t items_[4];                                                                  \
+        for (int turn_ = 0; turn_ < 50 && !(cond); turn_++) {                                      \
+            int n_ = links_poll_items(lk, 1, items_, 4);                                           \
+            zmq_poll(items_, n_, WAIT_MS / 50);                                                    \
+            links_process(lk, items_, n_, (now));                                                  \
+        }                                                                                          \
+        cr_assert((cond), "gave up waiting for: %s", #cond);                                       \
     } while (0)
 
 static const char *id_of(const json_t *req)
@@ -135,8 +135,7 @@ Test(links, a_reply_ends_its_request_once_and_names_the_node)
 {
     char err[256];
     zmq_msg_t who;
-    cr_assert_eq(links_request(lk, 0, "status", NULL, 5.0, 0.0, on_done, NULL, err, sizeof err),
-                 0);
+    cr_assert_eq(links_request(lk, 0, "status", NULL, 5.0, 0.0, on_done, NULL, err, sizeof err), 0);
     cr_assert_eq(links_pending(lk), 1);
     json_t *req = node_take(&who);
     cr_assert_str_eq(json_string_value(json_object_get(req, "op")), "status");
@@ -191,8 +190,7 @@ Test(links, token_frames_push_the_deadline_and_late_replies_are_ignored)
     node_answer(&who, proto_reply_ok(id, NULL), 1);
     zmq_pollitem_t items[4];
     cr_assert_eq(links_poll_items(lk, 0, items, 4), 0);
-    cr_assert_eq(links_request(lk, 0, "status", NULL, 5.0, 4.0, on_done, NULL, err, sizeof err),
-                 0);
+    cr_assert_eq(links_request(lk, 0, "status", NULL, 5.0, 4.0, on_done, NULL, err, sizeof err), 0);
     cr_assert_eq(links_poll_items(lk, 0, items, 4), 1);
     req = node_take(&who);
     proto_error e = {.code = PROTO_E_BUSY};

@@ -33,10 +33,18 @@ static proto_head head_of(int node)
 
 static proto_step make_step(int phase, double model_ms, double eval_ms)
 {
-    proto_step s = {.phase = phase, .tokens = phase == PROTO_PHASE_PREFILL ? 64 : 1,
-                    .model_ms = model_ms, .eval_ms = eval_ms, .step_ms = model_ms + eval_ms,
-                    .kv_bytes = 1000, .kv_bits = 16, .prefill_step = 64, .rss = 5000,
-                    .budget = 10000, .headroom = 5000, .act_max = 1.0};
+    proto_step s = {.phase = phase,
+                    .tokens = phase == PROTO_PHASE_PREFILL ? 64 : 1,
+                    .model_ms = model_ms,
+                    .eval_ms = eval_ms,
+                    .step_ms = model_ms + eval_ms,
+                    .kv_bytes = 1000,
+                    .kv_bits = 16,
+                    .prefill_step = 64,
+                    .rss = 5000,
+                    .budget = 10000,
+                    .headroom = 5000,
+                    .act_max = 1.0};
     strcpy(s.req, "r1");
     return s;
 }
@@ -118,7 +126,8 @@ Test(state, percentiles_match_reference_over_window_and_phase)
         step(0, phase, model, 1.0, t);
         if (t >= 120 - 5) {
             all[na++] = model;
-            if (phase == PROTO_PHASE_DECODE) decode[nd++] = model;
+            if (phase == PROTO_PHASE_DECODE)
+                decode[nd++] = model;
         }
     }
     const double q[] = {0.5, 0.9, 0.99};
@@ -142,7 +151,8 @@ Test(state, percentiles_without_steps_are_nan)
 Test(state, ring_keeps_the_newest_steps)
 {
     /* 5000 steps in one second: the oldest 904 fall out of the ring. */
-    for (int i = 0; i < 5000; i++) step(0, PROTO_PHASE_DECODE, i, 0, 50 + i / 10000.0);
+    for (int i = 0; i < 5000; i++)
+        step(0, PROTO_PHASE_DECODE, i, 0, 50 + i / 10000.0);
     const double q[] = {0.0, 1.0};
     double got[2];
     cr_assert_eq(state_percentiles(st, 0, STATE_MODEL_MS, STATE_ANY, 60, 51, q, 2, got),
@@ -155,19 +165,22 @@ Test(state, per_second_series_and_rates)
 {
     /* Second 10+k has k+1 decode steps of model_ms k, and one prefill step. */
     for (int k = 0; k < 5; k++) {
-        for (int j = 0; j <= k; j++) step(2, PROTO_PHASE_DECODE, k, 2 * k, 10 + k + j / 10.0);
+        for (int j = 0; j <= k; j++)
+            step(2, PROTO_PHASE_DECODE, k, 2 * k, 10 + k + j / 10.0);
         step(2, PROTO_PHASE_PREFILL, 100, 0, 10.95 + k);
     }
     /* At 15.5 the last 6 complete seconds are 9..14: v[k + 1] is second 10 + k. */
     double v[6];
     state_series(st, 2, STATE_SERIES_MODEL_MS, STATE_DECODE, 6, 15.5, v);
     cr_assert(isnan(v[0]), "nothing in second 9");
-    for (int k = 0; k < 5; k++) cr_assert_float_eq(v[k + 1], k, 1e-9, "second %d", 10 + k);
+    for (int k = 0; k < 5; k++)
+        cr_assert_float_eq(v[k + 1], k, 1e-9, "second %d", 10 + k);
     state_series(st, 2, STATE_SERIES_EVAL_MS, STATE_DECODE, 6, 15.5, v);
     cr_assert_float_eq(v[3], 4, 1e-9);
     state_series(st, 2, STATE_SERIES_STEPS, STATE_ANY, 6, 15.5, v);
     cr_assert_float_eq(v[0], 0, 1e-9);
-    for (int k = 0; k < 5; k++) cr_assert_float_eq(v[k + 1], k + 2, 1e-9);
+    for (int k = 0; k < 5; k++)
+        cr_assert_float_eq(v[k + 1], k + 2, 1e-9);
     state_series(st, 2, STATE_SERIES_TOKENS, STATE_PREFILL, 6, 15.5, v);
     cr_assert_float_eq(v[2], 64, 1e-9);
     /* Both phases in second 12: three decode steps of 2 ms and a prefill of 100. */
@@ -180,10 +193,10 @@ Test(state, per_second_series_and_rates)
     /* Rates count complete seconds only: at 15.5, seconds 10..14. */
     cr_assert_float_eq(state_steps_per_s(st, 2, STATE_ANY, 5, 15.5), (2 + 3 + 4 + 5 + 6) / 5.0,
                        1e-9);
-    cr_assert_float_eq(state_steps_per_s(st, 2, STATE_DECODE, 5, 15.0),
-                       (1 + 2 + 3 + 4 + 5) / 5.0, 1e-9);
-    cr_assert_float_eq(state_steps_per_s(st, 2, STATE_ANY, 5, 14.99), (2 + 3 + 4 + 5) / 5.0,
-                       1e-9, "the running second 14 is left out");
+    cr_assert_float_eq(state_steps_per_s(st, 2, STATE_DECODE, 5, 15.0), (1 + 2 + 3 + 4 + 5) / 5.0,
+                       1e-9);
+    cr_assert_float_eq(state_steps_per_s(st, 2, STATE_ANY, 5, 14.99), (2 + 3 + 4 + 5) / 5.0, 1e-9,
+                       "the running second 14 is left out");
 }
 
 Test(state, seconds_slots_are_reused_after_ten_minutes)
@@ -550,7 +563,8 @@ Test(state, events_filter_by_node_kind_and_text)
 
 Test(state, events_ring_keeps_the_newest)
 {
-    for (int i = 0; i < STATE_EVENTS + 50; i++) state_event_add(st, -1, "test", i, "event %d", i);
+    for (int i = 0; i < STATE_EVENTS + 50; i++)
+        state_event_add(st, -1, "test", i, "event %d", i);
     struct state_event_filter all = {.node = -1};
     cr_assert_eq(state_event_count(st, &all), STATE_EVENTS);
     const struct state_event *ev[STATE_EVENTS];
@@ -562,7 +576,8 @@ Test(state, events_ring_keeps_the_newest)
 
 Test(state, cluster_view_totals)
 {
-    for (int i = 0; i < 3; i++) heartbeat(i, 100);
+    for (int i = 0; i < 3; i++)
+        heartbeat(i, 100);
     state_mark_down(st, 1, "killed", 100);
     proto_head h = head_of(0);
     proto_req_msg m = {.end = 0, .prompt_tokens = 300};
@@ -571,8 +586,10 @@ Test(state, cluster_view_totals)
     state_ingest_req(st, 0, &h, &m, 100);
     /* head: 2 prefill chunks of 64 per second; tail: 10 decode steps a second. */
     for (int sec = 0; sec < STATE_RECENT_S; sec++) {
-        for (int k = 0; k < 2; k++) step(0, PROTO_PHASE_PREFILL, 1, 1, 100 + sec + k * 0.4);
-        for (int k = 0; k < 10; k++) step(2, PROTO_PHASE_DECODE, 1, 1, 100 + sec + k * 0.09);
+        for (int k = 0; k < 2; k++)
+            step(0, PROTO_PHASE_PREFILL, 1, 1, 100 + sec + k * 0.4);
+        for (int k = 0; k < 10; k++)
+            step(2, PROTO_PHASE_DECODE, 1, 1, 100 + sec + k * 0.09);
         step(0, PROTO_PHASE_DECODE, 1, 1, 100 + sec); /* not the tail: not counted */
     }
     struct state_cluster_view c;
@@ -586,7 +603,8 @@ Test(state, cluster_view_totals)
     cr_assert_float_eq(c.decode_tps, 10, 1e-9);
     cr_assert(isnan(c.last_ttft_ms));
 
-    for (int i = 0; i < 3; i++) heartbeat(i, 105);
+    for (int i = 0; i < 3; i++)
+        heartbeat(i, 105);
     h = head_of(0);
     m.end = 1;
     m.ok = 1;
@@ -617,7 +635,8 @@ Test(state, failed_request_is_an_event)
 Test(state, node_view_row)
 {
     heartbeat(1, 50);
-    for (int i = 0; i < 10; i++) step(1, PROTO_PHASE_DECODE, 7, 29, 50 + i * 0.1);
+    for (int i = 0; i < 10; i++)
+        step(1, PROTO_PHASE_DECODE, 7, 29, 50 + i * 0.1);
     struct state_node_view v;
     state_node_view(st, 1, 51, &v);
     cr_assert_str_eq(v.name, "mid");
@@ -682,7 +701,8 @@ Test(state, busy_is_what_the_steps_say_else_the_heartbeat_else_model_time)
     heartbeat_busy(0, 0.45, 31.5);
     /* Second 32: nobody says: 3 steps of 150 ms model time are 45% of it. */
     heartbeat(0, 32.05);
-    for (int i = 0; i < 3; i++) step_load(0, 150, 1, NAN, 32.1 + i * 0.1);
+    for (int i = 0; i < 3; i++)
+        step_load(0, 150, 1, NAN, 32.1 + i * 0.1);
     state_series(st, 0, STATE_SERIES_BUSY, STATE_ANY, 4, 33.5, v);
     cr_assert(isnan(v[0]), "nothing heard in second 29");
     cr_assert_float_eq(v[1], 0.7, 1e-9);
@@ -690,7 +710,8 @@ Test(state, busy_is_what_the_steps_say_else_the_heartbeat_else_model_time)
     cr_assert_float_eq(v[3], 0.45, 1e-9);
     /* Capped at 1 either way: a node's 1.5, or 1.2 s of model time in a second. */
     step_load(1, 5, 1, 1.5, 40.1);
-    for (int i = 0; i < 4; i++) step_load(2, 300, 1, NAN, 40.1 + i * 0.2);
+    for (int i = 0; i < 4; i++)
+        step_load(2, 300, 1, NAN, 40.1 + i * 0.2);
     state_series(st, 1, STATE_SERIES_BUSY, STATE_ANY, 1, 41, v);
     cr_assert_float_eq(v[0], 1, 1e-9);
     state_series(st, 2, STATE_SERIES_BUSY, STATE_ANY, 1, 41, v);
@@ -703,7 +724,8 @@ Test(state, busy_on_the_dashboard_decays_to_idle)
     state_node_view(st, 0, 5, &nv);
     cr_assert(isnan(nv.busy), "nothing heard yet");
     /* Seconds 50 and 51 stepping at 0.4 and 0.6, heartbeats every second. */
-    for (int s = 50; s < 54; s++) heartbeat_busy(0, s < 52 ? 0.5 : 0.0, s + 0.05);
+    for (int s = 50; s < 54; s++)
+        heartbeat_busy(0, s < 52 ? 0.5 : 0.0, s + 0.05);
     step_load(0, 10, 1, 0.4, 50.5);
     step_load(0, 10, 1, 0.6, 51.5);
     state_node_view(st, 0, 52.2, &nv);

@@ -94,8 +94,7 @@ Test(remote, a_failed_start_is_told_and_leaves_the_node_down)
     struct fixture fx;
     char err[256];
     setup(&fx);
-    cr_assert_eq(fx.h.node_action(fx.h.ctx, ACT_NODE_START, 0, 1.0, err, sizeof err), 0, "%s",
-                 err);
+    cr_assert_eq(fx.h.node_action(fx.h.ctx, ACT_NODE_START, 0, 1.0, err, sizeof err), 0, "%s", err);
     const struct state_event *asked = event_of(&fx, "start");
     cr_assert_not_null(asked);
     cr_assert(strstr(asked->message, "asked over SSH (nobody@127.0.0.1:"), "%s", asked->message);

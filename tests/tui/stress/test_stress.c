@@ -241,7 +241,8 @@ Test(stress_points, watchers_get_each_ok_request_once_in_order)
     end_request(r, 0, 1);
     end_request(r, 1, 0);
     end_request(r, 2, 1);
-    cr_assert_eq(stress_points_since(r, &seen, got, STRESS_POINTS_MAX), 2, "failed requests are no point");
+    cr_assert_eq(stress_points_since(r, &seen, got, STRESS_POINTS_MAX), 2,
+                 "failed requests are no point");
     cr_expect_eq(got[0].idx, 0);
     cr_expect_eq(got[1].idx, 2);
     cr_expect_eq(got[1].decode_tps, 102.0);

@@ -11,9 +11,10 @@
 #include "tui/views/layout.h"
 
 static const char *const pane_names[LAYOUT_PANE_COUNT] = {
-    "header", "footer", "nodes", "events_pane", "facts", "timing", "load", "memory",
-    "log",    "config_table", "config_edit", "filter", "list", "form", "progress", "chart",
-    "runs",   "detail", "plan_form", "plan_bars", "plan_info", "help", "message"};
+    "header",    "footer",    "nodes",     "events_pane",  "facts",       "timing",
+    "load",      "memory",    "log",       "config_table", "config_edit", "filter",
+    "list",      "form",      "progress",  "chart",        "runs",        "detail",
+    "plan_form", "plan_bars", "plan_info", "help",         "message"};
 
 static char why[256];
 
@@ -42,27 +43,37 @@ static int pane_of_view(enum layout_pane p, enum layout_view v)
 {
     switch (p) {
     case LAYOUT_HEADER:
-    case LAYOUT_FOOTER: return 1;
+    case LAYOUT_FOOTER:
+        return 1;
     case LAYOUT_NODES:
-    case LAYOUT_EVENTS_PANE: return v == LAYOUT_DASHBOARD;
+    case LAYOUT_EVENTS_PANE:
+        return v == LAYOUT_DASHBOARD;
     case LAYOUT_FACTS:
     case LAYOUT_TIMING:
     case LAYOUT_LOAD:
     case LAYOUT_MEMORY:
-    case LAYOUT_LOG: return v == LAYOUT_NODE;
+    case LAYOUT_LOG:
+        return v == LAYOUT_NODE;
     case LAYOUT_CONFIG_TABLE:
-    case LAYOUT_CONFIG_EDIT: return v == LAYOUT_CONFIG;
-    case LAYOUT_FILTER: return v == LAYOUT_EVENTS || v == LAYOUT_HISTORY;
-    case LAYOUT_LIST: return v == LAYOUT_EVENTS;
+    case LAYOUT_CONFIG_EDIT:
+        return v == LAYOUT_CONFIG;
+    case LAYOUT_FILTER:
+        return v == LAYOUT_EVENTS || v == LAYOUT_HISTORY;
+    case LAYOUT_LIST:
+        return v == LAYOUT_EVENTS;
     case LAYOUT_FORM:
     case LAYOUT_PROGRESS:
-    case LAYOUT_CHART: return v == LAYOUT_STRESS;
+    case LAYOUT_CHART:
+        return v == LAYOUT_STRESS;
     case LAYOUT_RUNS:
-    case LAYOUT_DETAIL: return v == LAYOUT_HISTORY;
+    case LAYOUT_DETAIL:
+        return v == LAYOUT_HISTORY;
     case LAYOUT_PLAN_FORM:
     case LAYOUT_PLAN_BARS:
-    case LAYOUT_PLAN_INFO: return v == LAYOUT_PLAN;
-    default: return 0;
+    case LAYOUT_PLAN_INFO:
+        return v == LAYOUT_PLAN;
+    default:
+        return 0;
     }
 }
 
@@ -72,18 +83,22 @@ static const char *check_panes(const struct layout *l, int help)
         struct layout_rect r = l->pane[p];
         if ((r.w > 0) != (r.h > 0) || r.w < 0 || r.h < 0)
             return problem("%s is half empty", pane_names[p]);
-        if (!shown(r)) continue;
+        if (!shown(r))
+            continue;
         if (r.x < 0 || r.y < 0 || r.x + r.w > l->cols || r.y + r.h > l->rows)
             return problem("%s off screen", pane_names[p]);
         int belongs = pane_of_view(p, l->view) || (p == LAYOUT_HELP && help);
-        if (!belongs) return problem("%s shown in this view", pane_names[p]);
+        if (!belongs)
+            return problem("%s shown in this view", pane_names[p]);
         for (int q = 0; q < p; q++)
             if (p != LAYOUT_HELP && shown(l->pane[q]) && overlap(r, l->pane[q]))
                 return snprintf(why, sizeof why, "%s overlaps %s", pane_names[p], pane_names[q]),
                        why;
     }
-    if (help && !shown(l->pane[LAYOUT_HELP])) return "no help overlay";
-    if (!shown(l->pane[LAYOUT_HEADER]) || !shown(l->pane[LAYOUT_FOOTER])) return "no header/footer";
+    if (help && !shown(l->pane[LAYOUT_HELP]))
+        return "no help overlay";
+    if (!shown(l->pane[LAYOUT_HEADER]) || !shown(l->pane[LAYOUT_FOOTER]))
+        return "no header/footer";
     return NULL;
 }
 
@@ -109,24 +124,30 @@ static const char *check_view(const struct layout *l, int n_nodes)
     case LAYOUT_DASHBOARD: {
         int fits = l->rows - 3 - 1 - LAYOUT_EVENTS_MIN_ROWS;
         int want = n_nodes < fits ? n_nodes : fits;
-        if (p[LAYOUT_NODES].h != 1 + want) return "node table is not as tall as it should be";
-        if (p[LAYOUT_EVENTS_PANE].h < LAYOUT_EVENTS_MIN_ROWS) return "events pane too short";
+        if (p[LAYOUT_NODES].h != 1 + want)
+            return "node table is not as tall as it should be";
+        if (p[LAYOUT_EVENTS_PANE].h < LAYOUT_EVENTS_MIN_ROWS)
+            return "events pane too short";
         break;
     }
     case LAYOUT_NODE:
         if (p[LAYOUT_TIMING].h < LAYOUT_CHART_MIN_ROWS ||
-            p[LAYOUT_LOAD].h < LAYOUT_CHART_MIN_ROWS ||
-            p[LAYOUT_MEMORY].h < LAYOUT_CHART_MIN_ROWS)
+            p[LAYOUT_LOAD].h < LAYOUT_CHART_MIN_ROWS || p[LAYOUT_MEMORY].h < LAYOUT_CHART_MIN_ROWS)
             return "chart below its minimum height";
-        if (p[LAYOUT_TIMING].w < 40 || p[LAYOUT_LOAD].w < 40) return "charts too narrow";
-        if (!shown(p[LAYOUT_FACTS])) return "no facts";
-        if (l->rows >= 40 && !shown(p[LAYOUT_LOG])) return "no log tail on a tall terminal";
+        if (p[LAYOUT_TIMING].w < 40 || p[LAYOUT_LOAD].w < 40)
+            return "charts too narrow";
+        if (!shown(p[LAYOUT_FACTS]))
+            return "no facts";
+        if (l->rows >= 40 && !shown(p[LAYOUT_LOG]))
+            return "no log tail on a tall terminal";
         break;
     case LAYOUT_CONFIG:
-        if (p[LAYOUT_CONFIG_TABLE].h < 2 || !shown(p[LAYOUT_CONFIG_EDIT])) return "config panes";
+        if (p[LAYOUT_CONFIG_TABLE].h < 2 || !shown(p[LAYOUT_CONFIG_EDIT]))
+            return "config panes";
         break;
     case LAYOUT_EVENTS:
-        if (p[LAYOUT_FILTER].h != 1 || p[LAYOUT_LIST].h < 10) return "events view panes";
+        if (p[LAYOUT_FILTER].h != 1 || p[LAYOUT_LIST].h < 10)
+            return "events view panes";
         break;
     case LAYOUT_STRESS:
         if (p[LAYOUT_FORM].h < 16 || p[LAYOUT_PROGRESS].h != LAYOUT_PROGRESS_ROWS)
@@ -137,17 +158,22 @@ static const char *check_view(const struct layout *l, int n_nodes)
     case LAYOUT_HISTORY:
         if (p[LAYOUT_FILTER].h != 1 || p[LAYOUT_RUNS].h < LAYOUT_RUNS_MIN_ROWS)
             return "history runs pane too short";
-        if (p[LAYOUT_DETAIL].h < 10) return "history detail too short";
+        if (p[LAYOUT_DETAIL].h < 10)
+            return "history detail too short";
         break;
     case LAYOUT_PLAN: {
         int fits = l->rows - 3 - LAYOUT_PLAN_FORM_ROWS - LAYOUT_PLAN_INFO_MIN_ROWS - 2;
         int want = n_nodes < fits ? n_nodes : fits;
-        if (p[LAYOUT_PLAN_FORM].h != LAYOUT_PLAN_FORM_ROWS) return "plan form";
-        if (p[LAYOUT_PLAN_BARS].h != 2 + want) return "plan bars not as tall as they should be";
-        if (p[LAYOUT_PLAN_INFO].h < LAYOUT_PLAN_INFO_MIN_ROWS) return "plan info too short";
+        if (p[LAYOUT_PLAN_FORM].h != LAYOUT_PLAN_FORM_ROWS)
+            return "plan form";
+        if (p[LAYOUT_PLAN_BARS].h != 2 + want)
+            return "plan bars not as tall as they should be";
+        if (p[LAYOUT_PLAN_INFO].h < LAYOUT_PLAN_INFO_MIN_ROWS)
+            return "plan info too short";
         break;
     }
-    case LAYOUT_VIEW_COUNT: break;
+    case LAYOUT_VIEW_COUNT:
+        break;
     }
     if (l->view != LAYOUT_CONFIG && (uncovered_rows(l, 0) || uncovered_rows(l, l->cols - 1)))
         return "rows of the body left unused";
@@ -160,9 +186,12 @@ static const char *check_columns(const struct layout *l)
     int end = t.x;
     for (int c = 0; c < LAYOUT_COL_COUNT; c++) {
         struct layout_rect r = l->col[c];
-        if (!r.w) continue;
-        if (r.x < end) return problem("column %d overlaps", c);
-        if (r.x + r.w > t.x + t.w) return problem("column %d too wide", c);
+        if (!r.w)
+            continue;
+        if (r.x < end)
+            return problem("column %d overlaps", c);
+        if (r.x + r.w > t.x + t.w)
+            return problem("column %d too wide", c);
         if (r.w < (int)strlen(layout_col_title(c)))
             return problem("column %d narrower than its title", c);
         end = r.x + r.w + 1;
@@ -170,7 +199,8 @@ static const char *check_columns(const struct layout *l)
     static const enum layout_col core[] = {LAYOUT_COL_NAME, LAYOUT_COL_STATE, LAYOUT_COL_MODEL,
                                            LAYOUT_COL_EVAL, LAYOUT_COL_MEMORY};
     for (size_t i = 0; i < sizeof core / sizeof core[0]; i++)
-        if (!l->col[core[i]].w) return "a core column was dropped";
+        if (!l->col[core[i]].w)
+            return "a core column was dropped";
     return NULL;
 }
 
@@ -178,9 +208,12 @@ static void check(int cols, int rows, enum layout_view v, int n_nodes, int help)
 {
     struct layout l = layout_compute(cols, rows, v, n_nodes, help);
     const char *e = l.too_small ? "too small at a supported size" : check_panes(&l, help);
-    if (!e) e = check_view(&l, n_nodes);
-    if (!e && v == LAYOUT_DASHBOARD) e = check_columns(&l);
-    if (e) cr_assert_fail("%dx%d view %d nodes %d help %d: %s", cols, rows, v, n_nodes, help, e);
+    if (!e)
+        e = check_view(&l, n_nodes);
+    if (!e && v == LAYOUT_DASHBOARD)
+        e = check_columns(&l);
+    if (e)
+        cr_assert_fail("%dx%d view %d nodes %d help %d: %s", cols, rows, v, n_nodes, help, e);
 }
 
 Test(layout, every_view_fits_from_80x24_to_300x100)

@@ -87,7 +87,8 @@ Test(meter, membar_sums_to_the_width_and_follows_the_proportions)
     };
     for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++) {
         long double total = 0;
-        for (int i = 0; i < GLYPHS_MEM_COUNT; i++) total += parts[p][i];
+        for (int i = 0; i < GLYPHS_MEM_COUNT; i++)
+            total += parts[p][i];
         for (int width = 1; width <= 60; width++) {
             int cols[GLYPHS_MEM_COUNT], sum = 0;
             meter_membar(parts[p], width, cols);
@@ -96,7 +97,8 @@ Test(meter, membar_sums_to_the_width_and_follows_the_proportions)
                 cr_assert_lt(fabsl(cols[i] - exact), 1.0L,
                              "parts #%zu width %d segment %d: %d columns for %.2Lf", p, width, i,
                              cols[i], exact);
-                if (parts[p][i] == 0) cr_assert_eq(cols[i], 0);
+                if (parts[p][i] == 0)
+                    cr_assert_eq(cols[i], 0);
                 sum += cols[i];
             }
             cr_assert_eq(sum, width, "parts #%zu width %d: columns sum to %d", p, width, sum);
@@ -109,7 +111,8 @@ Test(meter, membar_of_nothing_is_empty)
     uint64_t zero[GLYPHS_MEM_COUNT] = {0};
     int cols[GLYPHS_MEM_COUNT] = {9, 9, 9, 9};
     meter_membar(zero, 20, cols);
-    for (int i = 0; i < GLYPHS_MEM_COUNT; i++) cr_expect_eq(cols[i], 0);
+    for (int i = 0; i < GLYPHS_MEM_COUNT; i++)
+        cr_expect_eq(cols[i], 0);
 }
 
 Test(meter, membar_quarter_each)
@@ -117,7 +120,8 @@ Test(meter, membar_quarter_each)
     uint64_t part[GLYPHS_MEM_COUNT] = {25, 25, 25, 25};
     int cols[GLYPHS_MEM_COUNT];
     meter_membar(part, 40, cols);
-    for (int i = 0; i < GLYPHS_MEM_COUNT; i++) cr_expect_eq(cols[i], 10);
+    for (int i = 0; i < GLYPHS_MEM_COUNT; i++)
+        cr_expect_eq(cols[i], 10);
 }
 
 Test(meter, spark_scales_from_zero_to_the_largest_value)
@@ -218,7 +222,7 @@ static void plot_xy4(const double *x, const double *y, int n, uint8_t dots[2])
 }
 
 /* The bit of dot (x, y) within its cell, y from the top. */
-#define DOT(x, y) (1u << ((y) * 2 + (x) % 2))
+#define DOT(x, y) (1u << ((y)*2 + (x) % 2))
 
 Test(meter, xy_joins_points_by_value_not_by_index)
 {
@@ -296,9 +300,12 @@ Test(glyphs, ascii_set_is_ascii_only)
 {
     const struct glyphs *g = glyphs_get(0);
     cr_assert_eq(g->utf8, 0);
-    for (int i = 0; i < GLYPHS_MEM_COUNT; i++) expect_ascii("mem", g->mem[i]);
-    for (int i = 0; i < GLYPHS_SPARK_LEVELS; i++) expect_ascii("spark", g->spark[i]);
-    for (int i = 0; i < 4; i++) expect_ascii("corner", g->corner[i]);
+    for (int i = 0; i < GLYPHS_MEM_COUNT; i++)
+        expect_ascii("mem", g->mem[i]);
+    for (int i = 0; i < GLYPHS_SPARK_LEVELS; i++)
+        expect_ascii("spark", g->spark[i]);
+    for (int i = 0; i < 4; i++)
+        expect_ascii("corner", g->corner[i]);
     expect_ascii("hline", g->hline);
     expect_ascii("vline", g->vline);
     expect_ascii("ellipsis", g->ellipsis);
@@ -329,9 +336,9 @@ Test(glyphs, memory_segments_and_spark_levels_are_distinct)
 Test(glyphs, flag_reasons_in_ascii)
 {
     char buf[128];
-    view_flags_text(glyphs_get(0), STATE_FLAG_ORCH_BOUND | STATE_FLAG_LOW_HEADROOM |
-                                       STATE_FLAG_NONFINITE | STATE_FLAG_ACT_SPIKE |
-                                       STATE_FLAG_FINGERPRINT,
+    view_flags_text(glyphs_get(0),
+                    STATE_FLAG_ORCH_BOUND | STATE_FLAG_LOW_HEADROOM | STATE_FLAG_NONFINITE |
+                        STATE_FLAG_ACT_SPIKE | STATE_FLAG_FINGERPRINT,
                     buf, sizeof buf);
     cr_expect_str_eq(buf, "EVAL>MODEL LOW MEM NaN ACT! FP!=");
     view_flags_text(glyphs_get(1), STATE_FLAG_FINGERPRINT, buf, sizeof buf);

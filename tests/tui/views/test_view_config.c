@@ -84,7 +84,8 @@ Test(view_config, plus_and_minus_double_and_halve_prefill_step)
 
 Test(view_config, prefill_step_stops_at_8192)
 {
-    for (int i = 0; i < 10; i++) keys("+");
+    for (int i = 0; i < 10; i++)
+        keys("+");
     keys("\n");
     cr_assert_eq(v.n_out, 1);
     cr_expect_eq(out[0].set.prefill_step, 8192);
