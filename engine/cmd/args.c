@@ -7,147 +7,38 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/compute/kvcache.h"
-
-static const char *flag_name(const args_spec *s, int opt)
+int args_parse(opt_verb verb, int argc, char **argv, opt_vals *v)
 {
-    for (const struct option *o = s->options; o->name; o++)
-        if (o->val == opt)
-            return o->name;
-    return "?";
+    char err[512];
+    int rc = opt_parse(verb, argc, argv, v, err, sizeof err);
+    if (rc > 0)
+        opt_usage(verb, stdout);
+    else if (rc < 0)
+        fprintf(stderr, "inferd %s: %s\n", opt_verbs[verb].name, err);
+    return rc;
 }
 
-int args_bad(const args_spec *s, int opt, const char *text, const char *expected)
+int args_threads(const opt_vals *v)
 {
-    fprintf(stderr, "inferd %s: --%s: '%s' is not valid, expected %s\n", s->verb, flag_name(s, opt),
-            text, expected);
-    return -1;
-}
-
-int args_parse(const args_spec *s, int argc, char **argv, void *ctx)
-{
-    optind = 0; /* glibc: restart scanning from scratch */
-    opterr = 0;
-    int opt;
-    while ((opt = getopt_long(argc, argv, ":h", s->options, NULL)) != -1) {
-        if (opt == s->help || opt == 'h') {
-            s->usage(stdout);
-            return 1;
-        }
-        if (opt == ':') {
-            fprintf(stderr, "inferd %s: --%s needs a value\n", s->verb, flag_name(s, optopt));
-            return -1;
-        }
-        if (opt == '?') {
-            fprintf(stderr, "inferd %s: unknown option '%s' (see --help)\n", s->verb,
-                    argv[optind - 1]);
-            return -1;
-        }
-        if (s->take(ctx, opt, optarg) != 0)
-            return -1;
-    }
-    if (optind < argc) {
-        fprintf(stderr, "inferd %s: unexpected argument '%s'\n", s->verb, argv[optind]);
-        return -1;
-    }
-    return 0;
-}
-
-static int suffix_shift(char c)
-{
-    switch (c) {
-    case 'k':
-    case 'K':
-        return 10;
-    case 'm':
-    case 'M':
-        return 20;
-    case 'g':
-    case 'G':
-        return 30;
-    case 't':
-    case 'T':
-        return 40;
-    }
-    return 0;
-}
-
-int args_size(const args_spec *s, int opt, const char *text, unsigned long long min,
-              unsigned long long max, unsigned long long *out)
-{
-    char expected[96];
-    snprintf(expected, sizeof expected, "an integer in %llu..%llu (K/M/G/T suffixes allowed)", min,
-             max);
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0 || end == text || text[0] == '-')
-        return args_bad(s, opt, text, expected);
-    int shift = suffix_shift(*end);
-    if (shift)
-        end++;
-    if (*end != '\0' || (v << shift) >> shift != v)
-        return args_bad(s, opt, text, expected);
-    v <<= shift;
-    if (v < min || v > max)
-        return args_bad(s, opt, text, expected);
-    *out = v;
-    return 0;
-}
-
-int args_int(const args_spec *s, int opt, const char *text, int min, int max, int *out)
-{
-    unsigned long long v;
-    if (args_size(s, opt, text, (unsigned long long)min, (unsigned long long)max, &v) != 0)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-int args_kv_bits(const args_spec *s, int opt, const char *text, int *out)
-{
-    int bits;
-    if (args_int(s, opt, text, 4, 32, &bits) != 0)
-        return -1;
-    if (!kv_bits_valid(bits))
-        return args_bad(s, opt, text, "32, 16, 8 or 4");
-    *out = bits;
-    return 0;
-}
-
-int args_default_threads(void)
-{
+    if (opt_given(v, OPT_THREADS))
+        return (int)opt_int(v, OPT_THREADS);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     return cpus > 0 ? (int)cpus : 1;
 }
 
-int args_double(const args_spec *s, int opt, const char *text, double min, double max, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !(v >= min && v <= max)) {
-        char expected[64];
-        snprintf(expected, sizeof expected, "a number in %g..%g", min, max);
-        return args_bad(s, opt, text, expected);
-    }
-    *out = v;
-    return 0;
-}
-
 /* Appends the file's bytes to text, ended by a newline and a NUL so that
  * its words never run into the next file's. */
-static int read_flag_file(const args_spec *s, const char *path, char **text, size_t *len)
+static int read_flag_file(const char *verb, const char *path, char **text, size_t *len)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "inferd %s: --flags %s: %s\n", s->verb, path, strerror(errno));
+        fprintf(stderr, "inferd %s: --flags %s: %s\n", verb, path, strerror(errno));
         return -1;
     }
     char *grown = realloc(*text, ARGS_FLAGS_MAX + 2);
     if (!grown) {
         fclose(f);
-        fprintf(stderr, "inferd %s: out of memory\n", s->verb);
+        fprintf(stderr, "inferd %s: out of memory\n", verb);
         return -1;
     }
     *text = grown;
@@ -157,7 +48,7 @@ static int read_flag_file(const args_spec *s, const char *path, char **text, siz
     int bad = ferror(f);
     fclose(f);
     if (bad || n > room) {
-        fprintf(stderr, "inferd %s: --flags %s: %s\n", s->verb, path,
+        fprintf(stderr, "inferd %s: --flags %s: %s\n", verb, path,
                 bad ? "cannot read it" : "flag files are limited to 64 KiB");
         return -1;
     }
@@ -190,13 +81,14 @@ static int split_words(char *text, size_t from, char ***argv, int *argc)
     return 0;
 }
 
-int args_expand_flags(const args_spec *s, int argc, char **argv, args_argv *out)
+int args_expand_flags(opt_verb v, int argc, char **argv, args_argv *out)
 {
     memset(out, 0, sizeof *out);
     size_t len = 0;
     /* First the files (text may move while it grows), then the words. */
     for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], "--flags") == 0 && read_flag_file(s, argv[++i], &out->text, &len))
+        if (strcmp(argv[i], "--flags") == 0 &&
+            read_flag_file(opt_verbs[v].name, argv[++i], &out->text, &len))
             goto fail;
     size_t at = 0;
     for (int i = 0; i < argc; i++) {
@@ -218,7 +110,7 @@ int args_expand_flags(const args_spec *s, int argc, char **argv, args_argv *out)
     out->argv[out->argc] = NULL;
     return 0;
 oom:
-    fprintf(stderr, "inferd %s: out of memory\n", s->verb);
+    fprintf(stderr, "inferd %s: out of memory\n", opt_verbs[v].name);
 fail:
     args_argv_free(out);
     return -1;

@@ -3,7 +3,6 @@
  * stdout, one line of statistics goes to stderr. */
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,118 +39,27 @@ typedef struct gen_run {
     float *logits;
 } gen_run;
 
-enum {
-    OPT_MODEL = 256,
-    OPT_TOKENIZER,
-    OPT_PROMPT,
-    OPT_STEPS,
-    OPT_TEMPERATURE,
-    OPT_TOP_P,
-    OPT_SEED,
-    OPT_KV_BITS,
-    OPT_PREFILL_STEP,
-    OPT_THREADS,
-    OPT_HELP,
-};
-
-static const struct option long_options[] = {
-    {"model", required_argument, NULL, OPT_MODEL},
-    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-    {"prompt", required_argument, NULL, OPT_PROMPT},
-    {"steps", required_argument, NULL, OPT_STEPS},
-    {"temperature", required_argument, NULL, OPT_TEMPERATURE},
-    {"top-p", required_argument, NULL, OPT_TOP_P},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"kv-bits", required_argument, NULL, OPT_KV_BITS},
-    {"prefill-step", required_argument, NULL, OPT_PREFILL_STEP},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
-};
-
-static void usage(FILE *out)
-{
-    fprintf(out, "usage: inferd generate --prompt TEXT [OPTIONS]\n"
-                 "\n"
-                 "Runs a prompt through the model and prints it with its continuation,\n"
-                 "then one line of statistics on stderr.\n"
-                 "\n"
-                 "  --prompt TEXT        the text to continue (required)\n"
-                 "  --model SPEC         a GGUF file, a llama2.c checkpoint file, \"embedded\"\n"
-                 "                       (stories260K, the default), synth:110m, synth:1b or\n"
-                 "                       synth:dim=D,hidden=H,layers=L,heads=N,kv_heads=K,vocab=V\n"
-                 "  --tokenizer PATH     a llama2.c tokenizer file (default: a GGUF file's own,\n"
-                 "                       else the embedded one)\n"
-                 "  --steps N            tokens to generate, 1..1000000 (default 256)\n"
-                 "  --temperature T      0 is greedy (default 0)\n"
-                 "  --top-p P            nucleus sampling threshold in [0, 1] (default 0.9)\n"
-                 "  --seed S             random seed for sampling (default: from the clock)\n"
-                 "  --kv-bits B          KV cache precision: 32, 16, 8 or 4 (default 16)\n"
-                 "  --prefill-step N     prompt positions per prefill chunk (default 512)\n"
-                 "  --threads N          compute threads (default: online CPUs)\n"
-                 "  --help               this text\n");
-}
-
-static const args_spec spec;
-
-static int take_option(void *ctx, int opt, const char *arg)
-{
-    gen_options *o = ctx;
-    switch (opt) {
-    case OPT_MODEL:
-        o->model = arg;
-        return 0;
-    case OPT_TOKENIZER:
-        o->tokenizer = arg;
-        return 0;
-    case OPT_PROMPT:
-        o->prompt = arg;
-        return 0;
-    case OPT_STEPS:
-        return args_int(&spec, opt, arg, 1, 1000000, &o->steps);
-    case OPT_TEMPERATURE:
-        return args_double(&spec, opt, arg, 0.0, 100.0, &o->temperature);
-    case OPT_TOP_P:
-        return args_double(&spec, opt, arg, 0.0, 1.0, &o->top_p);
-    case OPT_SEED:
-        return args_size(&spec, opt, arg, 0, ULLONG_MAX, &o->seed);
-    case OPT_KV_BITS:
-        return args_kv_bits(&spec, opt, arg, &o->kv_bits);
-    case OPT_PREFILL_STEP:
-        return args_int(&spec, opt, arg, 1, 1 << 20, &o->prefill_step);
-    case OPT_THREADS:
-        return args_int(&spec, opt, arg, 1, 1024, &o->threads);
-    }
-    return -1;
-}
-
-static const args_spec spec = {
-    .verb = "generate",
-    .options = long_options,
-    .help = OPT_HELP,
-    .usage = usage,
-    .take = take_option,
-};
-
 /* Returns 0 to run, 1 when --help was printed, -1 on bad usage. */
 static int parse_options(int argc, char **argv, gen_options *o)
 {
-    *o = (gen_options){
-        .steps = 256,
-        .temperature = 0.0,
-        .top_p = 0.9,
-        .seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 32),
-        .kv_bits = 16,
-        .prefill_step = 512,
-        .threads = args_default_threads(),
-    };
-    int rc = args_parse(&spec, argc, argv, o);
+    opt_vals v;
+    int rc = args_parse(OPT_V_GENERATE, argc, argv, &v);
     if (rc != 0)
         return rc;
-    if (!o->prompt) {
-        fprintf(stderr, "inferd generate: missing --prompt TEXT (see --help)\n");
-        return -1;
-    }
+    *o = (gen_options){
+        .model = opt_str(&v, OPT_MODEL),
+        .tokenizer = opt_str(&v, OPT_TOKENIZER),
+        .prompt = opt_str(&v, OPT_PROMPT),
+        .steps = (int)opt_int(&v, OPT_STEPS),
+        .temperature = opt_num(&v, OPT_TEMPERATURE),
+        .top_p = opt_num(&v, OPT_TOP_P),
+        .seed = opt_given(&v, OPT_SEED)
+                    ? opt_int(&v, OPT_SEED)
+                    : (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 32),
+        .kv_bits = (int)opt_int(&v, OPT_KV_BITS),
+        .prefill_step = (int)opt_int(&v, OPT_PREFILL_CHUNK),
+        .threads = args_threads(&v),
+    };
     return 0;
 }
 

@@ -126,8 +126,8 @@ typedef struct job {
 
 /* Requests waiting for a place beside the --max-seqs running ones. */
 #define NODE_QUEUE_MAX 16
-#define NODE_SEQS_MAX SERVE_SEQS_MAX
-#define NODE_DEPTH_MAX SERVE_DEPTH_MAX
+#define NODE_SEQS_MAX PROTO_SEQS_MAX
+#define NODE_DEPTH_MAX PROTO_DEPTH_MAX
 
 /* A step the head sent around the ring and waits for: one request's
  * prefill chunk (RING_HIDDEN) or a batch of decode positions (RING_BATCH,

@@ -21,11 +21,6 @@ typedef struct serve_companion {
     void *arg;
 } serve_companion;
 
-/* Bounds of --max-seqs (a batch frame carries at most this many
- * requests) and --pipeline-depth. */
-#define SERVE_SEQS_MAX 64
-#define SERVE_DEPTH_MAX 16
-
 typedef struct serve_opts {
     const char *name;
     const char *model;     /* NULL: embedded */

@@ -37,6 +37,11 @@
 
 /* Ranges the decoder enforces (the vocabulary check is the node's). */
 #define PROTO_PREFILL_STEP_MAX 65536
+/* A batch frame carries at most PROTO_SEQS_MAX requests (serve
+ * --max-seqs); a ring has at most PROTO_DEPTH_MAX steps in flight
+ * (--pipeline-depth). */
+#define PROTO_SEQS_MAX 64
+#define PROTO_DEPTH_MAX 16
 #define PROTO_MAX_TOKENS_MAX (1 << 20)     /* generate.max_tokens */
 #define PROTO_SYNTHETIC_MAX (1 << 24)      /* generate.synthetic_tokens */
 #define PROTO_TOKEN_ID_MAX ((1 << 24) - 1) /* generate.tokens[i] */

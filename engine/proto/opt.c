@@ -1,0 +1,405 @@
+/* opt.c: values checked against the settings table, and command lines
+ * parsed by it (see opt.h). */
+#include "opt.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- what a value must be ------------------------------------------- */
+
+/* "a, b or c" from "a|b|c". */
+static void choice_words(const char *choices, char *buf, size_t len)
+{
+    size_t at = 0, n = strlen(choices);
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && at + 5 < len;) {
+        size_t w = strcspn(choices + i, "|");
+        int last = i + w >= n;
+        const char *sep = i == 0 ? "" : last ? " or " : ", ";
+        at += (size_t)snprintf(buf + at, len - at, "%s%.*s", sep, (int)w, choices + i);
+        i += w + 1;
+    }
+}
+
+/* v as typed most briefly: 1G rather than 1073741824. */
+static void size_words(unsigned long long v, char *buf, size_t len)
+{
+    static const char *const units[] = {"", "K", "M", "G", "T"};
+    int u = 0;
+    while (u < 4 && v >= 1024 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, "%llu%s", v, units[u]);
+}
+
+/* One value's kind, without the list wording. */
+static void expected_one(const opt_def *d, char *buf, size_t len)
+{
+    char words[160];
+    switch (d->type) {
+    case OPT_T_SWITCH:
+        snprintf(buf, len, "no value");
+        return;
+    case OPT_T_TEXT:
+    case OPT_T_PATH:
+    case OPT_T_DIR:
+        if (d->lo > 0)
+            snprintf(buf, len, "%llu..%llu bytes", d->lo, d->hi);
+        else
+            snprintf(buf, len, "at most %llu bytes", d->hi);
+        return;
+    case OPT_T_INT:
+        if (d->choices) {
+            choice_words(d->choices, words, sizeof words);
+            snprintf(buf, len, "%s%s%s", words, d->word ? " or " : "", d->word ? d->word : "");
+        } else {
+            char lo[24], hi[24];
+            size_words(d->lo, lo, sizeof lo);
+            size_words(d->hi, hi, sizeof hi);
+            snprintf(buf, len, "an integer in %s..%s (K/M/G/T suffixes allowed)%s%s", lo, hi,
+                     d->word ? " or " : "", d->word ? d->word : "");
+        }
+        return;
+    case OPT_T_NUM:
+        snprintf(buf, len, "a number in %.15g..%.15g", d->dlo, d->dhi);
+        return;
+    case OPT_T_CHOICE:
+        choice_words(d->choices, buf, len);
+        return;
+    case OPT_T_LAYERS:
+        snprintf(buf, len, "A:B with 0 <= A < B");
+        return;
+    case OPT_T_DURATION:
+        snprintf(buf, len, "a duration in %.15g..%.15g seconds (90, 90s, 15m, 2h)", d->dlo, d->dhi);
+        return;
+    }
+}
+
+void opt_expected(opt_id id, char *buf, size_t len)
+{
+    const opt_def *d = &opt_defs[id];
+    if (!d->list) {
+        expected_one(d, buf, len);
+        return;
+    }
+    char one[192];
+    expected_one(d, one, sizeof one);
+    snprintf(buf, len, "a comma-separated list of at most %d of: %s", OPT_LIST_MAX, one);
+}
+
+/* ---- checking one value ----------------------------------------------- */
+
+static int suffix_shift(char c)
+{
+    switch (c) {
+    case 'k':
+    case 'K':
+        return 10;
+    case 'm':
+    case 'M':
+        return 20;
+    case 'g':
+    case 'G':
+        return 30;
+    case 't':
+    case 'T':
+        return 40;
+    }
+    return 0;
+}
+
+/* A whole number with an optional K/M/G/T suffix; -1 on anything else. */
+static int parse_size(const char *text, size_t len, unsigned long long *out)
+{
+    char buf[64];
+    if (len == 0 || len >= sizeof buf || text[0] == '-' || text[0] == '+')
+        return -1;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(buf, &end, 10);
+    if (errno != 0 || end == buf)
+        return -1;
+    int shift = suffix_shift(*end);
+    if (shift)
+        end++;
+    if (*end != '\0' || (v << shift) >> shift != v)
+        return -1;
+    *out = v << shift;
+    return 0;
+}
+
+static int parse_real(const char *text, size_t len, double *out)
+{
+    char buf[64];
+    if (len == 0 || len >= sizeof buf)
+        return -1;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    char *end;
+    errno = 0;
+    double v = strtod(buf, &end);
+    if (errno != 0 || end == buf || *end != '\0' || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The index of word text[0..len) in "a|b|c", or -1. */
+static int choice_index(const char *choices, const char *text, size_t len)
+{
+    int index = 0;
+    for (const char *p = choices; *p; index++) {
+        size_t w = strcspn(p, "|");
+        if (w == len && strncmp(p, text, len) == 0)
+            return index;
+        p += w;
+        if (*p == '|')
+            p++;
+    }
+    return -1;
+}
+
+static int in_choices(const char *choices, unsigned long long v)
+{
+    char word[24];
+    int n = snprintf(word, sizeof word, "%llu", v);
+    return choice_index(choices, word, (size_t)n) >= 0;
+}
+
+static int check_int(const opt_def *d, unsigned long long v)
+{
+    if (d->choices)
+        return in_choices(d->choices, v);
+    return v >= d->lo && v <= d->hi;
+}
+
+/* One value, text[0..len): its number in *num (INT, CHOICE), *real
+ * (NUM, DURATION) or *i2 (LAYERS' end). 0, or -1 when not valid. */
+static int check_one(const opt_def *d, const char *text, size_t len, unsigned long long *num,
+                     unsigned long long *i2, double *real)
+{
+    switch (d->type) {
+    case OPT_T_SWITCH:
+        return -1;
+    case OPT_T_TEXT:
+    case OPT_T_PATH:
+    case OPT_T_DIR:
+        return len >= d->lo && (d->hi == 0 || len <= d->hi) && memchr(text, '\0', len) == NULL ? 0
+                                                                                               : -1;
+    case OPT_T_INT:
+        if (d->word && strlen(d->word) == len && strncmp(text, d->word, len) == 0) {
+            *num = d->word_value;
+            return 0;
+        }
+        return parse_size(text, len, num) == 0 && check_int(d, *num) ? 0 : -1;
+    case OPT_T_NUM:
+        return parse_real(text, len, real) == 0 && *real >= d->dlo && *real <= d->dhi ? 0 : -1;
+    case OPT_T_CHOICE: {
+        int k = choice_index(d->choices, text, len);
+        *num = (unsigned long long)k;
+        return k >= 0 ? 0 : -1;
+    }
+    case OPT_T_LAYERS: {
+        char buf[48];
+        int a, b, n;
+        if (len >= sizeof buf)
+            return -1;
+        memcpy(buf, text, len);
+        buf[len] = '\0';
+        if (sscanf(buf, "%d:%d%n", &a, &b, &n) != 2 || buf[n] != '\0' || a < 0 || b <= a)
+            return -1;
+        *num = (unsigned long long)a;
+        *i2 = (unsigned long long)b;
+        return 0;
+    }
+    case OPT_T_DURATION: {
+        double unit = 1.0;
+        char last = len ? text[len - 1] : '\0';
+        if (last == 's' || last == 'm' || last == 'h') {
+            unit = last == 'm' ? 60.0 : last == 'h' ? 3600.0 : 1.0;
+            len--;
+        }
+        if (parse_real(text, len, real) != 0)
+            return -1;
+        *real *= unit;
+        return *real >= d->dlo && *real <= d->dhi ? 0 : -1;
+    }
+    }
+    return -1;
+}
+
+static int bad(opt_id id, char *err, size_t errlen)
+{
+    char expected[256];
+    opt_expected(id, expected, sizeof expected);
+    snprintf(err, errlen, "expected %s", expected);
+    return -1;
+}
+
+int opt_check_text(opt_id id, const char *text, opt_value *out, char *err, size_t errlen)
+{
+    const opt_def *d = &opt_defs[id];
+    opt_value v = {.s = text};
+    if (!d->list) {
+        if (check_one(d, text, strlen(text), &v.i, &v.i2, &v.d) != 0)
+            return bad(id, err, errlen);
+    } else {
+        for (const char *p = text;; p++) {
+            size_t w = strcspn(p, ",");
+            unsigned long long num = 0, i2 = 0;
+            double real = 0.0;
+            if (v.n == OPT_LIST_MAX || check_one(d, p, w, &num, &i2, &real) != 0)
+                return bad(id, err, errlen);
+            v.v[v.n++] = d->type == OPT_T_NUM || d->type == OPT_T_DURATION ? real : (double)num;
+            if (v.n == 1)
+                v.i = num, v.i2 = i2, v.d = real;
+            p += w;
+            if (*p == '\0')
+                break;
+        }
+    }
+    v.given = out->given;
+    *out = v;
+    return 0;
+}
+
+int opt_check_json(opt_id id, const struct json_t *value, opt_value *out, char *err, size_t errlen)
+{
+    const opt_def *d = &opt_defs[id];
+    opt_value v = {0};
+    switch (d->type) {
+    case OPT_T_INT:
+        if (json_is_integer(value) && json_integer_value(value) >= 0) {
+            v.i = (unsigned long long)json_integer_value(value);
+            if (!check_int(d, v.i))
+                return bad(id, err, errlen);
+            break;
+        }
+        if (d->word && json_is_string(value) && strcmp(json_string_value(value), d->word) == 0) {
+            v.i = d->word_value;
+            break;
+        }
+        return bad(id, err, errlen);
+    case OPT_T_NUM:
+    case OPT_T_DURATION:
+        if (!json_is_number(value))
+            return bad(id, err, errlen);
+        v.d = json_number_value(value);
+        if (!(v.d >= d->dlo && v.d <= d->dhi))
+            return bad(id, err, errlen);
+        break;
+    case OPT_T_SWITCH:
+        if (!json_is_boolean(value))
+            return bad(id, err, errlen);
+        v.i = json_is_true(value);
+        break;
+    default:
+        /* Text, choices and layers come as strings, checked as typed. */
+        if (!json_is_string(value))
+            return bad(id, err, errlen);
+        if (check_one(d, json_string_value(value), json_string_length(value), &v.i, &v.i2, &v.d) !=
+            0)
+            return bad(id, err, errlen);
+        v.s = json_string_value(value);
+        break;
+    }
+    v.given = 1;
+    *out = v;
+    return 0;
+}
+
+/* ---- command lines ---------------------------------------------------- */
+
+/* getopt_long's value for a row: above every character. */
+#define VAL(id) (256 + (int)(id))
+
+static const char *flag_of(int val)
+{
+    return val >= 256 && val < VAL(OPT_COUNT) ? opt_defs[val - 256].flag : "?";
+}
+
+int opt_parse(opt_verb verb, int argc, char **argv, opt_vals *out, char *err, size_t errlen)
+{
+    struct option longs[OPT_COUNT + 1];
+    char shorts[2 * OPT_COUNT + 2] = ":";
+    int n = 0, ns = 1;
+    unsigned long long bit = OPT_VB(verb);
+    memset(out, 0, sizeof *out);
+    out->verb = verb;
+    for (int id = 0; id < OPT_COUNT; id++) {
+        const opt_def *d = &opt_defs[id];
+        if (!d->flag || !(d->verbs & bit))
+            continue;
+        longs[n++] = (struct option){
+            d->flag, d->type == OPT_T_SWITCH ? no_argument : required_argument, NULL, VAL(id)};
+        if (d->short_flag) {
+            shorts[ns++] = d->short_flag;
+            if (d->type != OPT_T_SWITCH)
+                shorts[ns++] = ':';
+        }
+    }
+    longs[n] = (struct option){0};
+    shorts[ns] = '\0';
+
+    optind = 0; /* glibc: restart scanning from scratch */
+    opterr = 0;
+    int val;
+    while ((val = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+        if (val == ':') {
+            snprintf(err, errlen, "%s%s needs a value", optopt >= 256 ? "--" : "-",
+                     optopt >= 256 ? flag_of(optopt) : (char[]){(char)optopt, 0});
+            return -1;
+        }
+        if (val == '?') {
+            snprintf(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+            return -1;
+        }
+        opt_id id = OPT_COUNT;
+        if (val >= 256)
+            id = (opt_id)(val - 256);
+        else
+            for (int k = 0; k < OPT_COUNT; k++)
+                if (opt_defs[k].short_flag == val && (opt_defs[k].verbs & bit))
+                    id = (opt_id)k;
+        if (id == OPT_HELP)
+            return 1;
+        opt_value *v = &out->v[id];
+        if (opt_defs[id].type == OPT_T_SWITCH) {
+            v->i = 1;
+        } else if (opt_check_text(id, optarg, v, err, errlen) != 0) {
+            char why[320];
+            snprintf(why, sizeof why, "%s", err);
+            snprintf(err, errlen, "--%s: '%s' is not valid, %s", opt_defs[id].flag, optarg, why);
+            return -1;
+        }
+        v->given = 1;
+    }
+    for (; optind < argc; optind++) {
+        if (out->nargs == OPT_ARGS_MAX || out->nargs == opt_verbs[verb].nargs_max) {
+            snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
+            return -1;
+        }
+        out->args[out->nargs++] = argv[optind];
+    }
+    for (int id = 0; id < OPT_COUNT; id++) {
+        const opt_def *d = &opt_defs[id];
+        if (!(d->verbs & bit) || out->v[id].given)
+            continue;
+        if (d->required & bit) {
+            snprintf(err, errlen, "missing --%s %s", d->flag, d->arg ? d->arg : "");
+            return -1;
+        }
+        /* A default that does not check is a bug of the table: its
+         * test (tests/engine/proto/test_opt.c) checks them all. */
+        if (d->def && opt_check_text((opt_id)id, d->def, &out->v[id], err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,207 @@
+/* opt.h: the one table of every setting and flag of inferd and infertop.
+ *
+ * Like tmux's options-table.c, one row per setting says everything there is
+ * to know about it: its command-line flag and the verbs that take it, its
+ * name on the wire (control requests, ring frames, HTTP bodies) and in the
+ * cluster file, its type, range or choices, default and help. Everything
+ * else is derived from the rows (opt_table.c): each verb's option parsing
+ * (opt_parse), its --help (opt_usage), the man pages' option lists and the
+ * shell completions (contrib/gen, at build time), and the validation of
+ * untrusted values (opt_check_text, opt_check_json). So adding a flag is
+ * one row plus the code that uses its value; README "Adding a flag".
+ *
+ * The same flag may have two rows when two verbs mean different things by
+ * it (inferd serve --name is the node's name, infertop stress --name the
+ * run's); a verb never takes two rows of one flag (a unit test checks). */
+#ifndef OPT_H
+#define OPT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* ---- verbs ----------------------------------------------------------- */
+
+typedef enum opt_prog { OPT_INFERD, OPT_INFERTOP } opt_prog;
+
+/* One verb, or one mode of a verb that takes its own flags ("stress
+ * growth"). Listed in opt_verbs[] (opt_table.c) in this order. */
+typedef enum opt_verb {
+    OPT_V_GENERATE,
+    OPT_V_SERVE,
+    OPT_V_EVAL,
+    OPT_V_TOKENIZE,
+    OPT_V_QUANTIZE,
+    OPT_V_KEYGEN,
+    OPT_V_COUNT
+} opt_verb;
+
+typedef struct opt_verb_def {
+    opt_prog prog;
+    const char *name;     /* "serve", "stress growth" */
+    const char *synopsis; /* after the verb: "--prompt TEXT [OPTIONS]" */
+    const char *summary;  /* one line, for the program's verb list */
+    const char *about;    /* the paragraph under the usage line */
+    const char *notes;    /* text after the options, or NULL */
+    int nargs_max;        /* words that are not options it takes */
+} opt_verb_def;
+
+extern const opt_verb_def opt_verbs[OPT_V_COUNT];
+
+#define OPT_VB(v) (1ull << (v))
+
+/* ---- settings -------------------------------------------------------- */
+
+typedef enum opt_id {
+    OPT_MODEL,
+    OPT_TOKENIZER,
+    OPT_THREADS,
+    OPT_KV_BITS,
+    OPT_PREFILL_STEP,
+    OPT_PREFILL_CHUNK,
+    OPT_PROMPT,
+    OPT_STEPS,
+    OPT_TEMPERATURE,
+    OPT_TOP_P,
+    OPT_SEED,
+    OPT_TOKENS,
+    OPT_LOGITS,
+    OPT_EVAL_CONTROL,
+    OPT_EVAL_TIMEOUT,
+    OPT_CURVE_KEY,
+    OPT_CURVE_SERVER_KEY,
+    OPT_FILE,
+    OPT_NO_BOS,
+    OPT_SPECIAL,
+    OPT_TOKENS_JSON,
+    OPT_TYPE,
+    OPT_QUANT_OUT,
+    OPT_KEY_OUT,
+    OPT_NAME,
+    OPT_LAYERS,
+    OPT_CONTROL,
+    OPT_TELEMETRY,
+    OPT_LISTEN,
+    OPT_NEXT,
+    OPT_MEM_LIMIT,
+    OPT_MAX_CTX,
+    OPT_STEP_TARGET,
+    OPT_STEP_TIMEOUT,
+    OPT_QUEUE_TIMEOUT,
+    OPT_MAX_SEQS,
+    OPT_PIPELINE_DEPTH,
+    OPT_LOG,
+    OPT_PIDFILE,
+    OPT_HTTP,
+    OPT_API_KEY,
+    OPT_FLAGS,
+    OPT_CURVE_SECRET,
+    OPT_CURVE_CLIENTS,
+    OPT_NEXT_KEY,
+    OPT_HELP,
+    OPT_COUNT
+} opt_id;
+
+typedef enum opt_type {
+    OPT_T_SWITCH,   /* a flag without a value: i = 1 when given */
+    OPT_T_TEXT,     /* s: at most .hi bytes, at least .lo */
+    OPT_T_PATH,     /* s: a file (completion offers files) */
+    OPT_T_DIR,      /* s: a directory */
+    OPT_T_INT,      /* i in [.lo, .hi]; K, M, G, T multiply by powers of 1024 */
+    OPT_T_NUM,      /* d in [.dlo, .dhi] */
+    OPT_T_CHOICE,   /* i: the index of the word in .choices */
+    OPT_T_LAYERS,   /* "A:B", 0 <= A < B: i = A, i2 = B */
+    OPT_T_DURATION, /* d: seconds, from 90, 90s, 15m or 2h, in [.dlo, .dhi] */
+} opt_type;
+
+typedef struct opt_def {
+    const char *flag; /* "kv-bits" for --kv-bits; NULL: not a flag */
+    char short_flag;  /* 'c' for -c, or 0 */
+    const char *wire; /* its name in JSON (control, ring, HTTP), or NULL */
+    const char *key;  /* its cluster-file key, or NULL */
+    opt_type type;
+    unsigned long long lo, hi;     /* INT range; TEXT length */
+    double dlo, dhi;               /* NUM and DURATION range */
+    const char *choices;           /* CHOICE: "growth|fixed"; INT: the only values allowed */
+    const char *word;              /* INT: a word accepted too ("auto") ... */
+    unsigned long long word_value; /* ... standing for this value */
+    int list;                      /* a comma-separated list of such values */
+    const char *def;               /* the default, as typed; NULL: none */
+    const char *def_doc;           /* a default computed at run time, for help */
+    const char *arg;               /* the value's name in help: "N", "FILE" */
+    const char *help;              /* one sentence or two; ranges and the
+                                    * default are appended from the fields */
+    unsigned long long verbs;      /* OPT_VB() of the verbs taking the flag */
+    unsigned long long required;   /* ... and of those that require it */
+} opt_def;
+
+extern const opt_def opt_defs[OPT_COUNT];
+
+/* ---- values ---------------------------------------------------------- */
+
+#define OPT_LIST_MAX 16
+#define OPT_ARGS_MAX 64
+
+typedef struct opt_value {
+    int given; /* on the command line (else the default, if any) */
+    unsigned long long i, i2;
+    double d;
+    const char *s; /* TEXT, PATH, DIR: points into argv or the table */
+    int n;         /* list: values in v[] */
+    double v[OPT_LIST_MAX];
+} opt_value;
+
+/* What a verb's command line said: a value per setting (the default where
+ * not given) and the words that are not options. */
+typedef struct opt_vals {
+    opt_verb verb;
+    opt_value v[OPT_COUNT];
+    int nargs;
+    char *args[OPT_ARGS_MAX];
+} opt_vals;
+
+/* Parses argv (argv[0] is the verb) for verb. Returns 0 to go on, 1 when
+ * --help was asked (the caller prints opt_usage), -1 with err naming the
+ * problem: "--kv-bits: '7' is not valid, expected 32, 16, 8 or 4". */
+int opt_parse(opt_verb verb, int argc, char **argv, opt_vals *out, char *err, size_t errlen);
+
+/* Checks one value of setting id as typed and fills *out; -1 with err
+ * saying what was expected (without the flag's name). */
+int opt_check_text(opt_id id, const char *text, opt_value *out, char *err, size_t errlen);
+
+/* The same for a JSON value (a number, or a string for TEXT, CHOICE and
+ * an INT's word). */
+struct json_t; /* jansson's; the views, which may not include it, need none */
+int opt_check_json(opt_id id, const struct json_t *value, opt_value *out, char *err, size_t errlen);
+
+/* What a value must be, in words: "an integer in 1..65536 or auto". */
+void opt_expected(opt_id id, char *buf, size_t len);
+
+static inline unsigned long long opt_int(const opt_vals *v, opt_id id)
+{
+    return v->v[id].i;
+}
+static inline double opt_num(const opt_vals *v, opt_id id)
+{
+    return v->v[id].d;
+}
+static inline const char *opt_str(const opt_vals *v, opt_id id)
+{
+    return v->v[id].s;
+}
+static inline int opt_given(const opt_vals *v, opt_id id)
+{
+    return v->v[id].given;
+}
+
+/* ---- help ------------------------------------------------------------ */
+
+/* "usage: inferd VERB SYNOPSIS", the verb's paragraph, its options with
+ * their ranges and defaults, and its notes. */
+void opt_usage(opt_verb verb, FILE *out);
+
+/* One option's help as verb's usage shows it, without the flag column:
+ * the help, then in parentheses whether it is required, its range or
+ * choices and its default. */
+void opt_help_text(opt_id id, opt_verb verb, char *buf, size_t len);
+
+#endif

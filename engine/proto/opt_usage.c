@@ -1,0 +1,84 @@
+/* opt_usage.c: --help text from the settings table (see opt.h). */
+#include <string.h>
+
+#include "opt.h"
+
+/* Help lines are wrapped to this width, the text in a column after the
+ * flags, as the usage texts of GNU tools are. */
+#define WIDTH 79
+#define TEXT_COL 23
+
+void opt_help_text(opt_id id, opt_verb verb, char *buf, size_t len)
+{
+    const opt_def *d = &opt_defs[id];
+    char range[256] = "";
+    if (d->type == OPT_T_INT || d->type == OPT_T_NUM || d->type == OPT_T_CHOICE ||
+        d->type == OPT_T_DURATION || (d->type == OPT_T_TEXT && d->hi > 0))
+        opt_expected(id, range, sizeof range);
+    /* The integer wording names suffixes; help keeps it short. */
+    char *suffixes = strstr(range, " (K/M/G/T suffixes allowed)");
+    if (suffixes)
+        memmove(suffixes, suffixes + 27, strlen(suffixes + 27) + 1);
+    if (strncmp(range, "an integer in ", 14) == 0)
+        memmove(range, range + 14, strlen(range + 14) + 1);
+    if (strncmp(range, "a number in ", 12) == 0)
+        memmove(range, range + 12, strlen(range + 12) + 1);
+    char def[160] = "";
+    if (d->def)
+        snprintf(def, sizeof def, "default %s", d->def);
+    else if (d->def_doc)
+        snprintf(def, sizeof def, "default: %s", d->def_doc);
+    int required = (d->required & OPT_VB(verb)) != 0;
+    const char *sep = range[0] && def[0] ? "; " : "";
+    if (!range[0] && !def[0] && !required)
+        snprintf(buf, len, "%s", d->help);
+    else
+        snprintf(buf, len, "%s (%s%s%s%s%s)", d->help, required ? "required" : "",
+                 required && range[0] ? ", " : "", range, sep, def);
+}
+
+/* Writes text from column col, wrapped at WIDTH, later lines indented
+ * to TEXT_COL. */
+static void wrap(FILE *out, const char *text, int col)
+{
+    for (const char *p = text; *p;) {
+        size_t word = strcspn(p, " ");
+        if (p != text && col + 1 + (int)word > WIDTH) {
+            fprintf(out, "\n%*s", TEXT_COL, "");
+            col = TEXT_COL;
+        } else if (p != text) {
+            fputc(' ', out);
+            col++;
+        }
+        fprintf(out, "%.*s", (int)word, p);
+        col += (int)word;
+        p += word;
+        while (*p == ' ')
+            p++;
+    }
+    fputc('\n', out);
+}
+
+void opt_usage(opt_verb verb, FILE *out)
+{
+    const opt_verb_def *v = &opt_verbs[verb];
+    fprintf(out, "usage: %s %s %s\n\n", v->prog == OPT_INFERD ? "inferd" : "infertop", v->name,
+            v->synopsis);
+    fprintf(out, "%s\n\n", v->about);
+    for (int id = 0; id < OPT_COUNT; id++) {
+        const opt_def *d = &opt_defs[id];
+        if (!d->flag || !(d->verbs & OPT_VB(verb)))
+            continue;
+        char head[96], help[768];
+        int col = snprintf(head, sizeof head, "  %s%.*s%s--%s%s%s", d->short_flag ? "-" : "",
+                           d->short_flag ? 1 : 0, &d->short_flag, d->short_flag ? ", " : "",
+                           d->flag, d->arg ? " " : "", d->arg ? d->arg : "");
+        /* The help starts in its column, or two spaces after a long flag. */
+        int pad = col < TEXT_COL - 1 ? TEXT_COL - col : 2;
+        fprintf(out, "%s%*s", head, pad, "");
+        opt_help_text((opt_id)id, verb, help, sizeof help);
+        wrap(out, help, col + pad);
+    }
+    if (v->notes)
+        fprintf(out, "\n%s\n", v->notes);
+}
