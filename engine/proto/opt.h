@@ -32,6 +32,7 @@ typedef enum opt_verb {
     OPT_V_TOKENIZE,
     OPT_V_QUANTIZE,
     OPT_V_KEYGEN,
+    /* infertop's verbs */
     OPT_V_COUNT
 } opt_verb;
 
@@ -98,6 +99,9 @@ typedef enum opt_id {
     OPT_CURVE_CLIENTS,
     OPT_NEXT_KEY,
     OPT_HELP,
+    /* fields of requests on the wire (control, ring, HTTP) */
+    /* keys of the cluster file */
+    /* infertop's flags */
     OPT_COUNT
 } opt_id;
 

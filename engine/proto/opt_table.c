@@ -68,6 +68,7 @@ const opt_verb_def opt_verbs[OPT_V_COUNT] = {
                       "Writes a CURVE key pair: PREFIX.key (public and secret key, mode 0600)\n"
                       "and PREFIX.pub (public key). Existing files are never overwritten.",
                       NULL, 0},
+    /* ---- infertop ---- */
 };
 
 const opt_def opt_defs[OPT_COUNT] = {
@@ -410,4 +411,10 @@ const opt_def opt_defs[OPT_COUNT] = {
                   .type = OPT_T_SWITCH,
                   .help = "this text",
                   .verbs = ALL_INFERD},
+
+    /* ---- fields of requests on the wire (control, ring, HTTP) ---- */
+
+    /* ---- keys of the cluster file ---- */
+
+    /* ---- infertop's flags ---- */
 };
