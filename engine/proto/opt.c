@@ -31,7 +31,7 @@ static void size_words(unsigned long long v, char *buf, size_t len)
 {
     static const char *const units[] = {"", "K", "M", "G", "T"};
     int u = 0;
-    while (u < 4 && v >= (1u << 20) && v % 1024 == 0) {
+    while (u < 4 && (v >= (1u << 20) || u > 0) && v >= 1024 && v % 1024 == 0) {
         v /= 1024;
         u++;
     }

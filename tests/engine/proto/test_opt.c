@@ -133,7 +133,7 @@ Test(opt_parse, int_with_suffix_and_word)
             "--max-seqs: '4x' is not valid, expected an integer in 1..64 (K/M/G/T suffixes "
             "allowed)");
     refused(OPT_V_GENERATE, "generate --prompt x --prefill-step auto",
-            "--prefill-step: 'auto' is not valid, expected an integer in 1..64K (K/M/G/T "
+            "--prefill-step: 'auto' is not valid, expected an integer in 1..65536 (K/M/G/T "
             "suffixes allowed)");
 }
 
@@ -359,7 +359,7 @@ Test(opt_check, json_int_and_word)
     cr_assert_eq(
         json_check(OPT_PREFILL_STEP, json_integer(PROTO_PREFILL_STEP_MAX + 1), &v, err, sizeof err),
         -1);
-    cr_assert_str_eq(err, "expected an integer in 1..64K (K/M/G/T suffixes allowed) or auto");
+    cr_assert_str_eq(err, "expected an integer in 1..65536 (K/M/G/T suffixes allowed) or auto");
     cr_assert_eq(json_check(OPT_PREFILL_STEP, json_real(2.0), &v, err, sizeof err), -1);
 }
 
