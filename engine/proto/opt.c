@@ -353,6 +353,20 @@ void opt_format(opt_id id, const opt_value *v, char *buf, size_t len)
     }
 }
 
+int opt_choices(opt_id id, unsigned long long *out, int max)
+{
+    const opt_def *d = &opt_defs[id];
+    int n = 0;
+    if (d->type != OPT_T_INT || !d->choices)
+        return 0;
+    for (const char *p = d->choices; *p && n < max; n++) {
+        out[n] = strtoull(p, NULL, 10);
+        p += strcspn(p, "|");
+        p += *p == '|';
+    }
+    return n;
+}
+
 /* ---- command lines ---------------------------------------------------- */
 
 /* getopt_long's value for a row: above every character. */

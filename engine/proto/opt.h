@@ -196,6 +196,14 @@ void opt_format(opt_id id, const opt_value *v, char *buf, size_t len);
 /* What a value must be, in words: "an integer in 1..65536 or auto". */
 void opt_expected(opt_id id, char *buf, size_t len);
 
+/* The same, short, as help shows it: "1..64K or auto", "32, 16, 8 or 4";
+ * "" for a type without a range (a path). */
+void opt_range(opt_id id, char *buf, size_t len);
+
+/* The values an INT row allows when it lists them (.choices), in the
+ * row's order, at most max: their count (0 for a row without). */
+int opt_choices(opt_id id, unsigned long long *out, int max);
+
 static inline unsigned long long opt_int(const opt_vals *v, opt_id id)
 {
     return v->v[id].i;
