@@ -49,7 +49,9 @@ static void expected_one(const opt_def *d, char *buf, size_t len)
     case OPT_T_TEXT:
     case OPT_T_PATH:
     case OPT_T_DIR:
-        if (d->lo > 0)
+        if (d->hi == 0)
+            snprintf(buf, len, d->lo > 0 ? "a value that is not empty" : "any text");
+        else if (d->lo > 0)
             snprintf(buf, len, "%llu..%llu bytes", d->lo, d->hi);
         else
             snprintf(buf, len, "at most %llu bytes", d->hi);
@@ -314,6 +316,56 @@ int opt_check_json(opt_id id, const struct json_t *value, opt_value *out, char *
     v.given = 1;
     *out = v;
     return 0;
+}
+
+void opt_format(opt_id id, const opt_value *v, char *buf, size_t len)
+{
+    const opt_def *d = &opt_defs[id];
+    switch (d->type) {
+    case OPT_T_SWITCH: /* a switch has no value */
+        if (len)
+            buf[0] = '\0';
+        return;
+    case OPT_T_INT:
+        if (d->word && v->i == d->word_value)
+            snprintf(buf, len, "%s", d->word);
+        else
+            snprintf(buf, len, "%llu", v->i);
+        return;
+    case OPT_T_NUM:
+    case OPT_T_DURATION:
+        snprintf(buf, len, "%.17g", v->d);
+        return;
+    case OPT_T_CHOICE: {
+        const char *p = d->choices;
+        for (unsigned long long k = 0; k < v->i && *p; k++)
+            p += strcspn(p, "|") + (p[strcspn(p, "|")] == '|');
+        snprintf(buf, len, "%.*s", (int)strcspn(p, "|"), p);
+        return;
+    }
+    case OPT_T_LAYERS:
+        snprintf(buf, len, "%llu:%llu", v->i, v->i2);
+        return;
+    case OPT_T_TEXT:
+    case OPT_T_PATH:
+    case OPT_T_DIR:
+        snprintf(buf, len, "%s", v->s ? v->s : "");
+        return;
+    }
+}
+
+int opt_choices(opt_id id, unsigned long long *out, int max)
+{
+    const opt_def *d = &opt_defs[id];
+    int n = 0;
+    if (d->type != OPT_T_INT || !d->choices)
+        return 0;
+    for (const char *p = d->choices; *p && n < max; n++) {
+        out[n] = strtoull(p, NULL, 10);
+        p += strcspn(p, "|");
+        p += *p == '|';
+    }
+    return n;
 }
 
 /* ---- command lines ---------------------------------------------------- */

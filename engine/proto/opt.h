@@ -102,6 +102,17 @@ typedef enum opt_id {
     OPT_HELP,
     /* fields of requests on the wire (control, ring, HTTP) */
     /* keys of the cluster file */
+    OPT_CF_SSH,
+    OPT_CF_START,
+    OPT_CF_IDENTITY,
+    OPT_CF_KNOWN_HOSTS,
+    OPT_CF_ACCEPT_NEW,
+    OPT_CF_CONNECT_TIMEOUT,
+    OPT_CF_HOST,
+    OPT_CF_PORT,
+    OPT_CF_BASE_PORT,
+    OPT_CF_INFERD,
+    OPT_CF_FLAGS,
     /* infertop's flags */
     OPT_COUNT
 } opt_id;
@@ -178,8 +189,21 @@ int opt_check_text(opt_id id, const char *text, opt_value *out, char *err, size_
 struct json_t; /* jansson's; the views, which may not include it, need none */
 int opt_check_json(opt_id id, const struct json_t *value, opt_value *out, char *err, size_t errlen);
 
+/* Writes a value of setting id the way opt_check_text reads it back: an
+ * INT's word for its word_value ("auto"), "A:B" for layers, a choice's
+ * word, the text of TEXT, PATH and DIR. */
+void opt_format(opt_id id, const opt_value *v, char *buf, size_t len);
+
 /* What a value must be, in words: "an integer in 1..65536 or auto". */
 void opt_expected(opt_id id, char *buf, size_t len);
+
+/* The same, short, as help shows it: "1..64K or auto", "32, 16, 8 or 4";
+ * "" for a type without a range (a path). */
+void opt_range(opt_id id, char *buf, size_t len);
+
+/* The values an INT row allows when it lists them (.choices), in the
+ * row's order, at most max: their count (0 for a row without). */
+int opt_choices(opt_id id, unsigned long long *out, int max);
 
 static inline unsigned long long opt_int(const opt_vals *v, opt_id id)
 {

@@ -391,7 +391,6 @@ const opt_def opt_defs[OPT_COUNT] = {
                              "first line (mode 0600)",
                      .verbs = OPT_VB(OPT_V_SERVE)},
     [OPT_FLAGS] = {.flag = "flags",
-                   .key = "flags",
                    .type = OPT_T_PATH,
                    .arg = "FILE",
                    .help = "more flags, read from FILE: whitespace-separated, '#' comments, no "
@@ -421,9 +420,73 @@ const opt_def opt_defs[OPT_COUNT] = {
                   .help = "this text",
                   .verbs = ALL_INFERD},
 
-    /* ---- fields of requests on the wire (control, ring, HTTP) ---- */
+/* ---- fields of requests on the wire (control, ring, HTTP) ---- */
 
-    /* ---- keys of the cluster file ---- */
+/* ---- keys of the cluster file ---- */
+/* The keys that are not inferd serve's flags. A node uses its port and
+ * the next two (telemetry, ring input). */
+#define PORT_LAST (65535 - 2)
+    [OPT_CF_SSH] = {.key = "ssh",
+                    .type = OPT_T_TEXT,
+                    .lo = 1,
+                    .arg = "[USER@]HOST[:PORT]",
+                    .help = "the node's SSH target; `USER@` alone: that user on `host`"},
+    [OPT_CF_START] = {.key = "start",
+                      .type = OPT_T_TEXT,
+                      .lo = 1,
+                      .arg = "COMMAND",
+                      .help = "the command line that starts the node, instead of the derived one"},
+    [OPT_CF_IDENTITY] = {.key = "identity",
+                         .type = OPT_T_PATH,
+                         .lo = 1,
+                         .arg = "FILE",
+                         .help = "the SSH private key"},
+    [OPT_CF_KNOWN_HOSTS] = {.key = "known_hosts",
+                            .type = OPT_T_PATH,
+                            .lo = 1,
+                            .arg = "FILE",
+                            .help = "the SSH known hosts file"},
+    [OPT_CF_ACCEPT_NEW] = {.key = "accept_new",
+                           .type = OPT_T_CHOICE,
+                           .choices = "yes|no|true|false|on|off|1|0",
+                           .arg = "yes|no",
+                           .help = "trust a host key seen for the first time"},
+    [OPT_CF_CONNECT_TIMEOUT] = {.key = "connect_timeout",
+                                .type = OPT_T_INT,
+                                .lo = 1,
+                                .hi = 600,
+                                .arg = "SEC",
+                                .help = "seconds an SSH connect may take"},
+    [OPT_CF_HOST] = {.key = "host",
+                     .type = OPT_T_TEXT,
+                     .lo = 1,
+                     .arg = "HOST",
+                     .help = "where the node's sockets are: a name or an address, without a port"},
+    [OPT_CF_PORT] = {.key = "port",
+                     .type = OPT_T_INT,
+                     .lo = 1,
+                     .hi = PORT_LAST,
+                     .arg = "PORT",
+                     .help = "the node's control port; telemetry is the next, the ring input the "
+                             "one after"},
+    [OPT_CF_BASE_PORT] = {.key = "base_port",
+                          .type = OPT_T_INT,
+                          .lo = 1,
+                          .hi = PORT_LAST,
+                          .arg = "PORT",
+                          .help = "the port of nodes without `port`, three more for each node "
+                                  "before it on the same host"},
+    [OPT_CF_INFERD] = {.key = "inferd",
+                       .type = OPT_T_PATH,
+                       .lo = 1,
+                       .def = "inferd",
+                       .arg = "PATH",
+                       .help = "the inferd binary on the node"},
+    [OPT_CF_FLAGS] = {.key = "flags",
+                      .type = OPT_T_TEXT,
+                      .lo = 1,
+                      .arg = "ARGS",
+                      .help = "more inferd serve arguments, after the derived ones"},
 
     /* ---- infertop's flags ---- */
 };

@@ -8,21 +8,28 @@
 #define WIDTH 79
 #define TEXT_COL 23
 
+void opt_range(opt_id id, char *buf, size_t len)
+{
+    const opt_def *d = &opt_defs[id];
+    buf[0] = '\0';
+    if (d->type == OPT_T_INT || d->type == OPT_T_NUM || d->type == OPT_T_CHOICE ||
+        d->type == OPT_T_DURATION || (d->type == OPT_T_TEXT && d->hi > 0))
+        opt_expected(id, buf, len);
+    /* The integer wording names suffixes; help keeps it short. */
+    char *suffixes = strstr(buf, " (K/M/G/T suffixes allowed)");
+    if (suffixes)
+        memmove(suffixes, suffixes + 27, strlen(suffixes + 27) + 1);
+    if (strncmp(buf, "an integer in ", 14) == 0)
+        memmove(buf, buf + 14, strlen(buf + 14) + 1);
+    if (strncmp(buf, "a number in ", 12) == 0)
+        memmove(buf, buf + 12, strlen(buf + 12) + 1);
+}
+
 void opt_help_text(opt_id id, opt_verb verb, char *buf, size_t len)
 {
     const opt_def *d = &opt_defs[id];
-    char range[256] = "";
-    if (d->type == OPT_T_INT || d->type == OPT_T_NUM || d->type == OPT_T_CHOICE ||
-        d->type == OPT_T_DURATION || (d->type == OPT_T_TEXT && d->hi > 0))
-        opt_expected(id, range, sizeof range);
-    /* The integer wording names suffixes; help keeps it short. */
-    char *suffixes = strstr(range, " (K/M/G/T suffixes allowed)");
-    if (suffixes)
-        memmove(suffixes, suffixes + 27, strlen(suffixes + 27) + 1);
-    if (strncmp(range, "an integer in ", 14) == 0)
-        memmove(range, range + 14, strlen(range + 14) + 1);
-    if (strncmp(range, "a number in ", 12) == 0)
-        memmove(range, range + 12, strlen(range + 12) + 1);
+    char range[256];
+    opt_range(id, range, sizeof range);
     char def[160] = "";
     if (d->def)
         snprintf(def, sizeof def, "default %s", d->def);

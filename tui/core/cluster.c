@@ -12,65 +12,79 @@
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-enum key_kind {
-    KEY_TEXT,
-    KEY_SSH,
-    KEY_ENDPOINT,
-    KEY_LAYERS,
-    KEY_BOOL,
-    KEY_SECONDS,
-    KEY_HOST,
-    KEY_PORT,
-    KEY_THREADS,
-    KEY_BYTES
+#include "engine/proto/opt.h"
+#include "shellword.h"
+
+/* How the loader stores a key's value once the table's row has checked it. */
+enum dest {
+    D_TEXT,     /* a text member */
+    D_INT,      /* an integer member (int or uint64_t, by its size) */
+    D_SSH,      /* [user@]host[:port] */
+    D_ENDPOINT, /* tcp://host:port the console connects to */
+    D_LAYERS,
+    D_BOOL,
+    D_SECONDS, /* the cluster's connect_timeout */
+    D_HOST,
+    D_RING /* not a key: derived from the ring (--listen, --next) */
 };
 
 /* Where a key may appear. */
 #define IN_CLUSTER 1u
 #define IN_NODE 2u
 
+/* What the cluster file adds to a row of the settings table (opt.h),
+ * whose key names it, whose type and range check its value and whose flag
+ * the derived command line passes it with. */
 struct key {
-    const char *name;
-    enum key_kind kind;
-    size_t off, size; /* the field in struct cluster_node (text, endpoints, host) */
+    opt_id id;
     unsigned where;
     int continues; /* indented lines continue its value */
+    enum dest dest;
+    size_t off, size; /* its member of struct cluster_node, or 0 */
+    int unit_adds;    /* the systemd unit passes this flag itself */
 };
 
 #define FIELD(f) offsetof(struct cluster_node, f), sizeof(((struct cluster_node *)0)->f)
 
-/* [cluster] is read into a node record too: its `name` is the cluster's
- * name and its other keys become every node's defaults. */
+/* In the order of the derived command line. [cluster] is read into a node
+ * record too: its `name` is the cluster's name and its other keys become
+ * every node's defaults. */
 static const struct key keys[] = {
-    {"name", KEY_TEXT, FIELD(name), IN_CLUSTER, 0},
-    {"ssh", KEY_SSH, 0, 0, IN_NODE, 0},
-    {"control", KEY_ENDPOINT, FIELD(control), IN_NODE, 0},
-    {"telemetry", KEY_ENDPOINT, FIELD(telemetry), IN_NODE, 0},
-    {"start", KEY_TEXT, FIELD(start), IN_NODE, 1},
-    {"layers", KEY_LAYERS, 0, 0, IN_NODE, 0},
-    {"log", KEY_TEXT, FIELD(log), IN_NODE, 0},
-    {"pidfile", KEY_TEXT, FIELD(pidfile), IN_NODE, 0},
-    {"identity", KEY_TEXT, FIELD(identity), IN_CLUSTER | IN_NODE, 0},
-    {"known_hosts", KEY_TEXT, FIELD(known_hosts), IN_CLUSTER | IN_NODE, 0},
-    {"accept_new", KEY_BOOL, 0, 0, IN_CLUSTER | IN_NODE, 0},
-    {"connect_timeout", KEY_SECONDS, 0, 0, IN_CLUSTER, 0},
-    {"host", KEY_HOST, FIELD(host), IN_NODE, 0},
-    {"port", KEY_PORT, 0, 0, IN_NODE, 0},
-    {"base_port", KEY_PORT, 0, 0, IN_CLUSTER, 0},
-    {"model", KEY_TEXT, FIELD(model), IN_CLUSTER | IN_NODE, 0},
-    {"inferd", KEY_TEXT, FIELD(inferd), IN_CLUSTER | IN_NODE, 0},
-    {"threads", KEY_THREADS, 0, 0, IN_CLUSTER | IN_NODE, 0},
-    {"mem_limit", KEY_BYTES, 0, 0, IN_CLUSTER | IN_NODE, 0},
-    {"flags", KEY_TEXT, FIELD(flags), IN_CLUSTER | IN_NODE, 1},
+    {OPT_NAME, IN_CLUSTER, 0, D_TEXT, FIELD(name), 1},
+    {OPT_MODEL, IN_CLUSTER | IN_NODE, 0, D_TEXT, FIELD(model), 0},
+    {OPT_LAYERS, IN_NODE, 0, D_LAYERS, 0, 0, 0},
+    {OPT_CONTROL, IN_NODE, 0, D_ENDPOINT, FIELD(control), 0},
+    {OPT_TELEMETRY, IN_NODE, 0, D_ENDPOINT, FIELD(telemetry), 0},
+    {OPT_LISTEN, 0, 0, D_RING, FIELD(listen), 0},
+    {OPT_NEXT, 0, 0, D_RING, 0, 0, 0},
+    {OPT_THREADS, IN_CLUSTER | IN_NODE, 0, D_INT, FIELD(threads), 0},
+    {OPT_MEM_LIMIT, IN_CLUSTER | IN_NODE, 0, D_INT, FIELD(mem_limit), 0},
+    {OPT_KV_BITS, IN_CLUSTER | IN_NODE, 0, D_INT, FIELD(kv_bits), 0},
+    {OPT_PREFILL_STEP, IN_CLUSTER | IN_NODE, 0, D_INT, FIELD(prefill_step), 0},
+    {OPT_LOG, IN_NODE, 0, D_TEXT, FIELD(log), 1},
+    {OPT_PIDFILE, IN_NODE, 0, D_TEXT, FIELD(pidfile), 1},
+    {OPT_CF_FLAGS, IN_CLUSTER | IN_NODE, 1, D_TEXT, FIELD(flags), 0},
+    {OPT_CF_SSH, IN_NODE, 0, D_SSH, 0, 0, 0},
+    {OPT_CF_START, IN_NODE, 1, D_TEXT, FIELD(start), 0},
+    {OPT_CF_IDENTITY, IN_CLUSTER | IN_NODE, 0, D_TEXT, FIELD(identity), 0},
+    {OPT_CF_KNOWN_HOSTS, IN_CLUSTER | IN_NODE, 0, D_TEXT, FIELD(known_hosts), 0},
+    {OPT_CF_ACCEPT_NEW, IN_CLUSTER | IN_NODE, 0, D_BOOL, FIELD(accept_new), 0},
+    {OPT_CF_CONNECT_TIMEOUT, IN_CLUSTER, 0, D_SECONDS, 0, 0, 0},
+    {OPT_CF_HOST, IN_NODE, 0, D_HOST, FIELD(host), 0},
+    {OPT_CF_PORT, IN_NODE, 0, D_INT, FIELD(port), 0},
+    {OPT_CF_BASE_PORT, IN_CLUSTER, 0, D_INT, FIELD(port), 0},
+    {OPT_CF_INFERD, IN_CLUSTER | IN_NODE, 0, D_TEXT, FIELD(inferd), 0},
 };
 #define N_KEYS ((int)(sizeof keys / sizeof keys[0]))
+_Static_assert(sizeof keys / sizeof keys[0] <= 32, "struct cluster_node's given has a bit per key");
+
+static int command_missing(const struct cluster *c, int i, char *err, size_t errlen);
 
 enum section { SEC_NONE, SEC_CLUSTER, SEC_NODE };
 
@@ -81,7 +95,6 @@ struct loader {
     int indented; /* the line being parsed starts with white space */
     enum section sec;
     int sec_line;
-    unsigned seen;    /* bit per keys[] index given in the current section */
     int last_key;     /* keys[] index of the previous key, for continuations */
     int cluster_seen; /* a [cluster] section was already read */
     struct cluster_node defaults;
@@ -233,50 +246,6 @@ static int set_host(struct cluster_node *n, const char *v, const char **why)
     return 0;
 }
 
-/* A node uses port, port + 1 and port + 2. */
-static int set_port(struct cluster_node *n, const char *v, const char **why)
-{
-    if (parse_port(v, &n->port) < 0 || n->port > 65533)
-        return bad(why, "expected a port from 1 to 65533 (a node uses it and the next two)");
-    return 0;
-}
-
-static int set_threads(struct cluster_node *n, const char *v, const char **why)
-{
-    char *end;
-    errno = 0;
-    long t = strtol(v, &end, 10);
-    if (!isdigit((unsigned char)*v) || *end || errno || t < 1 || t > 4096)
-        return bad(why, "expected a number of threads from 1 to 4096");
-    n->threads = (int)t;
-    return 0;
-}
-
-int cluster_parse_bytes(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!isdigit((unsigned char)*s) || errno)
-        return -1;
-    const char *suffixes = "KMGT",
-               *at = *end ? strchr(suffixes, toupper((unsigned char)*end)) : NULL;
-    int shift = at ? 10 * (int)(at - suffixes + 1) : 0;
-    if (at)
-        end++;
-    if (*end || (v << shift) >> shift != v)
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
-static int set_bytes(struct cluster_node *n, const char *v, const char **why)
-{
-    if (cluster_parse_bytes(v, &n->mem_limit) < 0 || n->mem_limit == 0)
-        return bad(why, "expected bytes, with a K, M, G or T suffix (powers of 1024), e.g. 24G");
-    return 0;
-}
-
 /* The console connects to the endpoint, so it needs a real host and port. */
 static int check_endpoint(const char *v, const char **why)
 {
@@ -290,48 +259,6 @@ static int check_endpoint(const char *v, const char **why)
         return bad(why, "expected tcp://host:port (the port is missing)");
     if (strcmp(host, "*") == 0)
         return bad(why, "'*' binds; the console needs a host to connect to");
-    return 0;
-}
-
-static int set_layers(struct cluster_node *n, const char *v, const char **why)
-{
-    char *end;
-    errno = 0;
-    long a = strtol(v, &end, 10);
-    if (!isdigit((unsigned char)*v) || *end != ':' || errno || a > INT_MAX)
-        return bad(why, "expected FIRST:LAST, e.g. 0:8");
-    const char *b_text = end + 1;
-    long b = strtol(b_text, &end, 10);
-    if (!isdigit((unsigned char)*b_text) || *end || errno || b > INT_MAX)
-        return bad(why, "expected FIRST:LAST, e.g. 0:8");
-    if (a >= b)
-        return bad(why, "the range [FIRST, LAST) is empty: FIRST must be below LAST");
-    n->layer_first = (int)a;
-    n->layer_last = (int)b;
-    return 0;
-}
-
-static int set_bool(int *out, const char *v, const char **why)
-{
-    static const char *yes[] = {"yes", "true", "on", "1"}, *no[] = {"no", "false", "off", "0"};
-    for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0) {
-            *out = strcasecmp(v, yes[i]) == 0;
-            return 0;
-        }
-    }
-    return bad(why, "expected yes or no");
-}
-
-/* Whole seconds, bounded so that a typo cannot hang the console for hours. */
-static int set_seconds(int *out, const char *v, const char **why)
-{
-    char *end;
-    errno = 0;
-    long s = strtol(v, &end, 10);
-    if (!isdigit((unsigned char)*v) || *end || errno || s < 1 || s > 600)
-        return bad(why, "expected whole seconds from 1 to 600");
-    *out = (int)s;
     return 0;
 }
 
@@ -356,39 +283,66 @@ static int endpoint_taken(struct loader *ld, const char *v)
     return 0;
 }
 
-static int set_value(struct loader *ld, const struct key *k, struct cluster_node *n, const char *v,
-                     const char **why)
+static void store_int(void *member, size_t size, unsigned long long v)
 {
-    switch (k->kind) {
-    case KEY_SSH:
+    if (size == sizeof(uint64_t)) {
+        uint64_t x = v;
+        memcpy(member, &x, size);
+    } else {
+        int x = (int)v;
+        memcpy(member, &x, size);
+    }
+}
+
+static unsigned long long load_int(const void *member, size_t size)
+{
+    if (size == sizeof(uint64_t)) {
+        uint64_t x;
+        memcpy(&x, member, size);
+        return x;
+    }
+    int x;
+    memcpy(&x, member, size);
+    return (unsigned long long)x;
+}
+
+/* Stores v, which k's row has checked (as val), where k's destination
+ * wants it, after the checks only the console needs. */
+static int set_value(struct loader *ld, const struct key *k, struct cluster_node *n, const char *v,
+                     const opt_value *val, const char **why)
+{
+    char *member = (char *)n + k->off;
+    switch (k->dest) {
+    case D_SSH:
         return set_ssh(n, v, why);
-    case KEY_LAYERS:
-        return set_layers(n, v, why);
-    case KEY_BOOL:
-        return set_bool(&n->accept_new, v, why);
-    case KEY_SECONDS:
-        return set_seconds(&ld->connect_timeout_s, v, why);
-    case KEY_HOST:
+    case D_HOST:
         return set_host(n, v, why);
-    case KEY_PORT:
-        return set_port(n, v, why);
-    case KEY_THREADS:
-        return set_threads(n, v, why);
-    case KEY_BYTES:
-        return set_bytes(n, v, why);
-    case KEY_ENDPOINT: {
+    case D_LAYERS:
+        n->layer_first = (int)val->i;
+        n->layer_last = (int)val->i2;
+        return 0;
+    case D_BOOL: /* yes|no|true|false|on|off|1|0: the even ones say yes */
+        n->accept_new = val->i % 2 == 0;
+        return 0;
+    case D_SECONDS:
+        ld->connect_timeout_s = (int)val->i;
+        return 0;
+    case D_INT:
+        store_int(member, k->size, val->i);
+        return 0;
+    case D_ENDPOINT:
         if (check_endpoint(v, why) < 0)
             return -1;
         if (endpoint_taken(ld, v))
             return bad(why, "another node already uses it");
         break;
-    }
-    case KEY_TEXT:
+    case D_TEXT:
+    case D_RING:
         break;
     }
-    if (k->off == offsetof(struct cluster_node, start))
+    if (k->id == OPT_CF_START)
         n->start_given = 1;
-    return set_text((char *)n + k->off, k->size, v, why);
+    return set_text(member, k->size, v, why);
 }
 
 /* inih calls this again for each indented line after a key: only command
@@ -411,15 +365,35 @@ static int continue_value(const struct key *k, struct cluster_node *n, const cha
 static int find_key(const char *name)
 {
     for (int i = 0; i < N_KEYS; i++)
-        if (strcmp(keys[i].name, name) == 0)
+        if (keys[i].where && strcmp(opt_defs[keys[i].id].key, name) == 0)
             return i;
     return -1;
+}
+
+/* Checks v by k's row, then stores it. Words of a choice (yes, no) are
+ * read in any case. */
+static int check_and_set(struct loader *ld, const struct key *k, struct cluster_node *n,
+                         const char *v, char *why_buf, size_t why_len, const char **why)
+{
+    char folded[16];
+    const char *text = v;
+    if (opt_defs[k->id].type == OPT_T_CHOICE && strlen(v) < sizeof folded) {
+        for (size_t i = 0; i <= strlen(v); i++)
+            folded[i] = (char)tolower((unsigned char)v[i]);
+        text = folded;
+    }
+    opt_value val = {0};
+    if (opt_check_text(k->id, text, &val, why_buf, why_len) != 0) {
+        *why = why_buf;
+        return -1;
+    }
+    return set_value(ld, k, n, v, &val, why);
 }
 
 static int on_key(void *user, const char *section, const char *name, const char *value)
 {
     struct loader *ld = user;
-    char label[CLUSTER_NAME_MAX + 16];
+    char label[CLUSTER_NAME_MAX + 16], why_buf[256];
     const char *why = NULL;
     (void)section; /* the reader opened it already, with its line number */
     if (ld->failed)
@@ -437,7 +411,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
         for (int i = 0; i < N_KEYS; i++)
             if (keys[i].where & where)
                 snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
-                         known[0] ? ", " : "", keys[i].name);
+                         known[0] ? ", " : "", opt_defs[keys[i].id].key);
         fail(ld, ld->lineno, "%s key `%s`: unknown key (expected one of: %s)", label, name, known);
         return 0;
     }
@@ -445,17 +419,17 @@ static int on_key(void *user, const char *section, const char *name, const char 
     int rc;
     if (ld->indented && ki == ld->last_key) {
         rc = continue_value(&keys[ki], n, value, &why);
-    } else if (ld->seen & (1u << ki)) {
+    } else if (n->given & (1u << ki)) {
         fail(ld, ld->lineno, "%s key `%s`: given twice in this section", label, name);
         return 0;
     } else {
-        rc = set_value(ld, &keys[ki], n, value, &why);
+        rc = check_and_set(ld, &keys[ki], n, value, why_buf, sizeof why_buf, &why);
     }
     if (rc < 0) {
         fail(ld, ld->lineno, "%s key `%s`: %s (got `%s`)", label, name, why, value);
         return 0;
     }
-    ld->seen |= 1u << ki;
+    n->given |= 1u << ki;
     ld->last_key = ki;
     return 1;
 }
@@ -503,7 +477,6 @@ static void open_node(struct loader *ld, const char *name)
 static void open_section(struct loader *ld, const char *header)
 {
     char name[CLUSTER_NAME_MAX + 1];
-    ld->seen = 0;
     ld->last_key = -1;
     ld->sec_line = ld->lineno;
     if (strcmp(header, "cluster") == 0) {
@@ -582,31 +555,30 @@ static char *read_line(char *str, int num, void *stream)
 
 /* ---- whole file ---------------------------------------------------------- */
 
+/* [cluster]'s values of the keys a node may give too, where the node
+ * gives none; flags join, [cluster]'s first. */
 static void apply_defaults(struct loader *ld, const struct cluster_node *d)
 {
     for (int i = 0; i < ld->c->n_nodes; i++) {
         struct cluster_node *n = &ld->c->nodes[i];
-        if (!n->identity[0])
-            strcpy(n->identity, d->identity);
-        if (!n->known_hosts[0])
-            strcpy(n->known_hosts, d->known_hosts);
-        if (n->accept_new == CLUSTER_UNSET)
-            n->accept_new = d->accept_new;
-        if (!n->model[0])
-            strcpy(n->model, d->model);
-        if (!n->inferd[0])
-            strcpy(n->inferd, d->inferd[0] ? d->inferd : "inferd");
-        if (!n->threads)
-            n->threads = d->threads;
-        if (!n->mem_limit)
-            n->mem_limit = d->mem_limit;
-        if (d->flags[0]) {
-            char own[sizeof n->flags];
-            strcpy(own, n->flags);
-            if (snprintf(n->flags, sizeof n->flags, "%s%s%s", d->flags, own[0] ? " " : "", own) >=
-                (int)sizeof n->flags)
-                fail(ld, n->line, "[node %s] key `flags`: with [cluster]'s, too long", n->name);
+        for (int ki = 0; ki < N_KEYS; ki++) {
+            const struct key *k = &keys[ki];
+            unsigned bit = 1u << ki;
+            if (k->where != (IN_CLUSTER | IN_NODE) || !(d->given & bit))
+                continue;
+            if (k->id == OPT_CF_FLAGS && (n->given & bit)) {
+                char own[sizeof n->flags];
+                strcpy(own, n->flags);
+                if (snprintf(n->flags, sizeof n->flags, "%s %s", d->flags, own) >=
+                    (int)sizeof n->flags)
+                    fail(ld, n->line, "[node %s] key `flags`: with [cluster]'s, too long", n->name);
+            } else if (!(n->given & bit)) {
+                memcpy((char *)n + k->off, (const char *)d + k->off, k->size);
+            }
+            n->given |= bit;
         }
+        if (!n->inferd[0])
+            strcpy(n->inferd, opt_defs[OPT_CF_INFERD].def);
     }
 }
 
@@ -715,6 +687,17 @@ int cluster_load(const char *path, struct cluster **out, char *err, size_t errle
         resolve_node(&ld, i, ld.defaults.port);
     if (!ld.failed)
         check_distinct(&ld);
+    /* A node with what its command line needs gets it now, or the file is
+     * refused; one without (no host, no layers yet) says what it lacks
+     * when asked (`nodes command`). */
+    for (int i = 0; i < ld.c->n_nodes && !ld.failed; i++) {
+        struct cluster_node *n = &ld.c->nodes[i];
+        char why[512];
+        if (!n->start_given && command_missing(ld.c, i, NULL, 0) == 0 &&
+            cluster_node_command(ld.c, i, CLUSTER_COMMAND_LINE, n->start, sizeof n->start, why,
+                                 sizeof why) != 0)
+            fail(&ld, n->line, "%s", why);
+    }
     if (ld.failed) {
         cluster_free(ld.c);
         return -1;
@@ -723,13 +706,6 @@ int cluster_load(const char *path, struct cluster **out, char *err, size_t errle
     strcpy(ld.c->name, ld.defaults.name[0] ? ld.defaults.name : "cluster");
     ld.c->connect_timeout_s = ld.connect_timeout_s;
     ld.c->base_port = ld.defaults.port;
-    char ignored[256];
-    for (int i = 0; i < ld.c->n_nodes; i++) {
-        struct cluster_node *n = &ld.c->nodes[i];
-        if (!n->start_given && cluster_node_command(ld.c, i, CLUSTER_COMMAND_LINE, n->start,
-                                                    sizeof n->start, ignored, sizeof ignored) != 0)
-            n->start[0] = '\0';
-    }
     *out = ld.c;
     return 0;
 }
@@ -758,7 +734,8 @@ struct line {
     size_t len, cap;
     int over;
     cluster_command_form form;
-    const char *unplain; /* unit form: the first value a flag file cannot hold */
+    int unplain; /* unit form: a value a flag file cannot hold, the first: */
+    char unplain_word[CLUSTER_PATH_MAX];
 };
 
 static void put(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -785,71 +762,88 @@ static void put_word(struct line *l, const char *w)
     put(l, " ");
     if (l->form == CLUSTER_COMMAND_UNIT) {
         if ((!*w || w[strcspn(w, " \t\n#")] || strncmp(w, "~/", 2) == 0) && !l->unplain)
-            l->unplain = w;
+            l->unplain = snprintf(l->unplain_word, sizeof l->unplain_word, "%s", w) >= 0;
         put(l, "%s", w);
         return;
     }
-    if (strncmp(w, "~/", 2) == 0) {
-        put(l, "~/");
-        w += 2;
-    }
-    size_t plain = strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-                             "_@%+=:,./-");
-    if (*w && !w[plain]) {
-        put(l, "%s", w);
+    if (l->over)
         return;
-    }
-    put(l, "'");
-    for (; *w; w++)
-        put(l, *w == '\'' ? "'\\''" : "%c", *w);
-    put(l, "'");
+    size_t need = shellword_quote(w, l->buf + l->len, l->cap - l->len);
+    if (need >= l->cap - l->len)
+        l->over = 1;
+    else
+        l->len += need;
+}
+
+/* An option, "--FLAG": a word of the line, or a line of the flag file. */
+static void put_option(struct line *l, const char *flag)
+{
+    put(l, l->form == CLUSTER_COMMAND_UNIT ? "\n--%s" : " --%s", flag);
 }
 
 /* What the node binds for an endpoint the console connects to: the same
  * when its host is a numeric address, else every interface (ZeroMQ binds
  * addresses and interfaces, not names). */
-/* An option: a word of the line, or a line of the flag file. */
-static void put_option(struct line *l, const char *option)
-{
-    put(l, l->form == CLUSTER_COMMAND_UNIT ? "\n%s" : " %s", option);
-}
-
-static void put_bind(struct line *l, const char *option, const char *ep)
+static void bind_of(const char *ep, char *buf, size_t len)
 {
     char host[CLUSTER_HOST_MAX], v6[sizeof(struct in6_addr)];
     int port;
     const char *why;
-    put_option(l, option);
     if (parse_host_port(ep + strlen("tcp://"), host, sizeof host, &port, &why) == 0 &&
-        (inet_pton(AF_INET, host, v6) == 1 || inet_pton(AF_INET6, host, v6) == 1)) {
-        put_word(l, ep);
-    } else {
-        char any[32];
-        snprintf(any, sizeof any, "tcp://*:%d", port);
-        put_word(l, any);
-    }
+        (inet_pton(AF_INET, host, v6) == 1 || inet_pton(AF_INET6, host, v6) == 1))
+        snprintf(buf, len, "%s", ep);
+    else
+        snprintf(buf, len, "tcp://*:%d", port);
 }
 
-int cluster_node_command(const struct cluster *c, int i, cluster_command_form form, char *buf,
-                         size_t len, char *err, size_t errlen)
+/* Node i's value of key ki for its command line, as its row types it; 0
+ * when the node has none. */
+static int node_value(const struct cluster *c, int i, int ki, char *buf, size_t len)
 {
-    const struct cluster_node *n = &c->nodes[i], *next = &c->nodes[(i + 1) % c->n_nodes];
-    if (n->start_given && form == CLUSTER_COMMAND_UNIT) {
-        snprintf(err, errlen,
-                 "[node %s]: its `start` line is a shell command, not flags a unit can take: "
-                 "give `host` and `port` (or [cluster] base_port) instead so that infertop "
-                 "derives them",
-                 n->name);
-        return -1;
-    }
-    if (n->start_given) {
-        if (strlen(n->start) >= len) {
-            snprintf(err, errlen, "[node %s]: the start line is too long", n->name);
-            return -1;
-        }
-        strcpy(buf, n->start);
+    const struct key *k = &keys[ki];
+    const struct cluster_node *n = &c->nodes[i];
+    const char *member = (const char *)n + k->off;
+    opt_value v = {0};
+    switch (k->dest) {
+    case D_ENDPOINT:
+        bind_of(member, buf, len);
+        return 1;
+    case D_RING: /* --listen binds the node's ring input, --next is the next node's */
+        if (c->n_nodes < 2)
+            return 0;
+        if (k->id == OPT_LISTEN)
+            bind_of(member, buf, len);
+        else
+            snprintf(buf, len, "%s", c->nodes[(i + 1) % c->n_nodes].listen);
+        return 1;
+    case D_LAYERS:
+        if (n->layer_first == CLUSTER_UNSET)
+            return 0;
+        v.i = (unsigned long long)n->layer_first;
+        v.i2 = (unsigned long long)n->layer_last;
+        break;
+    case D_INT:
+        if (!(n->given & (1u << ki)))
+            return 0;
+        v.i = load_int(member, k->size);
+        break;
+    case D_TEXT:
+        if (!*member)
+            return 0;
+        v.s = member;
+        break;
+    default:
         return 0;
     }
+    opt_format(k->id, &v, buf, len);
+    return 1;
+}
+
+/* What node i lacks for a derived command line; 0 when nothing. err may
+ * be NULL (errlen 0) when only the answer matters. */
+static int command_missing(const struct cluster *c, int i, char *err, size_t errlen)
+{
+    const struct cluster_node *n = &c->nodes[i], *next = &c->nodes[(i + 1) % c->n_nodes];
     int ring = c->n_nodes > 1;
     if (!n->host[0] || !n->port) {
         snprintf(err, errlen,
@@ -872,6 +866,31 @@ int cluster_node_command(const struct cluster *c, int i, cluster_command_form fo
                  n->name, next->name);
         return -1;
     }
+    return 0;
+}
+
+int cluster_node_command(const struct cluster *c, int i, cluster_command_form form, char *buf,
+                         size_t len, char *err, size_t errlen)
+{
+    const struct cluster_node *n = &c->nodes[i];
+    if (n->start_given && form == CLUSTER_COMMAND_UNIT) {
+        snprintf(err, errlen,
+                 "[node %s]: its `start` line is a shell command, not flags a unit can take: "
+                 "give `host` and `port` (or [cluster] base_port) instead so that infertop "
+                 "derives them",
+                 n->name);
+        return -1;
+    }
+    if (n->start_given) {
+        if (strlen(n->start) >= len) {
+            snprintf(err, errlen, "[node %s]: the start line is too long", n->name);
+            return -1;
+        }
+        strcpy(buf, n->start);
+        return 0;
+    }
+    if (command_missing(c, i, err, errlen) != 0)
+        return -1;
     struct line l = {.buf = buf, .cap = len, .form = form};
     buf[0] = '\0';
     /* The unit runs `inferd serve --name %i` with its own log and pidfile:
@@ -880,43 +899,27 @@ int cluster_node_command(const struct cluster *c, int i, cluster_command_form fo
         put(&l, "\n# /etc/inferd/%s.conf: the flags of inferd@%s.service", n->name, n->name);
     } else {
         put_word(&l, n->inferd);
-        put(&l, " serve --name %s", n->name);
+        put(&l, " serve");
     }
-    if (n->model[0]) {
-        put_option(&l, "--model");
-        put_word(&l, n->model);
-    }
-    if (n->layer_first != CLUSTER_UNSET) {
-        put_option(&l, "--layers");
-        put(&l, " %d:%d", n->layer_first, n->layer_last);
-    }
-    put_bind(&l, "--control", n->control);
-    put_bind(&l, "--telemetry", n->telemetry);
-    if (ring) {
-        put_bind(&l, "--listen", n->listen);
-        put_option(&l, "--next");
-        put_word(&l, next->listen);
-    }
-    if (n->threads) {
-        put_option(&l, "--threads");
-        put(&l, " %d", n->threads);
-    }
-    if (n->mem_limit) {
-        put_option(&l, "--mem-limit");
-        put(&l, " %llu", (unsigned long long)n->mem_limit);
-    }
-    if (form == CLUSTER_COMMAND_LINE) {
-        put(&l, " --log");
-        if (n->log[0]) {
-            put_word(&l, n->log);
-        } else {
-            char log[CLUSTER_NAME_MAX + 32];
-            snprintf(log, sizeof log, CLUSTER_LOG_DEFAULT_DIR "/%s.log", n->name);
-            put_word(&l, log);
+    /* Every setting of inferd serve the cluster file has a key for (or
+     * derives from the ring), with its flag; then the file's own flags. */
+    for (int ki = 0; ki < N_KEYS; ki++) {
+        const opt_def *d = &opt_defs[keys[ki].id];
+        char value[CLUSTER_START_MAX];
+        if (!(d->verbs & OPT_VB(OPT_V_SERVE)) ||
+            (form == CLUSTER_COMMAND_UNIT && keys[ki].unit_adds))
+            continue;
+        if (!node_value(c, i, ki, value, sizeof value)) {
+            if (keys[ki].id != OPT_LOG)
+                continue;
+            /* Where nodectl looks for the log when the file names none. */
+            snprintf(value, sizeof value, CLUSTER_LOG_DEFAULT_DIR "/%s.log", n->name);
         }
+        put_option(&l, d->flag);
+        put_word(&l, value);
     }
     if (n->flags[0])
-        put_option(&l, n->flags);
+        put(&l, l.form == CLUSTER_COMMAND_UNIT ? "\n%s" : " %s", n->flags);
     if (l.over) {
         snprintf(err, errlen, "[node %s]: the derived command line is longer than %zu bytes",
                  n->name, len - 1);
@@ -926,7 +929,7 @@ int cluster_node_command(const struct cluster *c, int i, cluster_command_form fo
         snprintf(err, errlen,
                  "[node %s]: '%s' cannot go in a unit's flag file, which has no quoting and no "
                  "shell (no spaces, '#' or '~/')",
-                 n->name, l.unplain);
+                 n->name, l.unplain_word);
         return -1;
     }
     if (form == CLUSTER_COMMAND_UNIT)

@@ -7,7 +7,8 @@
  *   name = ring                      ; optional, default "cluster"
  *   base_port = 5555                 ; ports of nodes without `port` (below)
  *   model = synth:1b                 ; defaults for every node: model, inferd,
- *   inferd = /usr/local/bin/inferd   ;   threads, mem_limit, flags
+ *   inferd = /usr/local/bin/inferd   ;   threads, mem_limit, kv_bits,
+ *                                    ;   prefill_step, flags
  *   identity = ~/.ssh/id_ed25519     ; defaults for every node's SSH session
  *   known_hosts = ~/.ssh/known_hosts
  *   accept_new = no
@@ -21,6 +22,7 @@
  *   layers = 0:8                     ; layers [first, last)
  *   threads = 8
  *   mem_limit = 24G                  ; bytes, K/M/G/T suffixes (powers of 1024)
+ *   kv_bits = 8                      ; prefill_step too: `inferd serve`'s values
  *   flags = --kv-bits 8              ; more `inferd serve` arguments; may continue
  *   log = /var/log/inferd.log        ; optional
  *   pidfile = /run/inferd.pid        ; optional
@@ -37,6 +39,10 @@
  * (indented lines continue it). Either may also override what the second
  * form derives. `ssh` is optional in both: a node without it is watched and
  * configured, and SSH operations on it say that it has no SSH target.
+ *
+ * Each key's value is checked by its row of the settings table
+ * (engine/proto/opt.h), which also gives the flag a derived command line
+ * passes it with.
  *
  * Loading is all or nothing: the first problem is reported as
  * "FILE:LINE: [section] key `k`: what was expected" and nothing is returned.
@@ -74,7 +80,8 @@ struct cluster_node {
     char model[CLUSTER_PATH_MAX];  /* the node's, else [cluster]'s; "" = inferd's default */
     char inferd[CLUSTER_PATH_MAX]; /* the inferd binary on the node, default "inferd" */
     int threads;                   /* 0 = inferd's default */
-    uint64_t mem_limit;            /* bytes; 0 = none */
+    uint64_t mem_limit;            /* bytes; 0 = none (or auto) */
+    int kv_bits, prefill_step;     /* when given (`given`): for --kv-bits, --prefill-step */
     char flags[CLUSTER_START_MAX]; /* [cluster]'s flags, then the node's */
     int layer_first, layer_last;   /* [first, last), CLUSTER_UNSET when not given */
     char log[CLUSTER_PATH_MAX];
@@ -84,6 +91,7 @@ struct cluster_node {
     char known_hosts[CLUSTER_PATH_MAX];
     int accept_new; /* 0/1, CLUSTER_UNSET = neither node nor [cluster] said */
     int line;       /* line of the [node NAME] header, for later messages */
+    unsigned given; /* a bit per key of cluster.c's table: given here or by [cluster] */
 };
 
 struct cluster {
@@ -127,9 +135,5 @@ int cluster_node_command(const struct cluster *c, int i, cluster_command_form fo
 
 /* Where a node's log goes when the file names none: nodectl.h's default. */
 #define CLUSTER_LOG_DEFAULT_DIR "~/.infertop"
-
-/* Parses a byte count with an optional K, M, G or T suffix (powers of
- * 1024), as `inferd serve --mem-limit` reads it. -1 when malformed. */
-int cluster_parse_bytes(const char *s, uint64_t *out);
 
 #endif

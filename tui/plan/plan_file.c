@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/proto/opt.h"
 #include "plan_file.h"
+#include "tui/core/shellword.h"
 
 enum { NOT_A_KEY = 0, KEY_LAYERS, KEY_START, KEY_OTHER };
 
@@ -57,27 +59,45 @@ static int header_of(const struct cluster *c, const char *line)
     return -1;
 }
 
-/* A start line with each "--layers A:B" (or --layers=A:B) set to the new
- * range. */
+/* The next value of --layers (the table's flag of OPT_LAYERS) in a
+ * command line from *p, read as a shell reads it: 1 with the text that
+ * holds it in [*from, *to) (the value's word, or the whole --layers=A:B)
+ * and the value in value; 2 for the --layers=A:B form; 0 when there is no
+ * more (or the line's quoting is broken: the rest stays as it is). */
+static int next_layers(const char **p, const char **from, const char **to, char *value, size_t len)
+{
+    char flag[32], word[CLUSTER_START_MAX];
+    size_t flen = (size_t)snprintf(flag, sizeof flag, "--%s", opt_defs[OPT_LAYERS].flag);
+    const char *start;
+    int value_next = 0;
+    while (shellword_next(p, word, sizeof word, &start) == 1) {
+        int joined = strncmp(word, flag, flen) == 0 && word[flen] == '=';
+        if (value_next || joined) {
+            *from = start;
+            *to = *p;
+            snprintf(value, len, "%s", word + (joined ? flen + 1 : 0));
+            return joined ? 2 : 1;
+        }
+        value_next = strcmp(word, flag) == 0;
+    }
+    return 0;
+}
+
+/* A start line (or a line continuing it) with each --layers set to the
+ * new range. */
 static void put_start_line(FILE *out, const char *line, int first, int last)
 {
-    const char *p = line;
-    for (const char *at; (at = strstr(p, "--layers"));) {
-        const char *v = at + 8;
-        if (*v != ' ' && *v != '=' && *v != '\t') {
-            fwrite(p, 1, (size_t)(v - p), out);
-            p = v;
-            continue;
-        }
-        const char *sep = v;
-        while (*v == ' ' || *v == '\t' || (v == sep && *v == '='))
-            v++;
-        size_t range = strspn(v, "0123456789:");
-        fwrite(p, 1, (size_t)(v - p), out);
+    char value[CLUSTER_START_MAX];
+    const char *p = line, *copied = line, *from, *to;
+    int form;
+    while ((form = next_layers(&p, &from, &to, value, sizeof value)) != 0) {
+        fwrite(copied, 1, (size_t)(from - copied), out);
+        if (form == 2)
+            fprintf(out, "--%s=", opt_defs[OPT_LAYERS].flag);
         fprintf(out, "%d:%d", first, last);
-        p = v + range;
+        copied = to;
     }
-    fputs(p, out);
+    fputs(copied, out);
 }
 
 static int rewrite(const struct cluster *c, FILE *in, FILE *out, const int *first, const int *last)
@@ -119,19 +139,21 @@ static int check(const struct cluster *c, const struct cluster *n, const int *fi
     }
     for (int i = 0; i < n->n_nodes; i++) {
         const struct cluster_node *x = &n->nodes[i];
-        char want[48], joined[48];
-        snprintf(want, sizeof want, "--layers %d:%d", first[i], last[i]);
-        snprintf(joined, sizeof joined, "--layers=%d:%d", first[i], last[i]);
+        char want[32], value[CLUSTER_START_MAX] = "";
+        const char *p = x->start, *from, *to;
+        snprintf(want, sizeof want, "%d:%d", first[i], last[i]);
+        while (x->start_given && next_layers(&p, &from, &to, value, sizeof value) != 0)
+            ;
         if (x->layer_first != first[i] || x->layer_last != last[i]) {
             snprintf(err, errlen, "node %s: the rewritten file says layers %d:%d, not %d:%d",
                      x->name, x->layer_first, x->layer_last, first[i], last[i]);
             return -1;
         }
-        if (x->start_given && !strstr(x->start, want) && !strstr(x->start, joined)) {
+        if (x->start_given && strcmp(value, want) != 0) {
             snprintf(err, errlen,
-                     "node %s: its `start` line has no `%s` after the rewrite: give it "
-                     "--layers, or remove `start` so that infertop derives the command line",
-                     x->name, want);
+                     "node %s: its `start` line has no `--%s %s` after the rewrite: give it "
+                     "--%s, or remove `start` so that infertop derives the command line",
+                     x->name, opt_defs[OPT_LAYERS].flag, want, opt_defs[OPT_LAYERS].flag);
             return -1;
         }
     }

@@ -12,16 +12,15 @@
 #include <string.h>
 
 #include "draw.h"
+#include "engine/proto/opt.h"
 #include "ui.h"
 #include "view.h"
 
-#define PREFILL_STEP_MIN 1
-#define PREFILL_PLUS_MAX 8192 /* where +/- stop; typed values may go up to the protocol's limit */
-#define PREFILL_DEFAULT 512   /* what +/- starts from when nothing is known */
+/* The values, their ranges and choices are the settings table's rows
+ * (OPT_PREFILL_STEP, OPT_KV_BITS); only the editor's own steps are here. */
+#define PREFILL_PLUS_MAX 8192 /* where +/- stop; typed values may go up to the row's limit */
 #define TYPED_DIGITS 5        /* enough for PROTO_PREFILL_STEP_MAX */
-
-static const int kv_bits_all[] = {32, 16, 8, 4};
-#define KV_BITS_N ((int)(sizeof kv_bits_all / sizeof kv_bits_all[0]))
+#define KV_BITS_MAX 8         /* room for the row's choices */
 
 /* Columns of the table, from the pane's left edge. */
 enum {
@@ -236,9 +235,14 @@ static void draw_edit(struct view_ctx *v)
     if (v->opt->readonly)
         draw_text(w, v->g, 2, 0, p->w, palette_attr(v->pal, PAL_DIM),
                   "read-only (--readonly): config changes are disabled");
-    else
-        draw_text(w, v->g, 2, 0, p->w, palette_attr(v->pal, PAL_DIM),
-                  "prefill_step: digits, +/- x2 /2, a auto   kv_bits: b, +/- (32 16 8 4)");
+    else {
+        char prefill[64], bits[64];
+        opt_range(OPT_PREFILL_STEP, prefill, sizeof prefill);
+        opt_range(OPT_KV_BITS, bits, sizeof bits);
+        draw_textf(w, v->g, 2, 0, p->w, palette_attr(v->pal, PAL_DIM),
+                   "prefill_step %s: digits, +/- x2 /2, a auto   kv_bits %s: b, +/-", prefill,
+                   bits);
+    }
 }
 
 static void config_draw(struct view_ctx *v)
@@ -271,37 +275,44 @@ static void cancel_edit(struct view_ctx *v)
 }
 
 /* +/- on prefill_step: double or halve, from the size steps use when the
- * setting is auto or unknown. */
+ * setting is auto or unknown, else from the row's default. */
 static void step_prefill(struct view_ctx *v, int up)
 {
+    const opt_def *d = &opt_defs[OPT_PREFILL_STEP];
     int p = v->cfg.draft.prefill_step;
     if (p <= 0 && !all_row(v))
         p = state_node_config(v->st, v->cfg.row)->prefill_effective;
-    if (p <= 0)
-        p = PREFILL_DEFAULT;
-    else
+    if (p <= 0) {
+        opt_value def = {0};
+        char why[128];
+        p = opt_check_text(OPT_PREFILL_STEP, d->def, &def, why, sizeof why) == 0 ? (int)def.i
+                                                                                 : (int)d->lo;
+    } else {
         p = up ? p * 2 : p / 2;
-    if (p < PREFILL_STEP_MIN)
-        p = PREFILL_STEP_MIN;
+    }
+    if (p < (int)d->lo)
+        p = (int)d->lo;
     if (p > PREFILL_PLUS_MAX)
         p = PREFILL_PLUS_MAX;
     v->cfg.draft.prefill_step = p;
     v->cfg.draft.has_prefill_step = 1;
 }
 
-/* delta +1 toward more bits, -1 toward fewer; 0 cycles down and wraps. */
+/* delta +1 toward more bits, -1 toward fewer (the row lists them from
+ * most to fewest); 0 cycles down and wraps. */
 static void step_kv_bits(struct view_ctx *v, int delta)
 {
-    int i = 0;
-    while (i < KV_BITS_N && kv_bits_all[i] != v->cfg.draft.kv_bits)
+    unsigned long long all[KV_BITS_MAX];
+    int n = opt_choices(OPT_KV_BITS, all, KV_BITS_MAX), i = 0;
+    while (i < n && all[i] != (unsigned long long)v->cfg.draft.kv_bits)
         i++;
-    if (i == KV_BITS_N)
+    if (i == n)
         i = 0;
     else if (delta == 0)
-        i = (i + 1) % KV_BITS_N;
+        i = (i + 1) % n;
     else
-        i = delta > 0 ? (i > 0 ? i - 1 : 0) : (i + 1 < KV_BITS_N ? i + 1 : i);
-    v->cfg.draft.kv_bits = kv_bits_all[i];
+        i = delta > 0 ? (i > 0 ? i - 1 : 0) : (i + 1 < n ? i + 1 : i);
+    v->cfg.draft.kv_bits = (int)all[i];
     v->cfg.draft.has_kv_bits = 1;
 }
 
@@ -339,12 +350,18 @@ static void backspace(struct view_ctx *v)
     }
 }
 
-static int valid_kv_bits(int b)
+/* A drafted value as the row reads it; -1 with the message shown when the
+ * row refuses it. */
+static int check_field(struct view_ctx *v, opt_id id, int value)
 {
-    for (int i = 0; i < KV_BITS_N; i++)
-        if (kv_bits_all[i] == b)
-            return 1;
-    return 0;
+    opt_value val = {.i = (unsigned long long)value}, got = {0};
+    char text[32], range[64], why[256];
+    opt_format(id, &val, text, sizeof text);
+    if (value >= 0 && opt_check_text(id, text, &got, why, sizeof why) == 0)
+        return 0;
+    opt_range(id, range, sizeof range);
+    view_message(v, 1, "%s %d is not valid: %s", opt_defs[id].wire, value, range);
+    return -1;
 }
 
 static void apply_edit(struct view_ctx *v)
@@ -355,16 +372,9 @@ static void apply_edit(struct view_ctx *v)
         view_message(v, 0, "nothing to apply: type a value, +/-, a or b first");
         return;
     }
-    if (d->has_prefill_step && d->prefill_step != PROTO_PREFILL_AUTO &&
-        (d->prefill_step < PREFILL_STEP_MIN || d->prefill_step > PROTO_PREFILL_STEP_MAX)) {
-        view_message(v, 1, "prefill_step %d is out of range: %d..%d or auto", d->prefill_step,
-                     PREFILL_STEP_MIN, PROTO_PREFILL_STEP_MAX);
+    if ((d->has_prefill_step && check_field(v, OPT_PREFILL_STEP, d->prefill_step) != 0) ||
+        (d->has_kv_bits && check_field(v, OPT_KV_BITS, d->kv_bits) != 0))
         return;
-    }
-    if (d->has_kv_bits && !valid_kv_bits(d->kv_bits)) {
-        view_message(v, 1, "kv_bits %d is not one of 32, 16, 8, 4", d->kv_bits);
-        return;
-    }
     struct action a = {
         .kind = ACT_SET_CONFIG, .node = all_row(v) ? ACT_ALL_NODES : v->cfg.row, .set = *d};
     view_emit(v, &a);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "tui/core/cluster.h"
+#include "tui/core/shellword.h"
 
 static char dir[64];
 
@@ -166,8 +167,8 @@ Test(cluster, connect_timeout)
     cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
     cr_assert_eq(c->connect_timeout_s, 20);
     cluster_free(c);
-    expect_error("[cluster]\nconnect_timeout = 0\n" NODE_A, ":2:", "`connect_timeout`", "1 to 600");
-    expect_error("[cluster]\nconnect_timeout = 5s\n" NODE_A, ":2:", "`connect_timeout`", "seconds");
+    expect_error("[cluster]\nconnect_timeout = 0\n" NODE_A, ":2:", "`connect_timeout`", "1..600");
+    expect_error("[cluster]\nconnect_timeout = 5s\n" NODE_A, ":2:", "`connect_timeout`", "1..600");
     expect_error(NODE_A "connect_timeout = 5\n", ":6:", "`connect_timeout`", "unknown key");
 }
 
@@ -183,9 +184,9 @@ Test(cluster, errors_name_line_and_key)
                  "tcp://host:port");
     expect_error("[node a]\ncontrol = tcp://127.0.0.1\n", ":2:", "`control`", "port");
     expect_error("[node a]\ntelemetry = tcp://*:5556\n", ":2:", "`telemetry`", "connect");
-    expect_error(NODE_A "layers = 4:2\n", ":6:", "`layers`", "FIRST must be below LAST");
-    expect_error(NODE_A "layers = 0-4\n", ":6:", "`layers`", "FIRST:LAST");
-    expect_error(NODE_A "accept_new = maybe\n", ":6:", "`accept_new`", "yes or no");
+    expect_error(NODE_A "layers = 4:2\n", ":6:", "`layers`", "0 <= A < B");
+    expect_error(NODE_A "layers = 0-4\n", ":6:", "`layers`", "A:B");
+    expect_error(NODE_A "accept_new = maybe\n", ":6:", "`accept_new`", "yes, no");
     expect_error(NODE_A "log =\n", ":6:", "`log`", "empty");
     expect_error("[node a]\nssh = h\ntelemetry = tcp://h:2\n", ":1:", "no control endpoint",
                  "`host` and `port`");
@@ -397,8 +398,10 @@ Test(cluster, second_form_errors)
     expect_error("[node a]\nhost = h\nport = 65534\n", ":3:", "`port`", "65533");
     expect_error("[cluster]\nport = 1\n", ":2:", "[cluster]", "`port`");
     expect_error("[node a]\nhost = h:22\n", ":2:", "`host`", "without a port");
-    expect_error("[node a]\nhost = h\nport = 1\nmem_limit = 12X\n", ":4:", "`mem_limit`", "24G");
-    expect_error("[node a]\nhost = h\nport = 1\nthreads = 0\n", ":4:", "`threads`", "4096");
+    expect_error("[node a]\nhost = h\nport = 1\nmem_limit = 12X\n", ":4:", "`mem_limit`",
+                 "K/M/G/T");
+    expect_error("[node a]\nhost = h\nport = 1\nthreads = 0\n", ":4:", "`threads`",
+                 "integer in 1..");
     expect_error("[node a]\nssh = ops@\ncontrol = tcp://h:1\ntelemetry = tcp://h:2\n",
                  ":1:", "`ssh`", "takes the host from `host`");
     expect_error("[node a]\nhost = h\nport = 100\n[node b]\nhost = h\nport = 101\n",
@@ -406,21 +409,79 @@ Test(cluster, second_form_errors)
     expect_error("[node a]\nhost = h\nport = 1\nlog = x\n  y\n", ":5:", "`log`", "`flags`");
 }
 
-Test(cluster, parse_bytes)
+/* Values are read by the settings table's rows: sizes with suffixes and
+ * auto, kv_bits' choices, prefill_step's word; they go on the command line
+ * with the rows' flags. */
+Test(cluster, values_are_read_by_the_table)
 {
-    uint64_t v;
-    cr_assert_eq(cluster_parse_bytes("1024", &v), 0);
-    cr_assert_eq(v, 1024);
-    cr_assert_eq(cluster_parse_bytes("3k", &v), 0);
-    cr_assert_eq(v, 3072);
-    cr_assert_eq(cluster_parse_bytes("24G", &v), 0);
-    cr_assert_eq(v, 24ull << 30);
-    cr_assert_eq(cluster_parse_bytes("2T", &v), 0);
-    cr_assert_eq(v, 2ull << 40);
-    cr_assert_eq(cluster_parse_bytes("1GB", &v), -1);
-    cr_assert_eq(cluster_parse_bytes("-1", &v), -1);
-    cr_assert_eq(cluster_parse_bytes("", &v), -1);
-    cr_assert_eq(cluster_parse_bytes("99999999999T", &v), -1);
+    const char *path = write_file("t.conf", "[cluster]\nkv_bits = 8\nmem_limit = 3M\n"
+                                            "[node a]\nhost = 127.0.0.1\nport = 100\nlayers = 0:1\n"
+                                            "prefill_step = auto\nmem_limit = 2T\n"
+                                            "accept_new = YES\n"
+                                            "[node b]\nhost = 127.0.0.1\nport = 200\nlayers = 1:2\n"
+                                            "kv_bits = 4\n");
+    char err[512];
+    struct cluster *c;
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c->nodes[0].mem_limit, 2ull << 40);
+    cr_assert_eq(c->nodes[1].mem_limit, 3ull << 20, "[cluster]'s");
+    cr_assert_eq(c->nodes[0].accept_new, 1, "choices in any case");
+    cr_assert(strstr(c->nodes[0].start, " --mem-limit 2199023255552 --kv-bits 8 --prefill-step "
+                                        "auto --log "),
+              "%s", c->nodes[0].start);
+    cr_assert(strstr(c->nodes[1].start, " --kv-bits 4 --log "), "%s", c->nodes[1].start);
+    cr_assert_null(strstr(c->nodes[1].start, "--prefill-step"), "%s", c->nodes[1].start);
+    cluster_free(c);
+    expect_error(NODE_A "kv_bits = 7\n", ":6:", "`kv_bits`", "32, 16, 8 or 4");
+    expect_error(NODE_A "prefill_step = 99999\n", ":6:", "`prefill_step`", "or auto");
+    expect_error(NODE_A "mem_limit = 1GB\n", ":6:", "`mem_limit`", "or auto");
+    expect_error(NODE_A "mem_limit = 99999999999T\n", ":6:", "`mem_limit`", NULL);
+}
+
+/* A node that has what a command line needs but whose line cannot be
+ * written is an error of the file, at the node's header. */
+Test(cluster, underivable_command_line_fails_the_load)
+{
+    char text[8192], model[150];
+    memset(model, 'm', sizeof model - 1);
+    model[sizeof model - 1] = '\0';
+    int n = snprintf(text, sizeof text,
+                     "[node a]\nhost = 127.0.0.1\nport = 100\nmodel = /%s\n"
+                     "[cluster]\nflags = --max-ctx 1",
+                     model);
+    for (int i = 0; i < 36; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n, "\n  --max-ctx %0100d", i);
+    snprintf(text + n, sizeof text - (size_t)n, "\n");
+    expect_error(text, ":1:", "[node a]", "longer than");
+}
+
+/* The shell words cluster.c writes, read back as plan_file.c reads them. */
+Test(cluster, shell_words_round_trip)
+{
+    static const char *const words[] = {"plain", "my model.bin", "it's", "~/logs/a b",
+                                        "",      "tcp://*:9000"};
+    char line[512] = "", word[128];
+    size_t at = 0;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        at += shellword_quote(words[i], line + at, sizeof line - at);
+        line[at++] = ' ';
+        line[at] = '\0';
+    }
+    cr_assert_str_eq(line, "plain 'my model.bin' 'it'\\''s' ~/'logs/a b' '' 'tcp://*:9000' ");
+    const char *p = line, *start;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        cr_assert_eq(shellword_next(&p, word, sizeof word, &start), 1);
+        /* The shell expands ~/ outside the quotes; the word keeps it. */
+        cr_assert_str_eq(word, words[i]);
+    }
+    cr_assert_eq(shellword_next(&p, word, sizeof word, &start), 0);
+    p = "a \"b \\\"c\" 'open";
+    cr_assert_eq(shellword_next(&p, word, sizeof word, &start), 1);
+    cr_assert_eq(shellword_next(&p, word, sizeof word, &start), 1);
+    cr_assert_str_eq(word, "b \"c");
+    cr_assert_eq(shellword_next(&p, word, sizeof word, &start), -1, "unclosed quote");
+    p = "toolong";
+    cr_assert_eq(shellword_next(&p, word, 4, &start), -1);
 }
 
 /* ---- search order ---- */

@@ -146,3 +146,24 @@ Test(plan_file, layers_equals_form_in_start)
     cr_assert(strstr(slurp(c->path), "start = inferd serve --layers=2:3\n"), "%s", slurp(c->path));
     cluster_free(c);
 }
+
+/* The start line is read as a shell reads it: a --layers inside a quoted
+ * word is not the flag, a quoted value is, and --layersX is another flag. */
+Test(plan_file, start_line_is_read_with_shell_quoting)
+{
+    struct cluster *c = load_text("[node a]\ncontrol = tcp://h:1\ntelemetry = tcp://h:2\n"
+                                  "start = '/opt/my inferd' serve --model 'x --layers 5:6'\n"
+                                  "  --layersX 1 --layers '0:1' --log \"a b\"\n"
+                                  "[node b]\ncontrol = tcp://h:3\ntelemetry = tcp://h:4\n"
+                                  "start = inferd serve --layers 1:3\n",
+                                  0600);
+    char err[512];
+    cr_assert_eq(plan_file_write(c, (int[]){0, 2}, (int[]){2, 3}, c->path, NULL, err, sizeof err),
+                 0, "%s", err);
+    const char *text = slurp(c->path);
+    cr_assert(strstr(text, "start = '/opt/my inferd' serve --model 'x --layers 5:6'\n"
+                           "  --layersX 1 --layers 0:2 --log \"a b\"\n"),
+              "%s", text);
+    cr_assert(strstr(text, "start = inferd serve --layers 2:3\n"), "%s", text);
+    cluster_free(c);
+}

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "engine/proto/opt.h"
 #include "tui/views/layout.h"
 #include "tui/views/ui.h"
 #include "tui/views/view.h"
@@ -145,4 +146,26 @@ Test(view_config, other_keys_are_left_to_the_ui)
     cr_expect_not(view_config.key(&v, 'q'));
     cr_expect_not(view_config.key(&v, '\t'));
     cr_expect_not(view_config.key(&v, 'e'));
+}
+
+/* The refusal of a typed value and the hint under the table name the same
+ * range: the settings table's row, which the node enforces too. */
+Test(view_config, typed_values_are_checked_by_the_table_rows)
+{
+    char range[64];
+    keys("99999\n");
+    cr_expect_eq(v.n_out, 0);
+    cr_expect(v.message_error);
+    opt_range(OPT_PREFILL_STEP, range, sizeof range);
+    cr_expect_str_eq(range, "1..64K or auto");
+    cr_expect_neq(strstr(v.message, "prefill_step 99999"), NULL, "message: %s", v.message);
+    cr_expect_neq(strstr(v.message, range), NULL, "message: %s", v.message);
+    /* The row's largest value goes through. */
+    keys("E65536\n");
+    cr_assert_eq(v.n_out, 1);
+    cr_expect_eq(out[0].set.prefill_step, PROTO_PREFILL_STEP_MAX);
+    keys("l7\n");
+    cr_expect_eq(v.n_out, 1);
+    cr_expect_neq(strstr(v.message, "kv_bits 7 is not valid: 32, 16, 8 or 4"), NULL, "message: %s",
+                  v.message);
 }
