@@ -157,7 +157,7 @@ Test(view_config, typed_values_are_checked_by_the_table_rows)
     cr_expect_eq(v.n_out, 0);
     cr_expect(v.message_error);
     opt_range(OPT_PREFILL_STEP, range, sizeof range);
-    cr_expect_str_eq(range, "1..64K or auto");
+    cr_expect_str_eq(range, "1..65536 or auto");
     cr_expect_neq(strstr(v.message, "prefill_step 99999"), NULL, "message: %s", v.message);
     cr_expect_neq(strstr(v.message, range), NULL, "message: %s", v.message);
     /* The row's largest value goes through. */
