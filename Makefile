@@ -112,7 +112,7 @@ FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefi
 
 FUZZ_TARGETS := request telemetry stage gguf tokenizer
 # Per target: the sources it links, its longest input, its dictionary.
-FUZZ_SRC_request   := $(wildcard engine/proto/*.c)
+FUZZ_SRC_request   := $(wildcard engine/proto/*.c) engine/sys/kvbits.c
 FUZZ_SRC_telemetry := $(FUZZ_SRC_request)
 # The stage-frame decoder lives in the node server, beside the protocol.
 FUZZ_SRC_stage     := engine/node/ring.c engine/node/ring_msg.c $(FUZZ_SRC_request)

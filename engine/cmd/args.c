@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/compute/kvcache.h"
+#include "engine/sys/kvbits.h"
 
 static const char *flag_name(const args_spec *s, int opt)
 {
@@ -107,10 +107,11 @@ int args_int(const args_spec *s, int opt, const char *text, int min, int max, in
 int args_kv_bits(const args_spec *s, int opt, const char *text, int *out)
 {
     int bits;
-    if (args_int(s, opt, text, 4, 32, &bits) != 0)
+    char choices[KV_BITS_CHOICES_MAX];
+    if (args_int(s, opt, text, kv_bits_all[KV_BITS_N - 1], kv_bits_all[0], &bits) != 0)
         return -1;
     if (!kv_bits_valid(bits))
-        return args_bad(s, opt, text, "32, 16, 8 or 4");
+        return args_bad(s, opt, text, kv_bits_choices(choices, sizeof choices, ", ", " or "));
     *out = bits;
     return 0;
 }

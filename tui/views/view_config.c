@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "draw.h"
+#include "engine/sys/kvbits.h"
 #include "ui.h"
 #include "view.h"
 
@@ -19,9 +20,6 @@
 #define PREFILL_PLUS_MAX 8192 /* where +/- stop; typed values may go up to the protocol's limit */
 #define PREFILL_DEFAULT 512   /* what +/- starts from when nothing is known */
 #define TYPED_DIGITS 5        /* enough for PROTO_PREFILL_STEP_MAX */
-
-static const int kv_bits_all[] = {32, 16, 8, 4};
-#define KV_BITS_N ((int)(sizeof kv_bits_all / sizeof kv_bits_all[0]))
 
 /* Columns of the table, from the pane's left edge. */
 enum {
@@ -233,12 +231,14 @@ static void draw_edit(struct view_ctx *v)
                        "%s: confirmed by telemetry %.1fs after the request",
                        row_name(v, v->cfg.row), c->t_confirmed - c->t_requested);
     }
+    char choices[KV_BITS_CHOICES_MAX];
     if (v->opt->readonly)
         draw_text(w, v->g, 2, 0, p->w, palette_attr(v->pal, PAL_DIM),
                   "read-only (--readonly): config changes are disabled");
     else
-        draw_text(w, v->g, 2, 0, p->w, palette_attr(v->pal, PAL_DIM),
-                  "prefill_step: digits, +/- x2 /2, a auto   kv_bits: b, +/- (32 16 8 4)");
+        draw_textf(w, v->g, 2, 0, p->w, palette_attr(v->pal, PAL_DIM),
+                   "prefill_step: digits, +/- x2 /2, a auto   kv_bits: b, +/- (%s)",
+                   kv_bits_choices(choices, sizeof choices, " ", " "));
 }
 
 static void config_draw(struct view_ctx *v)
@@ -339,14 +339,6 @@ static void backspace(struct view_ctx *v)
     }
 }
 
-static int valid_kv_bits(int b)
-{
-    for (int i = 0; i < KV_BITS_N; i++)
-        if (kv_bits_all[i] == b)
-            return 1;
-    return 0;
-}
-
 static void apply_edit(struct view_ctx *v)
 {
     const proto_set_args *d = &v->cfg.draft;
@@ -361,8 +353,10 @@ static void apply_edit(struct view_ctx *v)
                      PREFILL_STEP_MIN, PROTO_PREFILL_STEP_MAX);
         return;
     }
-    if (d->has_kv_bits && !valid_kv_bits(d->kv_bits)) {
-        view_message(v, 1, "kv_bits %d is not one of 32, 16, 8, 4", d->kv_bits);
+    if (d->has_kv_bits && !kv_bits_valid(d->kv_bits)) {
+        char choices[KV_BITS_CHOICES_MAX];
+        view_message(v, 1, "kv_bits %d is not one of %s", d->kv_bits,
+                     kv_bits_choices(choices, sizeof choices, ", ", ", "));
         return;
     }
     struct action a = {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "draw.h"
+#include "engine/sys/kvbits.h"
 #include "meter.h"
 #include "tui/core/cluster.h"
 #include "tui/plan/plan_job.h"
@@ -19,8 +20,6 @@
 #define LAYERS_COLS 8
 #define CTX_COLS 12
 #define CTX_DEFAULT 4096
-
-static const int kv_cycle[] = {32, 16, 8, 4};
 
 /* ---- the plan, from what the console knows ---- */
 
@@ -369,14 +368,15 @@ static void edit_key(struct view_ctx *v, int key)
     }
 }
 
-/* kv_bits one step along 32, 16, 8, 4 (dir 1) or back (dir -1), around. */
+/* kv_bits one step along kv_bits_all, most bits first (dir 1) or back
+ * (dir -1), around. */
 static void cycle_bits(struct view_plan_pos *p, int dir)
 {
-    int n = (int)(sizeof kv_cycle / sizeof kv_cycle[0]), i = 0;
+    int n = KV_BITS_N, i = 0;
     int bits = p->kv_bits ? p->kv_bits : p->in.kv_bits;
-    while (i < n && kv_cycle[i] != bits)
+    while (i < n && kv_bits_all[i] != bits)
         i++;
-    p->kv_bits = kv_cycle[((i < n ? i : 0) + dir + n) % n];
+    p->kv_bits = kv_bits_all[((i < n ? i : 0) + dir + n) % n];
 }
 
 static int plan_key(struct view_ctx *v, int key)
