@@ -58,6 +58,7 @@ STORE_OBJ  := $(STORE_SRC:%.c=$(B)/%.o)
 TUI_OBJ    := $(TUI_SRC:%.c=$(B)/%.o)
 
 BINS := $(B)/bin/inferd $(B)/bin/infertop
+MANS := $(B)/man/inferd.1 $(B)/man/infertop.1
 
 # Unit tests: one Criterion binary per program or store (tests/engine,
 # tests/tui, tests/store), its sources in sub-folders that mirror the code.
@@ -73,7 +74,7 @@ HELPER_BINS := $(HELPER_SRC:tests/lib/%.c=$(B)/tests/%)
 
 .PHONY: all run test test-only bench asan fuzz install uninstall clean deps deps-graph
 
-all: $(BINS) bin
+all: $(BINS) bin $(MANS)
 
 # bin/ holds symlinks into $(B) so that `./bin/inferd` works from the tree.
 bin: $(BINS)
@@ -91,7 +92,7 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory test-only
 
-test-only: $(BINS) $(UNIT_BINS) $(HELPER_BINS)
+test-only: $(BINS) $(MANS) $(UNIT_BINS) $(HELPER_BINS)
 	@B=$(B) tests/run.sh
 
 bench: deps
@@ -111,7 +112,7 @@ FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefi
 
 FUZZ_TARGETS := request telemetry stage gguf tokenizer
 # Per target: the sources it links, its longest input, its dictionary.
-FUZZ_SRC_request   := $(wildcard engine/proto/*.c)
+FUZZ_SRC_request   := $(wildcard engine/proto/*.c) engine/sys/kvbits.c
 FUZZ_SRC_telemetry := $(FUZZ_SRC_request)
 # The stage-frame decoder lives in the node server, beside the protocol.
 FUZZ_SRC_stage     := engine/node/ring.c engine/node/ring_msg.c $(FUZZ_SRC_request)
@@ -189,6 +190,17 @@ $(B)/tests/%: tests/lib/%.c $(LIBS_ALL)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) $(filter %.a,$^) $(LINK_ALL)
 
+# The man pages: each contrib/man/PAGE.1.in through MAN_SUBST, the sed
+# expressions that fill its placeholders (the version lives in version.h
+# alone).
+VERSION   := $(shell sed -n 's/.*INFERD_VERSION "\(.*\)".*/\1/p' engine/proto/version.h)
+MAN_SUBST := -e 's/@VERSION@/$(VERSION)/g'
+
+$(B)/man/%.1: contrib/man/%.1.in engine/proto/version.h
+	@test -n '$(VERSION)' || { echo 'engine/proto/version.h: no INFERD_VERSION' >&2; exit 1; }
+	@mkdir -p $(@D)
+	sed $(MAN_SUBST) $< >$@.tmp && mv $@.tmp $@
+
 # The part-level include graph, bottom up; `make test` checks it against
 # tests/layering/rules (tests/layering/check.sh).
 deps-graph:
@@ -201,10 +213,10 @@ BASHCOMP := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHCOMP := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 UNITDIR := $(DESTDIR)$(PREFIX)/lib/systemd/system
 
-install: $(BINS)
+install: $(BINS) $(MANS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(MAN1) $(BASHCOMP) $(ZSHCOMP) $(UNITDIR)
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 contrib/man/inferd.1 contrib/man/infertop.1 $(MAN1)/
+	install -m 644 $(MANS) $(MAN1)/
 	install -m 644 contrib/completion/infertop.bash $(BASHCOMP)/infertop
 	ln -sf infertop $(BASHCOMP)/inferd
 	install -m 644 contrib/completion/_infertop $(ZSHCOMP)/_infertop

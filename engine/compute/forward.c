@@ -140,10 +140,11 @@ kv_shape fwd_kv_shape(const fwd_stage *s)
     return shape;
 }
 
-static size_t acts_floats_per_position(const fwd_stage *s)
+/* The activation rows' floats per position (grow_activations carves them). */
+static size_t acts_floats_per_position(const model_config *c)
 {
-    return 5 * (size_t)s->c.dim + 2 * (size_t)s->kv_dim + 2 * (size_t)s->c.hidden_dim +
-           (size_t)s->c.head_dim;
+    return 5 * (size_t)c->dim + 2 * (size_t)c->n_kv_heads * (size_t)c->head_dim +
+           2 * (size_t)c->hidden_dim + (size_t)c->head_dim;
 }
 
 static size_t max_size(size_t a, size_t b)
@@ -175,32 +176,37 @@ static size_t qg_floats_for(const fwd_stage *s, int n)
 }
 
 /* Decode products take inputs as wide as the widest matrix's rows. */
-static size_t mv_bytes_for(const fwd_stage *s, int rows)
+static size_t mv_bytes_for(const model_config *c, int rows)
 {
-    int widest = s->c.hidden_dim > s->c.dim ? s->c.hidden_dim : s->c.dim;
+    int widest = c->hidden_dim > c->dim ? c->hidden_dim : c->dim;
     return mv_scratch_bytes(widest, rows);
 }
 
 size_t fwd_scratch_bytes(const fwd_stage *s)
 {
-    size_t bytes = (size_t)s->cap * acts_floats_per_position(s) * sizeof(float);
-    bytes += s->qg_floats * sizeof(float) + mv_bytes_for(s, s->mv_rows);
+    size_t bytes = (size_t)s->cap * acts_floats_per_position(&s->c) * sizeof(float);
+    bytes += s->qg_floats * sizeof(float) + mv_bytes_for(&s->c, s->mv_rows);
     for (int i = 0; i < s->n_each; i++)
         bytes += attn_scratch_bytes(s->attn_each[i]);
     return bytes + (s->attn ? attn_scratch_bytes(s->attn) : 0);
 }
 
-/* A chunk of n positions needs sgemm tiles and attention for n queries,
- * a batch of n sequences the inputs of n matrix-vector products and a
- * thread's attention each; both, activations for n rows. */
+/* A chunk of n positions needs attention for n queries, a batch of n
+ * sequences the inputs of n matrix-vector products and a thread's
+ * attention each; both, activations for n rows. */
+size_t fwd_scratch_bytes_of(const model_config *c, kv_shape shape, int n, int threads)
+{
+    size_t acts = (size_t)n * acts_floats_per_position(c) * sizeof(float);
+    size_t attn = attn_scratch_bytes_for(n, c->n_heads, shape, threads) +
+                  (size_t)threads * attn_scratch_bytes_for(1, c->n_heads, shape, 1);
+    return acts + mv_bytes_for(c, n) + attn;
+}
+
+/* A chunk's sgemm tiles on top: they depend on the weights' types. */
 size_t fwd_scratch_bytes_for(const fwd_stage *s, kv_shape shape, int n)
 {
-    size_t acts = (size_t)n * acts_floats_per_position(s) * sizeof(float);
-    size_t tiles = qg_floats_for(s, n) * sizeof(float);
-    int workers = workers_of(s);
-    size_t attn = attn_scratch_bytes_for(n, s->c.n_heads, shape, workers) +
-                  (size_t)workers * attn_scratch_bytes_for(1, s->c.n_heads, shape, 1);
-    return acts + tiles + mv_bytes_for(s, n) + attn;
+    return fwd_scratch_bytes_of(&s->c, shape, n, workers_of(s)) +
+           qg_floats_for(s, n) * sizeof(float);
 }
 
 static void free_each(attn_scratch **each, int n)
@@ -244,7 +250,7 @@ static int grow_activations(fwd_stage *s, int n, char *err, size_t errlen)
 {
     if (n <= s->cap)
         return 0;
-    size_t floats = (size_t)n * acts_floats_per_position(s);
+    size_t floats = (size_t)n * acts_floats_per_position(&s->c);
     float *acts = malloc(floats * sizeof(float));
     if (!acts) {
         snprintf(err, errlen, "out of memory for activations of %d rows (%zu bytes)", n,
@@ -292,10 +298,10 @@ static int grow_inputs(fwd_stage *s, int n, char *err, size_t errlen)
 {
     if (n <= s->mv_rows)
         return 0;
-    void *mv = malloc(mv_bytes_for(s, n));
+    void *mv = malloc(mv_bytes_for(&s->c, n));
     if (!mv) {
         snprintf(err, errlen, "out of memory for the inputs of %d decode rows (%zu bytes)", n,
-                 mv_bytes_for(s, n));
+                 mv_bytes_for(&s->c, n));
         return -1;
     }
     free(s->mv);

@@ -46,6 +46,11 @@ size_t fwd_scratch_bytes(const fwd_stage *s);
  * batches of up to n sequences over caches of this shape: what a memory
  * guard must count before admitting such steps. */
 size_t fwd_scratch_bytes_for(const fwd_stage *s, kv_shape shape, int n);
+/* The same for a stage of a model of this shape on `threads` threads,
+ * without the weights: all but a chunk's product tiles, which depend on
+ * the weights' types (fp32 weights take none; qgemm.h). For a planner
+ * that has no model loaded. */
+size_t fwd_scratch_bytes_of(const model_config *c, kv_shape shape, int n, int threads);
 /* Frees the scratch (the next step allocates what it needs again), so that
  * the memory of a large chunk goes back once its request is over. */
 void fwd_scratch_release(fwd_stage *s);

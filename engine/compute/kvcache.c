@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/sys/kvbits.h"
 #include "quant.h"
 
 struct kv_cache {
@@ -53,11 +54,6 @@ static layout layout_of(kv_shape s, int bits)
     L.v_bias = L.v_scale + params;
     L.bytes = L.v_bias + params;
     return L;
-}
-
-int kv_bits_valid(int bits)
-{
-    return bits == 32 || bits == 16 || bits == 8 || bits == 4;
 }
 
 /* min(32, head_dim), as the engine's design fixes it: smaller groups track
@@ -121,7 +117,9 @@ static int bits_check(int bits, char *err, size_t errlen)
 {
     if (kv_bits_valid(bits))
         return 0;
-    snprintf(err, errlen, "kv cache: bits %d invalid, expected 32, 16, 8 or 4", bits);
+    char choices[KV_BITS_CHOICES_MAX];
+    snprintf(err, errlen, "kv cache: bits %d invalid, expected %s", bits,
+             kv_bits_choices(choices, sizeof choices, ", ", " or "));
     return -1;
 }
 

@@ -33,9 +33,6 @@ typedef struct kv_shape {
 
 #define KV_BLOCK_DEFAULT 64
 
-/* 1 if bits is one of 32, 16, 8, 4. */
-int kv_bits_valid(int bits);
-
 /* Quantization group along head_dim for this shape: min(32, head_dim). */
 int kv_group(kv_shape shape);
 

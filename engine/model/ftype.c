@@ -4,6 +4,7 @@
  * architecture inferd runs). */
 #include "ftype.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -33,9 +34,23 @@ const ftype *ftype_by_id(uint64_t id)
     return NULL;
 }
 
+/* The table's names, joined once (the longest is 6 characters; a name cut
+ * short by the buffer would fail test_ftype's check of every entry). */
+static char names[N_FTYPES * 16];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void names_build(void)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < N_FTYPES && len < sizeof names; i++)
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "",
+                                ftypes[i].name);
+}
+
 const char *ftype_names(void)
 {
-    return "F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K";
+    pthread_once(&names_once, names_build);
+    return names;
 }
 
 /* N of "blk.N.", or -1. */

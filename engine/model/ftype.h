@@ -30,7 +30,8 @@ typedef struct ftype {
 const ftype *ftype_find(const char *name);
 /* By general.file_type, or NULL for the ones not listed. */
 const ftype *ftype_by_id(uint64_t id);
-/* "F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K". */
+/* Every file type's name, in the table's order, joined by ", " (for
+ * messages listing the choices). */
 const char *ftype_names(void);
 
 /* The order llama-quantize writes tensors in: the ones outside blocks

@@ -8,6 +8,7 @@
 
 #include "engine/proto/curve.h"
 #include "engine/proto/protocol.h"
+#include "engine/sys/kvbits.h"
 
 static const char *const kind_names[RING_KIND_COUNT] = {
     [RING_PREPARE] = "prepare",   [RING_START] = "start",   [RING_HIDDEN] = "hidden",
@@ -39,7 +40,7 @@ typedef enum fld_type {
     F_PROB,        /* a number in (0, 1] */
     F_BOOL,
     F_PREFILL,   /* 1..PROTO_PREFILL_STEP_MAX or "auto" */
-    F_KV_BITS,   /* 32, 16, 8 or 4 */
+    F_KV_BITS,   /* kv_bits_valid (engine/sys/kvbits.h) */
     F_IDS,       /* an array of at most hi F_IDs */
     F_OPS,       /* an array of at most hi ring operations (integers >= 1) */
     F_STAGES,    /* an array of at most PROTO_RING_MAX entries of `entry` */
@@ -393,11 +394,14 @@ static int check_value(const json_t *v, const fld *f, const char *path, char *er
             json_integer_value(v) <= PROTO_PREFILL_STEP_MAX)
             return 0;
         return bad(err, errlen, path, "1..65536 or \"auto\"", type_name(v));
-    case F_KV_BITS:
-        if (json_is_integer(v) && (json_integer_value(v) == 32 || json_integer_value(v) == 16 ||
-                                   json_integer_value(v) == 8 || json_integer_value(v) == 4))
+    case F_KV_BITS: {
+        char choices[KV_BITS_CHOICES_MAX];
+        if (json_is_integer(v) && kv_bits_valid(json_integer_value(v)))
             return 0;
-        return bad(err, errlen, path, "one of 32, 16, 8, 4", type_name(v));
+        snprintf(sub, sizeof sub, "one of %s",
+                 kv_bits_choices(choices, sizeof choices, ", ", ", "));
+        return bad(err, errlen, path, sub, type_name(v));
+    }
     case F_IDS:
         snprintf(sub, sizeof sub, "an array of %.0f..%.0f session names", f->lo, f->hi);
         if (!json_is_array(v) || json_array_size(v) < (size_t)f->lo ||

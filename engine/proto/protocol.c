@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/sys/kvbits.h"
 #include "jsonr.h"
 
 static const char *const code_names[PROTO_CODE_COUNT] = {
@@ -193,13 +194,15 @@ static int decode_set(const json_t *root, proto_set_args *a, proto_error *err)
         a->prefill_step = (int)x;
     }
     if (kb) {
+        char choices[KV_BITS_CHOICES_MAX];
+        kv_bits_choices(choices, sizeof choices, ", ", ", ");
         if (!json_is_integer(kb))
             return proto_fail(err, PROTO_E_BAD_TYPE, "kv_bits",
-                              "field 'kv_bits': expected one of 32, 16, 8, 4, got %s", jr_type(kb));
+                              "field 'kv_bits': expected one of %s, got %s", choices, jr_type(kb));
         x = json_integer_value(kb);
-        if (x != 32 && x != 16 && x != 8 && x != 4)
+        if (!kv_bits_valid(x))
             return proto_fail(err, PROTO_E_BAD_VALUE, "kv_bits",
-                              "field 'kv_bits': expected one of 32, 16, 8, 4, got %lld", x);
+                              "field 'kv_bits': expected one of %s, got %lld", choices, x);
         a->has_kv_bits = 1;
         a->kv_bits = (int)x;
     }

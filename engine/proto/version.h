@@ -1,4 +1,6 @@
-/* version.h: the version inferd reports (and the protocol's peers see). */
+/* version.h: the version of inferd and infertop, the one place it is
+ * written: both programs report it, the protocol's peers see it, and the
+ * man pages get it at build time (Makefile, MAN_SUBST). */
 #ifndef VERSION_H
 #define VERSION_H
 

@@ -1,19 +1,23 @@
 #!/bin/sh
-# End to end: the operator's kit in contrib/. Both man pages render; every
-# verb and long flag of inferd and infertop is in its man page and nothing
-# more (checked against each verb's option table in the source and its
-# --help); bash and zsh completion offer verbs, flags, node names from the
-# cluster file and run ids from the history; the systemd unit verifies and
-# its flag file works; `make install` puts everything in place.
+# End to end: the operator's kit in contrib/. Both man pages render, at
+# the programs' version; every verb and long flag of inferd and infertop
+# is in its man page and nothing more (checked against each verb's option
+# table in the source and its --help); bash and zsh completion offer
+# verbs, flags, node names from the cluster file and run ids from the
+# history; the systemd unit verifies and its flag file works; `make
+# install` puts everything in place.
 . "$(dirname "$0")/lib/serve.sh"
 
-# ---- man pages render
+# ---- man pages render (as make builds them from contrib/man/*.1.in)
+man="$root/${B:-build}/man"
 for page in inferd infertop; do
-    out=$(MANWIDTH=80 man --warnings -l "$root/contrib/man/$page.1" 2>"$tmp/man.err")
+    out=$(MANWIDTH=80 man --warnings -l "$man/$page.1" 2>"$tmp/man.err")
     rc=$?
     lines=$(printf '%s\n' "$out" | wc -l)
     check "man -l renders $page(1) ($lines lines) without warnings" \
         [ "$rc:$(wc -c <"$tmp/man.err"):$([ "$lines" -gt 50 ] && echo long)" = "0:0:long" ]
+    check "$page(1) is of the version $page --version reports" \
+        [ "$(sed -n 's/^\.TH [A-Z]* 1 "[^"]*" "\([^"]*\)".*/\1/p' "$man/$page.1")" = "$("$page" --version)" ]
 done
 
 # ---- every verb and flag, and nothing more
@@ -33,7 +37,7 @@ table() {
     done | grep -vx -e '--help' -e '--version' | sort -u
 }
 verbs() { "$1" --help | awk '/^verbs:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { on = 0 }'; }
-mansections() { sed -n "s/^\.SS $1 \([a-z][a-z]*\).*/\1/p" "$root/contrib/man/$1.1" | sort -u; }
+mansections() { sed -n "s/^\.SS $1 \([a-z][a-z]*\).*/\1/p" "$man/$1.1" | sort -u; }
 
 for prog in inferd infertop; do
     check "$prog: the man page has a section for every verb of --help, and no other" \
@@ -48,11 +52,11 @@ agree() {
     if [ -z "$verb" ]; then
         { infertop --help; infertop --readonly --help; } | flags | grep -vx -- '--version' >"$tmp/help"
         awk '/^\.SS infertop$/ { on = 1; next } /^\.S[SH] / { on = 0 } on' \
-            "$root/contrib/man/infertop.1" | flags | grep -vx -- '--version' >"$tmp/man"
+            "$man/infertop.1" | flags | grep -vx -- '--version' >"$tmp/man"
     else
         "$prog" "$verb" --help | flags >"$tmp/help"
         awk -v v="$verb" -v p="$prog" '/^\.S[SH] / { on = ($1 == ".SS" && $2 == p && $3 == v) ; next } on' \
-            "$root/contrib/man/$prog.1" | flags >"$tmp/man"
+            "$man/$prog.1" | flags >"$tmp/man"
     fi
     table "$@" >"$tmp/table"
     missing=$(sort -u "$tmp/help" "$tmp/table" | comm -23 - "$tmp/man" | tr '\n' ' ')

@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "engine/sys/clock.h"
+#include "engine/sys/kvbits.h"
 #include "tui/core/cluster.h"
 #include "tui/core/links.h"
 #include "tui/core/state.h"
@@ -394,8 +395,10 @@ int cli_set_parse(const char *kv, proto_set_args *a, char *err, size_t errlen)
             snprintf(err, errlen, "kv_bits is given twice");
             return -1;
         }
-        if (!number || (n != 32 && n != 16 && n != 8 && n != 4)) {
-            snprintf(err, errlen, "kv_bits \"%s\": expected 32, 16, 8 or 4", v);
+        if (!number || !kv_bits_valid(n)) {
+            char choices[KV_BITS_CHOICES_MAX];
+            snprintf(err, errlen, "kv_bits \"%s\": expected %s", v,
+                     kv_bits_choices(choices, sizeof choices, ", ", " or "));
             return -1;
         }
         a->kv_bits = (int)n;

@@ -8,9 +8,8 @@
 
 #include "app.h"
 #include "demo.h"
+#include "engine/proto/version.h"
 #include "tui/cli/cli.h"
-
-#define INFERTOP_VERSION "0.1.0"
 
 typedef struct verb {
     const char *name;
@@ -93,7 +92,7 @@ int main(int argc, char **argv)
         return CLI_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        puts("infertop " INFERTOP_VERSION);
+        puts("infertop " INFERD_VERSION);
         return CLI_OK;
     }
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)

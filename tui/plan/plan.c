@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/compute/kvcache.h"
+#include "engine/sys/kvbits.h"
 #include "plan_int.h"
 
 /* The input with what every stage cost needs precomputed. */
@@ -243,7 +243,9 @@ static int check_input(const plan_input *in, char *err, size_t errlen)
         return -1;
     }
     if (!kv_bits_valid(in->kv_bits)) {
-        snprintf(err, errlen, "kv_bits %d: expected 32, 16, 8 or 4", in->kv_bits);
+        char choices[KV_BITS_CHOICES_MAX];
+        snprintf(err, errlen, "kv_bits %d: expected %s", in->kv_bits,
+                 kv_bits_choices(choices, sizeof choices, ", ", " or "));
         return -1;
     }
     for (int i = 0; i < in->n_nodes; i++) {

@@ -73,13 +73,10 @@ size_t plan_stage_weights(const plan_model *m, int first, int last);
  * engine's kv_bytes_for. */
 size_t plan_stage_kv(const plan_model *m, int n_layers, int bits, int ctx);
 
-/* Activation scratch of one stage for prefill chunks of prefill_step
- * positions on `threads` threads. It must match what the engine allocates:
- * engine/compute/forward.c (per position: 5 dim + 2 kv_dim + 2 hidden +
- * head_dim floats, and the decode products' inputs), attention.c (per
- * thread: two dequantized blocks, a tile of scores, a running max and
- * sum per query row; and a decode batch's per thread) and the tail's
- * logits (vocab floats for each of PLAN_SEQS requests). */
+/* Scratch of the stage ending at layer `last` for prefill chunks of
+ * prefill_step positions on `threads` threads: the forward pass's
+ * fwd_scratch_bytes_of (engine/compute/forward.h) and the tail's logits
+ * (vocab floats for each of PLAN_SEQS requests). */
 #define PLAN_SEQS 16 /* inferd serve's default --max-seqs */
 size_t plan_scratch_bytes(const plan_model *m, int last, int prefill_step, int threads);
 

@@ -4,9 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/compute/attention.h"
+#include "engine/compute/forward.h"
 #include "engine/compute/kvcache.h"
-#include "engine/compute/matvec.h"
 #include "engine/node/guard.h"
 #include "plan.h"
 
@@ -72,25 +71,13 @@ int plan_kv_check(const plan_model *m, int bits, char *err, size_t errlen)
 
 size_t plan_scratch_bytes(const plan_model *m, int last, int prefill_step, int threads)
 {
-    const model_config *c = &m->cfg;
-    size_t n = (size_t)prefill_step, dim = c->dim, hidden = c->hidden_dim, hd = c->head_dim;
-    size_t kv_dim = (size_t)c->n_kv_heads * hd;
-    /* The forward pass's activation rows and decode inputs (forward.c),
-     * the attention's tiles by the engine's own figure (a chunk's, and a
-     * decode batch's one sequence per thread), and the tail's logits, a
-     * row per request running (the engine's default --max-seqs); fp32
-     * weights need no prefill tiles (qgemm.h), and the files planned here
-     * are sized as fp32. */
-    size_t acts = n * (5 * dim + 2 * kv_dim + 2 * hidden + hd);
-    kv_shape shape = {.n_layers = last,
-                      .n_kv_heads = c->n_kv_heads,
-                      .head_dim = c->head_dim,
-                      .block = KV_BLOCK_DEFAULT};
-    size_t logits = last == c->n_layers ? (size_t)PLAN_SEQS * (size_t)c->vocab_size : 0;
-    size_t attn = attn_scratch_bytes_for((int)n, c->n_heads, shape, threads) +
-                  (size_t)threads * attn_scratch_bytes_for(1, c->n_heads, shape, 1);
-    return (acts + logits) * sizeof(float) + attn +
-           mv_scratch_bytes(hidden > dim ? (int)hidden : (int)dim, (int)n);
+    /* The forward pass's own figure for a chunk and a decode batch of
+     * prefill_step rows (the files planned here are sized as fp32, whose
+     * products take no tiles), and the tail's logits, a row per request
+     * running (the engine's default --max-seqs). */
+    size_t logits = last == m->cfg.n_layers ? (size_t)PLAN_SEQS * (size_t)m->cfg.vocab_size : 0;
+    return fwd_scratch_bytes_of(&m->cfg, shape_of(m, last), prefill_step, threads) +
+           logits * sizeof(float);
 }
 
 uint64_t plan_reserve(uint64_t budget)

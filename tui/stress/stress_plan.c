@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine/proto/protocol.h"
+#include "engine/sys/kvbits.h"
 #include "stress.h"
 
 void stress_opts_init(stress_opts *o)
@@ -77,9 +78,10 @@ static int check_growth(const stress_opts *o, char *err, size_t errlen)
     }
 }
 
+/* kv_bits_valid as check_list's predicate over ints. */
 static int valid_kv_bits(int v)
 {
-    return v == 32 || v == 16 || v == 8 || v == 4;
+    return kv_bits_valid(v);
 }
 
 static int valid_prefill_step(int v)
@@ -158,9 +160,11 @@ int stress_opts_check(const stress_opts *o, char *err, size_t errlen)
             return -1;
         }
         return check_fixed(o, 0, err, errlen);
-    case STORE_MODE_SWEEP:
-        if (check_list("--kv-bits", o->kv_bits, o->n_kv_bits, valid_kv_bits, "one of 32, 16, 8, 4",
-                       err, errlen) ||
+    case STORE_MODE_SWEEP: {
+        char choices[KV_BITS_CHOICES_MAX], bits[KV_BITS_CHOICES_MAX + 8];
+        snprintf(bits, sizeof bits, "one of %s",
+                 kv_bits_choices(choices, sizeof choices, ", ", ", "));
+        if (check_list("--kv-bits", o->kv_bits, o->n_kv_bits, valid_kv_bits, bits, err, errlen) ||
             check_list("--prefill-step", o->prefill_step, o->n_prefill_step, valid_prefill_step,
                        "a chunk size in 1..65536", err, errlen))
             return -1;
@@ -170,6 +174,7 @@ int stress_opts_check(const stress_opts *o, char *err, size_t errlen)
             return check_fixed(o, 1, err, errlen);
         snprintf(err, errlen, "--leg: a sweep's legs are growth or fixed");
         return -1;
+    }
     }
     snprintf(err, errlen, "unknown mode %d", (int)o->mode);
     return -1;

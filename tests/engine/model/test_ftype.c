@@ -32,7 +32,33 @@ Test(ftype, names_and_ids)
     cr_assert_null(ftype_find("Q4_K"));
     cr_assert_str_eq(ftype_by_id(17)->name, "Q5_K_M");
     cr_assert_null(ftype_by_id(3));
-    cr_assert(strstr(ftype_names(), "Q6_K"));
+}
+
+/* The list is the table's: each name it gives is found, and every
+ * entry (llama_ftype ids are below 64) is in it, once, as a whole name. */
+Test(ftype, names_list_the_table)
+{
+    char list[256];
+    snprintf(list, sizeof list, ", %s, ", ftype_names());
+    int listed = 0, entries = 0;
+    for (const char *p = list + 2; *p; p = strstr(p, ", ") + 2, listed++) {
+        char name[16];
+        size_t n = (size_t)(strstr(p, ", ") - p);
+        cr_assert_lt(n, sizeof name);
+        memcpy(name, p, n);
+        name[n] = '\0';
+        cr_assert_not_null(ftype_find(name), "%s", name);
+    }
+    for (uint64_t id = 0; id < 64; id++) {
+        const ftype *ft = ftype_by_id(id);
+        if (!ft)
+            continue;
+        entries++;
+        char whole[32];
+        snprintf(whole, sizeof whole, ", %s, ", ft->name);
+        cr_assert_not_null(strstr(list, whole), "%s is not in \"%s\"", ft->name, ftype_names());
+    }
+    cr_assert_eq(listed, entries);
 }
 
 /* llama-quantize's order: outside the blocks, then block by block
