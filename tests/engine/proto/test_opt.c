@@ -499,7 +499,7 @@ Test(opt, choices_and_range)
     opt_range(OPT_KV_BITS, buf, sizeof buf);
     cr_assert_str_eq(buf, "32, 16, 8 or 4");
     opt_range(OPT_PREFILL_STEP, buf, sizeof buf);
-    cr_assert_str_eq(buf, "1..64K or auto");
+    cr_assert_str_eq(buf, "1..65536 or auto");
     opt_range(OPT_MODEL, buf, sizeof buf);
     cr_assert_str_eq(buf, "");
 }
