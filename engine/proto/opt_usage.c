@@ -14,7 +14,7 @@ void opt_help_text(opt_id id, opt_verb verb, char *buf, size_t len)
     char range[256] = "";
     if (d->type == OPT_T_INT || d->type == OPT_T_NUM || d->type == OPT_T_CHOICE ||
         d->type == OPT_T_DURATION || (d->type == OPT_T_TEXT && d->hi > 0))
-        opt_expected(id, range, sizeof range);
+        opt_expected_for(id, verb, range, sizeof range);
     /* The integer wording names suffixes; help keeps it short. */
     char *suffixes = strstr(range, " (K/M/G/T suffixes allowed)");
     if (suffixes)
@@ -24,11 +24,13 @@ void opt_help_text(opt_id id, opt_verb verb, char *buf, size_t len)
     if (strncmp(range, "a number in ", 12) == 0)
         memmove(range, range + 12, strlen(range + 12) + 1);
     char def[160] = "";
-    if (d->def)
+    int required = (d->required & OPT_VB(verb)) != 0;
+    if (required)
+        ; /* a default it never takes */
+    else if (d->def)
         snprintf(def, sizeof def, "default %s", d->def);
     else if (d->def_doc)
         snprintf(def, sizeof def, "default: %s", d->def_doc);
-    int required = (d->required & OPT_VB(verb)) != 0;
     const char *sep = range[0] && def[0] ? "; " : "";
     if (!range[0] && !def[0] && !required)
         snprintf(buf, len, "%s", d->help);
@@ -59,12 +61,28 @@ static void wrap(FILE *out, const char *text, int col)
     fputc('\n', out);
 }
 
+/* The verb's modes with their summaries: "verbs:" of the program, "modes:"
+ * of a verb. */
+static void modes(opt_verb verb, FILE *out)
+{
+    if (!opt_has_modes(verb))
+        return;
+    fprintf(out, "%s:\n", opt_verbs[verb].name[0] ? "modes" : "verbs");
+    for (int m = 0; m < OPT_V_COUNT; m++) {
+        const char *word = opt_mode_word(verb, (opt_verb)m);
+        if (word)
+            fprintf(out, "  %-10s %s\n", word, opt_verbs[m].summary);
+    }
+    fputc('\n', out);
+}
+
 void opt_usage(opt_verb verb, FILE *out)
 {
     const opt_verb_def *v = &opt_verbs[verb];
-    fprintf(out, "usage: %s %s %s\n\n", v->prog == OPT_INFERD ? "inferd" : "infertop", v->name,
-            v->synopsis);
+    fprintf(out, "usage: %s%s%s %s\n\n", v->prog == OPT_INFERD ? "inferd" : "infertop",
+            v->name[0] ? " " : "", v->name, v->synopsis);
     fprintf(out, "%s\n\n", v->about);
+    modes(verb, out);
     for (int id = 0; id < OPT_COUNT; id++) {
         const opt_def *d = &opt_defs[id];
         if (!d->flag || !(d->verbs & OPT_VB(verb)))
