@@ -24,13 +24,14 @@ set -eu
 #   prometheus                  tests check /metrics with promtool check metrics
 #   man-db groff-base           tests render the man pages (man -l)
 #   zsh                         tests run the zsh completion
+#   clang-format                tests check that the sources are formatted
 #   nodejs npm                  tests drive the HTTP API with the official openai npm
 #                               package (npm only when no npm is on the PATH: some
 #                               nodejs builds bundle their own)
 PKGS="build-essential pkg-config libopenblas-dev libzmq3-dev libjansson-dev
 libssl-dev libpcre2-dev libinih-dev libncurses-dev libssh-dev libsqlite3-dev sqlite3
 libcriterion-dev tmux openssh-server procps libmicrohttpd-dev curl prometheus
-man-db groff-base zsh nodejs"
+man-db groff-base zsh clang-format nodejs"
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 
 missing=""

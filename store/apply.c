@@ -7,10 +7,10 @@
 
 #define STEP_INSERT                                                                                \
     "INSERT INTO steps(run, seq, leg, node, phase, step_ms, model_ms, eval_ms, req, step,"         \
-    " tokens, pos, wait_ms, comm_ms, kv_bytes, kv_bits, prefill_step, rss, headroom, t)"           \
+    " tokens, pos, wait_ms, kv_bytes, kv_bits, prefill_step, rss, headroom, t)"                    \
     " VALUES "
-#define STEP_VALUES "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-enum { STEP_COLS = 20 };
+#define STEP_VALUES "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+enum { STEP_COLS = 19 };
 
 int store_wstmts_prepare(sqlite3 *db, store_wstmts *w, char *err, size_t errlen)
 {
@@ -113,13 +113,12 @@ static void bind_step(sqlite3_stmt *st, int base, store_rec *r, store_active *a)
     sqlite3_bind_int64(st, base + 11, v->tokens);
     sqlite3_bind_int64(st, base + 12, v->pos);
     store_bind_measure(st, base + 13, v->wait_ms);
-    store_bind_measure(st, base + 14, v->comm_ms);
-    sqlite3_bind_int64(st, base + 15, v->kv_bytes);
-    sqlite3_bind_int(st, base + 16, v->kv_bits);
-    sqlite3_bind_int(st, base + 17, v->prefill_step);
-    sqlite3_bind_int64(st, base + 18, v->rss);
-    sqlite3_bind_int64(st, base + 19, v->headroom);
-    sqlite3_bind_double(st, base + 20, r->t);
+    sqlite3_bind_int64(st, base + 14, v->kv_bytes);
+    sqlite3_bind_int(st, base + 15, v->kv_bits);
+    sqlite3_bind_int(st, base + 16, v->prefill_step);
+    sqlite3_bind_int64(st, base + 17, v->rss);
+    sqlite3_bind_int64(st, base + 18, v->headroom);
+    sqlite3_bind_double(st, base + 19, r->t);
 }
 
 static void note_context(store_active *a, const store_rec *r)

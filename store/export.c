@@ -167,7 +167,7 @@ static const char requests_sql[] =
     " ORDER BY idx";
 static const char steps_sql[] =
     "SELECT seq, leg, req, node, step, phase, tokens, pos, step_ms, model_ms, eval_ms, wait_ms,"
-    " comm_ms, kv_bytes, kv_bits, prefill_step, rss, headroom, t"
+    " kv_bytes, kv_bits, prefill_step, rss, headroom, t"
     " FROM steps WHERE run = ? ORDER BY seq";
 
 static int each_sql(store *s, int64_t run, const char *sql, store_row_fn fn, void *ctx, char *err,

@@ -136,7 +136,7 @@ typedef struct store_step {
     int64_t step;
     store_phase phase;
     int64_t tokens, pos;
-    double step_ms, model_ms, eval_ms, wait_ms, comm_ms;
+    double step_ms, model_ms, eval_ms, wait_ms;
     int64_t kv_bytes;
     int kv_bits, prefill_step;
     int64_t rss, headroom;

@@ -34,7 +34,7 @@ for t in "$B"/tests/unit_*; do
     count "$name" "$p" "$nf"
 done
 
-for s in tests/layering/test_*.sh tests/e2e/*.sh; do
+for s in tests/layering/test_*.sh tests/style/test_*.sh tests/e2e/*.sh; do
     [ -f "$s" ] || continue
     name=$(basename "$s" .sh)
     echo "== $(basename "$(dirname "$s")") $name"

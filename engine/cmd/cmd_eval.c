@@ -9,7 +9,6 @@
  * or the head of a ring, PROTOCOL.md "eval"), which answers chunk by chunk;
  * both paths print and write through the same functions, so that the same
  * arithmetic gives the same bytes. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,169 +28,77 @@ typedef struct eval_options {
     int kv_bits;
     int prefill_step;
     int threads;
-    const char *local_flag; /* the last flag given that only a local run takes */
-    const char *control;    /* a node's control endpoint: run there */
+    const char *control; /* a node's control endpoint: run there */
     int timeout_ms;
     const char *curve_key;        /* with CURVE: this client's key pair */
     const char *curve_server_key; /* and the node's public key */
 } eval_options;
 
-enum {
-    OPT_MODEL = 256,
-    OPT_TOKENIZER,
-    OPT_PROMPT,
-    OPT_TOKENS,
-    OPT_LOGITS,
-    OPT_KV_BITS,
-    OPT_PREFILL_STEP,
-    OPT_THREADS,
-    OPT_CONTROL,
-    OPT_TIMEOUT,
-    OPT_CURVE_KEY,
-    OPT_CURVE_SERVER_KEY,
-    OPT_HELP,
-};
+#define COUNT(a) (sizeof(a) / sizeof *(a))
 
-static const struct option long_options[] = {
-    {"model", required_argument, NULL, OPT_MODEL},
-    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-    {"prompt", required_argument, NULL, OPT_PROMPT},
-    {"tokens", required_argument, NULL, OPT_TOKENS},
-    {"logits", required_argument, NULL, OPT_LOGITS},
-    {"kv-bits", required_argument, NULL, OPT_KV_BITS},
-    {"prefill-step", required_argument, NULL, OPT_PREFILL_STEP},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"control", required_argument, NULL, OPT_CONTROL},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"curve-key", required_argument, NULL, OPT_CURVE_KEY},
-    {"curve-server-key", required_argument, NULL, OPT_CURVE_SERVER_KEY},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
-};
-
-static void usage(FILE *out)
+/* The flag of the first of ids given, or NULL. */
+static const char *first_given(const opt_vals *v, const opt_id *ids, size_t n)
 {
-    fprintf(out, "usage: inferd eval (--prompt TEXT | --tokens IDS) [OPTIONS]\n"
-                 "       inferd eval --control EP (--prompt TEXT | --tokens IDS) [--logits FILE]\n"
-                 "                   [--timeout MS] [--curve-key FILE --curve-server-key FILE]\n"
-                 "\n"
-                 "Runs a prompt through the model teacher-forced and prints, for every\n"
-                 "position, its token, the most likely next token and that token's\n"
-                 "log-probability. Locally, or on a running node with --control.\n"
-                 "\n"
-                 "  --prompt TEXT        the text, tokenized with BOS first\n"
-                 "  --tokens IDS         token ids instead, separated by spaces or commas\n"
-                 "  --logits FILE        write every position's logits: float32 little\n"
-                 "                       endian, [n_tokens][n_vocab]\n"
-                 "  --model SPEC         a GGUF file, a llama2.c checkpoint, \"embedded\"\n"
-                 "                       (the default) or synth:...\n"
-                 "  --tokenizer PATH     a llama2.c tokenizer file (default: the model's own,\n"
-                 "                       else the embedded one)\n"
-                 "  --kv-bits B          KV cache precision: 32, 16, 8 or 4 (default 16)\n"
-                 "  --prefill-step N     positions per chunk (default 512)\n"
-                 "  --threads N          compute threads (default: online CPUs)\n"
-                 "  --control EP         run on the node at this control endpoint (a single\n"
-                 "                       node or a ring's head), with its model and settings\n"
-                 "  --timeout MS         with --control: the longest wait for the node's next\n"
-                 "                       reply (default 60000)\n"
-                 "  --curve-key FILE     with --control: this client's key pair (inferd\n"
-                 "                       keygen's .key), for a node with CURVE\n"
-                 "  --curve-server-key FILE  and the node's public key (its .pub)\n"
-                 "  --help               this text\n");
+    for (size_t i = 0; i < n; i++)
+        if (opt_given(v, ids[i]))
+            return opt_defs[ids[i]].flag;
+    return NULL;
 }
-
-static const args_spec spec;
-
-static int take_option(void *ctx, int opt, const char *arg)
-{
-    eval_options *o = ctx;
-    switch (opt) {
-    case OPT_MODEL:
-        o->local_flag = "--model";
-        o->model = arg;
-        return 0;
-    case OPT_TOKENIZER:
-        o->local_flag = "--tokenizer";
-        o->tokenizer = arg;
-        return 0;
-    case OPT_PROMPT:
-        o->prompt = arg;
-        return 0;
-    case OPT_TOKENS:
-        o->tokens = arg;
-        return 0;
-    case OPT_LOGITS:
-        o->logits = arg;
-        return 0;
-    case OPT_KV_BITS:
-        o->local_flag = "--kv-bits";
-        return args_kv_bits(&spec, opt, arg, &o->kv_bits);
-    case OPT_PREFILL_STEP:
-        o->local_flag = "--prefill-step";
-        return args_int(&spec, opt, arg, 1, 1 << 20, &o->prefill_step);
-    case OPT_THREADS:
-        o->local_flag = "--threads";
-        return args_int(&spec, opt, arg, 1, 1024, &o->threads);
-    case OPT_CONTROL:
-        o->control = arg;
-        return 0;
-    case OPT_TIMEOUT:
-        return args_int(&spec, opt, arg, 1, 86400000, &o->timeout_ms);
-    case OPT_CURVE_KEY:
-        o->curve_key = arg;
-        return 0;
-    case OPT_CURVE_SERVER_KEY:
-        o->curve_server_key = arg;
-        return 0;
-    }
-    return -1;
-}
-
-static const args_spec spec = {
-    .verb = "eval",
-    .options = long_options,
-    .help = OPT_HELP,
-    .usage = usage,
-    .take = take_option,
-};
 
 /* The flags of a run on a node and of a local run do not mix: the node
- * runs its own model with its own settings. */
-static int check_mode(const eval_options *o)
+ * runs its own model with its own settings. Returns 0, or -1 after
+ * printing why. */
+static int check_mode(const opt_vals *v)
 {
-    const char *remote_flag = o->timeout_ms         ? "--timeout"
-                              : o->curve_key        ? "--curve-key"
-                              : o->curve_server_key ? "--curve-server-key"
-                                                    : NULL;
-    if (o->control && o->local_flag) {
+    static const opt_id local_only[] = {OPT_MODEL, OPT_TOKENIZER, OPT_KV_BITS, OPT_PREFILL_CHUNK,
+                                        OPT_THREADS};
+    static const opt_id remote_only[] = {OPT_EVAL_TIMEOUT, OPT_CURVE_KEY, OPT_CURVE_SERVER_KEY};
+    const char *local_flag = first_given(v, local_only, COUNT(local_only));
+    const char *remote_flag = first_given(v, remote_only, COUNT(remote_only));
+    if (opt_given(v, OPT_EVAL_CONTROL) && local_flag) {
         fprintf(stderr,
-                "inferd eval: %s is for a local run; with --control the node's model "
+                "inferd eval: --%s is for a local run; with --control the node's model "
                 "and settings are used\n",
-                o->local_flag);
+                local_flag);
         return -1;
     }
-    if (!o->control && remote_flag) {
-        fprintf(stderr, "inferd eval: %s goes with --control EP\n", remote_flag);
+    if (!opt_given(v, OPT_EVAL_CONTROL) && remote_flag) {
+        fprintf(stderr, "inferd eval: --%s goes with --control EP\n", remote_flag);
         return -1;
     }
-    if (!o->curve_key != !o->curve_server_key) {
+    if (opt_given(v, OPT_CURVE_KEY) != opt_given(v, OPT_CURVE_SERVER_KEY)) {
         fprintf(stderr, "inferd eval: --curve-key and --curve-server-key go together\n");
         return -1;
     }
     return 0;
 }
 
+/* Returns 0 to run, 1 when --help was printed, -1 on bad usage. */
 static int parse_options(int argc, char **argv, eval_options *o)
 {
-    *o = (eval_options){.kv_bits = 16, .prefill_step = 512, .threads = args_default_threads()};
-    int rc = args_parse(&spec, argc, argv, o);
+    opt_vals v;
+    int rc = args_parse(OPT_V_EVAL, argc, argv, &v);
     if (rc != 0)
         return rc;
-    if (!o->prompt == !o->tokens) {
+    if (opt_given(&v, OPT_PROMPT) == opt_given(&v, OPT_TOKENS)) {
         fprintf(stderr, "inferd eval: give one of --prompt TEXT and --tokens IDS (see --help)\n");
         return -1;
     }
-    return check_mode(o);
+    *o = (eval_options){
+        .model = opt_str(&v, OPT_MODEL),
+        .tokenizer = opt_str(&v, OPT_TOKENIZER),
+        .prompt = opt_str(&v, OPT_PROMPT),
+        .tokens = opt_str(&v, OPT_TOKENS),
+        .logits = opt_str(&v, OPT_LOGITS),
+        .kv_bits = (int)opt_int(&v, OPT_KV_BITS),
+        .prefill_step = (int)opt_int(&v, OPT_PREFILL_CHUNK),
+        .threads = args_threads(&v),
+        .control = opt_str(&v, OPT_EVAL_CONTROL),
+        .timeout_ms = (int)opt_int(&v, OPT_EVAL_TIMEOUT),
+        .curve_key = opt_str(&v, OPT_CURVE_KEY),
+        .curve_server_key = opt_str(&v, OPT_CURVE_SERVER_KEY),
+    };
+    return check_mode(&v);
 }
 
 /* "1 403, 407": ids separated by spaces or commas, each in [0, vocab). */
@@ -438,8 +345,6 @@ int cmd_eval(int argc, char **argv)
     int rc = parse_options(argc, argv, &o);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
-    if (o.control && !o.timeout_ms)
-        o.timeout_ms = 60000;
     char err[512];
     rc = o.control ? eval_remote(&o, err, sizeof err) : eval_local(&o, err, sizeof err);
     if (rc != 0)

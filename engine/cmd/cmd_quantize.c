@@ -12,7 +12,6 @@
  * by row and quantized again (qblock.h's quantizers are ggml's reference
  * ones, byte for byte), one that keeps its type is copied.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,87 +56,25 @@ typedef struct source {
     int n;
 } source;
 
-enum {
-    OPT_MODEL = 256,
-    OPT_TOKENIZER,
-    OPT_TYPE,
-    OPT_OUT,
-    OPT_THREADS,
-    OPT_HELP,
-};
-
-static const struct option long_options[] = {
-    {"model", required_argument, NULL, OPT_MODEL},
-    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-    {"type", required_argument, NULL, OPT_TYPE},
-    {"out", required_argument, NULL, OPT_OUT},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
-};
-
-static void usage(FILE *out)
-{
-    fprintf(out, "usage: inferd quantize --type TYPE --out FILE.gguf [OPTIONS]\n"
-                 "\n"
-                 "Writes the model as a GGUF file of one of llama.cpp's file types, with\n"
-                 "the tensor types llama-quantize chooses for it (no importance matrix).\n"
-                 "\n"
-                 "  --type TYPE          F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M or Q6_K\n"
-                 "  --out FILE           the GGUF file to write; it appears only when complete\n"
-                 "  --model SPEC         a GGUF file, a llama2.c checkpoint, \"embedded\"\n"
-                 "                       (the default) or synth:...\n"
-                 "  --tokenizer PATH     for a llama2.c checkpoint or synthetic model: the\n"
-                 "                       llama2.c tokenizer to write (default: the embedded one)\n"
-                 "  --threads N          quantizing threads (default: online CPUs)\n"
-                 "  --help               this text\n"
-                 "\n"
-                 "Rows that a K type's 256-value blocks cannot hold fall back to Q8_0, then\n"
-                 "F16 (llama.cpp's Q5_0/Q5_1 fallbacks are not run by inferd); Q8_0 and\n"
-                 "Q4_0 refuse such rows, as llama.cpp does.\n");
-}
-
-static const args_spec spec;
-
-static int take_option(void *ctx, int opt, const char *arg)
-{
-    quant_options *o = ctx;
-    switch (opt) {
-    case OPT_MODEL:
-        o->model = arg;
-        return 0;
-    case OPT_TOKENIZER:
-        o->tokenizer = arg;
-        return 0;
-    case OPT_TYPE:
-        o->type = ftype_find(arg);
-        return o->type ? 0 : args_bad(&spec, opt, arg, ftype_names());
-    case OPT_OUT:
-        o->out = arg;
-        return 0;
-    case OPT_THREADS:
-        return args_int(&spec, opt, arg, 1, 1024, &o->threads);
-    }
-    return -1;
-}
-
-static const args_spec spec = {
-    .verb = "quantize",
-    .options = long_options,
-    .help = OPT_HELP,
-    .usage = usage,
-    .take = take_option,
-};
-
+/* Returns 0 to run, 1 when --help was printed, -1 on bad usage. */
 static int parse_options(int argc, char **argv, quant_options *o)
 {
-    *o = (quant_options){.threads = args_default_threads()};
-    int rc = args_parse(&spec, argc, argv, o);
+    opt_vals v;
+    int rc = args_parse(OPT_V_QUANTIZE, argc, argv, &v);
     if (rc != 0)
         return rc;
-    if (!o->type || !o->out) {
-        fprintf(stderr, "inferd quantize: missing %s (see --help)\n",
-                !o->type ? "--type TYPE" : "--out FILE");
+    /* The file types are ftype.h's, which the table leaves to it. */
+    const char *type = opt_str(&v, OPT_TYPE);
+    *o = (quant_options){
+        .model = opt_str(&v, OPT_MODEL),
+        .tokenizer = opt_str(&v, OPT_QUANT_TOKENIZER),
+        .type = ftype_find(type),
+        .out = opt_str(&v, OPT_QUANT_OUT),
+        .threads = args_threads(&v),
+    };
+    if (!o->type) {
+        fprintf(stderr, "inferd quantize: --type: '%s' is not valid, expected %s\n", type,
+                ftype_names());
         return -1;
     }
     return 0;

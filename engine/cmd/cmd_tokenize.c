@@ -1,7 +1,6 @@
 /* cmd_tokenize.c: `inferd tokenize`, a text's token ids as the model
  * would see them: the ids on one line, or with their pieces as JSON. Only
  * the vocabulary is read, never the weights. */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,98 +21,27 @@ typedef struct tokenize_options {
     int json;
 } tokenize_options;
 
-enum {
-    OPT_MODEL = 256,
-    OPT_TOKENIZER,
-    OPT_PROMPT,
-    OPT_FILE,
-    OPT_NO_BOS,
-    OPT_SPECIAL,
-    OPT_JSON,
-    OPT_HELP,
-};
-
-static const struct option long_options[] = {
-    {"model", required_argument, NULL, OPT_MODEL},
-    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-    {"prompt", required_argument, NULL, OPT_PROMPT},
-    {"file", required_argument, NULL, OPT_FILE},
-    {"no-bos", no_argument, NULL, OPT_NO_BOS},
-    {"special", no_argument, NULL, OPT_SPECIAL},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
-};
-
-static void usage(FILE *out)
-{
-    fprintf(out, "usage: inferd tokenize (--prompt TEXT | --file PATH) [OPTIONS]\n"
-                 "\n"
-                 "Prints the token ids of a text on one line, separated by spaces.\n"
-                 "\n"
-                 "  --prompt TEXT        the text\n"
-                 "  --file PATH          the text is the file's bytes, as they are\n"
-                 "  --model SPEC         a GGUF file (its vocabulary), or a llama2.c\n"
-                 "                       checkpoint / \"embedded\" / synth:... (the embedded\n"
-                 "                       vocabulary unless --tokenizer says otherwise)\n"
-                 "  --tokenizer PATH     a llama2.c tokenizer or GGUF file instead\n"
-                 "  --no-bos             no BOS first (default: BOS when the vocabulary\n"
-                 "                       wants one)\n"
-                 "  --special            control tokens' texts (\"<s>\") become those tokens\n"
-                 "  --json               [{\"id\": N, \"piece\": TEXT}, ...] instead\n"
-                 "  --help               this text\n");
-}
-
-static const args_spec spec;
-
-static int take_option(void *ctx, int opt, const char *arg)
-{
-    tokenize_options *o = ctx;
-    switch (opt) {
-    case OPT_MODEL:
-        o->model = arg;
-        return 0;
-    case OPT_TOKENIZER:
-        o->tokenizer = arg;
-        return 0;
-    case OPT_PROMPT:
-        o->prompt = arg;
-        return 0;
-    case OPT_FILE:
-        o->file = arg;
-        return 0;
-    case OPT_NO_BOS:
-        o->no_bos = 1;
-        return 0;
-    case OPT_SPECIAL:
-        o->special = 1;
-        return 0;
-    case OPT_JSON:
-        o->json = 1;
-        return 0;
-    }
-    return -1;
-}
-
-static const args_spec spec = {
-    .verb = "tokenize",
-    .options = long_options,
-    .help = OPT_HELP,
-    .usage = usage,
-    .take = take_option,
-};
-
+/* Returns 0 to run, 1 when --help was printed, -1 on bad usage. */
 static int parse_options(int argc, char **argv, tokenize_options *o)
 {
-    *o = (tokenize_options){0};
-    int rc = args_parse(&spec, argc, argv, o);
+    opt_vals v;
+    int rc = args_parse(OPT_V_TOKENIZE, argc, argv, &v);
     if (rc != 0)
         return rc;
-    if (!o->prompt == !o->file) {
+    if (opt_given(&v, OPT_PROMPT) == opt_given(&v, OPT_FILE)) {
         fprintf(stderr,
                 "inferd tokenize: give one of --prompt TEXT and --file PATH (see --help)\n");
         return -1;
     }
+    *o = (tokenize_options){
+        .model = opt_str(&v, OPT_MODEL),
+        .tokenizer = opt_str(&v, OPT_TOKENIZER),
+        .prompt = opt_str(&v, OPT_PROMPT),
+        .file = opt_str(&v, OPT_FILE),
+        .no_bos = (int)opt_int(&v, OPT_NO_BOS),
+        .special = (int)opt_int(&v, OPT_SPECIAL),
+        .json = (int)opt_int(&v, OPT_TOKENS_JSON),
+    };
     return 0;
 }
 

@@ -4,31 +4,22 @@
 
 #include "commands.h"
 #include "engine/compute/blas.h"
+#include "engine/proto/opt.h"
 #include "engine/proto/version.h"
 
-typedef struct verb {
-    const char *name;
-    int (*run)(int argc, char **argv);
-    const char *summary;
-} verb;
-
-static const verb verbs[] = {
-    {"eval", cmd_eval, "teacher-forced logits of a prompt, locally"},
-    {"generate", cmd_generate, "generate text from a prompt, locally"},
-    {"keygen", cmd_keygen, "write a CURVE key pair (PREFIX.key, PREFIX.pub)"},
-    {"quantize", cmd_quantize, "write a model as a GGUF file of a llama.cpp file type"},
-    {"serve", cmd_serve, "run a node: requests, pipeline stage, telemetry, live config"},
-    {"tokenize", cmd_tokenize, "the token ids of a text"},
+/* Each verb's run function; its name and summary are opt_verbs[]'. */
+static int (*const runs[OPT_V_COUNT])(int argc, char **argv) = {
+    [OPT_V_GENERATE] = cmd_generate, [OPT_V_SERVE] = cmd_serve,       [OPT_V_EVAL] = cmd_eval,
+    [OPT_V_TOKENIZE] = cmd_tokenize, [OPT_V_QUANTIZE] = cmd_quantize, [OPT_V_KEYGEN] = cmd_keygen,
 };
-
-#define N_VERBS (sizeof verbs / sizeof *verbs)
 
 static void usage(FILE *out)
 {
     fprintf(out, "usage: inferd VERB [OPTIONS]   (inferd VERB --help for its options)\n\n"
                  "verbs:\n");
-    for (size_t i = 0; i < N_VERBS; i++)
-        fprintf(out, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+    for (int i = 0; i < OPT_V_COUNT; i++)
+        if (opt_verbs[i].prog == OPT_INFERD)
+            fprintf(out, "  %-10s %s\n", opt_verbs[i].name, opt_verbs[i].summary);
     fprintf(out, "\n  --help     this text\n  --version  print the version\n");
 }
 
@@ -47,9 +38,9 @@ int main(int argc, char **argv)
         printf("inferd %s\n", INFERD_VERSION);
         return 0;
     }
-    for (size_t i = 0; i < N_VERBS; i++)
-        if (strcmp(argv[1], verbs[i].name) == 0)
-            return verbs[i].run(argc - 1, argv + 1);
+    for (int i = 0; i < OPT_V_COUNT; i++)
+        if (opt_verbs[i].prog == OPT_INFERD && strcmp(argv[1], opt_verbs[i].name) == 0)
+            return runs[i](argc - 1, argv + 1);
     fprintf(stderr, "inferd: unknown verb '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

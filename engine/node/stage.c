@@ -326,7 +326,6 @@ void stage_publish(node *nd, stage_req *c, const stage_step *p, const fwd_stats 
     s.step_ms = now - p->t0;
     s.model_ms = st->model_ms;
     s.eval_ms = s.step_ms > st->model_ms ? s.step_ms - st->model_ms : 0.0;
-    s.comm_ms = s.eval_ms;
     s.wait_ms = wait_ms;
     s.busy = busy_ratio(&nd->busy, now);
     s.kv_bytes = stage_kv_bytes(nd);

@@ -73,11 +73,11 @@ void steplog_step(steplog *l, const proto_step *s)
     steplog_stamp(l);
     fprintf(l->f,
             "[STEP %lld] req=%s phase=%s tokens=%d pos=%d model=%.1fms eval=%.1fms wait=%.1fms "
-            "comm=%.1fms step=%.1fms kv=%s kv_bits=%d prefill_step=%d act_max=%.3g "
+            "step=%.1fms kv=%s kv_bits=%d prefill_step=%d act_max=%.3g "
             "nonfinite=%lld\n",
             (long long)s->step, s->req, s->phase == PROTO_PHASE_DECODE ? "decode" : "prefill",
-            s->tokens, s->pos, s->model_ms, s->eval_ms, s->wait_ms, s->comm_ms, s->step_ms, kv,
-            s->kv_bits, s->prefill_step, s->act_max, (long long)s->nonfinite);
+            s->tokens, s->pos, s->model_ms, s->eval_ms, s->wait_ms, s->step_ms, kv, s->kv_bits,
+            s->prefill_step, s->act_max, (long long)s->nonfinite);
 }
 
 void steplog_line(steplog *l, const char *tag, const char *fmt, ...)

@@ -2,7 +2,7 @@
  * notes' style, plus lifecycle lines, each stamped with local time:
  *
  *   2025-01-31 12:00:00.123 [STEP 12] req=r1 phase=decode tokens=1 pos=57
- *       model=7.1ms eval=0.4ms wait=0.3ms comm=0.1ms step=7.5ms kv=1.2MiB
+ *       model=7.1ms eval=0.4ms wait=0.3ms step=7.5ms kv=1.2MiB
  *       kv_bits=16 act_max=3.2 nonfinite=0          (one line in the file)
  *   2025-01-31 12:00:00.200 [REQ r1] end ok ttft=12.0ms ...
  *

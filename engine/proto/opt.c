@@ -25,12 +25,13 @@ static void choice_words(const char *choices, char *buf, size_t len)
     }
 }
 
-/* v as typed most briefly: 1G rather than 1073741824. */
+/* A large v as typed most briefly: 1G rather than 1073741824 (small ones
+ * stay as they are: 65536, not 64K). */
 static void size_words(unsigned long long v, char *buf, size_t len)
 {
     static const char *const units[] = {"", "K", "M", "G", "T"};
     int u = 0;
-    while (u < 4 && v >= 1024 && v % 1024 == 0) {
+    while (u < 4 && v >= (1u << 20) && v % 1024 == 0) {
         v /= 1024;
         u++;
     }

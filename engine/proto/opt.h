@@ -103,6 +103,7 @@ typedef enum opt_id {
     OPT_TOKENS_JSON,
     OPT_TYPE,
     OPT_QUANT_OUT,
+    OPT_QUANT_TOKENIZER,
     OPT_KEY_OUT,
     OPT_NAME,
     OPT_LAYERS,

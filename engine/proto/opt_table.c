@@ -345,7 +345,7 @@ const opt_def opt_defs[OPT_COUNT] = {
                        .arg = "PATH",
                        .def_doc = "a GGUF file's own, else the embedded one",
                        .help = "a llama2.c tokenizer or GGUF file",
-                       .verbs = LOCAL_MODEL},
+                       .verbs = LOCAL_MODEL & ~OPT_VB(OPT_V_QUANTIZE)},
     [OPT_THREADS] = {.flag = "threads",
                      .key = "threads",
                      .type = OPT_T_INT,
@@ -500,6 +500,15 @@ const opt_def opt_defs[OPT_COUNT] = {
                        .help = "the GGUF file to write; it appears only when complete",
                        .verbs = OPT_VB(OPT_V_QUANTIZE),
                        .required = OPT_VB(OPT_V_QUANTIZE)},
+    /* quantize reads a tokenizer only to write it into a file whose source
+     * has none: a llama2.c file, never a GGUF one. */
+    [OPT_QUANT_TOKENIZER] = {.flag = "tokenizer",
+                             .type = OPT_T_PATH,
+                             .arg = "PATH",
+                             .def_doc = "the embedded one",
+                             .help = "for a llama2.c checkpoint or synthetic model: the llama2.c "
+                                     "tokenizer to write",
+                             .verbs = OPT_VB(OPT_V_QUANTIZE)},
     [OPT_KEY_OUT] = {.flag = "out",
                      .type = OPT_T_PATH,
                      .def = "inferd",

@@ -239,7 +239,6 @@ static const struct field fields[] = {
     STEP("model_ms", K_NUM, model_ms),
     STEP("eval_ms", K_NUM, eval_ms),
     STEP("wait_ms", K_NUM, wait_ms),
-    STEP("comm_ms", K_NUM, comm_ms),
     STEP("kv_bytes", K_U64, kv_bytes),
     STEP("kv_bits", K_INT, kv_bits),
     STEP("prefill_step", K_INT, prefill_step),

@@ -88,8 +88,6 @@ int proto_step_encode(const proto_head *h, const proto_step *s, char *buf, size_
     jw_fixed(&w, s->eval_ms, 3);
     jw_key(&w, "wait_ms");
     jw_fixed(&w, s->wait_ms, 3);
-    jw_key(&w, "comm_ms");
-    jw_fixed(&w, s->comm_ms, 3);
     jw_key(&w, "kv_bytes");
     jw_u64(&w, s->kv_bytes);
     jw_key(&w, "kv_bits");
@@ -240,7 +238,6 @@ static int decode_step(const json_t *o, proto_step *s, char *err, size_t errlen)
         jr_num(o, "model_ms", &s->model_ms, err, errlen) ||
         jr_num(o, "eval_ms", &s->eval_ms, err, errlen) ||
         jr_num(o, "wait_ms", &s->wait_ms, err, errlen) ||
-        jr_num(o, "comm_ms", &s->comm_ms, err, errlen) ||
         jr_u64(o, "kv_bytes", &s->kv_bytes, err, errlen) ||
         jr_int(o, "kv_bits", &s->kv_bits, err, errlen) ||
         jr_int(o, "prefill_step", &s->prefill_step, err, errlen) ||

@@ -322,8 +322,7 @@ typedef struct proto_step {
     double step_ms;  /* wall time of the step on this node */
     double model_ms; /* compute of this node's layers */
     double eval_ms;  /* step_ms - model_ms */
-    double wait_ms;  /* part of eval: waiting for the previous stage */
-    double comm_ms;  /* part of eval: sending/receiving hidden states */
+    double wait_ms;  /* before the step: idle, waiting for input */
     uint64_t kv_bytes;
     int kv_bits;
     int prefill_step; /* the chunk size in effect (auto resolved) */

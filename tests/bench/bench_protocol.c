@@ -46,7 +46,6 @@ static proto_step sample_step(int64_t i)
         .model_ms = 7.0431,
         .eval_ms = 29.0819,
         .wait_ms = 25.5,
-        .comm_ms = 3.25,
         .kv_bytes = 1234567890ull + (uint64_t)i,
         .kv_bits = 16,
         .prefill_step = 512,
@@ -87,16 +86,15 @@ static double bench_encode(void)
 /* The jansson way of writing the same message. */
 static char *jansson_step(const proto_head *h, const proto_step *s)
 {
-    json_t *o = json_pack("{s:i,s:s,s:I,s:I,s:s,s:I,s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:I,s:i,s:i,"
-                          "s:I,s:I,s:I,s:f,s:I}",
-                          "v", 1, "node", h->node, "seq", (json_int_t)h->seq, "t",
-                          (json_int_t)h->t_ms, "req", s->req, "step", (json_int_t)s->step, "phase",
-                          "decode", "tokens", s->tokens, "pos", s->pos, "step_ms", s->step_ms,
-                          "model_ms", s->model_ms, "eval_ms", s->eval_ms, "wait_ms", s->wait_ms,
-                          "comm_ms", s->comm_ms, "kv_bytes", (json_int_t)s->kv_bytes, "kv_bits",
-                          s->kv_bits, "prefill_step", s->prefill_step, "rss", (json_int_t)s->rss,
-                          "budget", (json_int_t)s->budget, "headroom", (json_int_t)s->headroom,
-                          "act_max", s->act_max, "nonfinite", (json_int_t)s->nonfinite);
+    json_t *o = json_pack(
+        "{s:i,s:s,s:I,s:I,s:s,s:I,s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:I,s:i,s:i,"
+        "s:I,s:I,s:I,s:f,s:I}",
+        "v", 1, "node", h->node, "seq", (json_int_t)h->seq, "t", (json_int_t)h->t_ms, "req", s->req,
+        "step", (json_int_t)s->step, "phase", "decode", "tokens", s->tokens, "pos", s->pos,
+        "step_ms", s->step_ms, "model_ms", s->model_ms, "eval_ms", s->eval_ms, "wait_ms",
+        s->wait_ms, "kv_bytes", (json_int_t)s->kv_bytes, "kv_bits", s->kv_bits, "prefill_step",
+        s->prefill_step, "rss", (json_int_t)s->rss, "budget", (json_int_t)s->budget, "headroom",
+        (json_int_t)s->headroom, "act_max", s->act_max, "nonfinite", (json_int_t)s->nonfinite);
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;

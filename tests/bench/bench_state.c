@@ -58,7 +58,6 @@ static void make_steps(proto_step *steps)
         s->eval_ms = 1 + (i * 53 % 300) / 10.0;
         s->step_ms = s->model_ms + s->eval_ms;
         s->wait_ms = s->eval_ms / 2;
-        s->comm_ms = s->eval_ms / 4;
         s->kv_bytes = 1000000 + (uint64_t)i * 4096;
         s->kv_bits = 16;
         s->prefill_step = 512;

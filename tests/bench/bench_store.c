@@ -46,7 +46,6 @@ static double fill(store *s, int64_t run, long rows)
             .model_ms = 7 + (double)((i * 104729) % 300) / 100,
             .eval_ms = 23 + (double)((i * 1299709) % 700) / 100,
             .wait_ms = 0.5,
-            .comm_ms = 0.25,
             .kv_bytes = 1 << 20,
             .kv_bits = 16,
             .prefill_step = 512,

@@ -22,6 +22,8 @@ done
 flags() { sed 's/\\-/-/g' | grep -oE -- '--[a-z][a-z0-9-]*' | grep -vx -- '--help' | sort -u; }
 # The long flags a verb's parser in the source knows: the entries of its
 # getopt table, or the flags a hand-written parser compares arguments with.
+# inferd's verbs have neither: their parser and --help both come from the
+# settings table (engine/proto/opt_table.c), so --help is their table.
 table() {
     for f in "$@"; do
         grep -oE '\{"[a-z][a-z0-9-]*", *(no|required|optional)_argument' "$root/$f" |
@@ -38,7 +40,7 @@ for prog in inferd infertop; do
         [ "$(verbs $prog | sort -u | tr '\n' ' ')" = "$(mansections $prog | tr '\n' ' ')" ]
 done
 
-# PROG VERB SOURCE...: the verb's flags in the man page are those of its
+# PROG VERB [SOURCE...]: the verb's flags in the man page are those of its
 # option table (its parser in SOURCE) and its --help.
 agree() {
     prog=$1 verb=$2
@@ -58,15 +60,14 @@ agree() {
     check "$prog ${verb:-(dashboard)}: man page flags = option table + --help${missing:+; not in the man page: $missing}${extra:+; only in the man page: $extra}" \
         [ -z "$missing$extra$([ -s "$tmp/man" ] || echo empty)" ]
 }
-agree inferd eval engine/cmd/cmd_eval.c
-agree inferd generate engine/cmd/cmd_generate.c
-agree inferd keygen engine/cmd/cmd_keygen.c
-agree inferd quantize engine/cmd/cmd_quantize.c
-agree inferd serve engine/cmd/cmd_serve.c
-agree inferd tokenize engine/cmd/cmd_tokenize.c
-# infertop's verbs parse by the settings table (engine/proto/opt.h), whose
-# flags their --help lists: no parser of their own to compare. A verb with
-# modes (nodes, stress, history) lists the flags of all of them.
+agree inferd eval
+agree inferd generate
+agree inferd keygen
+agree inferd quantize
+agree inferd serve
+agree inferd tokenize
+# infertop's verbs parse by the settings table too; a verb with modes
+# (nodes, stress, history) lists the flags of all of them.
 for verb in "" demo status set nodes stress history metrics plan; do
     agree infertop "$verb"
 done

@@ -31,7 +31,6 @@ static void steps(store *s, int64_t run, int leg, int64_t req, int64_t from, int
                              .model_ms = 7 + (k * 3) % 4,
                              .eval_ms = 23 + (k * 5 + node) % 6,
                              .wait_ms = 0.5,
-                             .comm_ms = 1.25,
                              .kv_bytes = (from + k) * 64 * kv,
                              .kv_bits = kv,
                              .prefill_step = 512,

@@ -85,7 +85,6 @@ static void publish_step(struct fake *f)
     s.eval_ms = 1.0 + (double)(k * 53 % 300) / 10.0;
     s.step_ms = s.model_ms + s.eval_ms;
     s.wait_ms = s.eval_ms / 2;
-    s.comm_ms = s.eval_ms - s.wait_ms;
     s.kv_bytes = (512ull << 20) + k;
     s.kv_bits = 16;
     s.prefill_step = 512;

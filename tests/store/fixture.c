@@ -56,7 +56,6 @@ void fx_step(store *s, int64_t run, int leg, int64_t req, const char *node, stor
                      .model_ms = model_ms,
                      .eval_ms = eval_ms,
                      .wait_ms = -1,
-                     .comm_ms = 0.5,
                      .kv_bytes = pos * 1024,
                      .kv_bits = 16,
                      .prefill_step = 512,

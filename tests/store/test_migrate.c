@@ -30,19 +30,31 @@ static void make_dir(fx *f)
     f->s = NULL;
 }
 
+/* A new database in a fresh directory at schema version `from`, holding
+ * what sql inserts, then opened (so upgraded) by the store as f->s. */
+static void open_upgraded(fx *f, int from, const char *sql)
+{
+    make_dir(f);
+    sqlite3 *db;
+    char err[512];
+    cr_assert_eq(sqlite3_open(f->path, &db), SQLITE_OK);
+    cr_assert_eq(store_migrate(db, from, err, sizeof err), 0, "%s", err);
+    char *msg = NULL;
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &msg), SQLITE_OK, "%s", msg ? msg : "");
+    sqlite3_close(db);
+    cr_assert_eq(fx_int(f->path, "PRAGMA user_version"), from);
+    f->s = store_open(f->path, NULL, err, sizeof err);
+    cr_assert_not_null(f->s, "%s", err);
+    cr_assert_eq(fx_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+}
+
 /* Fills a database at schema version `from` with a run of each kind, then
  * opens it with the store and checks that every row survived the upgrade. */
 static void upgrade_keeps_data(int from)
 {
     fx f;
-    make_dir(&f);
-    sqlite3 *db;
-    char err[512];
-    cr_assert_eq(sqlite3_open(f.path, &db), SQLITE_OK);
-    cr_assert_eq(store_migrate(db, from, err, sizeof err), 0, "%s", err);
-    char *msg = NULL;
-    int rc = sqlite3_exec(
-        db,
+    open_upgraded(
+        &f, from,
         "INSERT INTO runs(id, name, mode, status, started, ended, cluster)"
         " VALUES (1, 'old', 'growth', 'completed', 100, 200, '{\"model\":\"m1\"}'),"
         " (2, 'cut short', 'fixed', 'running', 300, NULL, '{}');"
@@ -68,15 +80,8 @@ static void upgrade_keeps_data(int from)
         /* Run 3's leg: 12 + 20 tokens from 401 (402 less 1 s) to 403. */
         "INSERT INTO requests(run, leg, idx, ctx_before, ctx_after, prompt_tokens, gen_tokens,"
         " e2e_ms, status, t) VALUES (3, 0, 0, 0, 80, 68, 12, 1000, 'ok', 402),"
-        " (3, 0, 1, 0, 80, 60, 20, 1500, 'failed', 403);",
-        NULL, NULL, &msg);
-    cr_assert_eq(rc, SQLITE_OK, "%s", msg ? msg : "");
-    sqlite3_close(db);
-    cr_assert_eq(fx_int(f.path, "PRAGMA user_version"), from);
-
-    f.s = store_open(f.path, NULL, err, sizeof err);
-    cr_assert_not_null(f.s, "%s", err);
-    cr_assert_eq(fx_int(f.path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+        " (3, 0, 1, 0, 80, 60, 20, 1500, 'failed', 403);");
+    char err[512];
     store_summary sum;
     cr_assert_eq(store_run_summary(f.s, 1, &sum, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(sum.run.name, "old");
@@ -141,6 +146,47 @@ Test(store_migrate, version_3_upgrades_with_data_intact)
 Test(store_migrate, version_4_upgrades_with_data_intact)
 {
     upgrade_keeps_data(4);
+}
+
+/* v6 drops steps.comm_ms: the steps of a v5 database, which carry it, are
+ * all kept with every other column, and the store writes to the table. */
+Test(store_migrate, version_6_drops_comm_ms_and_keeps_the_steps)
+{
+    fx f;
+    open_upgraded(
+        &f, 5,
+        "INSERT INTO runs(id, name, mode, status, started, ended)"
+        " VALUES (1, 'old', 'growth', 'completed', 100, 200);"
+        "INSERT INTO steps(run, seq, leg, node, phase, step_ms, model_ms, eval_ms, req, step,"
+        " tokens, pos, wait_ms, comm_ms, kv_bytes, kv_bits, prefill_step, rss, headroom, t)"
+        " VALUES (1, 0, 0, 'n1', 'prefill', 40.5, 30.25, 10.25, 0, 0, 512, 512, 1.5, 10.25,"
+        "  4096, 16, 512, 1048576, 1073741824, 150),"
+        " (1, 1, 0, 'n1', 'decode', 36, 7, 29, 0, 1, 1, 513, NULL, 29,"
+        "  4104, 8, 256, 2097152, -1024, 151.5);");
+    cr_assert_eq(fx_int(f.path, "SELECT count(*) FROM pragma_table_info('steps')"
+                                " WHERE name = 'comm_ms'"),
+                 0);
+    char *csv = NULL, err[512];
+    size_t len = 0;
+    FILE *out = open_memstream(&csv, &len);
+    cr_assert_not_null(out);
+    cr_assert_eq(store_export(f.s, 1, STORE_EXPORT_STEPS, STORE_FORMAT_CSV, out, err, sizeof err),
+                 0, "%s", err);
+    fclose(out);
+    cr_assert_str_eq(csv, "seq,leg,req,node,step,phase,tokens,pos,step_ms,model_ms,eval_ms,wait_ms,"
+                          "kv_bytes,kv_bits,prefill_step,rss,headroom,t\r\n"
+                          "0,0,0,n1,0,prefill,512,512,40.5,30.25,10.25,1.5,"
+                          "4096,16,512,1048576,1073741824,150\r\n"
+                          "1,0,0,n1,1,decode,1,513,36,7,29,,4104,8,256,2097152,-1024,151.5\r\n");
+    free(csv);
+
+    int64_t run = fx_run(f.s, STORE_MODE_GROWTH, "new", "m1");
+    fx_step(f.s, run, 0, 0, "n1", STORE_PHASE_DECODE, 36, 7, 29, 600);
+    cr_assert_eq(store_flush(f.s, err, sizeof err), 0, "%s", err);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM steps WHERE run = %lld", (long long)run);
+    cr_assert_eq(fx_int(f.path, sql), 1);
+    fx_close(&f);
 }
 
 Test(store_migrate, newer_database_is_refused_untouched)

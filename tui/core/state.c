@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N_METRICS (STATE_COMM_MS + 1)
+#define N_METRICS (STATE_WAIT_MS + 1)
 
 /* One step, as much of it as the percentiles and the detail view need. */
 struct step_rec {
@@ -367,7 +367,6 @@ void state_ingest_step(state *st, int node, const proto_head *h, const proto_ste
     r->ms[STATE_MODEL_MS] = (float)s->model_ms;
     r->ms[STATE_EVAL_MS] = (float)s->eval_ms;
     r->ms[STATE_WAIT_MS] = (float)s->wait_ms;
-    r->ms[STATE_COMM_MS] = (float)s->comm_ms;
     r->tokens = s->tokens;
     r->phase = (uint8_t)ph;
 

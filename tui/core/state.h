@@ -63,7 +63,7 @@ enum state_phase {
 };
 
 /* Per-step timings, for percentiles. */
-enum state_metric { STATE_STEP_MS, STATE_MODEL_MS, STATE_EVAL_MS, STATE_WAIT_MS, STATE_COMM_MS };
+enum state_metric { STATE_STEP_MS, STATE_MODEL_MS, STATE_EVAL_MS, STATE_WAIT_MS };
 
 /* Per-second series, for charts. Timings are the mean of the second;
  * memory and act_max the last and largest value of the second. */

@@ -229,7 +229,6 @@ static void on_step(stress_run *r, const proto_tel *t)
         .model_ms = s->model_ms,
         .eval_ms = s->eval_ms,
         .wait_ms = s->wait_ms,
-        .comm_ms = s->comm_ms,
         .kv_bytes = (int64_t)s->kv_bytes,
         .kv_bits = s->kv_bits,
         .prefill_step = s->prefill_step,

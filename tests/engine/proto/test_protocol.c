@@ -533,7 +533,6 @@ static proto_step sample_step(void)
         .model_ms = 7.0004,
         .eval_ms = 29.1246,
         .wait_ms = 25.5,
-        .comm_ms = 3.25,
         .kv_bytes = 123456789012ull,
         .kv_bits = 4,
         .prefill_step = 512,
@@ -585,7 +584,6 @@ Test(protocol, step_encodes_to_the_same_values)
     cr_assert_eq(t.step.pos, 4096);
     cr_assert_float_eq(t.step.step_ms, 36.125, 1e-9);
     cr_assert_float_eq(t.step.wait_ms, 25.5, 1e-9);
-    cr_assert_float_eq(t.step.comm_ms, 3.25, 1e-9);
     cr_assert_eq(t.step.kv_bytes, s.kv_bytes);
     cr_assert_eq(t.step.kv_bits, 4);
     cr_assert_eq(t.step.prefill_step, 512);

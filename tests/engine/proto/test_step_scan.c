@@ -164,7 +164,6 @@ static void rnd_step(proto_head *h, proto_step *s)
     s->model_ms = rnd_double();
     s->eval_ms = rnd_double();
     s->wait_ms = rnd_double();
-    s->comm_ms = rnd_double();
     s->kv_bytes = (uint64_t)rnd_i64();
     s->kv_bits = (int)rnd_i64();
     s->prefill_step = (int)rnd_i64();
@@ -192,7 +191,6 @@ static void typical_step(proto_head *h, proto_step *s)
     s->model_ms = -pick(1000) / 7.0;
     s->eval_ms = pick(2) ? 0.0 : -0.0;
     s->wait_ms = pick(100000000) / 3.0;
-    s->comm_ms = 5e12 * pick(100) / 3;
     s->kv_bytes = rnd() >> 20;
     s->kv_bits = 4 << pick(4);
     s->prefill_step = 512;
@@ -274,11 +272,12 @@ static void put_value(struct text *t, int kind, const proto_head *h, const proto
 static const struct {
     const char *key;
     int kind;
-} keys[] = {{"v", 1},        {"node", 0},         {"seq", 1},     {"t", 1},       {"req", 0},
-            {"step", 1},     {"phase", 0},        {"tokens", 1},  {"pos", 1},     {"step_ms", 2},
-            {"model_ms", 2}, {"eval_ms", 2},      {"wait_ms", 2}, {"comm_ms", 2}, {"kv_bytes", 1},
-            {"kv_bits", 1},  {"prefill_step", 1}, {"rss", 1},     {"budget", 1},  {"headroom", 1},
-            {"act_max", 2},  {"nonfinite", 1}};
+} keys[] = {{"v", 1},        {"node", 0},     {"seq", 1},      {"t", 1},
+            {"req", 0},      {"step", 1},     {"phase", 0},    {"tokens", 1},
+            {"pos", 1},      {"step_ms", 2},  {"model_ms", 2}, {"eval_ms", 2},
+            {"wait_ms", 2},  {"kv_bytes", 1}, {"kv_bits", 1},  {"prefill_step", 1},
+            {"rss", 1},      {"budget", 1},   {"headroom", 1}, {"act_max", 2},
+            {"nonfinite", 1}};
 #define N_KEYS ((int)(sizeof keys / sizeof *keys))
 
 static int64_t int_field(const struct text *t, const proto_head *h, const proto_step *s, int f)
@@ -296,17 +295,17 @@ static int64_t int_field(const struct text *t, const proto_head *h, const proto_
         return s->tokens;
     case 8:
         return s->pos;
-    case 14:
+    case 13:
         return (int64_t)s->kv_bytes;
-    case 15:
+    case 14:
         return s->kv_bits;
-    case 16:
+    case 15:
         return s->prefill_step;
-    case 17:
+    case 16:
         return (int64_t)s->rss;
-    case 18:
+    case 17:
         return (int64_t)s->budget;
-    case 19:
+    case 18:
         return s->headroom;
     default:
         return s->nonfinite;
@@ -315,8 +314,8 @@ static int64_t int_field(const struct text *t, const proto_head *h, const proto_
 
 static double num_field(const proto_step *s, int f)
 {
-    const double v[] = {s->step_ms, s->model_ms, s->eval_ms, s->wait_ms, s->comm_ms};
-    return f == 20 ? s->act_max : v[f - 9];
+    const double v[] = {s->step_ms, s->model_ms, s->eval_ms, s->wait_ms};
+    return f == 19 ? s->act_max : v[f - 9];
 }
 
 static void put_text_of(struct text *t, const proto_head *h, const proto_step *s, int f)
@@ -594,6 +593,36 @@ Test(step_scan, subset)
     cr_assert(!scans(""));
     cr_assert(!scans("[]"));
 #undef ENV
+}
+
+/* Nodes before the field's removal sent comm_ms, a copy of eval_ms: both
+ * decoders skip it like any unknown key, so their steps still decode, on
+ * the fast path, with every other field read. */
+Test(step_scan, takes_an_older_nodes_comm_ms)
+{
+    static const char old[] =
+        "{\"v\":1,\"node\":\"n1\",\"seq\":1041,\"t\":1700000000123,\"req\":\"g1\",\"step\":17,"
+        "\"phase\":\"decode\",\"tokens\":1,\"pos\":4113,\"step_ms\":36.125,\"model_ms\":7.043,"
+        "\"eval_ms\":29.082,\"wait_ms\":25.5,\"comm_ms\":29.082,\"kv_bytes\":1234567890,"
+        "\"kv_bits\":16}";
+    cr_assert(scans(old), "fell back to jansson");
+    proto_tel t;
+    char err[PROTO_MESSAGE_MAX];
+    cr_assert_eq(proto_tel_decode("step", 4, old, sizeof old - 1, &t, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert_float_eq(t.step.eval_ms, 29.082, 1e-9);
+    cr_assert_float_eq(t.step.wait_ms, 25.5, 1e-9);
+    cr_assert_eq(t.step.kv_bytes, 1234567890);
+    cr_assert_eq(t.step.kv_bits, 16);
+    proto_tel_free(&t);
+
+    /* And this node no longer sends it. */
+    proto_head h;
+    proto_step s;
+    char buf[PROTO_STEP_BUF];
+    typical_step(&h, &s);
+    cr_assert_gt(proto_step_encode(&h, &s, buf, sizeof buf), 0);
+    cr_assert_null(strstr(buf, "comm_ms"), "%s", buf);
 }
 
 /* The telemetry fuzzer's seeds: ok-* decode, err-* are refused, and the

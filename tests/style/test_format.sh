@@ -1,0 +1,26 @@
+#!/bin/sh
+# Every C source and header of the tree is as clang-format (Debian's,
+# .clang-format at the root) writes it, so that no diff mixes layout with
+# meaning. Fix with: clang-format -i FILE
+cd "$(dirname "$0")/../.." || exit 1
+passed=0
+failed=0
+if ! command -v clang-format >/dev/null 2>&1; then
+    echo "not ok clang-format is not installed (contrib/install-deps.sh installs it)"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+bad=$(git ls-files '*.c' '*.h' | while read -r f; do
+    clang-format --dry-run -Werror "$f" >/dev/null 2>&1 || echo "$f"
+done)
+n=$(git ls-files '*.c' '*.h' | wc -l)
+if [ -z "$bad" ]; then
+    echo "ok   all $n C files are formatted"
+    passed=$((passed + 1))
+else
+    echo "not ok these differ from clang-format:"
+    printf '       %s\n' $bad
+    failed=$((failed + 1))
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
