@@ -83,16 +83,32 @@ static void expected_one(const opt_def *d, char *buf, size_t len)
     }
 }
 
-void opt_expected(opt_id id, char *buf, size_t len)
+static void expected(const opt_def *d, int list, char *buf, size_t len)
 {
-    const opt_def *d = &opt_defs[id];
-    if (!d->list) {
+    if (!list) {
         expected_one(d, buf, len);
         return;
     }
     char one[192];
     expected_one(d, one, sizeof one);
     snprintf(buf, len, "a comma-separated list of at most %d of: %s", OPT_LIST_MAX, one);
+}
+
+/* Whether the row takes a list in verb (OPT_V_COUNT: in no verb in
+ * particular). */
+static int is_list(const opt_def *d, opt_verb verb)
+{
+    return d->list || (verb < OPT_V_COUNT && (d->list_verbs & OPT_VB(verb)));
+}
+
+void opt_expected(opt_id id, char *buf, size_t len)
+{
+    expected(&opt_defs[id], opt_defs[id].list, buf, len);
+}
+
+void opt_expected_for(opt_id id, opt_verb verb, char *buf, size_t len)
+{
+    expected(&opt_defs[id], is_list(&opt_defs[id], verb), buf, len);
 }
 
 /* ---- checking one value ----------------------------------------------- */
@@ -238,28 +254,35 @@ static int check_one(const opt_def *d, const char *text, size_t len, unsigned lo
     return -1;
 }
 
-static int bad(opt_id id, char *err, size_t errlen)
+static int bad_as(const opt_def *d, int list, char *err, size_t errlen)
 {
-    char expected[256];
-    opt_expected(id, expected, sizeof expected);
-    snprintf(err, errlen, "expected %s", expected);
+    char words[256];
+    expected(d, list, words, sizeof words);
+    snprintf(err, errlen, "expected %s", words);
     return -1;
 }
 
-int opt_check_text(opt_id id, const char *text, opt_value *out, char *err, size_t errlen)
+static int bad(opt_id id, char *err, size_t errlen)
+{
+    return bad_as(&opt_defs[id], opt_defs[id].list, err, errlen);
+}
+
+/* opt_check_text, with the row's value a list or not. */
+static int check_text(opt_id id, int list, const char *text, opt_value *out, char *err,
+                      size_t errlen)
 {
     const opt_def *d = &opt_defs[id];
     opt_value v = {.s = text};
-    if (!d->list) {
+    if (!list) {
         if (check_one(d, text, strlen(text), &v.i, &v.i2, &v.d) != 0)
-            return bad(id, err, errlen);
+            return bad_as(d, list, err, errlen);
     } else {
         for (const char *p = text;; p++) {
             size_t w = strcspn(p, ",");
             unsigned long long num = 0, i2 = 0;
             double real = 0.0;
             if (v.n == OPT_LIST_MAX || check_one(d, p, w, &num, &i2, &real) != 0)
-                return bad(id, err, errlen);
+                return bad_as(d, list, err, errlen);
             v.v[v.n++] = d->type == OPT_T_NUM || d->type == OPT_T_DURATION ? real : (double)num;
             if (v.n == 1)
                 v.i = num, v.i2 = i2, v.d = real;
@@ -271,6 +294,11 @@ int opt_check_text(opt_id id, const char *text, opt_value *out, char *err, size_
     v.given = out->given;
     *out = v;
     return 0;
+}
+
+int opt_check_text(opt_id id, const char *text, opt_value *out, char *err, size_t errlen)
+{
+    return check_text(id, opt_defs[id].list, text, out, err, errlen);
 }
 
 int opt_check_json(opt_id id, const struct json_t *value, opt_value *out, char *err, size_t errlen)
@@ -426,7 +454,7 @@ int opt_parse(opt_verb verb, int argc, char **argv, opt_vals *out, char *err, si
         opt_value *v = &out->v[id];
         if (opt_defs[id].type == OPT_T_SWITCH) {
             v->i = 1;
-        } else if (opt_check_text(id, optarg, v, err, errlen) != 0) {
+        } else if (check_text(id, is_list(&opt_defs[id], verb), optarg, v, err, errlen) != 0) {
             char why[320];
             snprintf(why, sizeof why, "%s", err);
             snprintf(err, errlen, "--%s: '%s' is not valid, %s", opt_defs[id].flag, optarg, why);
@@ -451,8 +479,100 @@ int opt_parse(opt_verb verb, int argc, char **argv, opt_vals *out, char *err, si
         }
         /* A default that does not check is a bug of the table: its
          * test (tests/engine/proto/test_opt.c) checks them all. */
-        if (d->def && opt_check_text((opt_id)id, d->def, &out->v[id], err, errlen) != 0)
+        if (d->def &&
+            check_text((opt_id)id, is_list(d, verb), d->def, &out->v[id], err, errlen) != 0)
             return -1;
     }
     return 0;
+}
+
+/* ---- verbs with modes -------------------------------------------------- */
+
+/* Whether a flag of the verbs in mask named arg ("--db", "-c", not
+ * "--db=x") takes its value from the next word. */
+static int takes_next(unsigned long long mask, const char *arg)
+{
+    if (arg[1] != '-')
+        for (int id = 0; arg[1] && !arg[2] && id < OPT_COUNT; id++) {
+            const opt_def *d = &opt_defs[id];
+            if ((d->verbs & mask) && d->short_flag == arg[1])
+                return d->type != OPT_T_SWITCH;
+        }
+    for (int id = 0; arg[1] == '-' && id < OPT_COUNT; id++) {
+        const opt_def *d = &opt_defs[id];
+        if ((d->verbs & mask) && d->flag && strcmp(d->flag, arg + 2) == 0)
+            return d->type != OPT_T_SWITCH;
+    }
+    return 0;
+}
+
+int opt_first_word(unsigned long long mask, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return argc;
+        if (argv[i][0] != '-' || argv[i][1] == '\0')
+            return i;
+        i += takes_next(mask, argv[i]);
+    }
+    return argc;
+}
+
+unsigned long long opt_prog_verbs(opt_prog prog)
+{
+    unsigned long long mask = 0;
+    for (int v = 0; v < OPT_V_COUNT; v++)
+        if (opt_verbs[v].prog == prog)
+            mask |= OPT_VB(v);
+    return mask;
+}
+
+const char *opt_mode_word(opt_verb verb, opt_verb mode)
+{
+    const opt_verb_def *p = &opt_verbs[verb], *m = &opt_verbs[mode];
+    size_t n = strlen(p->name);
+    if (mode == verb || m->prog != p->prog)
+        return NULL;
+    if (n == 0)
+        return strchr(m->name, ' ') ? NULL : m->name;
+    return strncmp(m->name, p->name, n) == 0 && m->name[n] == ' ' ? m->name + n + 1 : NULL;
+}
+
+int opt_has_modes(opt_verb verb)
+{
+    for (int m = 0; m < OPT_V_COUNT; m++)
+        if (opt_mode_word(verb, (opt_verb)m))
+            return 1;
+    return 0;
+}
+
+void opt_mode_words(opt_verb verb, char *buf, size_t len)
+{
+    char choices[512] = "";
+    size_t at = 0;
+    for (int m = 0; m < OPT_V_COUNT; m++) {
+        const char *w = opt_mode_word(verb, (opt_verb)m);
+        if (w && at < sizeof choices)
+            at += (size_t)snprintf(choices + at, sizeof choices - at, "%s%s", at ? "|" : "", w);
+    }
+    choice_words(choices, buf, len);
+}
+
+opt_verb opt_mode(opt_verb verb, int *argc, char **argv, char *err, size_t errlen)
+{
+    int at = opt_first_word(OPT_VB(verb), *argc, argv);
+    if (at == *argc)
+        return verb;
+    for (int m = 0; m < OPT_V_COUNT; m++) {
+        const char *w = opt_mode_word(verb, (opt_verb)m);
+        if (w && strcmp(w, argv[at]) == 0) {
+            memmove(argv + at, argv + at + 1, (size_t)(*argc - at - 1) * sizeof *argv);
+            (*argc)--;
+            return (opt_verb)m;
+        }
+    }
+    char words[256];
+    opt_mode_words(verb, words, sizeof words);
+    snprintf(err, errlen, "unknown mode '%s': expected %s", argv[at], words);
+    return OPT_V_COUNT;
 }

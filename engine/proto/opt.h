@@ -33,6 +33,33 @@ typedef enum opt_verb {
     OPT_V_QUANTIZE,
     OPT_V_KEYGEN,
     /* infertop's verbs */
+    OPT_V_CONSOLE, /* infertop without a verb: the dashboard */
+    OPT_V_DEMO,
+    OPT_V_STATUS,
+    OPT_V_SET,
+    OPT_V_NODES,
+    OPT_V_NODES_START,
+    OPT_V_NODES_STOP,
+    OPT_V_NODES_RESTART,
+    OPT_V_NODES_STATUS,
+    OPT_V_NODES_LOGS,
+    OPT_V_NODES_FACTS,
+    OPT_V_NODES_EXEC,
+    OPT_V_NODES_COMMAND,
+    OPT_V_STRESS,
+    OPT_V_STRESS_GROWTH,
+    OPT_V_STRESS_FIXED,
+    OPT_V_STRESS_SOAK,
+    OPT_V_STRESS_SWEEP,
+    OPT_V_HISTORY,
+    OPT_V_HISTORY_LIST,
+    OPT_V_HISTORY_SHOW,
+    OPT_V_HISTORY_COMPARE,
+    OPT_V_HISTORY_BEST,
+    OPT_V_HISTORY_EXPORT,
+    OPT_V_HISTORY_PRUNE,
+    OPT_V_METRICS,
+    OPT_V_PLAN,
     OPT_V_COUNT
 } opt_verb;
 
@@ -114,6 +141,66 @@ typedef enum opt_id {
     OPT_CF_INFERD,
     OPT_CF_FLAGS,
     /* infertop's flags */
+    OPT_CONFIG,
+    OPT_DB,
+    OPT_JSON,
+    OPT_VERSION,
+    OPT_NO_COLOR,
+    OPT_ASCII,
+    OPT_READONLY,
+    OPT_STAGES,
+    OPT_WRITE_CONFIG,
+    OPT_STATUS_TIMEOUT,
+    OPT_SET_TIMEOUT,
+    OPT_ACCEPT_NEW,
+    OPT_SSH_TIMEOUT,
+    OPT_GRACE,
+    OPT_LINES,
+    OPT_FOLLOW,
+    OPT_SYSTEMD,
+    OPT_STRESS_CONTROL,
+    OPT_STRESS_TELEMETRY,
+    OPT_STRESS_TIMEOUT,
+    OPT_STOP_ON_FAILURE,
+    OPT_RUN_NAME,
+    OPT_RUN_NOTES,
+    OPT_FROM,
+    OPT_TO,
+    OPT_FACTOR,
+    OPT_STEP,
+    OPT_GEN,
+    OPT_REQUESTS,
+    OPT_PROMPT_TOKENS,
+    OPT_CONCURRENCY,
+    OPT_RATE,
+    OPT_STRESS_SEED,
+    OPT_DURATION,
+    OPT_LEG,
+    OPT_RUN_ID,
+    OPT_RUN_MODE,
+    OPT_RUN_STATUS,
+    OPT_RUN_MODEL,
+    OPT_RUN_CLUSTER,
+    OPT_GREP,
+    OPT_SINCE,
+    OPT_UNTIL,
+    OPT_LIMIT,
+    OPT_PAGE,
+    OPT_WHAT,
+    OPT_FORMAT,
+    OPT_EXPORT_OUT,
+    OPT_OLDER_THAN,
+    OPT_VACUUM,
+    OPT_BY,
+    OPT_METRICS_LISTEN,
+    OPT_CTX,
+    OPT_PLAN_KV_BITS,
+    OPT_PLAN_MODEL,
+    OPT_PLAN_TIMEOUT,
+    OPT_NO_SSH,
+    OPT_WRITE,
+    OPT_APPLY,
+    OPT_WAIT,
     OPT_COUNT
 } opt_id;
 
@@ -141,13 +228,15 @@ typedef struct opt_def {
     const char *word;              /* INT: a word accepted too ("auto") ... */
     unsigned long long word_value; /* ... standing for this value */
     int list;                      /* a comma-separated list of such values */
+    unsigned long long list_verbs; /* OPT_VB() of verbs taking such a list (else one value) */
     const char *def;               /* the default, as typed; NULL: none */
     const char *def_doc;           /* a default computed at run time, for help */
     const char *arg;               /* the value's name in help: "N", "FILE" */
     const char *help;              /* one sentence or two; ranges and the
                                     * default are appended from the fields */
     unsigned long long verbs;      /* OPT_VB() of the verbs taking the flag */
-    unsigned long long required;   /* ... and of those that require it */
+    unsigned long long required;   /* ... and of those that require it (help then
+                                    * shows no default) */
 } opt_def;
 
 extern const opt_def opt_defs[OPT_COUNT];
@@ -180,6 +269,35 @@ typedef struct opt_vals {
  * problem: "--kv-bits: '7' is not valid, expected 32, 16, 8 or 4". */
 int opt_parse(opt_verb verb, int argc, char **argv, opt_vals *out, char *err, size_t errlen);
 
+/* Verbs with modes ("stress growth"; the verb named "" has every other verb
+ * of its program as its modes, "stress" those named "stress WORD"). A
+ * verb's row bits include those of every flag of its modes, so that it
+ * parses any of them before its mode is known. */
+
+/* The index of the first word of argv[1..] that is neither an option nor
+ * the value of one (by the flags of the verbs in mask), or argc when none
+ * comes before the end or a "--". */
+int opt_first_word(unsigned long long mask, int argc, char **argv);
+
+/* The verbs of a program, as a mask of OPT_VB(). */
+unsigned long long opt_prog_verbs(opt_prog prog);
+
+/* Whether verb has modes. */
+int opt_has_modes(opt_verb verb);
+
+/* The mode of verb that argv names (its first word, opt_first_word): the
+ * word is taken out of argv (*argc drops by one) for opt_parse. Returns
+ * verb itself when argv names none, OPT_V_COUNT with err when the word is
+ * no mode of verb. */
+opt_verb opt_mode(opt_verb verb, int *argc, char **argv, char *err, size_t errlen);
+
+/* The word naming mode among verb's modes ("growth" of "stress growth"),
+ * or NULL when mode is none of verb's. */
+const char *opt_mode_word(opt_verb verb, opt_verb mode);
+
+/* "growth, fixed, soak or sweep": the words of verb's modes. */
+void opt_mode_words(opt_verb verb, char *buf, size_t len);
+
 /* Checks one value of setting id as typed and fills *out; -1 with err
  * saying what was expected (without the flag's name). */
 int opt_check_text(opt_id id, const char *text, opt_value *out, char *err, size_t errlen);
@@ -196,6 +314,8 @@ void opt_format(opt_id id, const opt_value *v, char *buf, size_t len);
 
 /* What a value must be, in words: "an integer in 1..65536 or auto". */
 void opt_expected(opt_id id, char *buf, size_t len);
+/* The same in verb, where the row may take a list (list_verbs). */
+void opt_expected_for(opt_id id, opt_verb verb, char *buf, size_t len);
 
 /* The same, short, as help shows it: "1..64K or auto", "32, 16, 8 or 4";
  * "" for a type without a range (a path). */
@@ -224,8 +344,9 @@ static inline int opt_given(const opt_vals *v, opt_id id)
 
 /* ---- help ------------------------------------------------------------ */
 
-/* "usage: inferd VERB SYNOPSIS", the verb's paragraph, its options with
- * their ranges and defaults, and its notes. */
+/* "usage: inferd VERB SYNOPSIS", the verb's paragraph, its modes (or, for
+ * the verb named "", the program's verbs) with their summaries, its
+ * options with their ranges and defaults, and its notes. */
 void opt_usage(opt_verb verb, FILE *out);
 
 /* One option's help as verb's usage shows it, without the flag column:

@@ -5,6 +5,7 @@
 #include "opt.h"
 
 #include <float.h>
+#include <stdint.h>
 
 #include "protocol.h"
 
@@ -16,6 +17,31 @@
      OPT_VB(OPT_V_QUANTIZE))
 #define COMPUTE                                                                                    \
     (OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_EVAL) | OPT_VB(OPT_V_QUANTIZE))
+
+/* infertop's verbs; a verb with modes takes the flags of every mode
+ * (opt.h), so that they parse before the mode is known. */
+#define NODES_OPS                                                                                  \
+    (OPT_VB(OPT_V_NODES_START) | OPT_VB(OPT_V_NODES_STOP) | OPT_VB(OPT_V_NODES_RESTART) |          \
+     OPT_VB(OPT_V_NODES_STATUS) | OPT_VB(OPT_V_NODES_LOGS) | OPT_VB(OPT_V_NODES_FACTS) |           \
+     OPT_VB(OPT_V_NODES_EXEC))
+#define NODES_SSH (OPT_VB(OPT_V_NODES) | NODES_OPS)
+#define NODES_ALL (NODES_SSH | OPT_VB(OPT_V_NODES_COMMAND))
+#define GROWTH (OPT_VB(OPT_V_STRESS) | OPT_VB(OPT_V_STRESS_GROWTH) | OPT_VB(OPT_V_STRESS_SWEEP))
+#define FIXED (OPT_VB(OPT_V_STRESS) | OPT_VB(OPT_V_STRESS_FIXED) | OPT_VB(OPT_V_STRESS_SWEEP))
+#define ARRIVALS (FIXED | OPT_VB(OPT_V_STRESS_SOAK))
+#define STRESS_ALL (GROWTH | ARRIVALS)
+#define HISTORY_ALL                                                                                \
+    (OPT_VB(OPT_V_HISTORY) | OPT_VB(OPT_V_HISTORY_LIST) | OPT_VB(OPT_V_HISTORY_SHOW) |             \
+     OPT_VB(OPT_V_HISTORY_COMPARE) | OPT_VB(OPT_V_HISTORY_BEST) | OPT_VB(OPT_V_HISTORY_EXPORT) |   \
+     OPT_VB(OPT_V_HISTORY_PRUNE))
+#define DASHBOARD (OPT_VB(OPT_V_CONSOLE) | OPT_VB(OPT_V_DEMO))
+#define ALL_INFERTOP                                                                               \
+    (DASHBOARD | OPT_VB(OPT_V_STATUS) | OPT_VB(OPT_V_SET) | NODES_ALL | STRESS_ALL | HISTORY_ALL | \
+     OPT_VB(OPT_V_METRICS) | OPT_VB(OPT_V_PLAN))
+#define HISTORY_MODE(v) (OPT_VB(OPT_V_HISTORY) | OPT_VB(v))
+#define SWEEP (OPT_VB(OPT_V_STRESS) | OPT_VB(OPT_V_STRESS_SWEEP))
+/* The kv_bits a KV cache can hold, for every flag that names them. */
+#define KV_BITS_CHOICES "32|16|8|4"
 
 /* Seconds of the longest timeouts: a day. */
 #define DAY_S 86400.0
@@ -69,6 +95,238 @@ const opt_verb_def opt_verbs[OPT_V_COUNT] = {
                       "and PREFIX.pub (public key). Existing files are never overwritten.",
                       NULL, 0},
     /* ---- infertop ---- */
+    [OPT_V_CONSOLE] =
+        {OPT_INFERTOP, "",
+         "[-c FILE] [--db PATH] [--no-color] [--ascii] [--readonly]   (the dashboard)\n"
+         "       infertop [--help] [--version] [OPTIONS] VERB [ARGS...]",
+         "the dashboard",
+         "Opens the dashboard on the cluster described by FILE, else ./infertop.conf,\n"
+         "else $XDG_CONFIG_HOME/infertop/cluster.conf (see contrib/cluster.example.conf).\n"
+         "OPTIONS before a verb (-c FILE, --db PATH, ...) are the verb's own, as if\n"
+         "given after its arguments.",
+         "`infertop VERB --help` describes a verb; `infertop demo` starts a local ring\n"
+         "and opens the dashboard on it.\n"
+         "\n"
+         "exit codes: 0 ok, 1 failed (a node, the database or output), 2 bad command\n"
+         "line (unknown verb or option, bad date or number), 3 no such run or node,\n"
+         "4 database cannot be opened (unwritable path, not a database, newer schema),\n"
+         "5 a stress run recorded a failed request or leg, 130 interrupted (Ctrl-C)",
+         0},
+    [OPT_V_DEMO] = {OPT_INFERTOP, "demo",
+                    "[--stages N] [--write-config PATH] [--db PATH] [--no-color]\n"
+                    "                     [--ascii] [--readonly]",
+                    "start a local ring of inferd stages with a load and watch it",
+                    "Starts a ring of N `inferd serve` stages on loopback with the embedded\n"
+                    "model, sends it a light continuous load, and opens the dashboard on it.\n"
+                    "Every stage is stopped when the dashboard exits (q, Ctrl-C, SIGTERM), and\n"
+                    "with the console if it dies.",
+                    "The demo's ring is described by a cluster file, written to\n"
+                    "$XDG_RUNTIME_DIR/infertop-demo-PID.conf (/tmp without XDG_RUNTIME_DIR) or to\n"
+                    "PATH, and removed at exit. Scripts use it while the demo runs:\n"
+                    "    infertop status -c PATH --json\n"
+                    "    infertop set -c PATH all kv_bits=4\n"
+                    "It names each stage's pidfile (`pidfile =`).",
+                    0},
+    [OPT_V_STATUS] =
+        {OPT_INFERTOP, "status", "[-c FILE] [--json] [--timeout SEC]",
+         "one snapshot of every node of the cluster",
+         "Asks every node of the cluster file for its status (one `status` request\n"
+         "each) and prints one row per node; a node that does not answer within SEC\n"
+         "seconds is down. --json prints one JSON object:\n"
+         "  {\"cluster\":NAME,\"nodes\":[{\"name\":..,\"state\":\"up\"|\"down\"|\"error\",\n"
+         "    ...the status reply's fields (config, memory, model, ...)...}]}\n"
+         "with \"error\":{\"code\",\"message\"} for a node that is not up.",
+         "A running `infertop demo` writes a cluster file (see infertop demo --help).\n"
+         "\n"
+         "exit codes: 0 every node up, 1 a node is down or the cluster file is bad,\n"
+         "2 bad command line",
+         0},
+    [OPT_V_SET] = {OPT_INFERTOP, "set", "[-c FILE] [--json] [--timeout SEC] NODE|all SETTING...",
+                   "change prefill_step / kv_bits live, wait until applied",
+                   "Changes live configuration and waits until the node says it is applied.\n"
+                   "SETTING is prefill_step=N|auto or kv_bits=B, with the values inferd serve\n"
+                   "takes for them. `all` sends the set to every node; a set sent to the head\n"
+                   "of a ring also applies to the ring's other stages. Prints what each node\n"
+                   "applied; a node that refuses (kv_oom, busy, ...) or does not answer within\n"
+                   "SEC seconds did not apply it.",
+                   "exit codes: 0 applied everywhere, 1 a node did not apply it or the cluster\n"
+                   "file is bad, 2 bad command line (unknown node, bad setting)",
+                   OPT_ARGS_MAX},
+    [OPT_V_NODES] = {OPT_INFERTOP, "nodes", "OPERATION NODE|all [OPTIONS] [-- COMMAND...]",
+                     "start, stop, restart, status, logs, facts, exec over SSH; command lines",
+                     "Drives the nodes of the cluster file over SSH (~/.ssh/config, the agent and\n"
+                     "keys; known_hosts is checked and a changed host key is always refused).\n"
+                     "With `all`, every node runs the operation in parallel.",
+                     "With several nodes, logs and exec prefix each line with \"NODE: \".\n"
+                     "`infertop nodes OPERATION --help` describes an operation.\n"
+                     "\n"
+                     "exit codes: 0 every node succeeded, 1 a node failed (unreachable, refused\n"
+                     "host key or authentication, operation failed, command exited non-zero) or\n"
+                     "the cluster file is bad, 2 bad command line, 3 no such node",
+                     0},
+    [OPT_V_NODES_START] = {OPT_INFERTOP, "nodes start", "NODE|all [OPTIONS]",
+                           "run the node's `start` line detached (refused if running)",
+                           "Runs the node's `start` line detached; refused if it runs already.",
+                           NULL, 1},
+    [OPT_V_NODES_STOP] = {OPT_INFERTOP, "nodes stop", "NODE|all [OPTIONS]",
+                          "SIGTERM, SIGKILL after the grace period, verify it is gone",
+                          "Sends the node SIGTERM, SIGKILL after the grace period, and verifies\n"
+                          "it is gone.",
+                          NULL, 1},
+    [OPT_V_NODES_RESTART] = {OPT_INFERTOP, "nodes restart", "NODE|all [OPTIONS]",
+                             "stop, then start", "Stops the node, then starts it.", NULL, 1},
+    [OPT_V_NODES_STATUS] = {OPT_INFERTOP, "nodes status", "NODE|all [OPTIONS]",
+                            "running or not, pid, uptime, inferd version",
+                            "Says whether the node runs, its pid, uptime and inferd version.", NULL,
+                            1},
+    [OPT_V_NODES_LOGS] = {OPT_INFERTOP, "nodes logs", "NODE|all [-n N] [-f] [OPTIONS]",
+                          "the last lines of the node's log; -f follows",
+                          "Prints the last N lines of the node's log; -f follows it until\n"
+                          "interrupted.",
+                          NULL, 1},
+    [OPT_V_NODES_FACTS] = {OPT_INFERTOP, "nodes facts", "NODE|all [OPTIONS]",
+                           "cores, memory, load, OS, kernel, the inferd on the PATH",
+                           "Prints the node's cores, memory, load, OS, kernel and the inferd on\n"
+                           "its PATH.",
+                           NULL, 1},
+    [OPT_V_NODES_EXEC] = {OPT_INFERTOP, "nodes exec", "NODE|all [OPTIONS] -- COMMAND...",
+                          "run COMMAND with the node's shell; output streamed",
+                          "Runs COMMAND with the node's shell; its output is streamed.", NULL, 1},
+    [OPT_V_NODES_COMMAND] =
+        {OPT_INFERTOP, "nodes command", "NODE|all [-c FILE] [--json] [--systemd]",
+         "print the `inferd serve` command line start runs (no SSH)",
+         "Prints the `inferd serve` command line start runs: the node's `start`, or\n"
+         "the one derived from host, port, model, layers, threads, mem_limit and flags\n"
+         "(no SSH).",
+         NULL, 1},
+    [OPT_V_STRESS] =
+        {OPT_INFERTOP, "stress", "MODE [OPTIONS]",
+         "stress runs (growth, fixed, soak, sweep) recorded to the history",
+         "Drives the head of a ring with synthetic requests and records every request,\n"
+         "every step of every node and every event to the history database. The\n"
+         "target is a cluster file (-c), or the endpoints of every node of a local\n"
+         "ring (--control and --telemetry).",
+         "`infertop stress MODE --help` describes a mode and its options.\n"
+         "\n"
+         "A node without a heartbeat for 3 s is down: the request in flight fails as\n"
+         "`node_down`. Ctrl-C stops the run cleanly; it is recorded as aborted.\n"
+         "\n"
+         "Each leg records its concurrency and its aggregate tok/s (the tokens of all\n"
+         "its requests over its wall time). The head runs its max_seqs requests at\n"
+         "once and queues 16 more: a concurrency above that gets `busy` refusals,\n"
+         "recorded as failed requests.\n"
+         "\n"
+         "A write to the database that fails (a full disk) stops the run at once: the\n"
+         "error is printed and the run is marked failed if the disk allows.\n"
+         "\n"
+         "exit codes: 0 the run completed, 1 it failed before any request (node\n"
+         "unreachable, incomplete ring) or an output error, 2 bad command line,\n"
+         "4 database cannot be opened or written, 5 a request or leg failed\n"
+         "(recorded), 130 interrupted (recorded as aborted)",
+         0},
+    [OPT_V_STRESS_GROWTH] = {OPT_INFERTOP, "stress growth",
+                             "--to N [--from N] [--factor F | --step N] [--gen N] [OPTIONS]",
+                             "one session whose context grows to --to",
+                             "One session; the context grows from --from to --to (by --factor,\n"
+                             "or by --step tokens), each request generating --gen tokens; stops\n"
+                             "at --to or at the first failure (kv_oom, ctx_limit, timeout, ...).",
+                             NULL, 0},
+    [OPT_V_STRESS_FIXED] = {OPT_INFERTOP, "stress fixed",
+                            "[--requests N] [--prompt-tokens N] [--gen N] [--concurrency C]\n"
+                            "                     [--rate R] [--seed S] [OPTIONS]",
+                            "fixed-shape requests; requests/s and tokens/s",
+                            "--requests requests of --prompt-tokens + --gen tokens, keeping\n"
+                            "--concurrency in flight at once, optionally at Poisson arrivals of\n"
+                            "--rate per second; reports requests/s and tokens/s.",
+                            NULL, 0},
+    [OPT_V_STRESS_SOAK] = {OPT_INFERTOP, "stress soak", "--duration D [OPTIONS]",
+                           "fixed-shape requests for a while; drift",
+                           "Fixed-shape requests for --duration; reports drift: the first\n"
+                           "against the last decile of requests.",
+                           NULL, 0},
+    [OPT_V_STRESS_SWEEP] =
+        {OPT_INFERTOP, "stress sweep",
+         "--kv-bits LIST --prefill-step LIST [--leg growth|fixed] [OPTIONS]",
+         "one leg per kv_bits x prefill_step (x concurrency), set live",
+         "One leg per pair of --kv-bits and --prefill-step, applied live with `set`\n"
+         "and checked in every node's telemetry before the leg; the legs are runs of\n"
+         "the --leg mode and take its options; fixed legs take --concurrency LIST\n"
+         "as a third axis.",
+         NULL, 0},
+    [OPT_V_HISTORY] =
+        {OPT_INFERTOP, "history", "[--db PATH] [--json] MODE ...",
+         "query the run history: list, show, compare, best, export, prune",
+         "Queries the run history: tables for people, --json (and CSV exports) for\n"
+         "scripts.",
+         "`infertop history MODE --help` describes a mode and its options.\n"
+         "\n"
+         "exit codes: 0 ok, 1 failed (database or output error), 2 bad command line\n"
+         "(unknown verb or option, bad date or number), 3 no such run, 4 database cannot\n"
+         "be opened (unwritable path, not a database, newer schema)",
+         0},
+    [OPT_V_HISTORY_LIST] = {OPT_INFERTOP, "history list",
+                            "[--mode M] [--status S] [--model NAME] [--grep TEXT]\n"
+                            "       [--since DATE] [--until DATE] [--limit N] [--page N]",
+                            "runs, newest first", "Lists the runs, newest first, a page at a time.",
+                            "DATE: YYYY-MM-DD or YYYY-MM-DD HH:MM[:SS], local time; --until is "
+                            "exclusive.",
+                            0},
+    [OPT_V_HISTORY_SHOW] = {OPT_INFERTOP, "history show", "RUN",
+                            "one run: legs, request and step percentiles, failure",
+                            "Shows one run: its legs, request and step percentiles, and its\n"
+                            "failure. Percentiles are nearest-rank (pN: the ceil(N% x count)-th\n"
+                            "smallest value).",
+                            NULL, 1},
+    [OPT_V_HISTORY_COMPARE] = {OPT_INFERTOP, "history compare", "RUN RUN",
+                               "two runs side by side: A, B, B-A and B/A",
+                               "Shows two runs side by side: A, B, B-A and B/A.", NULL, 2},
+    [OPT_V_HISTORY_BEST] =
+        {OPT_INFERTOP, "history best", "[--model NAME] [--cluster NAME] [--by context|agg-tps]",
+         "the best figures per (kv_bits, prefill_step)",
+         "Per (kv_bits, prefill_step): the max context reached and decode tok/s there;\n"
+         "--by agg-tps: per (kv_bits, prefill_step, concurrency), the best leg's\n"
+         "aggregate tok/s (every request's tokens / the leg's wall time).",
+         NULL, 0},
+    [OPT_V_HISTORY_EXPORT] = {OPT_INFERTOP, "history export",
+                              "RUN [--what requests|steps|summary] [--format table|csv|json]\n"
+                              "       [--out FILE]",
+                              "a run's rows as a table, CSV or JSON",
+                              "Writes a run's rows: requests, steps or its summary.", NULL, 1},
+    [OPT_V_HISTORY_PRUNE] = {OPT_INFERTOP, "history prune", "--older-than DAYS [--vacuum]",
+                             "delete finished runs started more than DAYS ago",
+                             "Deletes the finished runs started more than DAYS ago.", NULL, 0},
+    [OPT_V_METRICS] = {OPT_INFERTOP, "metrics", "[-c FILE] --listen HOST:PORT [--api-key FILE]",
+                       "serve the cluster's merged Prometheus metrics over HTTP",
+                       "Serves the Prometheus metrics of every node of the cluster file on\n"
+                       "http://HOST:PORT/metrics, computed from the telemetry each node publishes\n"
+                       "(one series per node, `node` label; the names are those of a node's own\n"
+                       "/metrics, engine/http/README.md). Runs until SIGINT or SIGTERM.",
+                       "exit codes: 0 stopped by a signal, 1 the cluster file is bad or the "
+                       "address\ncannot be served, 2 bad command line",
+                       0},
+    [OPT_V_PLAN] =
+        {OPT_INFERTOP, "plan",
+         "--ctx N [--kv-bits B] [--model SPEC] [-c FILE] [--json]\n"
+         "                     [--timeout SEC] [--no-ssh] [--accept-new]\n"
+         "                     [--write FILE | --apply [--wait SEC]]",
+         "place layers so a target context fits every node's memory; apply it",
+         "Places the model's layers on the nodes of the cluster file, in ring order, so\n"
+         "that on every node the weights, the KV cache at context N, the scratch of a\n"
+         "prefill chunk, the memory guard's reserve (max(32 MiB, budget/16)) and the\n"
+         "process's own memory fit its budget. Among the layouts that fit it takes the\n"
+         "one whose slowest stage is fastest (with equal speeds: balanced layers), then\n"
+         "the one leaving the most free on its tightest node. It prints that layout and\n"
+         "the current one: per node its budget and where it came from, layers, bytes,\n"
+         "headroom and the largest context the layout supports at kv_bits 16, 8 and 4.\n"
+         "When no layout fits, it says which node falls short by how much, and the\n"
+         "largest context any layout fits.",
+         "Budgets: a running node's own (status), else MemAvailable over SSH capped by\n"
+         "the file's mem_limit, else mem_limit.\n"
+         "\n"
+         "exit codes: 0 the plan fits (and was written or applied when asked), 1 no\n"
+         "layout fits, a budget or the model is unknown, or the apply failed, 2 bad\n"
+         "command line",
+         0},
 };
 
 const opt_def opt_defs[OPT_COUNT] = {
@@ -103,11 +361,14 @@ const opt_def opt_defs[OPT_COUNT] = {
                      .wire = "kv_bits",
                      .key = "kv_bits",
                      .type = OPT_T_INT,
-                     .choices = "32|16|8|4",
+                     .choices = KV_BITS_CHOICES,
                      .def = "16",
                      .arg = "B",
                      .help = "KV cache precision in bits per value",
-                     .verbs = OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_EVAL)},
+                     .verbs =
+                         OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_EVAL) | SWEEP,
+                     .list_verbs = OPT_VB(OPT_V_STRESS_SWEEP),
+                     .required = OPT_VB(OPT_V_STRESS_SWEEP)},
     [OPT_PREFILL_STEP] = {.flag = "prefill-step",
                           .wire = "prefill_step",
                           .key = "prefill_step",
@@ -119,8 +380,10 @@ const opt_def opt_defs[OPT_COUNT] = {
                           .def = "512",
                           .arg = "N|auto",
                           .help = "positions per prefill chunk; auto: the largest chunk predicted "
-                                  "to stay under --step-target-ms",
-                          .verbs = OPT_VB(OPT_V_SERVE)},
+                                  "to stay under the node's step target",
+                          .verbs = OPT_VB(OPT_V_SERVE) | SWEEP,
+                          .list_verbs = OPT_VB(OPT_V_STRESS_SWEEP),
+                          .required = OPT_VB(OPT_V_STRESS_SWEEP)},
     [OPT_PREFILL_CHUNK] = {.flag = "prefill-step",
                            .type = OPT_T_INT,
                            .lo = 1,
@@ -389,7 +652,7 @@ const opt_def opt_defs[OPT_COUNT] = {
                      .arg = "FILE",
                      .help = "HTTP requests need 'Authorization: Bearer KEY', KEY the file's "
                              "first line (mode 0600)",
-                     .verbs = OPT_VB(OPT_V_SERVE)},
+                     .verbs = OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_METRICS)},
     [OPT_FLAGS] = {.flag = "flags",
                    .type = OPT_T_PATH,
                    .arg = "FILE",
@@ -418,7 +681,7 @@ const opt_def opt_defs[OPT_COUNT] = {
                   .short_flag = 'h',
                   .type = OPT_T_SWITCH,
                   .help = "this text",
-                  .verbs = ALL_INFERD},
+                  .verbs = ALL_INFERD | ALL_INFERTOP},
 
 /* ---- fields of requests on the wire (control, ring, HTTP) ---- */
 
@@ -489,4 +752,426 @@ const opt_def opt_defs[OPT_COUNT] = {
                       .help = "more inferd serve arguments, after the derived ones"},
 
     /* ---- infertop's flags ---- */
+    /* Every verb that reads the cluster file. */
+    [OPT_CONFIG] = {.flag = "config",
+                    .short_flag = 'c',
+                    .type = OPT_T_PATH,
+                    .arg = "FILE",
+                    .def_doc = "./infertop.conf, then $XDG_CONFIG_HOME/infertop/cluster.conf",
+                    .help = "the cluster file",
+                    .verbs = OPT_VB(OPT_V_CONSOLE) | OPT_VB(OPT_V_STATUS) | OPT_VB(OPT_V_SET) |
+                             NODES_ALL | STRESS_ALL | OPT_VB(OPT_V_METRICS) | OPT_VB(OPT_V_PLAN)},
+    [OPT_DB] = {.flag = "db",
+                .type = OPT_T_PATH,
+                .arg = "PATH",
+                .def_doc = "$XDG_DATA_HOME/infertop/history.db, else "
+                           "~/.local/share/infertop/history.db",
+                .help = "the run history database (the Stress and History views' too)",
+                .verbs = DASHBOARD | STRESS_ALL | HISTORY_ALL},
+    [OPT_JSON] = {.flag = "json",
+                  .type = OPT_T_SWITCH,
+                  .help = "JSON on stdout instead of a table",
+                  .verbs = OPT_VB(OPT_V_STATUS) | OPT_VB(OPT_V_SET) | NODES_ALL | STRESS_ALL |
+                           HISTORY_ALL | OPT_VB(OPT_V_PLAN)},
+
+    /* ---- the dashboard ---- */
+    [OPT_VERSION] = {.flag = "version",
+                     .type = OPT_T_SWITCH,
+                     .help = "print the version",
+                     .verbs = OPT_VB(OPT_V_CONSOLE)},
+    [OPT_NO_COLOR] = {.flag = "no-color",
+                      .type = OPT_T_SWITCH,
+                      .help = "no colours (also when NO_COLOR is set)",
+                      .verbs = DASHBOARD},
+    [OPT_ASCII] = {.flag = "ascii",
+                   .type = OPT_T_SWITCH,
+                   .help = "ASCII only, no UTF-8 line drawing or blocks",
+                   .verbs = DASHBOARD},
+    [OPT_READONLY] = {.flag = "readonly",
+                      .type = OPT_T_SWITCH,
+                      .help = "refuse config changes and node actions",
+                      .verbs = DASHBOARD},
+    /* hi is DEMO_STAGES_MAX and def DEMO_STAGES (tui/cmd/demo.h). */
+    [OPT_STAGES] = {.flag = "stages",
+                    .type = OPT_T_INT,
+                    .lo = 1,
+                    .hi = 8,
+                    .def = "2",
+                    .arg = "N",
+                    .help = "stages of the ring, a layer of the embedded model each at least",
+                    .verbs = OPT_VB(OPT_V_DEMO)},
+    [OPT_WRITE_CONFIG] = {.flag = "write-config",
+                          .type = OPT_T_PATH,
+                          .arg = "PATH",
+                          .help = "where to write the cluster file",
+                          .verbs = OPT_VB(OPT_V_DEMO)},
+
+    /* ---- status, set ---- */
+    [OPT_STATUS_TIMEOUT] = {.flag = "timeout",
+                            .type = OPT_T_NUM,
+                            .dlo = 0.001,
+                            .dhi = 3600.0,
+                            .def = "5",
+                            .arg = "SEC",
+                            .help = "a node that does not answer this long is down",
+                            .verbs = OPT_VB(OPT_V_STATUS)},
+    /* A set sent to a ring's head waits for every stage to convert its KV. */
+    [OPT_SET_TIMEOUT] = {.flag = "timeout",
+                         .type = OPT_T_NUM,
+                         .dlo = 0.001,
+                         .dhi = 3600.0,
+                         .def = "15",
+                         .arg = "SEC",
+                         .help = "a node that does not answer this long did not apply the set",
+                         .verbs = OPT_VB(OPT_V_SET)},
+
+    /* ---- nodes ---- */
+    [OPT_ACCEPT_NEW] = {.flag = "accept-new",
+                        .type = OPT_T_SWITCH,
+                        .help = "record the host key of a node seen for the first time",
+                        .verbs = NODES_SSH | OPT_VB(OPT_V_PLAN)},
+    [OPT_SSH_TIMEOUT] = {.flag = "timeout",
+                         .type = OPT_T_INT,
+                         .lo = 1,
+                         .hi = 600,
+                         .arg = "SEC",
+                         .def_doc = "the cluster file's connect_timeout, else 5",
+                         .help = "SSH connect timeout",
+                         .verbs = NODES_SSH},
+    /* def is NODECTL_GRACE_DEFAULT (tui/ssh/nodectl.h). */
+    [OPT_GRACE] = {.flag = "grace",
+                   .type = OPT_T_INT,
+                   .lo = 1,
+                   .hi = 3600,
+                   .def = "10",
+                   .arg = "SEC",
+                   .help = "wait this long after SIGTERM before SIGKILL",
+                   .verbs = OPT_VB(OPT_V_NODES) | OPT_VB(OPT_V_NODES_STOP) |
+                            OPT_VB(OPT_V_NODES_RESTART)},
+    /* def is NODECTL_LINES_DEFAULT (tui/ssh/nodectl.h). */
+    [OPT_LINES] = {.flag = "lines",
+                   .short_flag = 'n',
+                   .type = OPT_T_INT,
+                   .lo = 1,
+                   .hi = 1000000,
+                   .def = "50",
+                   .arg = "N",
+                   .help = "the last N lines of the log",
+                   .verbs = OPT_VB(OPT_V_NODES) | OPT_VB(OPT_V_NODES_LOGS)},
+    [OPT_FOLLOW] = {.flag = "follow",
+                    .short_flag = 'f',
+                    .type = OPT_T_SWITCH,
+                    .help = "follow the log until interrupted (not with --json)",
+                    .verbs = OPT_VB(OPT_V_NODES) | OPT_VB(OPT_V_NODES_LOGS)},
+    [OPT_SYSTEMD] = {.flag = "systemd",
+                     .type = OPT_T_SWITCH,
+                     .help = "the flag file /etc/inferd/NODE.conf of the unit "
+                             "inferd@NODE.service instead",
+                     .verbs = OPT_VB(OPT_V_NODES) | OPT_VB(OPT_V_NODES_COMMAND)},
+
+    /* ---- stress: every mode ---- */
+    [OPT_STRESS_CONTROL] = {.flag = "control",
+                            .type = OPT_T_TEXT,
+                            .arg = "EP,...",
+                            .help = "every node's control endpoint, instead of -c",
+                            .verbs = STRESS_ALL},
+    [OPT_STRESS_TELEMETRY] = {.flag = "telemetry",
+                              .type = OPT_T_TEXT,
+                              .arg = "EP,...",
+                              .help = "their telemetry endpoints, in the same order",
+                              .verbs = STRESS_ALL},
+    [OPT_STRESS_TIMEOUT] = {.flag = "timeout",
+                            .type = OPT_T_NUM,
+                            .dlo = 0.001,
+                            .dhi = DAY_S,
+                            .def = "60",
+                            .arg = "SEC",
+                            .help = "a request that hears nothing (no token, no step) this long "
+                                    "fails as `timeout`",
+                            .verbs = STRESS_ALL},
+    [OPT_STOP_ON_FAILURE] = {.flag = "stop-on-failure",
+                             .type = OPT_T_SWITCH,
+                             .help = "stop the run at the first failed request",
+                             .verbs = STRESS_ALL},
+    /* hi is STRESS_TEXT_MAX - 1 (tui/stress/stress.h). */
+    [OPT_RUN_NAME] = {.flag = "name",
+                      .type = OPT_T_TEXT,
+                      .hi = 255,
+                      .arg = "TEXT",
+                      .help = "recorded with the run",
+                      .verbs = STRESS_ALL},
+    [OPT_RUN_NOTES] = {.flag = "notes",
+                       .type = OPT_T_TEXT,
+                       .hi = 255,
+                       .arg = "TEXT",
+                       .help = "recorded with the run",
+                       .verbs = STRESS_ALL},
+
+    /* ---- stress: the modes (sweep: its legs') ---- */
+    [OPT_FROM] = {.flag = "from",
+                  .type = OPT_T_INT,
+                  .lo = 1,
+                  .hi = PROTO_SYNTHETIC_MAX,
+                  .def = "64",
+                  .arg = "N",
+                  .help = "the first context",
+                  .verbs = GROWTH},
+    [OPT_TO] = {.flag = "to",
+                .type = OPT_T_INT,
+                .lo = 1,
+                .hi = PROTO_SYNTHETIC_MAX,
+                .arg = "N",
+                .help = "the target context",
+                .verbs = GROWTH,
+                .required = OPT_VB(OPT_V_STRESS_GROWTH)},
+    [OPT_FACTOR] = {.flag = "factor",
+                    .type = OPT_T_NUM,
+                    .dlo = 1.0,
+                    .dhi = 1000.0,
+                    .def = "2",
+                    .arg = "F",
+                    .help = "the context grows by this factor (above 1)",
+                    .verbs = GROWTH},
+    [OPT_STEP] = {.flag = "step",
+                  .type = OPT_T_INT,
+                  .lo = 1,
+                  .hi = PROTO_SYNTHETIC_MAX,
+                  .arg = "N",
+                  .help = "or by N tokens, instead of --factor",
+                  .verbs = GROWTH},
+    [OPT_GEN] = {.flag = "gen",
+                 .type = OPT_T_INT,
+                 .lo = 0,
+                 .hi = PROTO_MAX_TOKENS_MAX,
+                 .def = "8",
+                 .arg = "N",
+                 .help = "tokens each request generates",
+                 .verbs = STRESS_ALL},
+    [OPT_REQUESTS] = {.flag = "requests",
+                      .type = OPT_T_INT,
+                      .lo = 1,
+                      .hi = INT32_MAX,
+                      .def = "16",
+                      .arg = "N",
+                      .help = "requests of the run",
+                      .verbs = FIXED},
+    [OPT_PROMPT_TOKENS] = {.flag = "prompt-tokens",
+                           .type = OPT_T_INT,
+                           .lo = 1,
+                           .hi = PROTO_SYNTHETIC_MAX,
+                           .def = "128",
+                           .arg = "N",
+                           .help = "prompt tokens of each request",
+                           .verbs = ARRIVALS},
+    /* hi is STRESS_CONCURRENCY_MAX (tui/stress/stress.h). */
+    [OPT_CONCURRENCY] = {.flag = "concurrency",
+                         .type = OPT_T_INT,
+                         .lo = 1,
+                         .hi = 64,
+                         .def = "1",
+                         .arg = "C",
+                         .help = "requests in flight at once (a sweep's fixed legs: a list, "
+                                 "its third axis)",
+                         .verbs = ARRIVALS,
+                         .list_verbs = OPT_VB(OPT_V_STRESS_SWEEP)},
+    [OPT_RATE] = {.flag = "rate",
+                  .type = OPT_T_NUM,
+                  .dlo = 0.0,
+                  .dhi = 1e6,
+                  .def = "0",
+                  .arg = "R",
+                  .help = "Poisson arrivals per second; 0: as fast as --concurrency allows",
+                  .verbs = ARRIVALS},
+    [OPT_STRESS_SEED] = {.flag = "seed",
+                         .type = OPT_T_INT,
+                         .lo = 0,
+                         .hi = INT64_MAX,
+                         .def = "1",
+                         .arg = "S",
+                         .help = "seed of the arrivals",
+                         .verbs = ARRIVALS},
+    [OPT_DURATION] = {.flag = "duration",
+                      .type = OPT_T_DURATION,
+                      .dlo = 0.001,
+                      .dhi = 30 * DAY_S,
+                      .arg = "D",
+                      .help = "how long the soak runs",
+                      .verbs = OPT_VB(OPT_V_STRESS) | OPT_VB(OPT_V_STRESS_SOAK),
+                      .required = OPT_VB(OPT_V_STRESS_SOAK)},
+    [OPT_LEG] = {.flag = "leg",
+                 .type = OPT_T_CHOICE,
+                 .choices = "growth|fixed",
+                 .def = "growth",
+                 .arg = "MODE",
+                 .help = "the mode of every leg, whose options the sweep takes",
+                 .verbs = SWEEP},
+
+    /* ---- history ---- */
+    /* Not a flag: the run ids history takes after its mode; "run" in the
+     * JSON of stress and history. */
+    [OPT_RUN_ID] = {.wire = "run",
+                    .type = OPT_T_INT,
+                    .lo = 1,
+                    .hi = INT32_MAX,
+                    .arg = "RUN",
+                    .help = "a run id"},
+    [OPT_RUN_MODE] = {.flag = "mode",
+                      .type = OPT_T_CHOICE,
+                      .choices = "growth|fixed|soak|sweep",
+                      .arg = "M",
+                      .help = "runs of this mode",
+                      .verbs = HISTORY_MODE(OPT_V_HISTORY_LIST)},
+    [OPT_RUN_STATUS] = {.flag = "status",
+                        .type = OPT_T_CHOICE,
+                        .choices = "running|completed|failed|aborted",
+                        .arg = "S",
+                        .help = "runs in this state",
+                        .verbs = HISTORY_MODE(OPT_V_HISTORY_LIST)},
+    [OPT_RUN_MODEL] = {.flag = "model",
+                       .type = OPT_T_TEXT,
+                       .arg = "NAME",
+                       .help = "runs of this model",
+                       .verbs = HISTORY_MODE(OPT_V_HISTORY_LIST) | OPT_VB(OPT_V_HISTORY_BEST)},
+    [OPT_RUN_CLUSTER] = {.flag = "cluster",
+                         .type = OPT_T_TEXT,
+                         .arg = "NAME",
+                         .help = "runs on this cluster",
+                         .verbs = HISTORY_MODE(OPT_V_HISTORY_BEST)},
+    [OPT_GREP] = {.flag = "grep",
+                  .type = OPT_T_TEXT,
+                  .arg = "TEXT",
+                  .help = "runs whose name or notes hold TEXT",
+                  .verbs = HISTORY_MODE(OPT_V_HISTORY_LIST)},
+    [OPT_SINCE] = {.flag = "since",
+                   .type = OPT_T_TEXT,
+                   .arg = "DATE",
+                   .help = "runs started at DATE or later",
+                   .verbs = HISTORY_MODE(OPT_V_HISTORY_LIST)},
+    [OPT_UNTIL] = {.flag = "until",
+                   .type = OPT_T_TEXT,
+                   .arg = "DATE",
+                   .help = "runs started before DATE",
+                   .verbs = HISTORY_MODE(OPT_V_HISTORY_LIST)},
+    [OPT_LIMIT] = {.flag = "limit",
+                   .type = OPT_T_INT,
+                   .lo = 1,
+                   .hi = 100000,
+                   .def = "20",
+                   .arg = "N",
+                   .help = "runs per page",
+                   .verbs = HISTORY_MODE(OPT_V_HISTORY_LIST)},
+    [OPT_PAGE] = {.flag = "page",
+                  .type = OPT_T_INT,
+                  .lo = 1,
+                  .hi = 1000000,
+                  .def = "1",
+                  .arg = "N",
+                  .help = "the page to show",
+                  .verbs = HISTORY_MODE(OPT_V_HISTORY_LIST)},
+    [OPT_WHAT] = {.flag = "what",
+                  .type = OPT_T_CHOICE,
+                  .choices = "requests|steps|summary",
+                  .def = "requests",
+                  .arg = "WHAT",
+                  .help = "the rows to export",
+                  .verbs = HISTORY_MODE(OPT_V_HISTORY_EXPORT)},
+    [OPT_FORMAT] = {.flag = "format",
+                    .type = OPT_T_CHOICE,
+                    .choices = "table|csv|json",
+                    .def = "table",
+                    .arg = "FORMAT",
+                    .help = "how to write them (--json: json)",
+                    .verbs = HISTORY_MODE(OPT_V_HISTORY_EXPORT)},
+    [OPT_EXPORT_OUT] = {.flag = "out",
+                        .type = OPT_T_PATH,
+                        .arg = "FILE",
+                        .help = "csv or json to FILE instead of stdout; it appears only when "
+                                "complete",
+                        .verbs = HISTORY_MODE(OPT_V_HISTORY_EXPORT)},
+    [OPT_OLDER_THAN] = {.flag = "older-than",
+                        .type = OPT_T_NUM,
+                        .dlo = 0.0,
+                        .dhi = 1e6,
+                        .arg = "DAYS",
+                        .help = "delete the runs started more than DAYS ago",
+                        .verbs = HISTORY_MODE(OPT_V_HISTORY_PRUNE),
+                        .required = OPT_VB(OPT_V_HISTORY_PRUNE)},
+    [OPT_VACUUM] = {.flag = "vacuum",
+                    .type = OPT_T_SWITCH,
+                    .help = "then give the space back to the file system",
+                    .verbs = HISTORY_MODE(OPT_V_HISTORY_PRUNE)},
+    [OPT_BY] = {.flag = "by",
+                .type = OPT_T_CHOICE,
+                .choices = "context|agg-tps",
+                .def = "context",
+                .arg = "FIGURE",
+                .help = "the figure that ranks",
+                .verbs = HISTORY_MODE(OPT_V_HISTORY_BEST)},
+
+    /* ---- metrics ---- */
+    [OPT_METRICS_LISTEN] = {.flag = "listen",
+                            .type = OPT_T_TEXT,
+                            .arg = "HOST:PORT",
+                            .help = "where to serve (127.0.0.1:9464; [::1]:9464)",
+                            .verbs = OPT_VB(OPT_V_METRICS),
+                            .required = OPT_VB(OPT_V_METRICS)},
+
+    /* ---- plan ---- */
+    /* hi is PLAN_CTX_MAX (tui/plan/plan.h). */
+    [OPT_CTX] = {.flag = "ctx",
+                 .type = OPT_T_INT,
+                 .lo = 1,
+                 .hi = 1u << 30,
+                 .arg = "N",
+                 .help = "the target context (positions)",
+                 .verbs = OPT_VB(OPT_V_PLAN),
+                 .required = OPT_VB(OPT_V_PLAN)},
+    [OPT_PLAN_KV_BITS] = {.flag = "kv-bits",
+                          .type = OPT_T_INT,
+                          .choices = KV_BITS_CHOICES,
+                          .arg = "B",
+                          .def_doc = "the running nodes', else 16",
+                          .help = "KV cache precision in bits per value",
+                          .verbs = OPT_VB(OPT_V_PLAN)},
+    [OPT_PLAN_MODEL] = {.flag = "model",
+                        .type = OPT_T_TEXT,
+                        .arg = "SPEC",
+                        .def_doc = "the file's `model`, else what the running nodes report",
+                        .help = "the model: a copy of its file on this machine, embedded or "
+                                "synth:...",
+                        .verbs = OPT_VB(OPT_V_PLAN)},
+    [OPT_PLAN_TIMEOUT] = {.flag = "timeout",
+                          .type = OPT_T_INT,
+                          .lo = 1,
+                          .hi = 600,
+                          .def = "3",
+                          .arg = "SEC",
+                          .help = "how long to wait for the nodes' status",
+                          .verbs = OPT_VB(OPT_V_PLAN)},
+    [OPT_NO_SSH] = {.flag = "no-ssh",
+                    .type = OPT_T_SWITCH,
+                    .help = "do not ask nodes that are down for their memory over SSH",
+                    .verbs = OPT_VB(OPT_V_PLAN)},
+    [OPT_WRITE] = {.flag = "write",
+                   .type = OPT_T_PATH,
+                   .arg = "FILE",
+                   .help = "write the cluster file with the planned `layers` to FILE (FILE may "
+                           "be the cluster file itself)",
+                   .verbs = OPT_VB(OPT_V_PLAN)},
+    [OPT_APPLY] = {.flag = "apply",
+                   .type = OPT_T_SWITCH,
+                   .help = "restart the ring on the planned layout over SSH: stop every node, "
+                           "start them tail to head, wait until each reports its new layers and "
+                           "one model fingerprint, then update the cluster file; a failure says "
+                           "where each node is and leaves the file as it was",
+                   .verbs = OPT_VB(OPT_V_PLAN)},
+    /* def is PLAN_APPLY_WAIT_S (tui/plan/plan_apply.h). */
+    [OPT_WAIT] = {.flag = "wait",
+                  .type = OPT_T_INT,
+                  .lo = 1,
+                  .hi = 3600,
+                  .def = "120",
+                  .arg = "SEC",
+                  .help = "--apply: how long the nodes may take to come up",
+                  .verbs = OPT_VB(OPT_V_PLAN)},
 };

@@ -8,13 +8,15 @@
 #define WIDTH 79
 #define TEXT_COL 23
 
-void opt_range(opt_id id, char *buf, size_t len)
+/* What a value of id must be, briefly, as verb takes it (a list or one
+ * value; OPT_V_COUNT: one); "" for text without bounds. */
+static void range_for(opt_id id, opt_verb verb, char *buf, size_t len)
 {
     const opt_def *d = &opt_defs[id];
     buf[0] = '\0';
     if (d->type == OPT_T_INT || d->type == OPT_T_NUM || d->type == OPT_T_CHOICE ||
         d->type == OPT_T_DURATION || (d->type == OPT_T_TEXT && d->hi > 0))
-        opt_expected(id, buf, len);
+        opt_expected_for(id, verb, buf, len);
     /* The integer wording names suffixes; help keeps it short. */
     char *suffixes = strstr(buf, " (K/M/G/T suffixes allowed)");
     if (suffixes)
@@ -25,17 +27,24 @@ void opt_range(opt_id id, char *buf, size_t len)
         memmove(buf, buf + 12, strlen(buf + 12) + 1);
 }
 
+void opt_range(opt_id id, char *buf, size_t len)
+{
+    range_for(id, OPT_V_COUNT, buf, len); /* no verb: one value */
+}
+
 void opt_help_text(opt_id id, opt_verb verb, char *buf, size_t len)
 {
     const opt_def *d = &opt_defs[id];
     char range[256];
-    opt_range(id, range, sizeof range);
+    range_for(id, verb, range, sizeof range);
     char def[160] = "";
-    if (d->def)
+    int required = (d->required & OPT_VB(verb)) != 0;
+    if (required)
+        ; /* a default it never takes */
+    else if (d->def)
         snprintf(def, sizeof def, "default %s", d->def);
     else if (d->def_doc)
         snprintf(def, sizeof def, "default: %s", d->def_doc);
-    int required = (d->required & OPT_VB(verb)) != 0;
     const char *sep = range[0] && def[0] ? "; " : "";
     if (!range[0] && !def[0] && !required)
         snprintf(buf, len, "%s", d->help);
@@ -66,12 +75,28 @@ static void wrap(FILE *out, const char *text, int col)
     fputc('\n', out);
 }
 
+/* The verb's modes with their summaries: "verbs:" of the program, "modes:"
+ * of a verb. */
+static void modes(opt_verb verb, FILE *out)
+{
+    if (!opt_has_modes(verb))
+        return;
+    fprintf(out, "%s:\n", opt_verbs[verb].name[0] ? "modes" : "verbs");
+    for (int m = 0; m < OPT_V_COUNT; m++) {
+        const char *word = opt_mode_word(verb, (opt_verb)m);
+        if (word)
+            fprintf(out, "  %-10s %s\n", word, opt_verbs[m].summary);
+    }
+    fputc('\n', out);
+}
+
 void opt_usage(opt_verb verb, FILE *out)
 {
     const opt_verb_def *v = &opt_verbs[verb];
-    fprintf(out, "usage: %s %s %s\n\n", v->prog == OPT_INFERD ? "inferd" : "infertop", v->name,
-            v->synopsis);
+    fprintf(out, "usage: %s%s%s %s\n\n", v->prog == OPT_INFERD ? "inferd" : "infertop",
+            v->name[0] ? " " : "", v->name, v->synopsis);
     fprintf(out, "%s\n\n", v->about);
+    modes(verb, out);
     for (int id = 0; id < OPT_COUNT; id++) {
         const opt_def *d = &opt_defs[id];
         if (!d->flag || !(d->verbs & OPT_VB(verb)))

@@ -101,7 +101,7 @@ json_eq "best --by agg-tps: highest aggregate tok/s first" "$dir/out" \
 json_eq "best --by agg-tps: every setting has one" "$dir/out" \
     "(select count(*) from json_each(j) where json_extract(value, '\$.agg_tps') > 0) = json_array_length(j)" 1
 run "best --by an unknown figure" 2 best --by speed
-has "the unknown figure is named" '"speed" is not one of context, agg-tps' "$errout"
+has "the unknown figure is named" "--by: 'speed' is not valid, expected context or agg-tps" "$errout"
 
 run "export csv" 0 export 2 --format csv
 lines=$(printf '%s\n' "$out" | wc -l)

@@ -70,15 +70,11 @@ agree inferd keygen
 agree inferd quantize
 agree inferd serve
 agree inferd tokenize
-agree infertop "" tui/cmd/infertop.c tui/cmd/app.c
-agree infertop demo tui/cmd/demo.c
-agree infertop status tui/cli/cli_status.c
-agree infertop set tui/cli/cli_status.c
-agree infertop nodes tui/cli/cli_nodes.c
-agree infertop stress tui/cli/cli_stress.c
-agree infertop history tui/cli/cli_history.c
-agree infertop metrics tui/cli/cli_metrics.c
-agree infertop plan tui/cli/cli_plan.c
+# infertop's verbs parse by the settings table too; a verb with modes
+# (nodes, stress, history) lists the flags of all of them.
+for verb in "" demo status set nodes stress history metrics plan; do
+    agree infertop "$verb"
+done
 
 # ---- bash completion
 "$root/${B:-build}/tests/store_fill" "$tmp/history.db" >"$tmp/runs"

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "engine/proto/opt.h"
 #include "engine/proto/protocol.h"
 
 /* Exit codes of every verb, listed in `infertop --help`. */
@@ -24,17 +25,18 @@ enum {
 };
 
 /* Prints "infertop VERB: " + fmt (with arg) + " (see infertop VERB --help)"
- * to stderr and returns CLI_USAGE, so every verb words usage errors alike. */
+ * to stderr and returns CLI_USAGE, so every verb words usage errors alike
+ * (VERB "": infertop itself). */
 int cli_usage_error(const char *verb, const char *fmt, const char *arg);
 
-/* A whole decimal number in [min, max] (no sign tricks, no trailing text);
- * 0, or -1 when s is anything else. */
-int cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
-int cli_parse_int(const char *s, int min, int max, int *out);
+/* Parses a verb's command line (argv[0] is the verb) by the settings
+ * table into *v; for a verb with modes, v->verb is the mode its first word
+ * names ("stress growth"). Returns -1 to go on, else the exit code: CLI_OK
+ * once --help is printed, CLI_USAGE once an error is (cli_usage_error). */
+int cli_parse(opt_verb verb, int argc, char **argv, opt_vals *v);
 
 /* `infertop history ...`; argv[0] is "history". Returns an exit code. */
 int cli_history(int argc, char **argv);
-void cli_history_usage(FILE *out);
 
 /* `infertop status ...` and `infertop set ...` (cli_status.c); argv[0] is
  * the verb. Return an exit code. */
@@ -51,12 +53,10 @@ int cli_nodes(int argc, char **argv);
 /* `infertop stress ...` (cli_stress.c); argv[0] is "stress". Returns an
  * exit code. */
 int cli_stress(int argc, char **argv);
-void cli_stress_usage(FILE *out);
 
 /* `infertop metrics ...` (cli_metrics.c): the cluster's merged Prometheus
  * metrics over HTTP; argv[0] is "metrics". Returns an exit code. */
 int cli_metrics(int argc, char **argv);
-void cli_metrics_usage(FILE *out);
 
 /* `infertop plan ...` (cli_plan.c): the layer planner; argv[0] is "plan".
  * Returns an exit code. */

@@ -3,7 +3,6 @@
  * --json (and CSV exports) for scripts; every failure has an exit code
  * from cli.h and a message naming the problem. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
@@ -20,37 +19,15 @@ typedef struct hopts {
     int json;
     const char *mode, *status, *model, *cluster, *grep, *since, *until;
     int limit, page;
-    const char *what, *format, *out;
-    const char *older_than;
+    store_export_what what;
+    const char *format, *out;
+    int format_given;
+    double older_than;
     int vacuum;
-    const char *by;
-    unsigned seen; /* OPT_* bits given on the command line */
+    store_best_by by;
 } hopts;
 
-enum {
-    OPT_MODE = 1 << 0,
-    OPT_STATUS = 1 << 1,
-    OPT_MODEL = 1 << 2,
-    OPT_CLUSTER = 1 << 3,
-    OPT_GREP = 1 << 4,
-    OPT_SINCE = 1 << 5,
-    OPT_UNTIL = 1 << 6,
-    OPT_LIMIT = 1 << 7,
-    OPT_PAGE = 1 << 8,
-    OPT_WHAT = 1 << 9,
-    OPT_FORMAT = 1 << 10,
-    OPT_OUT = 1 << 11,
-    OPT_OLDER = 1 << 12,
-    OPT_VACUUM = 1 << 13,
-    OPT_BY = 1 << 14,
-};
-
-typedef struct verb {
-    const char *name;
-    int nargs;        /* run ids after the verb */
-    unsigned options; /* OPT_* bits it accepts (--db, --json: all) */
-    int (*run)(store *s, const hopts *o, const int64_t *runs);
-} verb;
+typedef int (*run_fn)(store *s, const hopts *o, const int64_t *runs);
 
 static int run_list(store *s, const hopts *o, const int64_t *runs);
 static int run_show(store *s, const hopts *o, const int64_t *runs);
@@ -59,48 +36,15 @@ static int run_best(store *s, const hopts *o, const int64_t *runs);
 static int run_export(store *s, const hopts *o, const int64_t *runs);
 static int run_prune(store *s, const hopts *o, const int64_t *runs);
 
-static const verb verbs[] = {
-    {"list", 0,
-     OPT_MODE | OPT_STATUS | OPT_MODEL | OPT_GREP | OPT_SINCE | OPT_UNTIL | OPT_LIMIT | OPT_PAGE,
-     run_list},
-    {"show", 1, 0, run_show},
-    {"compare", 2, 0, run_compare},
-    {"best", 0, OPT_MODEL | OPT_CLUSTER | OPT_BY, run_best},
-    {"export", 1, OPT_WHAT | OPT_FORMAT | OPT_OUT, run_export},
-    {"prune", 0, OPT_OLDER | OPT_VACUUM, run_prune},
+/* Each mode of the verb (opt.h: its flags and run ids) and what runs it. */
+static const struct {
+    opt_verb mode;
+    run_fn run;
+} modes[] = {
+    {OPT_V_HISTORY_LIST, run_list},       {OPT_V_HISTORY_SHOW, run_show},
+    {OPT_V_HISTORY_COMPARE, run_compare}, {OPT_V_HISTORY_BEST, run_best},
+    {OPT_V_HISTORY_EXPORT, run_export},   {OPT_V_HISTORY_PRUNE, run_prune},
 };
-
-void cli_history_usage(FILE *out)
-{
-    fputs("usage: infertop history [--db PATH] [--json] VERB ...\n"
-          "\n"
-          "  list [--mode M] [--status S] [--model NAME] [--grep TEXT]\n"
-          "       [--since DATE] [--until DATE] [--limit N] [--page N]\n"
-          "                        runs, newest first (N per page, default 20)\n"
-          "  show RUN              one run: legs, request and step percentiles, failure\n"
-          "  compare RUN RUN       two runs side by side: A, B, B-A and B/A\n"
-          "  best [--model NAME] [--cluster NAME] [--by context|agg-tps]\n"
-          "                        per (kv_bits, prefill_step): max context reached and\n"
-          "                        decode tok/s there; --by agg-tps: per (kv_bits,\n"
-          "                        prefill_step, concurrency), the best leg's aggregate\n"
-          "                        tok/s (every request's tokens / the leg's wall time)\n"
-          "  export RUN [--what requests|steps|summary] [--format table|csv|json]\n"
-          "       [--out FILE]     a run's rows (default: requests as a table on stdout)\n"
-          "  prune --older-than DAYS [--vacuum]\n"
-          "                        delete finished runs started more than DAYS ago\n"
-          "\n"
-          "  --db PATH   the history database (default $XDG_DATA_HOME/infertop/history.db,\n"
-          "              else ~/.local/share/infertop/history.db)\n"
-          "  --json      JSON on stdout instead of a table\n"
-          "  M: growth fixed soak sweep; S: running completed failed aborted\n"
-          "  DATE: YYYY-MM-DD or YYYY-MM-DD HH:MM[:SS], local time; --until is exclusive\n"
-          "  percentiles are nearest-rank (pN: the ceil(N% x count)-th smallest value)\n"
-          "\n"
-          "exit codes: 0 ok, 1 failed (database or output error), 2 bad command line\n"
-          "(unknown verb or option, bad date or number), 3 no such run, 4 database cannot\n"
-          "be opened (unwritable path, not a database, newer schema)\n",
-          out);
-}
 
 /* ---- argument values ---- */
 
@@ -433,17 +377,6 @@ static int run_compare(store *s, const hopts *o, const int64_t *runs)
 
 /* ---- best ---- */
 
-static int parse_best_by(const char *by, store_best_by *out)
-{
-    if (!by || strcmp(by, "context") == 0)
-        *out = STORE_BEST_CONTEXT;
-    else if (strcmp(by, "agg-tps") == 0)
-        *out = STORE_BEST_AGG_TPS;
-    else
-        return -1;
-    return 0;
-}
-
 /* A row of the table: each ranking shows its own two figures. */
 static int best_table_add(cli_table *t, const store_best *b, const store_best_row *r)
 {
@@ -473,9 +406,7 @@ static int best_table_add(cli_table *t, const store_best *b, const store_best_ro
 static int run_best(store *s, const hopts *o, const int64_t *runs)
 {
     (void)runs;
-    store_best_by by;
-    if (parse_best_by(o->by, &by) != 0)
-        return cli_usage_error("history", "--by: \"%s\" is not one of context, agg-tps", o->by);
+    store_best_by by = o->by;
     store_best b;
     char err[512];
     if (store_best_settings(s, o->model, o->cluster, by, &b, err, sizeof err) != 0)
@@ -560,27 +491,15 @@ static int export_file(store *s, int64_t run, store_export_what what, store_form
 
 static int run_export(store *s, const hopts *o, const int64_t *runs)
 {
-    store_export_what what;
-    if (!o->what || strcmp(o->what, "requests") == 0)
-        what = STORE_EXPORT_REQUESTS;
-    else if (strcmp(o->what, "steps") == 0)
-        what = STORE_EXPORT_STEPS;
-    else if (strcmp(o->what, "summary") == 0)
-        what = STORE_EXPORT_SUMMARY;
-    else
-        return cli_usage_error("history", "--what: \"%s\" is not one of requests, steps, summary",
-                               o->what);
-    const char *format = o->json ? "json" : o->format ? o->format : "table";
-    if (o->json && o->format && strcmp(o->format, "json") != 0)
+    store_export_what what = o->what;
+    const char *format = o->json ? "json" : o->format;
+    if (o->json && o->format_given && strcmp(o->format, "json") != 0)
         return cli_usage_error("history", "--json contradicts --format %s", o->format);
     if (strcmp(format, "table") == 0) {
         if (o->out)
             return cli_usage_error("history", "--out takes csv or json, not %s", "a table");
         return export_table(s, runs[0], what);
     }
-    if (strcmp(format, "csv") != 0 && strcmp(format, "json") != 0)
-        return cli_usage_error("history", "--format: \"%s\" is not one of table, csv, json",
-                               format);
     return export_file(s, runs[0], what,
                        strcmp(format, "csv") == 0 ? STORE_FORMAT_CSV : STORE_FORMAT_JSON, o->out);
 }
@@ -590,15 +509,7 @@ static int run_export(store *s, const hopts *o, const int64_t *runs)
 static int run_prune(store *s, const hopts *o, const int64_t *runs)
 {
     (void)runs;
-    if (!o->older_than)
-        return cli_usage_error("history", "prune needs --older-than DAYS%s", "");
-    char *end;
-    errno = 0;
-    double days = strtod(o->older_than, &end);
-    if (errno || end == o->older_than || *end || !isfinite(days) || days < 0)
-        return cli_usage_error("history", "--older-than: \"%s\" is not a number of days >= 0",
-                               o->older_than);
-    double before = (double)time(NULL) - days * 86400;
+    double before = (double)time(NULL) - o->older_than * 86400;
     int64_t deleted;
     char err[512];
     if (store_prune(s, before, o->vacuum, &deleted, err, sizeof err) != 0)
@@ -615,147 +526,65 @@ static int run_prune(store *s, const hopts *o, const int64_t *runs)
 
 /* ---- command line ---- */
 
-static int parse_options(int argc, char **argv, hopts *o)
+/* The mode's options out of the table's values; the enums follow the
+ * order of the rows' choices. */
+static void take_options(const opt_vals *v, hopts *o)
 {
-    enum { L_DB = 1 << 16, L_JSON, L_HELP };
-    static const struct option longs[] = {
-        {"db", required_argument, NULL, L_DB},
-        {"json", no_argument, NULL, L_JSON},
-        {"help", no_argument, NULL, L_HELP},
-        {"mode", required_argument, NULL, OPT_MODE},
-        {"status", required_argument, NULL, OPT_STATUS},
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"cluster", required_argument, NULL, OPT_CLUSTER},
-        {"grep", required_argument, NULL, OPT_GREP},
-        {"since", required_argument, NULL, OPT_SINCE},
-        {"until", required_argument, NULL, OPT_UNTIL},
-        {"limit", required_argument, NULL, OPT_LIMIT},
-        {"page", required_argument, NULL, OPT_PAGE},
-        {"what", required_argument, NULL, OPT_WHAT},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"out", required_argument, NULL, OPT_OUT},
-        {"older-than", required_argument, NULL, OPT_OLDER},
-        {"vacuum", no_argument, NULL, OPT_VACUUM},
-        {"by", required_argument, NULL, OPT_BY},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
-        if (c > 0 && c < L_DB)
-            o->seen |= (unsigned)c;
-        switch (c) {
-        case L_DB:
-            o->db = optarg;
-            break;
-        case L_JSON:
-            o->json = 1;
-            break;
-        case 'h':
-        case L_HELP:
-            cli_history_usage(stdout);
-            return 1;
-        case OPT_MODE:
-            o->mode = optarg;
-            break;
-        case OPT_STATUS:
-            o->status = optarg;
-            break;
-        case OPT_MODEL:
-            o->model = optarg;
-            break;
-        case OPT_CLUSTER:
-            o->cluster = optarg;
-            break;
-        case OPT_GREP:
-            o->grep = optarg;
-            break;
-        case OPT_SINCE:
-            o->since = optarg;
-            break;
-        case OPT_UNTIL:
-            o->until = optarg;
-            break;
-        case OPT_LIMIT:
-            if (cli_parse_int(optarg, 1, 100000, &o->limit) != 0)
-                return cli_usage_error("history", "--limit: \"%s\" is not a number in 1..100000",
-                                       optarg);
-            break;
-        case OPT_PAGE:
-            if (cli_parse_int(optarg, 1, 1000000, &o->page) != 0)
-                return cli_usage_error("history", "--page: \"%s\" is not a page number >= 1",
-                                       optarg);
-            break;
-        case OPT_WHAT:
-            o->what = optarg;
-            break;
-        case OPT_FORMAT:
-            o->format = optarg;
-            break;
-        case OPT_OUT:
-            o->out = optarg;
-            break;
-        case OPT_OLDER:
-            o->older_than = optarg;
-            break;
-        case OPT_VACUUM:
-            o->vacuum = 1;
-            break;
-        case OPT_BY:
-            o->by = optarg;
-            break;
-        default:
-            return cli_usage_error("history", "unknown or incomplete option %s", argv[optind - 1]);
-        }
-    }
-    return 0;
+    *o = (hopts){.db = opt_str(v, OPT_DB),
+                 .json = opt_given(v, OPT_JSON),
+                 .mode = opt_str(v, OPT_RUN_MODE),
+                 .status = opt_str(v, OPT_RUN_STATUS),
+                 .model = opt_str(v, OPT_RUN_MODEL),
+                 .cluster = opt_str(v, OPT_RUN_CLUSTER),
+                 .grep = opt_str(v, OPT_GREP),
+                 .since = opt_str(v, OPT_SINCE),
+                 .until = opt_str(v, OPT_UNTIL),
+                 .limit = (int)opt_int(v, OPT_LIMIT),
+                 .page = (int)opt_int(v, OPT_PAGE),
+                 .what = (store_export_what)opt_int(v, OPT_WHAT),
+                 .format = opt_str(v, OPT_FORMAT),
+                 .format_given = opt_given(v, OPT_FORMAT),
+                 .out = opt_str(v, OPT_EXPORT_OUT),
+                 .older_than = opt_num(v, OPT_OLDER_THAN),
+                 .vacuum = opt_given(v, OPT_VACUUM),
+                 .by = (store_best_by)opt_int(v, OPT_BY)};
 }
 
-static const char *option_name(unsigned bit)
+/* The run ids the mode takes, as many as its nargs_max. */
+static int take_runs(const opt_vals *v, int64_t *runs)
 {
-    static const char *const names[] = {"--mode",       "--status", "--model",  "--cluster",
-                                        "--grep",       "--since",  "--until",  "--limit",
-                                        "--page",       "--what",   "--format", "--out",
-                                        "--older-than", "--vacuum", "--by"};
-    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
-        if (bit == 1u << i)
-            return names[i];
-    return "?";
+    int want = opt_verbs[v->verb].nargs_max;
+    if (v->nargs != want) {
+        fprintf(stderr, "infertop history: %s takes %d run id%s, got %d (see --help)\n",
+                opt_mode_word(OPT_V_HISTORY, v->verb), want, want == 1 ? "" : "s", v->nargs);
+        return CLI_USAGE;
+    }
+    for (int i = 0; i < v->nargs; i++) {
+        opt_value id = {0};
+        char err[256];
+        if (opt_check_text(OPT_RUN_ID, v->args[i], &id, err, sizeof err) != 0)
+            return cli_usage_error("history", "\"%s\" is not a run id (a positive number)",
+                                   v->args[i]);
+        runs[i] = (int64_t)id.i;
+    }
+    return -1;
 }
 
 int cli_history(int argc, char **argv)
 {
-    hopts o = {.limit = 20, .page = 1};
-    int rc = parse_options(argc, argv, &o);
-    if (rc != 0)
-        return rc == 1 ? CLI_OK : rc;
-    if (optind >= argc)
-        return cli_usage_error("history",
-                               "missing verb: list, show, compare, best, export or prune%s", "");
-    const char *name = argv[optind];
-    const verb *v = NULL;
-    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
-        if (strcmp(verbs[i].name, name) == 0)
-            v = &verbs[i];
-    if (!v)
-        return cli_usage_error("history", "unknown verb \"%s\"", name);
-    unsigned extra = o.seen & ~v->options;
-    if (extra)
-        return cli_usage_error("history", "%s does not apply to this verb",
-                               option_name(extra & -extra));
-    int nargs = argc - optind - 1;
-    if (nargs != v->nargs) {
-        fprintf(stderr, "infertop history: %s takes %d run id%s, got %d (see --help)\n", v->name,
-                v->nargs, v->nargs == 1 ? "" : "s", nargs);
-        return CLI_USAGE;
-    }
+    opt_vals v;
+    hopts o;
     int64_t runs[2];
-    for (int i = 0; i < nargs; i++) {
-        if (cli_parse_i64(argv[optind + 1 + i], 1, INT32_MAX, &runs[i]) != 0)
-            return cli_usage_error("history", "\"%s\" is not a run id (a positive number)",
-                                   argv[optind + 1 + i]);
-    }
+    int rc = cli_parse(OPT_V_HISTORY, argc, argv, &v);
+    if (rc < 0)
+        rc = take_runs(&v, runs);
+    if (rc >= 0)
+        return rc;
+    take_options(&v, &o);
+    run_fn run = NULL;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (modes[i].mode == v.verb)
+            run = modes[i].run;
 
     char err[1024];
     store *s = store_open(o.db, NULL, err, sizeof err);
@@ -763,7 +592,7 @@ int cli_history(int argc, char **argv)
         fprintf(stderr, "infertop history: %s\n", err);
         return CLI_NO_DB;
     }
-    rc = v->run(s, &o, runs);
+    rc = run(s, &o, runs);
     if (fflush(stdout) != 0 && rc == CLI_OK) {
         fprintf(stderr, "infertop history: writing the output: %s\n", strerror(errno));
         rc = CLI_ERROR;

@@ -2,7 +2,6 @@
  * terminal or a script, on one node or on all of them in parallel through
  * the same node pool the console uses. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,7 +15,6 @@
 typedef struct nopts {
     const char *config;
     int json, accept_new, follow, lines, timeout_s, grace_s;
-    int lines_given, grace_given;
     nodectl_op op;
     int show_command; /* `nodes command`: no SSH, the command lines only */
     int systemd;      /* command --systemd: the unit's flag files instead */
@@ -45,44 +43,6 @@ static void on_interrupt(int sig)
     interrupted = 1;
 }
 
-static void usage(FILE *out)
-{
-    fputs("usage: infertop nodes OPERATION NODE|all [OPTIONS] [-- COMMAND...]\n"
-          "\n"
-          "Drives the nodes of the cluster file over SSH (~/.ssh/config, the agent and\n"
-          "keys; known_hosts is checked and a changed host key is always refused).\n"
-          "With `all`, every node runs the operation in parallel.\n"
-          "\n"
-          "  start          run the node's `start` line detached (refused if running)\n"
-          "  stop           SIGTERM, SIGKILL after the grace period, verify it is gone\n"
-          "  restart        stop, then start\n"
-          "  status         running or not, pid, uptime, inferd version\n"
-          "  logs [-n N] [-f]  the last N lines of the node's log (default 50); -f follows\n"
-          "                 until interrupted\n"
-          "  facts          cores, memory, load, OS, kernel, the inferd on the PATH\n"
-          "  exec -- CMD... run CMD with the node's shell; output streamed\n"
-          "  command        print the `inferd serve` command line start runs: the node's\n"
-          "                 `start`, or the one derived from host, port, model, layers,\n"
-          "                 threads, mem_limit and flags (no SSH); with --systemd, the\n"
-          "                 flag file /etc/inferd/NODE.conf of the unit inferd@NODE.service\n"
-          "\n"
-          "  -c FILE        the cluster file (default ./infertop.conf, then\n"
-          "                 $XDG_CONFIG_HOME/infertop/cluster.conf)\n"
-          "  --accept-new   record the host key of a node seen for the first time\n"
-          "  --timeout SEC  SSH connect timeout (default: the cluster file's\n"
-          "                 connect_timeout, else 5)\n"
-          "  --grace SEC    stop, restart: wait before SIGKILL (default 10)\n"
-          "  --json         JSON on stdout (not with logs -f)\n"
-          "  --systemd      command: print the unit's flag file instead\n"
-          "\n"
-          "With several nodes, logs and exec prefix each line with \"NODE: \".\n"
-          "\n"
-          "exit codes: 0 every node succeeded, 1 a node failed (unreachable, refused\n"
-          "host key or authentication, operation failed, command exited non-zero) or\n"
-          "the cluster file is bad, 2 bad command line, 3 no such node\n",
-          out);
-}
-
 /* The words of COMMAND joined by spaces, as ssh(1) sends them. */
 static char *join_words(int n, char **words)
 {
@@ -101,104 +61,50 @@ static char *join_words(int n, char **words)
     return s;
 }
 
-enum { OPT_ACCEPT_NEW = 256, OPT_TIMEOUT, OPT_GRACE, OPT_JSON, OPT_SYSTEMD };
+/* The words of the command line and the command after "--", for exec. */
+static int split_command(int *argc, char **argv, nopts *o)
+{
+    for (int i = 1; i < *argc; i++)
+        if (strcmp(argv[i], "--") == 0) {
+            if (i + 1 < *argc && !(o->command = join_words(*argc - i - 1, argv + i + 1)))
+                return -1;
+            *argc = i;
+            break;
+        }
+    return 0;
+}
 
 /* Returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, nopts *o)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"accept-new", no_argument, NULL, OPT_ACCEPT_NEW},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"grace", required_argument, NULL, OPT_GRACE},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"systemd", no_argument, NULL, OPT_SYSTEMD},
-        {"lines", required_argument, NULL, 'n'},
-        {"follow", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    *o = (nopts){.grace_s = NODECTL_GRACE_DEFAULT, .lines = NODECTL_LINES_DEFAULT};
-    opterr = 0;
-    optind = 1;
-    int ch;
-    while ((ch = getopt_long(argc, argv, ":c:n:fh", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'c':
-            o->config = optarg;
-            break;
-        case OPT_ACCEPT_NEW:
-            o->accept_new = 1;
-            break;
-        case OPT_TIMEOUT:
-            if (cli_parse_int(optarg, 1, 600, &o->timeout_s) != 0)
-                return cli_usage_error("nodes", "--timeout '%s': expected seconds, 1 to 600",
-                                       optarg);
-            break;
-        case OPT_GRACE:
-            if (cli_parse_int(optarg, 1, 3600, &o->grace_s) != 0)
-                return cli_usage_error("nodes", "--grace '%s': expected seconds, 1 to 3600",
-                                       optarg);
-            o->grace_given = 1;
-            break;
-        case OPT_JSON:
-            o->json = 1;
-            break;
-        case OPT_SYSTEMD:
-            o->systemd = 1;
-            break;
-        case 'n':
-            if (cli_parse_int(optarg, 1, 1000000, &o->lines) != 0)
-                return cli_usage_error("nodes", "-n '%s': expected a number of lines, 1 to 1000000",
-                                       optarg);
-            o->lines_given = 1;
-            break;
-        case 'f':
-            o->follow = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_OK;
-        case ':':
-            return cli_usage_error("nodes", "%s needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("nodes",
-                                   "unknown option '%s' (a command for exec goes after --)",
-                                   argv[optind - 1]);
-        }
+    opt_vals v;
+    *o = (nopts){0};
+    if (split_command(&argc, argv, o) != 0) {
+        fputs("infertop nodes: out of memory\n", stderr);
+        return CLI_ERROR;
     }
-    int npos = argc - optind;
-    if (npos < 1)
-        return cli_usage_error("nodes", "%s", "missing OPERATION");
-    o->show_command = strcmp(argv[optind], "command") == 0;
-    if (!o->show_command && nodectl_op_parse(argv[optind], &o->op) != 0)
-        return cli_usage_error("nodes", "unknown operation '%s'", argv[optind]);
-    if (o->systemd && !o->show_command)
-        return cli_usage_error("nodes", "%s", "--systemd is an option of command");
-    if (npos < 2)
+    int rc = cli_parse(OPT_V_NODES, argc, argv, &v);
+    if (rc >= 0)
+        return rc;
+    o->config = opt_str(&v, OPT_CONFIG);
+    o->json = opt_given(&v, OPT_JSON);
+    o->accept_new = opt_given(&v, OPT_ACCEPT_NEW);
+    o->follow = opt_given(&v, OPT_FOLLOW);
+    o->systemd = opt_given(&v, OPT_SYSTEMD);
+    o->lines = (int)opt_int(&v, OPT_LINES);
+    o->grace_s = (int)opt_int(&v, OPT_GRACE);
+    o->timeout_s = (int)opt_int(&v, OPT_SSH_TIMEOUT); /* 0: the cluster file's */
+    o->show_command = v.verb == OPT_V_NODES_COMMAND;
+    const char *op = opt_mode_word(OPT_V_NODES, v.verb);
+    if (!o->show_command && nodectl_op_parse(op, &o->op) != 0)
+        return cli_usage_error("nodes", "unknown operation '%s'", op);
+    if (v.nargs < 1)
         return cli_usage_error("nodes", "%s", "missing NODE (a node name, or all)");
-    o->target = argv[optind + 1];
-    if (o->show_command) {
-        if (npos > 2)
-            return cli_usage_error("nodes", "unexpected argument '%s'", argv[optind + 2]);
-        return o->lines_given || o->follow || o->grace_given
-                   ? cli_usage_error("nodes", "%s", "command takes no -n, -f or --grace")
-                   : -1;
-    }
-    if (o->op == NODECTL_EXEC) {
-        if (npos < 3)
-            return cli_usage_error("nodes", "%s", "exec needs a command: exec NODE -- COMMAND...");
-        if (!(o->command = join_words(npos - 2, argv + optind + 2))) {
-            fputs("infertop nodes: out of memory\n", stderr);
-            return CLI_ERROR;
-        }
-    } else if (npos > 2) {
-        return cli_usage_error("nodes", "unexpected argument '%s'", argv[optind + 2]);
-    }
-    if ((o->lines_given || o->follow) && o->op != NODECTL_LOGS)
-        return cli_usage_error("nodes", "%s", "-n and -f are options of logs");
-    if (o->grace_given && o->op != NODECTL_STOP && o->op != NODECTL_RESTART)
-        return cli_usage_error("nodes", "%s", "--grace is an option of stop and restart");
+    o->target = v.args[0];
+    if ((v.verb == OPT_V_NODES_EXEC) != (o->command != NULL))
+        return cli_usage_error("nodes", "%s",
+                               o->command ? "only exec takes a command (after --)"
+                                          : "exec needs a command: exec NODE -- COMMAND...");
     if (o->json && o->follow)
         return cli_usage_error("nodes", "%s", "--json and -f do not go together");
     return -1;

@@ -2,7 +2,6 @@
  * terminal or a script: it gathers what the cluster says (status, facts
  * over SSH, the file), prints the planned layout beside the current one,
  * and writes or applies it when asked. */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,149 +13,29 @@
 #include "tui/plan/plan_file.h"
 #include "tui/plan/plan_gather.h"
 
-#define PLAN_STATUS_TIMEOUT_S 3
-
 typedef struct popts {
     const char *config, *model, *write;
     int ctx, kv_bits, json, apply, no_ssh, accept_new, timeout_s, wait_s;
 } popts;
 
-static void usage(FILE *out)
-{
-    fputs("usage: infertop plan --ctx N [--kv-bits B] [--model SPEC] [-c FILE] [--json]\n"
-          "                     [--timeout SEC] [--no-ssh] [--accept-new]\n"
-          "                     [--write FILE | --apply [--wait SEC]]\n"
-          "\n"
-          "Places the model's layers on the nodes of the cluster file, in ring order, so\n"
-          "that on every node the weights, the KV cache at context N, the scratch of a\n"
-          "prefill chunk, the memory guard's reserve (max(32 MiB, budget/16)) and the\n"
-          "process's own memory fit its budget. Among the layouts that fit it takes the\n"
-          "one whose slowest stage is fastest (with equal speeds: balanced layers), then\n"
-          "the one leaving the most free on its tightest node. It prints that layout and\n"
-          "the current one: per node its budget and where it came from, layers, bytes,\n"
-          "headroom and the largest context the layout supports at kv_bits 16, 8 and 4.\n"
-          "When no layout fits, it says which node falls short by how much, and the\n"
-          "largest context any layout fits.\n"
-          "\n"
-          "  --ctx N          the target context (positions), required\n"
-          "  --kv-bits B      32, 16, 8 or 4 (default: the running nodes', else 16)\n"
-          "  --model SPEC     the model: a copy of its file on this machine, embedded\n"
-          "                   or synth:... (default: the file's `model`, else what the\n"
-          "                   running nodes report)\n"
-          "  -c FILE          the cluster file (default ./infertop.conf, then\n"
-          "                   $XDG_CONFIG_HOME/infertop/cluster.conf)\n"
-          "  --timeout SEC    how long to wait for the nodes' status (default 3)\n"
-          "  --no-ssh         do not ask nodes that are down for their memory over SSH\n"
-          "  --accept-new     record the host key of a node seen for the first time\n"
-          "  --write FILE     write the cluster file with the planned `layers` to FILE\n"
-          "                   (FILE may be the cluster file itself)\n"
-          "  --apply          restart the ring on the planned layout over SSH: stop every\n"
-          "                   node, start them tail to head, wait until each reports its\n"
-          "                   new layers and one model fingerprint, then update the\n"
-          "                   cluster file; a failure says where each node is and leaves\n"
-          "                   the file as it was\n"
-          "  --wait SEC       --apply: how long the nodes may take to come up (default 120)\n"
-          "  --json           the plan as JSON on stdout (progress of --apply on stderr)\n"
-          "\n"
-          "Budgets: a running node's own (status), else MemAvailable over SSH capped by\n"
-          "the file's mem_limit, else mem_limit.\n"
-          "\n"
-          "exit codes: 0 the plan fits (and was written or applied when asked), 1 no\n"
-          "layout fits, a budget or the model is unknown, or the apply failed, 2 bad\n"
-          "command line\n",
-          out);
-}
-
-enum {
-    O_CTX = 256,
-    O_KV_BITS,
-    O_MODEL,
-    O_JSON,
-    O_TIMEOUT,
-    O_NO_SSH,
-    O_ACCEPT_NEW,
-    O_WRITE,
-    O_APPLY,
-    O_WAIT
-};
-
 /* Returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, popts *o)
 {
-    static const struct option longopts[] = {
-        {"ctx", required_argument, NULL, O_CTX},
-        {"kv-bits", required_argument, NULL, O_KV_BITS},
-        {"model", required_argument, NULL, O_MODEL},
-        {"config", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, O_JSON},
-        {"timeout", required_argument, NULL, O_TIMEOUT},
-        {"no-ssh", no_argument, NULL, O_NO_SSH},
-        {"accept-new", no_argument, NULL, O_ACCEPT_NEW},
-        {"write", required_argument, NULL, O_WRITE},
-        {"apply", no_argument, NULL, O_APPLY},
-        {"wait", required_argument, NULL, O_WAIT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    *o = (popts){.timeout_s = PLAN_STATUS_TIMEOUT_S, .wait_s = PLAN_APPLY_WAIT_S};
-    opterr = 0;
-    optind = 1;
-    int ch;
-    while ((ch = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
-        switch (ch) {
-        case O_CTX:
-            if (cli_parse_int(optarg, 1, PLAN_CTX_MAX, &o->ctx) != 0)
-                return cli_usage_error("plan", "--ctx '%s': expected positions, 1 to 1073741824",
-                                       optarg);
-            break;
-        case O_KV_BITS:
-            if (cli_parse_int(optarg, 4, 32, &o->kv_bits) != 0 ||
-                (o->kv_bits != 4 && o->kv_bits != 8 && o->kv_bits != 16 && o->kv_bits != 32))
-                return cli_usage_error("plan", "--kv-bits '%s': expected 32, 16, 8 or 4", optarg);
-            break;
-        case O_MODEL:
-            o->model = optarg;
-            break;
-        case 'c':
-            o->config = optarg;
-            break;
-        case O_JSON:
-            o->json = 1;
-            break;
-        case O_TIMEOUT:
-            if (cli_parse_int(optarg, 1, 600, &o->timeout_s) != 0)
-                return cli_usage_error("plan", "--timeout '%s': expected seconds, 1 to 600",
-                                       optarg);
-            break;
-        case O_NO_SSH:
-            o->no_ssh = 1;
-            break;
-        case O_ACCEPT_NEW:
-            o->accept_new = 1;
-            break;
-        case O_WRITE:
-            o->write = optarg;
-            break;
-        case O_APPLY:
-            o->apply = 1;
-            break;
-        case O_WAIT:
-            if (cli_parse_int(optarg, 1, 3600, &o->wait_s) != 0)
-                return cli_usage_error("plan", "--wait '%s': expected seconds, 1 to 3600", optarg);
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_OK;
-        case ':':
-            return cli_usage_error("plan", "%s needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("plan", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("plan", "unexpected argument '%s'", argv[optind]);
-    if (!o->ctx)
-        return cli_usage_error("plan", "%s", "--ctx N is required");
+    opt_vals v;
+    int rc = cli_parse(OPT_V_PLAN, argc, argv, &v);
+    if (rc >= 0)
+        return rc;
+    *o = (popts){.config = opt_str(&v, OPT_CONFIG),
+                 .model = opt_str(&v, OPT_PLAN_MODEL),
+                 .write = opt_str(&v, OPT_WRITE),
+                 .ctx = (int)opt_int(&v, OPT_CTX),
+                 .kv_bits = (int)opt_int(&v, OPT_PLAN_KV_BITS), /* 0: not given */
+                 .json = opt_given(&v, OPT_JSON),
+                 .apply = opt_given(&v, OPT_APPLY),
+                 .no_ssh = opt_given(&v, OPT_NO_SSH),
+                 .accept_new = opt_given(&v, OPT_ACCEPT_NEW),
+                 .timeout_s = (int)opt_int(&v, OPT_PLAN_TIMEOUT),
+                 .wait_s = (int)opt_int(&v, OPT_WAIT)};
     if (o->write && o->apply)
         return cli_usage_error("plan", "%s",
                                "--write and --apply exclude each other (--apply updates the "

@@ -17,15 +17,9 @@
 
 #include "cli.h"
 #include "engine/sys/clock.h"
-#include "engine/sys/kvbits.h"
 #include "tui/core/cluster.h"
 #include "tui/core/links.h"
 #include "tui/core/state.h"
-
-#define STATUS_TIMEOUT_S 5.0
-/* A set sent to a ring's head waits for every stage to convert its KV. */
-#define SET_TIMEOUT_S 15.0
-#define TIMEOUT_MAX_S 3600.0
 
 /* The command line both verbs share. */
 struct cmd {
@@ -34,7 +28,7 @@ struct cmd {
     double timeout_s;
     int json;
     int npos;
-    char **pos; /* the arguments that are no option */
+    char **pos; /* the arguments that are no option (in the opt_vals) */
 };
 
 /* What one node answered. */
@@ -53,84 +47,18 @@ struct session {
     struct answer *ans;
 };
 
-static void status_usage(FILE *out)
-{
-    fputs("usage: infertop status [-c FILE] [--json] [--timeout SEC]\n"
-          "\n"
-          "Asks every node of the cluster file for its status (one `status` request\n"
-          "each) and prints one row per node; a node that does not answer within SEC\n"
-          "seconds (default 5) is down. --json prints one JSON object:\n"
-          "  {\"cluster\":NAME,\"nodes\":[{\"name\":..,\"state\":\"up\"|\"down\"|\"error\",\n"
-          "    ...the status reply's fields (config, memory, model, ...)...}]}\n"
-          "with \"error\":{\"code\",\"message\"} for a node that is not up.\n"
-          "\n"
-          "The cluster file is -c FILE, ./infertop.conf or\n"
-          "$XDG_CONFIG_HOME/infertop/cluster.conf; a running `infertop demo` writes one\n"
-          "(see infertop demo --help).\n"
-          "\n"
-          "exit codes: 0 every node up, 1 a node is down or the cluster file is bad,\n"
-          "2 bad command line\n",
-          out);
-}
-
-static void set_usage(FILE *out)
-{
-    fputs("usage: infertop set [-c FILE] [--json] [--timeout SEC] NODE|all SETTING...\n"
-          "\n"
-          "Changes live configuration and waits until the node says it is applied.\n"
-          "SETTING is prefill_step=N (1..65536) or prefill_step=auto, and kv_bits=B\n"
-          "(32, 16, 8 or 4). `all` sends the set to every node; a set sent to the head\n"
-          "of a ring also applies to the ring's other stages. Prints what each node\n"
-          "applied; a node that refuses (kv_oom, busy, ...) or does not answer within\n"
-          "SEC seconds (default 15) did not apply it.\n"
-          "\n"
-          "exit codes: 0 applied everywhere, 1 a node did not apply it or the cluster\n"
-          "file is bad, 2 bad command line (unknown node, bad setting)\n",
-          out);
-}
-
-static int usage_error(const struct cmd *cmd, const char *fmt, const char *arg)
-{
-    fprintf(stderr, "infertop %s: ", cmd->verb);
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see infertop %s --help)\n", cmd->verb);
-    return CLI_USAGE;
-}
-
 /* Returns -1 to go on, else the exit code (--help, a bad option). */
-static int parse_cmd(int argc, char **argv, struct cmd *cmd, void (*usage)(FILE *))
+static int parse_cmd(opt_verb verb, int argc, char **argv, struct cmd *cmd, opt_vals *v)
 {
-    cmd->verb = argv[0];
-    cmd->pos = argv + 1;
-    cmd->npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return CLI_OK;
-        }
-        if (strcmp(a, "--json") == 0) {
-            cmd->json = 1;
-        } else if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {
-            if (++i == argc)
-                return usage_error(cmd, "%s needs a file", a);
-            cmd->config = argv[i];
-        } else if (strcmp(a, "--timeout") == 0) {
-            char *end;
-            if (++i == argc)
-                return usage_error(cmd, "%s needs a number of seconds", a);
-            errno = 0;
-            cmd->timeout_s = strtod(argv[i], &end);
-            if (errno || end == argv[i] || *end || !(cmd->timeout_s > 0) ||
-                cmd->timeout_s > TIMEOUT_MAX_S)
-                return usage_error(cmd, "--timeout \"%s\": expected seconds in (0, 3600]", argv[i]);
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return usage_error(cmd, "unknown option \"%s\"", a);
-        } else {
-            cmd->pos[cmd->npos++] = argv[i]; /* compacts argv in place, past i */
-        }
-    }
-    return -1;
+    int rc = cli_parse(verb, argc, argv, v);
+    *cmd = (struct cmd){.verb = argv[0],
+                        .config = opt_str(v, OPT_CONFIG),
+                        .timeout_s =
+                            opt_num(v, verb == OPT_V_SET ? OPT_SET_TIMEOUT : OPT_STATUS_TIMEOUT),
+                        .json = opt_given(v, OPT_JSON),
+                        .npos = v->nargs,
+                        .pos = v->args};
+    return rc;
 }
 
 static int session_open(struct session *s, const struct cmd *cmd)
@@ -333,12 +261,11 @@ static int print_status_table(const struct session *s)
 
 int cli_status(int argc, char **argv)
 {
-    struct cmd cmd = {.timeout_s = STATUS_TIMEOUT_S};
-    int rc = parse_cmd(argc, argv, &cmd, status_usage);
+    struct cmd cmd;
+    opt_vals v;
+    int rc = parse_cmd(OPT_V_STATUS, argc, argv, &cmd, &v);
     if (rc >= 0)
         return rc;
-    if (cmd.npos > 0)
-        return usage_error(&cmd, "unexpected argument \"%s\"", cmd.pos[0]);
     struct session s;
     rc = CLI_ERROR;
     if (session_open(&s, &cmd) == 0) {
@@ -359,54 +286,41 @@ int cli_status(int argc, char **argv)
 
 /* ---- set -------------------------------------------------------------------- */
 
-int cli_set_parse(const char *kv, proto_set_args *a, char *err, size_t errlen)
+/* One SETTING, the value checked by its row of the settings table. */
+static int set_setting(opt_id id, const char *value, proto_set_args *a, char *err, size_t errlen)
 {
-    const char *eq = strchr(kv, '=');
-    size_t klen = eq ? (size_t)(eq - kv) : 0;
-    const char *v = eq ? eq + 1 : "";
-    char *end;
-    long n;
-    if (!eq) {
-        snprintf(err, errlen, "\"%s\": expected prefill_step=N|auto or kv_bits=B", kv);
+    int prefill = id == OPT_PREFILL_STEP;
+    int *has = prefill ? &a->has_prefill_step : &a->has_kv_bits;
+    opt_value got = {0};
+    char why[320];
+    if (*has) {
+        snprintf(err, errlen, "%s is given twice", opt_defs[id].wire);
         return -1;
     }
-    errno = 0;
-    n = strtol(v, &end, 10);
-    int number = errno == 0 && end != v && *end == '\0';
-    if (klen == 12 && strncmp(kv, "prefill_step", klen) == 0) {
-        if (a->has_prefill_step) {
-            snprintf(err, errlen, "prefill_step is given twice");
-            return -1;
-        }
-        if (strcmp(v, "auto") == 0) {
-            a->prefill_step = PROTO_PREFILL_AUTO;
-        } else if (number && n >= 1 && n <= PROTO_PREFILL_STEP_MAX) {
-            a->prefill_step = (int)n;
-        } else {
-            snprintf(err, errlen, "prefill_step \"%s\": expected 1..%d or auto", v,
-                     PROTO_PREFILL_STEP_MAX);
-            return -1;
-        }
-        a->has_prefill_step = 1;
-        return 0;
+    if (opt_check_text(id, value, &got, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s \"%s\": %s", opt_defs[id].wire, value, why);
+        return -1;
     }
-    if (klen == 7 && strncmp(kv, "kv_bits", klen) == 0) {
-        if (a->has_kv_bits) {
-            snprintf(err, errlen, "kv_bits is given twice");
-            return -1;
-        }
-        if (!number || !kv_bits_valid(n)) {
-            char choices[KV_BITS_CHOICES_MAX];
-            snprintf(err, errlen, "kv_bits \"%s\": expected %s", v,
-                     kv_bits_choices(choices, sizeof choices, ", ", " or "));
-            return -1;
-        }
-        a->kv_bits = (int)n;
-        a->has_kv_bits = 1;
-        return 0;
+    *(prefill ? &a->prefill_step : &a->kv_bits) = (int)got.i;
+    *has = 1;
+    return 0;
+}
+
+int cli_set_parse(const char *kv, proto_set_args *a, char *err, size_t errlen)
+{
+    static const opt_id settings[] = {OPT_PREFILL_STEP, OPT_KV_BITS};
+    const char *eq = strchr(kv, '=');
+    size_t klen = eq ? (size_t)(eq - kv) : strlen(kv);
+    for (size_t k = 0; eq && k < sizeof settings / sizeof settings[0]; k++) {
+        const char *wire = opt_defs[settings[k]].wire;
+        if (strlen(wire) == klen && strncmp(kv, wire, klen) == 0)
+            return set_setting(settings[k], eq + 1, a, err, errlen);
     }
-    snprintf(err, errlen, "unknown setting \"%.*s\": expected prefill_step or kv_bits", (int)klen,
-             kv);
+    if (!eq)
+        snprintf(err, errlen, "\"%s\": expected prefill_step=N|auto or kv_bits=B", kv);
+    else
+        snprintf(err, errlen, "unknown setting \"%.*s\": expected prefill_step or kv_bits",
+                 (int)klen, kv);
     return -1;
 }
 
@@ -486,17 +400,18 @@ static int print_set_json(const struct session *s, const int *to, int all_ok)
 
 int cli_set(int argc, char **argv)
 {
-    struct cmd cmd = {.timeout_s = SET_TIMEOUT_S};
+    struct cmd cmd;
+    opt_vals v;
     proto_set_args want = {0};
-    char err[256];
-    int rc = parse_cmd(argc, argv, &cmd, set_usage);
+    char err[512];
+    int rc = parse_cmd(OPT_V_SET, argc, argv, &cmd, &v);
     if (rc >= 0)
         return rc;
     if (cmd.npos < 2)
-        return usage_error(&cmd, "%s", "expected NODE|all and at least one SETTING");
+        return cli_usage_error(cmd.verb, "%s", "expected NODE|all and at least one SETTING");
     for (int k = 1; k < cmd.npos; k++)
         if (cli_set_parse(cmd.pos[k], &want, err, sizeof err) != 0)
-            return usage_error(&cmd, "%s", err);
+            return cli_usage_error(cmd.verb, "%s", err);
 
     struct session s;
     if (session_open(&s, &cmd) != 0) {

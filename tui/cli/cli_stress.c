@@ -5,7 +5,6 @@
  * is recorded as aborted with everything so far, and the exit code is 130.
  * At the end it prints the run id and a summary (or JSON with --json). */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -18,320 +17,118 @@
 #include "tui/stress/console_runs.h"
 #include "tui/stress/stress.h"
 
-/* Options, by the modes that take them (bits of `seen`). */
-enum {
-    O_FROM = 1 << 0,
-    O_TO = 1 << 1,
-    O_FACTOR = 1 << 2,
-    O_STEP = 1 << 3,
-    O_GEN = 1 << 4,
-    O_REQUESTS = 1 << 5,
-    O_PROMPT = 1 << 6,
-    O_CONC = 1 << 7,
-    O_RATE = 1 << 8,
-    O_SEED = 1 << 9,
-    O_DURATION = 1 << 10,
-    O_KV_BITS = 1 << 11,
-    O_PREFILL = 1 << 12,
-    O_LEG = 1 << 13,
-    N_MODE_OPTS = 14
-};
-
-static const char *const opt_names[N_MODE_OPTS] = {
-    "--from",          "--to",          "--factor", "--step", "--gen",      "--requests",
-    "--prompt-tokens", "--concurrency", "--rate",   "--seed", "--duration", "--kv-bits",
-    "--prefill-step",  "--leg"};
-
-#define GROWTH_OPTS (O_FROM | O_TO | O_FACTOR | O_STEP | O_GEN)
-#define FIXED_OPTS (O_REQUESTS | O_PROMPT | O_GEN | O_CONC | O_RATE | O_SEED)
-#define SOAK_OPTS (O_DURATION | O_PROMPT | O_GEN | O_CONC | O_RATE | O_SEED)
-#define SWEEP_OPTS (O_KV_BITS | O_PREFILL | O_LEG)
-
 typedef struct sopts {
     stress_opts run;
     const char *config;
     const char *control, *telemetry;
     const char *db;
     int json;
-    unsigned seen;
 } sopts;
 
-void cli_stress_usage(FILE *out)
-{
-    fputs("usage: infertop stress growth|fixed|soak|sweep [OPTIONS]\n"
-          "\n"
-          "Drives the head of a ring with synthetic requests and records every request,\n"
-          "every step of every node and every event to the history database.\n"
-          "\n"
-          "  growth  one session; the context grows from --from to --to (by --factor,\n"
-          "          or by --step tokens), each request generating --gen tokens; stops\n"
-          "          at --to or at the first failure (kv_oom, ctx_limit, timeout, ...)\n"
-          "          --from N (64)  --to N (required)  --factor F (2) | --step N  --gen N (8)\n"
-          "  fixed   --requests N (16) of --prompt-tokens N (128) + --gen N (8), keeping\n"
-          "          --concurrency C (1, at most 64) in flight at once, optionally at\n"
-          "          Poisson arrivals of --rate R per second (--seed S, 1); reports\n"
-          "          requests/s and tokens/s\n"
-          "  soak    fixed-shape requests for --duration D (required: 90, 90s, 15m, 2h);\n"
-          "          reports drift: the first against the last decile of requests\n"
-          "  sweep   --kv-bits LIST and --prefill-step LIST (comma-separated): one leg per\n"
-          "          pair, applied live with `set` and checked in every node's telemetry\n"
-          "          before the leg; --leg growth|fixed (growth) and that leg's options;\n"
-          "          fixed legs take --concurrency LIST (1,4,16) as a third axis\n"
-          "\n"
-          "target (a cluster file, or the endpoints of every node of a local ring):\n"
-          "  -c, --config FILE     cluster file (default ./infertop.conf, then\n"
-          "                        $XDG_CONFIG_HOME/infertop/cluster.conf)\n"
-          "  --control EP,...      every node's control endpoint\n"
-          "  --telemetry EP,...    their telemetry endpoints, in the same order\n"
-          "\n"
-          "every mode:\n"
-          "  --timeout SEC         a request that hears nothing (no token, no step) this\n"
-          "                        long fails as `timeout` (default 60)\n"
-          "  --stop-on-failure     stop the run at the first failed request\n"
-          "  --name TEXT, --notes TEXT   recorded with the run\n"
-          "  --db PATH             the history database (default\n"
-          "                        $XDG_DATA_HOME/infertop/history.db)\n"
-          "  --json                the result as JSON on stdout\n"
-          "\n"
-          "A node without a heartbeat for 3 s is down: the request in flight fails as\n"
-          "`node_down`. Ctrl-C stops the run cleanly; it is recorded as aborted.\n"
-          "\n"
-          "Each leg records its concurrency and its aggregate tok/s (the tokens of all\n"
-          "its requests over its wall time). The head runs its max_seqs requests at\n"
-          "once and queues 16 more: a concurrency above that gets `busy` refusals,\n"
-          "recorded as failed requests.\n"
-          "\n"
-          "A write to the database that fails (a full disk) stops the run at once: the\n"
-          "error is printed and the run is marked failed if the disk allows.\n"
-          "\n"
-          "exit codes: 0 the run completed, 1 it failed before any request (node\n"
-          "unreachable, incomplete ring) or an output error, 2 bad command line,\n"
-          "4 database cannot be opened or written, 5 a request or leg failed\n"
-          "(recorded), 130 interrupted (recorded as aborted)\n",
-          out);
-}
-
-/* ---- values ---- */
-
-static int parse_double(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v))
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* 90, 90s, 15m, 2h. */
-static int parse_duration(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    double unit = 1.0;
-    if (*end == 's')
-        end++;
-    else if (*end == 'm')
-        unit = 60.0, end++;
-    else if (*end == 'h')
-        unit = 3600.0, end++;
-    if (errno || end == s || *end || !isfinite(v) || v <= 0)
-        return -1;
-    *out = v * unit;
-    return 0;
-}
-
-static int parse_mode(const char *s, store_mode *m)
+/* The store's mode named `name` (a mode's word, --leg's value). */
+static store_mode mode_named(const char *name)
 {
     static const store_mode modes[] = {STORE_MODE_GROWTH, STORE_MODE_FIXED, STORE_MODE_SOAK,
                                        STORE_MODE_SWEEP};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-        if (strcmp(s, store_mode_name(modes[i])) == 0) {
-            *m = modes[i];
-            return 0;
-        }
+        if (strcmp(name, store_mode_name(modes[i])) == 0)
+            return modes[i];
+    return STORE_MODE_GROWTH; /* the table's words are the store's (opt_table.c) */
+}
+
+/* Whether the mode takes the flag (else stress_opts_init's value stays). */
+static int of_mode(const opt_vals *v, opt_id id)
+{
+    return (opt_defs[id].verbs & OPT_VB(v->verb)) != 0;
+}
+
+/* The run's shape from the growth and the fixed modes' flags. */
+static void take_shape(const opt_vals *v, stress_opts *r)
+{
+    if (of_mode(v, OPT_FROM)) {
+        r->from = (int64_t)opt_int(v, OPT_FROM);
+        r->to = (int64_t)opt_int(v, OPT_TO);
+        r->step = (int64_t)opt_int(v, OPT_STEP);
+        r->factor = opt_given(v, OPT_STEP) ? 0.0 : opt_num(v, OPT_FACTOR);
+    }
+    if (of_mode(v, OPT_PROMPT_TOKENS)) {
+        r->prompt_tokens = (int)opt_int(v, OPT_PROMPT_TOKENS);
+        r->rate = opt_num(v, OPT_RATE);
+        r->seed = opt_int(v, OPT_STRESS_SEED);
+    }
+    if (of_mode(v, OPT_REQUESTS))
+        r->requests = (int64_t)opt_int(v, OPT_REQUESTS);
+    r->gen = (int)opt_int(v, OPT_GEN);
+    r->duration_s = opt_num(v, OPT_DURATION);
+}
+
+/* A flag of the mode, one value or (sweep) a list of them, into one of
+ * stress_opts' int arrays; a flag of other modes leaves stress_opts_init's. */
+static int take_list(const opt_vals *v, opt_id id, int *out, int *n)
+{
+    const opt_value *l = &v->v[id];
+    if (!of_mode(v, id))
+        return -1;
+    if (l->n > STRESS_LIST_MAX) {
+        char why[96];
+        snprintf(why, sizeof why, "--%s: at most %d values", opt_defs[id].flag, STRESS_LIST_MAX);
+        return cli_usage_error("stress", "%s", why);
+    }
+    *n = l->n ? l->n : 1;
+    for (int i = 0; i < *n; i++)
+        out[i] = l->n ? (int)l->v[i] : (int)l->i;
     return -1;
 }
 
-/* ---- command line ---- */
+/* A sweep takes its leg mode's flags: one only the other leg mode takes
+ * is a mistake worth saying (a --requests on growth legs does nothing). */
+static int check_leg(const opt_vals *v, opt_verb leg)
+{
+    opt_verb other = leg == OPT_V_STRESS_GROWTH ? OPT_V_STRESS_FIXED : OPT_V_STRESS_GROWTH;
+    for (int id = 0; id < OPT_COUNT; id++) {
+        unsigned long long verbs = opt_defs[id].verbs;
+        if (opt_given(v, (opt_id)id) && (verbs & OPT_VB(other)) && !(verbs & OPT_VB(leg)))
+            return cli_usage_error("stress", "--%s does not apply to this mode", opt_defs[id].flag);
+    }
+    if (leg == OPT_V_STRESS_GROWTH && !opt_given(v, OPT_TO))
+        return cli_usage_error("stress", "growth needs --to (the target context)%s", "");
+    return -1;
+}
 
 /* Returns -1 to go on, else an exit code (--help, a bad option). */
 static int parse_options(int argc, char **argv, sopts *o)
 {
-    enum {
-        L_CONFIG = 1 << 16,
-        L_CONTROL,
-        L_TELEMETRY,
-        L_TIMEOUT,
-        L_STOP,
-        L_NAME,
-        L_NOTES,
-        L_DB,
-        L_JSON,
-        L_HELP
-    };
-    static const struct option longs[] = {
-        {"config", required_argument, NULL, L_CONFIG},
-        {"control", required_argument, NULL, L_CONTROL},
-        {"telemetry", required_argument, NULL, L_TELEMETRY},
-        {"timeout", required_argument, NULL, L_TIMEOUT},
-        {"stop-on-failure", no_argument, NULL, L_STOP},
-        {"name", required_argument, NULL, L_NAME},
-        {"notes", required_argument, NULL, L_NOTES},
-        {"db", required_argument, NULL, L_DB},
-        {"json", no_argument, NULL, L_JSON},
-        {"help", no_argument, NULL, L_HELP},
-        {"from", required_argument, NULL, O_FROM},
-        {"to", required_argument, NULL, O_TO},
-        {"factor", required_argument, NULL, O_FACTOR},
-        {"step", required_argument, NULL, O_STEP},
-        {"gen", required_argument, NULL, O_GEN},
-        {"requests", required_argument, NULL, O_REQUESTS},
-        {"prompt-tokens", required_argument, NULL, O_PROMPT},
-        {"concurrency", required_argument, NULL, O_CONC},
-        {"rate", required_argument, NULL, O_RATE},
-        {"seed", required_argument, NULL, O_SEED},
-        {"duration", required_argument, NULL, O_DURATION},
-        {"kv-bits", required_argument, NULL, O_KV_BITS},
-        {"prefill-step", required_argument, NULL, O_PREFILL},
-        {"leg", required_argument, NULL, O_LEG},
-        {NULL, 0, NULL, 0},
-    };
+    opt_vals v;
     stress_opts *r = &o->run;
-    int64_t n;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "hc:", longs, NULL)) != -1) {
-        if (c > 0 && c < (1 << N_MODE_OPTS) && (c & (c - 1)) == 0)
-            o->seen |= (unsigned)c; /* a mode option (short options are no power of two) */
-        switch (c) {
-        case 'c':
-        case L_CONFIG:
-            o->config = optarg;
-            break;
-        case L_CONTROL:
-            o->control = optarg;
-            break;
-        case L_TELEMETRY:
-            o->telemetry = optarg;
-            break;
-        case L_TIMEOUT:
-            if (parse_double(optarg, &r->timeout_s) != 0)
-                return cli_usage_error("stress", "--timeout: \"%s\" is not a number of seconds",
-                                       optarg);
-            break;
-        case L_STOP:
-            r->stop_on_failure = 1;
-            break;
-        case L_NAME:
-        case L_NOTES: {
-            char *dst = c == L_NAME ? r->name : r->notes;
-            if (snprintf(dst, STRESS_TEXT_MAX, "%s", optarg) >= STRESS_TEXT_MAX)
-                return cli_usage_error("stress", "%s: at most 255 bytes",
-                                       c == L_NAME ? "--name" : "--notes");
-            break;
-        }
-        case L_DB:
-            o->db = optarg;
-            break;
-        case L_JSON:
-            o->json = 1;
-            break;
-        case 'h':
-        case L_HELP:
-            cli_stress_usage(stdout);
-            return CLI_OK;
-        case O_FROM:
-        case O_TO:
-        case O_STEP:
-        case O_REQUESTS:
-            if (cli_parse_i64(optarg, 1, INT64_MAX / 2, &n) != 0)
-                return cli_usage_error("stress", "\"%s\" is not a positive number", optarg);
-            *(c == O_FROM   ? &r->from
-              : c == O_TO   ? &r->to
-              : c == O_STEP ? &r->step
-                            : &r->requests) = n;
-            if (c == O_STEP)
-                r->factor = 0;
-            break;
-        case O_FACTOR:
-            if (parse_double(optarg, &r->factor) != 0)
-                return cli_usage_error("stress", "--factor: \"%s\" is not a number", optarg);
-            break;
-        case O_GEN:
-        case O_PROMPT:
-            if (cli_parse_i64(optarg, 0, 1 << 24, &n) != 0)
-                return cli_usage_error("stress", "\"%s\" is not a number in 0..16777216", optarg);
-            *(c == O_GEN ? &r->gen : &r->prompt_tokens) = (int)n;
-            break;
-        case O_RATE:
-            if (parse_double(optarg, &r->rate) != 0)
-                return cli_usage_error("stress", "--rate: \"%s\" is not a number", optarg);
-            break;
-        case O_SEED:
-            if (cli_parse_i64(optarg, 0, INT64_MAX, &n) != 0)
-                return cli_usage_error("stress", "--seed: \"%s\" is not a number >= 0", optarg);
-            r->seed = (uint64_t)n;
-            break;
-        case O_DURATION:
-            if (parse_duration(optarg, &r->duration_s) != 0)
-                return cli_usage_error(
-                    "stress", "--duration: \"%s\" is not a duration (90, 90s, 15m, 2h)", optarg);
-            break;
-        case O_KV_BITS:
-        case O_PREFILL:
-        case O_CONC: {
-            /* Lists all three; outside a sweep --concurrency takes one value
-             * (stress_opts_check). */
-            char err[256];
-            int rc = c == O_KV_BITS   ? stress_parse_list("--kv-bits", optarg, r->kv_bits,
-                                                          &r->n_kv_bits, err, sizeof err)
-                     : c == O_PREFILL ? stress_parse_list("--prefill-step", optarg, r->prefill_step,
-                                                          &r->n_prefill_step, err, sizeof err)
-                                      : stress_parse_list("--concurrency", optarg, r->concurrency,
-                                                          &r->n_concurrency, err, sizeof err);
-            if (rc != 0)
-                return cli_usage_error("stress", "%s", err);
-            break;
-        }
-        case O_LEG:
-            if (parse_mode(optarg, &r->leg_mode) != 0 ||
-                (r->leg_mode != STORE_MODE_GROWTH && r->leg_mode != STORE_MODE_FIXED))
-                return cli_usage_error("stress", "--leg: \"%s\" is not growth or fixed", optarg);
-            break;
-        default:
-            return cli_usage_error("stress", "unknown or incomplete option %s", argv[optind - 1]);
-        }
-    }
-    return -1;
-}
-
-/* The options the mode takes; one given for another mode is a mistake
- * worth saying (a --requests on a growth run does nothing). */
-static int check_applicable(const sopts *o)
-{
-    const stress_opts *r = &o->run;
-    unsigned ok = r->mode == STORE_MODE_GROWTH  ? GROWTH_OPTS
-                  : r->mode == STORE_MODE_FIXED ? FIXED_OPTS
-                  : r->mode == STORE_MODE_SOAK
-                      ? SOAK_OPTS
-                      : SWEEP_OPTS | (r->leg_mode == STORE_MODE_GROWTH ? GROWTH_OPTS : FIXED_OPTS);
-    unsigned extra = o->seen & ~ok;
-    if (extra) {
-        for (int i = 0; i < N_MODE_OPTS; i++)
-            if (extra & (1u << i))
-                return cli_usage_error("stress", "%s does not apply to this mode", opt_names[i]);
-    }
-    int growth = r->mode == STORE_MODE_GROWTH ||
-                 (r->mode == STORE_MODE_SWEEP && r->leg_mode == STORE_MODE_GROWTH);
-    if (growth && !(o->seen & O_TO))
-        return cli_usage_error("stress", "growth needs --to (the target context)%s", "");
-    if ((o->seen & O_FACTOR) && (o->seen & O_STEP))
+    int rc = cli_parse(OPT_V_STRESS, argc, argv, &v);
+    if (rc >= 0)
+        return rc;
+    *o = (sopts){.config = opt_str(&v, OPT_CONFIG),
+                 .control = opt_str(&v, OPT_STRESS_CONTROL),
+                 .telemetry = opt_str(&v, OPT_STRESS_TELEMETRY),
+                 .db = opt_str(&v, OPT_DB),
+                 .json = opt_given(&v, OPT_JSON)};
+    stress_opts_init(r);
+    r->mode = mode_named(opt_mode_word(OPT_V_STRESS, v.verb));
+    if (of_mode(&v, OPT_LEG))
+        r->leg_mode = mode_named(opt_str(&v, OPT_LEG));
+    take_shape(&v, r);
+    r->timeout_s = opt_num(&v, OPT_STRESS_TIMEOUT);
+    r->stop_on_failure = opt_given(&v, OPT_STOP_ON_FAILURE);
+    /* The rows' lengths are the buffers' (opt_table.c). */
+    snprintf(r->name, sizeof r->name, "%s", opt_given(&v, OPT_RUN_NAME) ? v.v[OPT_RUN_NAME].s : "");
+    snprintf(r->notes, sizeof r->notes, "%s",
+             opt_given(&v, OPT_RUN_NOTES) ? v.v[OPT_RUN_NOTES].s : "");
+    if (opt_given(&v, OPT_FACTOR) && opt_given(&v, OPT_STEP))
         return cli_usage_error("stress", "--factor and --step exclude each other%s", "");
-    return -1;
+    if (r->mode == STORE_MODE_SWEEP &&
+        (rc = check_leg(&v, r->leg_mode == STORE_MODE_GROWTH ? OPT_V_STRESS_GROWTH
+                                                             : OPT_V_STRESS_FIXED)) >= 0)
+        return rc;
+    if ((rc = take_list(&v, OPT_KV_BITS, r->kv_bits, &r->n_kv_bits)) >= 0 ||
+        (rc = take_list(&v, OPT_PREFILL_STEP, r->prefill_step, &r->n_prefill_step)) >= 0)
+        return rc;
+    return take_list(&v, OPT_CONCURRENCY, r->concurrency, &r->n_concurrency);
 }
 
 /* Splits "a,b" into n endpoints of the target. */
@@ -615,20 +412,8 @@ static int report(store *db, const stress_result *res, int json)
 int cli_stress(int argc, char **argv)
 {
     sopts o;
-    memset(&o, 0, sizeof o);
-    stress_opts_init(&o.run);
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        cli_stress_usage(stdout);
-        return CLI_OK;
-    }
-    if (argc < 2 || parse_mode(argv[1], &o.run.mode) != 0)
-        return cli_usage_error("stress", "expected a mode: growth, fixed, soak or sweep%s", "");
-    int rc = parse_options(argc - 1, argv + 1, &o);
+    int rc = parse_options(argc, argv, &o);
     if (rc >= 0)
-        return rc;
-    if (optind < argc - 1)
-        return cli_usage_error("stress", "unexpected argument \"%s\"", argv[optind + 1]);
-    if ((rc = check_applicable(&o)) >= 0)
         return rc;
     char err[1024];
     if (stress_opts_check(&o.run, err, sizeof err) != 0)

@@ -32,17 +32,11 @@ double app_now(void)
     return clock_ms() / 1000.0;
 }
 
-int app_ui_option(const char *arg, struct ui_options *o)
+void app_ui_options(const opt_vals *v, struct ui_options *o)
 {
-    if (strcmp(arg, "--no-color") == 0)
-        o->no_color = 1;
-    else if (strcmp(arg, "--ascii") == 0)
-        o->ascii = 1;
-    else if (strcmp(arg, "--readonly") == 0)
-        o->readonly = 1;
-    else
-        return 0;
-    return 1;
+    o->no_color = opt_given(v, OPT_NO_COLOR);
+    o->ascii = opt_given(v, OPT_ASCII);
+    o->readonly = opt_given(v, OPT_READONLY);
 }
 
 /* ---- signals -------------------------------------------------------------- */
@@ -346,49 +340,13 @@ int app_connect(const struct cluster *c, double now, state **st, links **l, char
 
 /* ---- infertop without a verb ---------------------------------------------- */
 
-static void app_usage(FILE *out)
-{
-    fputs("usage: infertop [-c FILE] [--db PATH] [--no-color] [--ascii] [--readonly]\n"
-          "\n"
-          "Opens the dashboard on the cluster described by FILE, else ./infertop.conf,\n"
-          "else $XDG_CONFIG_HOME/infertop/cluster.conf (see contrib/cluster.example.conf).\n"
-          "\n"
-          "  -c, --config FILE  the cluster file\n"
-          "  --db PATH          the run history of the Stress and History views\n"
-          "                     (default $XDG_DATA_HOME/infertop/history.db)\n"
-          "  --no-color         no colours (also when NO_COLOR is set)\n"
-          "  --ascii            ASCII only, no UTF-8 line drawing or blocks\n"
-          "  --readonly         refuse config changes and node actions\n"
-          "\n"
-          "`infertop demo` starts a local ring and opens the dashboard on it.\n",
-          out);
-}
-
-int app_main(int argc, char **argv)
+int app_main(const opt_vals *v)
 {
     struct ui_options uo = {.mouse = 1};
-    const char *given = NULL, *db = NULL;
+    const char *given = opt_str(v, OPT_CONFIG), *db = opt_str(v, OPT_DB);
     char path[CLUSTER_PATH_MAX], err[1024];
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            app_usage(stdout);
-            return CLI_OK;
-        }
-        if (app_ui_option(argv[i], &uo))
-            continue;
-        int is_db = strcmp(argv[i], "--db") == 0;
-        if (is_db || strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
-            if (i + 1 == argc) {
-                fprintf(stderr, "infertop: %s needs a file (see infertop --help)\n", argv[i]);
-                return CLI_USAGE;
-            }
-            *(is_db ? &db : &given) = argv[++i];
-            continue;
-        }
-        fprintf(stderr, "infertop: unknown option \"%s\" (see infertop --help)\n", argv[i]);
-        return CLI_USAGE;
-    }
+    app_ui_options(v, &uo);
     struct cluster *c = NULL;
     if (cluster_locate(given, path, sizeof path, err, sizeof err) != 0 ||
         cluster_load(path, &c, err, sizeof err) != 0) {

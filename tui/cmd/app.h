@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 
+#include "engine/proto/opt.h"
 #include "tui/core/hooks.h"
 #include "tui/core/links.h"
 #include "tui/core/state.h"
@@ -29,9 +30,9 @@
  * and ui. */
 double app_now(void);
 
-/* Takes one of the display options every dashboard verb accepts
- * (--no-color, --ascii, --readonly). Returns 1 when arg was one. */
-int app_ui_option(const char *arg, struct ui_options *o);
+/* The display options every dashboard verb takes (--no-color, --ascii,
+ * --readonly) out of its parsed command line. */
+void app_ui_options(const opt_vals *v, struct ui_options *o);
 
 /* Opens the run history of the Stress and History views (db: --db, or
  * NULL for the default path) with the cluster's nodes as the stress
@@ -53,8 +54,9 @@ int app_connect(const struct cluster *c, double now, state **st, links **l, char
 int app_run(const struct ui_options *uo, state *st, links *l, const struct app_hooks *hooks,
             char *err, size_t errlen);
 
-/* `infertop [-c FILE] [--no-color] [--ascii] [--readonly]`: the dashboard
- * on the cluster file. Returns an exit code (cli.h). */
-int app_main(int argc, char **argv);
+/* `infertop [-c FILE] [--db PATH] [--no-color] [--ascii] [--readonly]`,
+ * parsed (OPT_V_CONSOLE): the dashboard on the cluster file. Returns an
+ * exit code (cli.h). */
+int app_main(const opt_vals *v);
 
 #endif

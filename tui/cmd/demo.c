@@ -93,32 +93,6 @@ static int max_stages(void)
     return mc.n_layers < DEMO_STAGES_MAX ? mc.n_layers : DEMO_STAGES_MAX;
 }
 
-static void demo_usage(FILE *out)
-{
-    int most = max_stages();
-    fprintf(out,
-            "usage: infertop demo [--stages N] [--write-config PATH] [--db PATH] [--no-color]\n"
-            "                     [--ascii] [--readonly]\n"
-            "\n"
-            "Starts a ring of N `inferd serve` stages (default %d, at most %d) on loopback\n"
-            "with the embedded model, sends it a light continuous load, and opens the\n"
-            "dashboard on it. Every stage is stopped when the dashboard exits (q, Ctrl-C,\n"
-            "SIGTERM), and with the console if it dies.\n"
-            "\n"
-            "The demo's ring is described by a cluster file, written to\n"
-            "$XDG_RUNTIME_DIR/infertop-demo-PID.conf (/tmp without XDG_RUNTIME_DIR) or to\n"
-            "PATH, and removed at exit. Scripts use it while the demo runs:\n"
-            "    infertop status -c PATH --json\n"
-            "    infertop set -c PATH all kv_bits=4\n"
-            "It names each stage's pidfile (`pidfile =`).\n"
-            "\n"
-            "  --stages N           stages of the ring, 1..%d\n"
-            "  --write-config PATH  where to write the cluster file\n"
-            "  --db PATH            the run history of the Stress and History views\n"
-            "  --no-color, --ascii, --readonly   as for `infertop` (see infertop --help)\n",
-            DEMO_STAGES, most, most);
-}
-
 /* Ports free on 127.0.0.1 now: each socket stays bound until all are
  * picked, so that the kernel hands out distinct ones. */
 static int free_ports(int n, int *ports, char *err, size_t errlen)
@@ -458,45 +432,25 @@ static double demo_tick(void *ctx, double now, int *changed)
 
 /* ---- the verb ---------------------------------------------------------------- */
 
+/* Returns -1 to go on, else the exit code (--help, a bad option). */
 static int parse_args(int argc, char **argv, struct demo *d, struct ui_options *uo)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (app_ui_option(a, uo))
-            continue;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            demo_usage(stdout);
-            return 1;
-        }
-        if (i + 1 >= argc || (strcmp(a, "--stages") != 0 && strcmp(a, "--write-config") != 0 &&
-                              strcmp(a, "--db") != 0)) {
-            fprintf(stderr, "infertop demo: %s \"%s\" (see infertop demo --help)\n",
-                    i + 1 >= argc && a[0] == '-' && a[1] == '-' ? "missing value or unknown option"
-                                                                : "unknown option",
-                    a);
-            return -1;
-        }
-        const char *v = argv[++i];
-        if (strcmp(a, "--write-config") == 0) {
-            snprintf(d->config, sizeof d->config, "%s", v);
-            continue;
-        }
-        if (strcmp(a, "--db") == 0) {
-            d->db = v;
-            continue;
-        }
-        char *end;
-        long n = strtol(v, &end, 10);
-        if (end == v || *end || n < 1 || n > max_stages()) {
-            fprintf(stderr,
-                    "infertop demo: --stages \"%s\": expected an integer in 1..%d (a layer of "
-                    "the embedded model each at least)\n",
-                    v, max_stages());
-            return -1;
-        }
-        d->n = (int)n;
+    opt_vals v;
+    int rc = cli_parse(OPT_V_DEMO, argc, argv, &v);
+    if (rc >= 0)
+        return rc;
+    app_ui_options(&v, uo);
+    d->db = opt_str(&v, OPT_DB);
+    if (opt_given(&v, OPT_WRITE_CONFIG))
+        snprintf(d->config, sizeof d->config, "%s", opt_str(&v, OPT_WRITE_CONFIG));
+    d->n = (int)opt_int(&v, OPT_STAGES);
+    if (d->n > max_stages()) {
+        char why[96];
+        snprintf(why, sizeof why, "--stages %d: the embedded model has room for %d", d->n,
+                 max_stages());
+        return cli_usage_error("demo", "%s", why);
     }
-    return 0;
+    return -1;
 }
 
 /* Everything after the stages are planned: the file, the links, the
@@ -535,10 +489,9 @@ static int demo_verb(struct demo *d, int argc, char **argv)
     model_config mc;
     int ports[3 * DEMO_STAGES_MAX];
 
-    d->n = DEMO_STAGES;
     int p = parse_args(argc, argv, d, &uo);
-    if (p != 0)
-        return p > 0 ? CLI_OK : CLI_USAGE;
+    if (p >= 0)
+        return p;
     if (model_probe("embedded", &mc, err, sizeof err) != 0) {
         fprintf(stderr, "infertop demo: %s\n", err);
         return CLI_ERROR;

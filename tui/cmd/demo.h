@@ -5,9 +5,9 @@
 #ifndef DEMO_H
 #define DEMO_H
 
-/* Stages of the demo ring by default, and at most (fewer when the embedded
- * model has fewer layers: a stage holds one at least). */
-#define DEMO_STAGES 2
+/* Stages of the demo ring at most (fewer when the embedded model has fewer
+ * layers: a stage holds one at least); --stages' range (engine/proto/
+ * opt_table.c, OPT_STAGES), whose default is the ring's by default. */
 #define DEMO_STAGES_MAX 8
 
 /* argv[0] is "demo". Returns an exit code (cli.h). */
