@@ -9,6 +9,7 @@
 
 #include "engine/proto/jsonr.h"
 #include "engine/proto/jsonw.h"
+#include "engine/proto/opt.h"
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -74,6 +75,8 @@ typedef struct parsing {
     oai_req *out;
     int has_model, has_max, has_max_completion, has_stream_options;
     const json_t *prompt, *messages;
+    opt_id row;      /* the field's row, when it has one ... */
+    opt_value value; /* ... and its value, checked by it */
 } parsing;
 
 /* Reads one field; v is never JSON null (null means absent). */
@@ -95,32 +98,6 @@ static size_t json_len(const json_t *v)
 static int bad_type(oai_error *e, const char *key, const char *expected, const json_t *v)
 {
     return oai_fail(e, 400, "bad_type", key, "'%s' must be %s, got %s", key, expected, jr_type(v));
-}
-
-static int number_in(const char *key, const json_t *v, double lo, int lo_open, double hi,
-                     double *out, oai_error *e)
-{
-    if (!json_is_number(v))
-        return bad_type(e, key, "a number", v);
-    double d = json_number_value(v);
-    if (!(lo_open ? d > lo : d >= lo) || !(d <= hi))
-        return oai_fail(e, 400, "bad_value", key, "'%s' must be %s %g and at most %g, got %g", key,
-                        lo_open ? "above" : "at least", lo, hi, d);
-    *out = d;
-    return 0;
-}
-
-static int integer_in(const char *key, const json_t *v, long long lo, long long hi, long long *out,
-                      oai_error *e)
-{
-    if (!json_is_integer(v))
-        return bad_type(e, key, "an integer", v);
-    long long x = json_integer_value(v);
-    if (x < lo || x > hi)
-        return oai_fail(e, 400, "bad_value", key, "'%s' must be in %lld..%lld, got %lld", key, lo,
-                        hi, x);
-    *out = x;
-    return 0;
 }
 
 static int take_model(parsing *p, const char *key, const json_t *v, oai_error *e)
@@ -154,9 +131,8 @@ static int take_messages(parsing *p, const char *key, const json_t *v, oai_error
 
 static int take_stream(parsing *p, const char *key, const json_t *v, oai_error *e)
 {
-    if (!json_is_boolean(v))
-        return bad_type(e, key, "a boolean", v);
-    p->out->stream = json_is_true(v);
+    (void)key, (void)v, (void)e;
+    p->out->stream = (int)p->value.i;
     return 0;
 }
 
@@ -181,9 +157,7 @@ static int take_stream_options(parsing *p, const char *key, const json_t *v, oai
 
 static int take_max_tokens(parsing *p, const char *key, const json_t *v, oai_error *e)
 {
-    long long x = 0;
-    if (integer_in(key, v, 1, PROTO_MAX_TOKENS_MAX, &x, e))
-        return -1;
+    (void)v;
     if (strcmp(key, "max_tokens") == 0)
         p->has_max = 1;
     else
@@ -191,32 +165,19 @@ static int take_max_tokens(parsing *p, const char *key, const json_t *v, oai_err
     if (p->has_max && p->has_max_completion)
         return oai_fail(e, 400, "conflict", key,
                         "give one of 'max_tokens' and 'max_completion_tokens'");
-    p->out->max_tokens = (int)x;
+    p->out->max_tokens = (int)p->value.i;
     return 0;
 }
 
-static int take_temperature(parsing *p, const char *key, const json_t *v, oai_error *e)
+/* A sampling parameter, passed on to the generate request as it is named
+ * there. v is NULL for the row's default. */
+static int take_sampling(parsing *p, const char *key, const json_t *v, oai_error *e)
 {
-    double d = 0;
-    if (number_in(key, v, 0, 0, OAI_TEMPERATURE_MAX, &d, e))
-        return -1;
-    return set(p, "temperature", json_real(d), e);
-}
-
-static int take_top_p(parsing *p, const char *key, const json_t *v, oai_error *e)
-{
-    double d = 0;
-    if (number_in(key, v, 0, 1, 1, &d, e))
-        return -1;
-    return set(p, "top_p", json_real(d), e);
-}
-
-static int take_seed(parsing *p, const char *key, const json_t *v, oai_error *e)
-{
-    long long x = 0;
-    if (integer_in(key, v, 0, INT64_MAX, &x, e))
-        return -1;
-    return set(p, "seed", json_integer(x), e);
+    (void)v;
+    return set(p, key,
+               opt_defs[p->row].type == OPT_T_NUM ? json_real(p->value.d)
+                                                  : json_integer((json_int_t)p->value.i),
+               e);
 }
 
 static int add_stop(parsing *p, const char *key, const json_t *v, oai_error *e)
@@ -256,18 +217,6 @@ static int unsupported(oai_error *e, const char *key)
                     "'%s' is not supported by this server other than at its default", key);
 }
 
-static int take_one(parsing *p, const char *key, const json_t *v, oai_error *e)
-{
-    (void)p;
-    return json_is_integer(v) && json_integer_value(v) == 1 ? 0 : unsupported(e, key);
-}
-
-static int take_zero(parsing *p, const char *key, const json_t *v, oai_error *e)
-{
-    (void)p;
-    return json_is_number(v) && json_number_value(v) == 0 ? 0 : unsupported(e, key);
-}
-
 static int take_off(parsing *p, const char *key, const json_t *v, oai_error *e)
 {
     (void)p;
@@ -299,51 +248,76 @@ static int take_ignored(parsing *p, const char *key, const json_t *v, oai_error 
 #define COMPLETION (1u << OAI_COMPLETION)
 #define CHAT (1u << OAI_CHAT)
 
-static const struct {
+/* A field with a row of the settings table (opt_table.c: OpenAI's ranges)
+ * is checked by it before its take reads p->value. A row without a take
+ * is a feature this server lacks, whose row allows only its default. */
+#define NO_ROW OPT_COUNT
+
+typedef struct field {
     const char *key;
     unsigned kinds;
     take_fn take;
-} fields[] = {
-    {"model", BOTH, take_model},
-    {"prompt", COMPLETION, take_prompt},
-    {"messages", CHAT, take_messages},
-    {"stream", BOTH, take_stream},
-    {"stream_options", BOTH, take_stream_options},
-    {"max_tokens", BOTH, take_max_tokens},
-    {"max_completion_tokens", CHAT, take_max_tokens},
-    {"temperature", BOTH, take_temperature},
-    {"top_p", BOTH, take_top_p},
-    {"seed", BOTH, take_seed},
-    {"stop", BOTH, take_stop},
-    {"n", BOTH, take_one},
-    {"best_of", COMPLETION, take_one},
-    {"frequency_penalty", BOTH, take_zero},
-    {"presence_penalty", BOTH, take_zero},
-    {"echo", COMPLETION, take_off},
-    {"suffix", COMPLETION, take_off},
-    {"logprobs", BOTH, take_off},
-    {"top_logprobs", CHAT, take_off},
-    {"logit_bias", BOTH, take_off},
-    {"tools", CHAT, take_off},
-    {"tool_choice", CHAT, take_off},
-    {"functions", CHAT, take_off},
-    {"function_call", CHAT, take_off},
-    {"response_format", CHAT, take_format},
-    {"parallel_tool_calls", CHAT, take_ignored},
-    {"user", BOTH, take_ignored},
-    {"metadata", BOTH, take_ignored},
-    {"store", BOTH, take_ignored},
-    {"service_tier", BOTH, take_ignored},
+    opt_id row;
+} field;
+
+static const field fields[] = {
+    {"model", BOTH, take_model, NO_ROW},
+    {"prompt", COMPLETION, take_prompt, NO_ROW},
+    {"messages", CHAT, take_messages, NO_ROW},
+    {"stream", BOTH, take_stream, OPT_OAI_STREAM},
+    {"stream_options", BOTH, take_stream_options, NO_ROW},
+    {"max_tokens", BOTH, take_max_tokens, OPT_OAI_MAX_TOKENS},
+    {"max_completion_tokens", CHAT, take_max_tokens, OPT_OAI_MAX_TOKENS},
+    {"temperature", BOTH, take_sampling, OPT_OAI_TEMPERATURE},
+    {"top_p", BOTH, take_sampling, OPT_OAI_TOP_P},
+    {"seed", BOTH, take_sampling, OPT_REQ_SEED},
+    {"stop", BOTH, take_stop, NO_ROW},
+    {"n", BOTH, NULL, OPT_OAI_N},
+    {"best_of", COMPLETION, NULL, OPT_OAI_BEST_OF},
+    {"frequency_penalty", BOTH, NULL, OPT_OAI_FREQUENCY_PENALTY},
+    {"presence_penalty", BOTH, NULL, OPT_OAI_PRESENCE_PENALTY},
+    {"echo", COMPLETION, take_off, NO_ROW},
+    {"suffix", COMPLETION, take_off, NO_ROW},
+    {"logprobs", BOTH, take_off, NO_ROW},
+    {"top_logprobs", CHAT, take_off, NO_ROW},
+    {"logit_bias", BOTH, take_off, NO_ROW},
+    {"tools", CHAT, take_off, NO_ROW},
+    {"tool_choice", CHAT, take_off, NO_ROW},
+    {"functions", CHAT, take_off, NO_ROW},
+    {"function_call", CHAT, take_off, NO_ROW},
+    {"response_format", CHAT, take_format, NO_ROW},
+    {"parallel_tool_calls", CHAT, take_ignored, NO_ROW},
+    {"user", BOTH, take_ignored, NO_ROW},
+    {"metadata", BOTH, take_ignored, NO_ROW},
+    {"store", BOTH, take_ignored, NO_ROW},
+    {"service_tier", BOTH, take_ignored, NO_ROW},
 };
+
+/* Checks v by f's row into p->value. */
+static int check_row(parsing *p, const field *f, const json_t *v, oai_error *e)
+{
+    char why[PROTO_MESSAGE_MAX - 64];
+    p->row = f->row;
+    opt_json_rc rc = opt_read_json(f->row, v, &p->value, why, sizeof why);
+    if (rc == OPT_JSON_OK)
+        return 0;
+    if (!f->take)
+        return unsupported(e, f->key);
+    return oai_fail(e, 400, rc == OPT_JSON_BAD_TYPE ? "bad_type" : "bad_value", f->key, "'%s': %s",
+                    f->key, why);
+}
 
 static int take_field(parsing *p, const char *key, const json_t *v, oai_error *e)
 {
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
-        if (strcmp(key, fields[i].key) != 0 || !(fields[i].kinds & (1u << p->kind)))
+        const field *f = &fields[i];
+        if (strcmp(key, f->key) != 0 || !(f->kinds & (1u << p->kind)))
             continue;
         if (json_is_null(v))
             return 0;
-        return fields[i].take(p, key, v, e) ? -1 : 0;
+        if (f->row != NO_ROW && check_row(p, f, v, e))
+            return -1;
+        return f->take && f->take(p, key, v, e) ? -1 : 0;
     }
     return oai_fail(e, 400, "unknown_field", "", "Unrecognized request argument supplied: %.64s",
                     key);
@@ -365,12 +339,15 @@ static int completion_prompt(parsing *p, oai_error *e)
     const json_t *x;
     json_array_foreach(v, i, x)
     {
-        long long id = 0;
         if (json_is_string(x) || json_is_array(x))
             return oai_fail(e, 400, "unsupported", "prompt",
                             "one prompt per request: 'prompt' holds %zu", json_array_size(v));
-        if (integer_in("prompt", x, 0, PROTO_TOKEN_ID_MAX, &id, e))
-            return -1;
+        if (!json_is_integer(x))
+            return bad_type(e, "prompt", "an array of token ids", x);
+        if (json_integer_value(x) < 0 || json_integer_value(x) > PROTO_TOKEN_ID_MAX)
+            return oai_fail(e, 400, "bad_value", "prompt",
+                            "'prompt': token id %lld is not in 0..%d",
+                            (long long)json_integer_value(x), PROTO_TOKEN_ID_MAX);
     }
     return set(p, "tokens", json_deep_copy(v), e);
 }
@@ -489,6 +466,24 @@ out:
     return rc;
 }
 
+/* OpenAI's defaults of the sampling parameters, which are not the node's:
+ * their rows'. */
+static int sampling_defaults(parsing *p, oai_error *e)
+{
+    char err[256];
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        const char *def = fields[i].row == NO_ROW ? NULL : opt_defs[fields[i].row].def;
+        if (fields[i].take != take_sampling || !def)
+            continue;
+        p->row = fields[i].row;
+        if (opt_check_text(p->row, def, &p->value, err, sizeof err) != 0)
+            return oai_fail(e, 500, "internal", fields[i].key, "default: %s", err);
+        if (take_sampling(p, fields[i].key, NULL, e))
+            return -1;
+    }
+    return 0;
+}
+
 static int parse_fields(parsing *p, const json_t *root, oai_error *e)
 {
     const char *key;
@@ -525,10 +520,11 @@ int oai_parse(oai_kind kind, const char *body, size_t len, const oai_model *mode
     if (!root)
         return oai_fail(e, 400, "bad_json", "", "the body is not valid JSON: %s (at byte %d)",
                         jerr.text, jerr.position);
-    /* OpenAI's defaults, which are not the node's. */
-    out->generate = json_pack("{s:f,s:f,s:s}", "temperature", 1.0, "top_p", 1.0, "source", "http");
+    out->generate = json_pack("{s:s}", "source", "http");
     parsing p = {.kind = kind, .model = model, .out = out};
     int rc = out->generate ? 0 : oai_fail(e, 500, "internal", "", "out of memory");
+    if (!rc)
+        rc = sampling_defaults(&p, e);
     if (!rc && !json_is_object(root))
         rc = oai_fail(e, 400, "not_object", "", "the body must be a JSON object, got %s",
                       jr_type(root));

@@ -27,7 +27,6 @@ typedef enum oai_kind { OAI_COMPLETION, OAI_CHAT } oai_kind;
 /* max_tokens when a request gives none: OpenAI's for completions; the
  * node's default for chat (OpenAI's is the rest of the context). */
 #define OAI_COMPLETION_MAX_TOKENS 16
-#define OAI_TEMPERATURE_MAX 2.0
 
 typedef struct oai_error {
     int status;                  /* HTTP status */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/proto/curve.h"
+#include "engine/proto/opt.h"
 #include "engine/proto/protocol.h"
 #include "engine/sys/kvbits.h"
 
@@ -37,10 +38,8 @@ typedef enum fld_type {
     F_KIND,        /* a frame kind's name */
     F_INT,         /* an integer in [lo, hi] */
     F_NUM,         /* a number in [lo, hi] */
-    F_PROB,        /* a number in (0, 1] */
     F_BOOL,
-    F_PREFILL,   /* 1..PROTO_PREFILL_STEP_MAX or "auto" */
-    F_KV_BITS,   /* kv_bits_valid (engine/sys/kvbits.h) */
+    F_ROW,       /* a setting, checked by its row of the settings table (lo) */
     F_IDS,       /* an array of at most hi F_IDs */
     F_OPS,       /* an array of at most hi ring operations (integers >= 1) */
     F_STAGES,    /* an array of at most PROTO_RING_MAX entries of `entry` */
@@ -52,13 +51,17 @@ struct fld {
     const char *key;
     fld_type type;
     int required;
-    double lo, hi;
+    double lo, hi;    /* F_ROW: lo is the row's opt_id */
     const fld *entry; /* F_STAGES: the fields of an entry */
 };
 
 #define REQ 1
 #define OPT 0
 #define I64 1e19 /* past the int64 range of JSON integers: any of them */
+#define ROW(key, required, id)                                                                     \
+    {                                                                                              \
+        key, F_ROW, required, id, 0, NULL                                                          \
+    }
 #define END                                                                                        \
     {                                                                                              \
         NULL, 0, 0, 0, 0, NULL                                                                     \
@@ -97,8 +100,8 @@ static const fld set_entry[] = {
     {"first", F_INT, REQ, 0, RING_LAYERS_MAX - 1, NULL},
     {"last", F_INT, REQ, 1, RING_LAYERS_MAX, NULL},
     {"ok", F_BOOL, REQ, 0, 0, NULL},
-    {"prefill_step", F_PREFILL, OPT, 0, 0, NULL},
-    {"kv_bits", F_KV_BITS, OPT, 0, 0, NULL},
+    ROW("prefill_step", OPT, OPT_PREFILL_STEP),
+    ROW("kv_bits", OPT, OPT_KV_BITS),
     {"kv", F_CONVERSION, OPT, 0, 0, NULL},
     {"code", F_CODE, OPT, 0, 0, NULL},
     {"message", F_TEXT, OPT, 0, PROTO_MESSAGE_MAX - 1, NULL},
@@ -106,7 +109,7 @@ static const fld set_entry[] = {
 };
 
 static const fld conversion[] = {
-    {"from_bits", F_KV_BITS, REQ, 0, 0, NULL}, {"to_bits", F_KV_BITS, REQ, 0, 0, NULL},
+    ROW("from_bits", REQ, OPT_KV_BITS),        ROW("to_bits", REQ, OPT_KV_BITS),
     {"ms", F_NUM, REQ, 0, 1e12, NULL},         {"bytes_before", F_INT, REQ, 0, I64, NULL},
     {"bytes_after", F_INT, REQ, 0, I64, NULL}, END,
 };
@@ -139,8 +142,8 @@ static const fld start_msg[] = {
     {"session", F_SESSION, REQ, 0, 0, NULL},
     {"pos", F_INT, REQ, 0, RING_CTX_MAX, NULL},
     {"ctx", F_INT, REQ, 1, RING_CTX_MAX, NULL},
-    {"temperature", F_NUM, REQ, 0, PROTO_TEMPERATURE_MAX, NULL},
-    {"top_p", F_PROB, REQ, 0, 0, NULL},
+    ROW("temperature", REQ, OPT_REQ_TEMPERATURE),
+    ROW("top_p", REQ, OPT_REQ_TOP_P),
     {"seed", F_INT, REQ, -I64, I64, NULL},
     {"stages", F_STAGES, REQ, 0, 0, member_entry},
     END,
@@ -154,8 +157,8 @@ static const fld end_msg[] = {
 
 static const fld set_msg[] = {
     HEAD_FIELDS,
-    {"prefill_step", F_PREFILL, OPT, 0, 0, NULL},
-    {"kv_bits", F_KV_BITS, OPT, 0, 0, NULL},
+    ROW("prefill_step", OPT, OPT_PREFILL_STEP),
+    ROW("kv_bits", OPT, OPT_KV_BITS),
     {"stages", F_STAGES, REQ, 0, 0, set_entry},
     END,
 };
@@ -359,15 +362,12 @@ static int check_string(const json_t *v, const fld *f, const char *path, char *e
 static int check_number(const json_t *v, const fld *f, const char *path, char *err, size_t errlen)
 {
     char expected[64], got[32];
-    if (f->type == F_PROB)
-        snprintf(expected, sizeof expected, "a number in (0, 1]");
-    else
-        snprintf(expected, sizeof expected, "%s in %.0f..%.0f",
-                 f->type == F_INT ? "an integer" : "a number", f->lo, f->hi);
+    snprintf(expected, sizeof expected, "%s in %.0f..%.0f",
+             f->type == F_INT ? "an integer" : "a number", f->lo, f->hi);
     if (f->type == F_INT ? !json_is_integer(v) : !json_is_number(v))
         return bad(err, errlen, path, expected, type_name(v));
     double x = json_number_value(v);
-    int ok = f->type == F_PROB ? x > 0.0 && x <= 1.0 : x >= f->lo && x <= f->hi;
+    int ok = x >= f->lo && x <= f->hi;
     if (f->type == F_INT)
         snprintf(got, sizeof got, "%lld", (long long)json_integer_value(v));
     else
@@ -383,24 +383,16 @@ static int check_value(const json_t *v, const fld *f, const char *path, char *er
     switch (f->type) {
     case F_INT:
     case F_NUM:
-    case F_PROB:
         return check_number(v, f, path, err, errlen);
     case F_BOOL:
         return json_is_boolean(v) ? 0 : bad(err, errlen, path, "a boolean", type_name(v));
-    case F_PREFILL:
-        if (json_is_string(v) && strcmp(json_string_value(v), "auto") == 0)
+    case F_ROW: {
+        opt_value value;
+        char why[160];
+        if (opt_check_json((opt_id)f->lo, v, &value, why, sizeof why) == 0)
             return 0;
-        if (json_is_integer(v) && json_integer_value(v) >= 1 &&
-            json_integer_value(v) <= PROTO_PREFILL_STEP_MAX)
-            return 0;
-        return bad(err, errlen, path, "1..65536 or \"auto\"", type_name(v));
-    case F_KV_BITS: {
-        char choices[KV_BITS_CHOICES_MAX];
-        if (json_is_integer(v) && kv_bits_valid(json_integer_value(v)))
-            return 0;
-        snprintf(sub, sizeof sub, "one of %s",
-                 kv_bits_choices(choices, sizeof choices, ", ", ", "));
-        return bad(err, errlen, path, sub, type_name(v));
+        snprintf(err, errlen, "field '%.100s': %.120s", path, why);
+        return -1;
     }
     case F_IDS:
         snprintf(sub, sizeof sub, "an array of %.0f..%.0f session names", f->lo, f->hi);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonr.h"
+
 /* ---- what a value must be ------------------------------------------- */
 
 /* "a, b or c" from "a|b|c". */
@@ -38,13 +40,24 @@ static void size_words(unsigned long long v, char *buf, size_t len)
     snprintf(buf, len, "%llu%s", v, units[u]);
 }
 
-/* One value's kind, without the list wording. */
-static void expected_one(const opt_def *d, char *buf, size_t len)
+/* The bounds of a NUM row: "0..1", or "above 0 and at most 1". */
+static void num_range(const opt_def *d, char *buf, size_t len)
+{
+    if (d->dlo_open)
+        snprintf(buf, len, "above %.15g and at most %.15g", d->dlo, d->dhi);
+    else
+        snprintf(buf, len, "in %.15g..%.15g", d->dlo, d->dhi);
+}
+
+/* One value's kind, without the list wording; json: as a JSON value,
+ * which takes no suffixes and quotes its words. */
+static void expected_one(const opt_def *d, int json, char *buf, size_t len)
 {
     char words[160];
+    const char *q = json ? "\"" : "";
     switch (d->type) {
     case OPT_T_SWITCH:
-        snprintf(buf, len, "no value");
+        snprintf(buf, len, json ? "true or false" : "no value");
         return;
     case OPT_T_TEXT:
     case OPT_T_PATH:
@@ -52,24 +65,32 @@ static void expected_one(const opt_def *d, char *buf, size_t len)
         if (d->hi == 0)
             snprintf(buf, len, d->lo > 0 ? "a value that is not empty" : "any text");
         else if (d->lo > 0)
-            snprintf(buf, len, "%llu..%llu bytes", d->lo, d->hi);
+            snprintf(buf, len, "%s%llu..%llu bytes%s", json ? "a string of " : "", d->lo, d->hi,
+                     d->no_ctl ? " without control characters" : "");
         else
-            snprintf(buf, len, "at most %llu bytes", d->hi);
+            snprintf(buf, len, "%sat most %llu bytes%s", json ? "a string of " : "", d->hi,
+                     d->no_ctl ? " without control characters" : "");
         return;
     case OPT_T_INT:
         if (d->choices) {
             choice_words(d->choices, words, sizeof words);
-            snprintf(buf, len, "%s%s%s", words, d->word ? " or " : "", d->word ? d->word : "");
+            snprintf(buf, len, "%s", words);
+        } else if (json) {
+            snprintf(buf, len, "an integer in %llu..%llu", d->lo, d->hi);
         } else {
             char lo[24], hi[24];
             size_words(d->lo, lo, sizeof lo);
             size_words(d->hi, hi, sizeof hi);
-            snprintf(buf, len, "an integer in %s..%s (K/M/G/T suffixes allowed)%s%s", lo, hi,
-                     d->word ? " or " : "", d->word ? d->word : "");
+            snprintf(buf, len, "an integer in %s..%s (K/M/G/T suffixes allowed)", lo, hi);
+        }
+        if (d->word) {
+            size_t at = strlen(buf);
+            snprintf(buf + at, len - at, " or %s%s%s", q, d->word, q);
         }
         return;
     case OPT_T_NUM:
-        snprintf(buf, len, "a number in %.15g..%.15g", d->dlo, d->dhi);
+        num_range(d, words, sizeof words);
+        snprintf(buf, len, "a number %s", words);
         return;
     case OPT_T_CHOICE:
         choice_words(d->choices, buf, len);
@@ -83,14 +104,15 @@ static void expected_one(const opt_def *d, char *buf, size_t len)
     }
 }
 
-static void expected(const opt_def *d, int list, char *buf, size_t len)
+static void expected(opt_id id, int list, int json, char *buf, size_t len)
 {
+    const opt_def *d = &opt_defs[id];
     if (!list) {
-        expected_one(d, buf, len);
+        expected_one(d, json, buf, len);
         return;
     }
     char one[192];
-    expected_one(d, one, sizeof one);
+    expected_one(d, json, one, sizeof one);
     snprintf(buf, len, "a comma-separated list of at most %d of: %s", OPT_LIST_MAX, one);
 }
 
@@ -103,12 +125,12 @@ static int is_list(const opt_def *d, opt_verb verb)
 
 void opt_expected(opt_id id, char *buf, size_t len)
 {
-    expected(&opt_defs[id], opt_defs[id].list, buf, len);
+    expected(id, opt_defs[id].list, 0, buf, len);
 }
 
 void opt_expected_for(opt_id id, opt_verb verb, char *buf, size_t len)
 {
-    expected(&opt_defs[id], is_list(&opt_defs[id], verb), buf, len);
+    expected(id, is_list(&opt_defs[id], verb), 0, buf, len);
 }
 
 /* ---- checking one value ----------------------------------------------- */
@@ -199,6 +221,11 @@ static int check_int(const opt_def *d, unsigned long long v)
     return v >= d->lo && v <= d->hi;
 }
 
+static int num_ok(const opt_def *d, double v)
+{
+    return (d->dlo_open ? v > d->dlo : v >= d->dlo) && v <= d->dhi;
+}
+
 /* One value, text[0..len): its number in *num (INT, CHOICE), *real
  * (NUM, DURATION) or *i2 (LAYERS' end). 0, or -1 when not valid. */
 static int check_one(const opt_def *d, const char *text, size_t len, unsigned long long *num,
@@ -210,8 +237,12 @@ static int check_one(const opt_def *d, const char *text, size_t len, unsigned lo
     case OPT_T_TEXT:
     case OPT_T_PATH:
     case OPT_T_DIR:
-        return len >= d->lo && (d->hi == 0 || len <= d->hi) && memchr(text, '\0', len) == NULL ? 0
-                                                                                               : -1;
+        if (len < d->lo || (d->hi != 0 && len > d->hi) || memchr(text, '\0', len) != NULL)
+            return -1;
+        for (size_t i = 0; d->no_ctl && i < len; i++)
+            if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f)
+                return -1;
+        return 0;
     case OPT_T_INT:
         if (d->word && strlen(d->word) == len && strncmp(text, d->word, len) == 0) {
             *num = d->word_value;
@@ -219,7 +250,7 @@ static int check_one(const opt_def *d, const char *text, size_t len, unsigned lo
         }
         return parse_size(text, len, num) == 0 && check_int(d, *num) ? 0 : -1;
     case OPT_T_NUM:
-        return parse_real(text, len, real) == 0 && *real >= d->dlo && *real <= d->dhi ? 0 : -1;
+        return parse_real(text, len, real) == 0 && num_ok(d, *real) ? 0 : -1;
     case OPT_T_CHOICE: {
         int k = choice_index(d->choices, text, len);
         *num = (unsigned long long)k;
@@ -254,17 +285,12 @@ static int check_one(const opt_def *d, const char *text, size_t len, unsigned lo
     return -1;
 }
 
-static int bad_as(const opt_def *d, int list, char *err, size_t errlen)
+static int bad_as(opt_id id, int list, char *err, size_t errlen)
 {
     char words[256];
-    expected(d, list, words, sizeof words);
+    expected(id, list, 0, words, sizeof words);
     snprintf(err, errlen, "expected %s", words);
     return -1;
-}
-
-static int bad(opt_id id, char *err, size_t errlen)
-{
-    return bad_as(&opt_defs[id], opt_defs[id].list, err, errlen);
 }
 
 /* opt_check_text, with the row's value a list or not. */
@@ -275,14 +301,14 @@ static int check_text(opt_id id, int list, const char *text, opt_value *out, cha
     opt_value v = {.s = text};
     if (!list) {
         if (check_one(d, text, strlen(text), &v.i, &v.i2, &v.d) != 0)
-            return bad_as(d, list, err, errlen);
+            return bad_as(id, list, err, errlen);
     } else {
         for (const char *p = text;; p++) {
             size_t w = strcspn(p, ",");
             unsigned long long num = 0, i2 = 0;
             double real = 0.0;
             if (v.n == OPT_LIST_MAX || check_one(d, p, w, &num, &i2, &real) != 0)
-                return bad_as(d, list, err, errlen);
+                return bad_as(id, list, err, errlen);
             v.v[v.n++] = d->type == OPT_T_NUM || d->type == OPT_T_DURATION ? real : (double)num;
             if (v.n == 1)
                 v.i = num, v.i2 = i2, v.d = real;
@@ -301,49 +327,101 @@ int opt_check_text(opt_id id, const char *text, opt_value *out, char *err, size_
     return check_text(id, opt_defs[id].list, text, out, err, errlen);
 }
 
-int opt_check_json(opt_id id, const struct json_t *value, opt_value *out, char *err, size_t errlen)
+/* A received string for a message: quoted, cut at a character boundary
+ * (jansson has checked it is UTF-8), control characters as '?'. */
+static void got_string(const char *s, size_t n, char *buf, size_t len)
 {
-    const opt_def *d = &opt_defs[id];
-    opt_value v = {0};
+    size_t cut = n < len - 6 ? n : len - 6;
+    while (cut < n && cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+        cut--;
+    buf[0] = '"';
+    for (size_t i = 0; i < cut; i++)
+        buf[i + 1] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+    snprintf(buf + cut + 1, len - cut - 1, "%s\"", cut < n ? "..." : "");
+}
+
+/* The received value for a message: a number as it came, a string
+ * quoted and cut, else its type. */
+static void got_words(const json_t *v, char *buf, size_t len)
+{
+    if (json_is_integer(v))
+        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(buf, len, "%.15g", json_real_value(v));
+    else if (json_is_string(v))
+        got_string(json_string_value(v), json_string_length(v), buf, len);
+    else
+        snprintf(buf, len, "%s", jr_type(v));
+}
+
+static opt_json_rc bad_json(opt_id id, opt_json_rc rc, const json_t *v, char *err, size_t errlen)
+{
+    char want[256], got[40];
+    expected(id, 0, 1, want, sizeof want); /* JSON values are never lists */
+    got_words(v, got, sizeof got);
+    snprintf(err, errlen, "expected %s, got %s", want, got);
+    return rc;
+}
+
+/* Whether v is of a JSON type the row takes: a number for INT (or a
+ * string for its word), NUM and DURATION, a boolean for SWITCH, else a
+ * string (text, choices and layers are checked as typed). */
+static int json_type_ok(const opt_def *d, const json_t *v)
+{
     switch (d->type) {
     case OPT_T_INT:
-        if (json_is_integer(value) && json_integer_value(value) >= 0) {
-            v.i = (unsigned long long)json_integer_value(value);
-            if (!check_int(d, v.i))
-                return bad(id, err, errlen);
-            break;
-        }
-        if (d->word && json_is_string(value) && strcmp(json_string_value(value), d->word) == 0) {
-            v.i = d->word_value;
-            break;
-        }
-        return bad(id, err, errlen);
+        return json_is_integer(v) || (d->word && json_is_string(v));
     case OPT_T_NUM:
     case OPT_T_DURATION:
-        if (!json_is_number(value))
-            return bad(id, err, errlen);
+        return json_is_number(v);
+    case OPT_T_SWITCH:
+        return json_is_boolean(v);
+    default:
+        return json_is_string(v);
+    }
+}
+
+opt_json_rc opt_read_json(opt_id id, const struct json_t *value, opt_value *out, char *err,
+                          size_t errlen)
+{
+    const opt_def *d = &opt_defs[id];
+    opt_value v = {.given = 1};
+    if (!json_type_ok(d, value))
+        return bad_json(id, OPT_JSON_BAD_TYPE, value, err, errlen);
+    int ok = 1;
+    switch (d->type) {
+    case OPT_T_INT:
+        if (json_is_string(value)) {
+            ok = strcmp(json_string_value(value), d->word) == 0;
+            v.i = d->word_value;
+        } else {
+            ok = json_integer_value(value) >= 0 &&
+                 check_int(d, (unsigned long long)json_integer_value(value));
+            v.i = (unsigned long long)json_integer_value(value);
+        }
+        break;
+    case OPT_T_NUM:
+    case OPT_T_DURATION:
         v.d = json_number_value(value);
-        if (!(v.d >= d->dlo && v.d <= d->dhi))
-            return bad(id, err, errlen);
+        ok = num_ok(d, v.d);
         break;
     case OPT_T_SWITCH:
-        if (!json_is_boolean(value))
-            return bad(id, err, errlen);
         v.i = json_is_true(value);
         break;
     default:
-        /* Text, choices and layers come as strings, checked as typed. */
-        if (!json_is_string(value))
-            return bad(id, err, errlen);
-        if (check_one(d, json_string_value(value), json_string_length(value), &v.i, &v.i2, &v.d) !=
-            0)
-            return bad(id, err, errlen);
         v.s = json_string_value(value);
+        ok = check_one(d, v.s, json_string_length(value), &v.i, &v.i2, &v.d) == 0;
         break;
     }
-    v.given = 1;
+    if (!ok)
+        return bad_json(id, OPT_JSON_BAD_VALUE, value, err, errlen);
     *out = v;
-    return 0;
+    return OPT_JSON_OK;
+}
+
+int opt_check_json(opt_id id, const struct json_t *value, opt_value *out, char *err, size_t errlen)
+{
+    return opt_read_json(id, value, out, err, errlen) == OPT_JSON_OK ? 0 : -1;
 }
 
 void opt_format(opt_id id, const opt_value *v, char *buf, size_t len)

@@ -128,6 +128,25 @@ typedef enum opt_id {
     OPT_NEXT_KEY,
     OPT_HELP,
     /* fields of requests on the wire (control, ring, HTTP) */
+    OPT_REQ_ID,
+    OPT_REQ_SESSION,
+    OPT_REQ_SOURCE,
+    OPT_REQ_TARGET,
+    OPT_REQ_SYNTHETIC,
+    OPT_REQ_MAX_TOKENS,
+    OPT_REQ_TEMPERATURE,
+    OPT_REQ_TOP_P,
+    OPT_REQ_SEED,
+    OPT_REQ_SPECIAL,
+    OPT_REQ_LOGITS,
+    OPT_OAI_MAX_TOKENS,
+    OPT_OAI_TEMPERATURE,
+    OPT_OAI_TOP_P,
+    OPT_OAI_STREAM,
+    OPT_OAI_N,
+    OPT_OAI_BEST_OF,
+    OPT_OAI_FREQUENCY_PENALTY,
+    OPT_OAI_PRESENCE_PENALTY,
     /* keys of the cluster file */
     OPT_CF_SSH,
     OPT_CF_START,
@@ -237,6 +256,8 @@ typedef struct opt_def {
     unsigned long long verbs;      /* OPT_VB() of the verbs taking the flag */
     unsigned long long required;   /* ... and of those that require it (help then
                                     * shows no default) */
+    int no_ctl;                    /* TEXT: no control characters (names, ids) */
+    int dlo_open;                  /* NUM: dlo itself is excluded (top_p > 0) */
 } opt_def;
 
 extern const opt_def opt_defs[OPT_COUNT];
@@ -324,6 +345,56 @@ void opt_range(opt_id id, char *buf, size_t len);
 /* The values an INT row allows when it lists them (.choices), in the
  * row's order, at most max: their count (0 for a row without). */
 int opt_choices(opt_id id, unsigned long long *out, int max);
+
+/* ---- fields of requests ---------------------------------------------- */
+
+/* What is wrong with a JSON value: its type (a string for a number: the
+ * protocols' bad_type) or, of the right type, its value (bad_value). */
+typedef enum opt_json_rc { OPT_JSON_OK, OPT_JSON_BAD_TYPE, OPT_JSON_BAD_VALUE } opt_json_rc;
+
+/* opt_check_json telling the two apart; err says what was expected, as
+ * JSON ("an integer in 1..65536 or \"auto\""), and what came. */
+opt_json_rc opt_read_json(opt_id id, const struct json_t *value, opt_value *out, char *err,
+                          size_t errlen);
+
+/* How a request's field is stored in the struct it is decoded into. */
+typedef enum opt_store {
+    OPT_ST_INT,   /* int: INT, CHOICE, SWITCH */
+    OPT_ST_U64,   /* uint64_t: INT */
+    OPT_ST_FLOAT, /* float: NUM */
+    OPT_ST_TEXT,  /* char[row .hi + 1]: TEXT */
+} opt_store;
+
+#define OPT_NO_GIVEN ((size_t)-1)
+
+/* A JSON field of a request decoded into a struct: its row (whose wire
+ * name is the field's name), and the member it goes to, by offset. */
+typedef struct opt_field {
+    opt_id id;
+    opt_store store;
+    size_t at;    /* offsetof the member */
+    size_t given; /* offsetof an int set to 1 when the field came, or OPT_NO_GIVEN */
+} opt_field;
+
+#define OPT_FIELD(id, store, type, member)                                                         \
+    {                                                                                              \
+        (id), (store), offsetof(type, member), OPT_NO_GIVEN                                        \
+    }
+#define OPT_FIELD_GIVEN(id, store, type, member, given)                                            \
+    {                                                                                              \
+        (id), (store), offsetof(type, member), offsetof(type, given)                               \
+    }
+
+/* The field of fields[0..n) whose row's wire name is name, or NULL. */
+const opt_field *opt_field_find(const opt_field *fields, size_t n, const char *name);
+
+/* Checks value by f's row and stores it into dst's member (and its given
+ * flag): opt_read_json's answer. */
+opt_json_rc opt_field_take(const opt_field *f, const struct json_t *value, void *dst, char *err,
+                           size_t errlen);
+
+/* Stores the row's default of each of fields[0..n) that has one into dst. */
+void opt_field_defaults(const opt_field *fields, size_t n, void *dst);
 
 static inline unsigned long long opt_int(const opt_vals *v, opt_id id)
 {

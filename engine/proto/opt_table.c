@@ -46,6 +46,13 @@
 /* Seconds of the longest timeouts: a day. */
 #define DAY_S 86400.0
 
+/* A constant's value as typed, for a row's default. */
+#define TYPED(c) TYPED_(c)
+#define TYPED_(c) #c
+
+/* Request ids, session names, cancel targets and sources. */
+#define ID_TEXT .type = OPT_T_TEXT, .lo = 1, .hi = PROTO_ID_MAX, .no_ctl = 1
+
 const opt_verb_def opt_verbs[OPT_V_COUNT] = {
     [OPT_V_GENERATE] = {OPT_INFERD, "generate", "--prompt TEXT [OPTIONS]",
                         "generate text from a prompt, locally",
@@ -683,7 +690,104 @@ const opt_def opt_defs[OPT_COUNT] = {
                   .help = "this text",
                   .verbs = ALL_INFERD | ALL_INFERTOP},
 
-/* ---- fields of requests on the wire (control, ring, HTTP) ---- */
+    /* ---- fields of requests on the wire (control, ring, HTTP) ---- */
+    /* Control requests (PROTOCOL.md section 3); a ring's start frame
+     * carries temperature and top_p on. */
+    [OPT_REQ_ID] = {.wire = "id", ID_TEXT, .help = "the request's id, repeated in its replies"},
+    [OPT_REQ_SESSION] = {.wire = "session",
+                         ID_TEXT,
+                         .help = "the session whose KV cache the request extends and keeps"},
+    [OPT_REQ_SOURCE] = {.wire = "source", ID_TEXT, .help = "who sent the request (\"http\")"},
+    [OPT_REQ_TARGET] = {.wire = "target", ID_TEXT, .help = "the id of the request to cancel"},
+    [OPT_REQ_SYNTHETIC] = {.wire = "synthetic_tokens",
+                           .type = OPT_T_INT,
+                           .lo = 1,
+                           .hi = PROTO_SYNTHETIC_MAX,
+                           .help = "a prompt of this many deterministic token ids"},
+    [OPT_REQ_MAX_TOKENS] = {.wire = "max_tokens",
+                            .type = OPT_T_INT,
+                            .lo = 0,
+                            .hi = PROTO_MAX_TOKENS_MAX,
+                            .def = TYPED(PROTO_DEFAULT_MAX_TOKENS),
+                            .help = "tokens to generate; 0: prefill only"},
+    /* generate --temperature's default is greedy; a request's is not. */
+    [OPT_REQ_TEMPERATURE] = {.wire = "temperature",
+                             .type = OPT_T_NUM,
+                             .dlo = 0.0,
+                             .dhi = PROTO_TEMPERATURE_MAX,
+                             .def = TYPED(PROTO_DEFAULT_TEMPERATURE),
+                             .help = "sampling temperature; 0 is greedy"},
+    /* A threshold of 0 would keep no token. */
+    [OPT_REQ_TOP_P] = {.wire = "top_p",
+                       .type = OPT_T_NUM,
+                       .dlo = 0.0,
+                       .dlo_open = 1,
+                       .dhi = 1.0,
+                       .def = TYPED(PROTO_DEFAULT_TOP_P),
+                       .help = "nucleus sampling threshold"},
+    /* JSON integers stop at 2^63 - 1. */
+    [OPT_REQ_SEED] = {.wire = "seed",
+                      .type = OPT_T_INT,
+                      .lo = 0,
+                      .hi = INT64_MAX,
+                      .def_doc = "the node picks one",
+                      .help = "random seed for sampling"},
+    [OPT_REQ_SPECIAL] = {.wire = "special",
+                         .type = OPT_T_SWITCH,
+                         .help = "control tokens' texts in the prompt become those tokens"},
+    [OPT_REQ_LOGITS] = {.wire = "logits", .type = OPT_T_SWITCH, .help = "an eval's raw logits too"},
+
+    /* OpenAI's fields (engine/http/openai.c), where their ranges or
+     * defaults are OpenAI's rather than the control protocol's; seed is
+     * the control protocol's. max_completion_tokens is max_tokens too. */
+    /* No prefill-only request in OpenAI's API: at least one token. The
+     * default is the endpoint's (openai.c). */
+    [OPT_OAI_MAX_TOKENS] = {.wire = "max_tokens",
+                            .type = OPT_T_INT,
+                            .lo = 1,
+                            .hi = PROTO_MAX_TOKENS_MAX,
+                            .help = "tokens to generate"},
+    /* OpenAI's range. */
+    [OPT_OAI_TEMPERATURE] = {.wire = "temperature",
+                             .type = OPT_T_NUM,
+                             .dlo = 0.0,
+                             .dhi = 2.0,
+                             .def = "1",
+                             .help = "sampling temperature; 0 is greedy"},
+    /* OpenAI's default: no nucleus cut. */
+    [OPT_OAI_TOP_P] = {.wire = "top_p",
+                       .type = OPT_T_NUM,
+                       .dlo = 0.0,
+                       .dlo_open = 1,
+                       .dhi = 1.0,
+                       .def = "1",
+                       .help = "nucleus sampling threshold"},
+    [OPT_OAI_STREAM] = {.wire = "stream",
+                        .type = OPT_T_SWITCH,
+                        .help = "the reply as server-sent events"},
+    /* OpenAI's fields of features this server lacks: taken only at the
+     * value that leaves the feature off, so that a client never silently
+     * gets less than it asked. */
+    [OPT_OAI_N] = {.wire = "n",
+                   .type = OPT_T_INT,
+                   .lo = 1,
+                   .hi = 1,
+                   .def = "1",
+                   .help = "choices per request"},
+    [OPT_OAI_BEST_OF] = {.wire = "best_of",
+                         .type = OPT_T_INT,
+                         .lo = 1,
+                         .hi = 1,
+                         .def = "1",
+                         .help = "completions to choose the best of"},
+    [OPT_OAI_FREQUENCY_PENALTY] = {.wire = "frequency_penalty",
+                                   .type = OPT_T_NUM,
+                                   .def = "0",
+                                   .help = "penalty of tokens by their count so far"},
+    [OPT_OAI_PRESENCE_PENALTY] = {.wire = "presence_penalty",
+                                  .type = OPT_T_NUM,
+                                  .def = "0",
+                                  .help = "penalty of tokens already present"},
 
 /* ---- keys of the cluster file ---- */
 /* The keys that are not inferd serve's flags. A node uses its port and

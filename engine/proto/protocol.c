@@ -16,6 +16,7 @@
 
 #include "engine/sys/kvbits.h"
 #include "jsonr.h"
+#include "opt.h"
 
 static const char *const code_names[PROTO_CODE_COUNT] = {
     [PROTO_OK] = "ok",
@@ -80,16 +81,49 @@ const char *proto_op_name(proto_op op)
     return (unsigned)op < PROTO_OP_COUNT ? op_names[op] : "unknown";
 }
 
-/* The fields each op takes besides v, id and op; the error message for an
- * unknown field lists them. */
-static const char *const op_fields[PROTO_OP_COUNT][11] = {
-    [PROTO_OP_STATUS] = {NULL},
-    [PROTO_OP_SET] = {"prefill_step", "kv_bits", NULL},
-    [PROTO_OP_GENERATE] = {"prompt", "tokens", "synthetic_tokens", "max_tokens", "temperature",
-                           "top_p", "seed", "session", "source", "special", NULL},
-    [PROTO_OP_CANCEL] = {"target", NULL},
-    [PROTO_OP_DROP_SESSION] = {"session", NULL},
-    [PROTO_OP_EVAL] = {"prompt", "tokens", "logits", NULL},
+/* The fields each op takes besides v, id, op and its prompt input, each
+ * checked by its row of the settings table (opt_table.c: its wire name,
+ * type and range) and stored into the request. */
+#define FIELD(id, store, member) OPT_FIELD(id, store, proto_request, member)
+#define FIELD_GIVEN(id, store, member, given)                                                      \
+    OPT_FIELD_GIVEN(id, store, proto_request, member, given)
+
+static const opt_field set_fields[] = {
+    FIELD_GIVEN(OPT_PREFILL_STEP, OPT_ST_INT, set.prefill_step, set.has_prefill_step),
+    FIELD_GIVEN(OPT_KV_BITS, OPT_ST_INT, set.kv_bits, set.has_kv_bits),
+};
+static const opt_field generate_fields[] = {
+    FIELD(OPT_REQ_MAX_TOKENS, OPT_ST_INT, generate.max_tokens),
+    FIELD(OPT_REQ_TEMPERATURE, OPT_ST_FLOAT, generate.temperature),
+    FIELD(OPT_REQ_TOP_P, OPT_ST_FLOAT, generate.top_p),
+    FIELD_GIVEN(OPT_REQ_SEED, OPT_ST_U64, generate.seed, generate.has_seed),
+    FIELD(OPT_REQ_SESSION, OPT_ST_TEXT, generate.session),
+    FIELD(OPT_REQ_SOURCE, OPT_ST_TEXT, generate.source),
+    FIELD(OPT_REQ_SPECIAL, OPT_ST_INT, generate.special),
+};
+static const opt_field cancel_fields[] = {FIELD(OPT_REQ_TARGET, OPT_ST_TEXT, target)};
+static const opt_field drop_fields[] = {FIELD(OPT_REQ_SESSION, OPT_ST_TEXT, session)};
+static const opt_field eval_fields[] = {FIELD(OPT_REQ_LOGITS, OPT_ST_INT, eval_logits)};
+/* A prompt input, read once the frame is known to hold only one. */
+static const opt_field synthetic_field =
+    FIELD(OPT_REQ_SYNTHETIC, OPT_ST_INT, generate.synthetic_tokens);
+
+/* The prompt inputs, in proto_input's order. */
+static const char *const input_names[] = {"prompt", "tokens", "synthetic_tokens"};
+
+static const struct {
+    const opt_field *fields;
+    size_t n;
+    int inputs; /* the first this many of input_names */
+} op_fields[PROTO_OP_COUNT] = {
+#define FIELDS(a) a, sizeof a / sizeof *a
+    [PROTO_OP_STATUS] = {NULL, 0, 0},
+    [PROTO_OP_SET] = {FIELDS(set_fields), 0},
+    [PROTO_OP_GENERATE] = {FIELDS(generate_fields), 3},
+    [PROTO_OP_CANCEL] = {FIELDS(cancel_fields), 0},
+    [PROTO_OP_DROP_SESSION] = {FIELDS(drop_fields), 0},
+    [PROTO_OP_EVAL] = {FIELDS(eval_fields), 2},
+#undef FIELDS
 };
 
 /* A received string shortened for a message, cut at a character boundary
@@ -109,104 +143,36 @@ static const char *clip(const char *s, char *buf, size_t cap)
     return buf;
 }
 
-/* NULL if s is a valid id, session or target name, else what is wrong. */
-static const char *name_problem(const char *s, size_t len)
+static int unknown_field(proto_op op, const char *key, proto_error *err)
 {
-    if (len == 0)
-        return "is empty";
-    if (len > PROTO_ID_MAX)
-        return "is longer than 64 bytes";
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return "contains a control character";
-    return NULL;
-}
-
-/* Reads a name field into out (PROTO_ID_MAX + 1 bytes). */
-static int get_name(const json_t *v, const char *field, char *out, proto_error *err)
-{
-    if (!json_is_string(v))
-        return proto_fail(err, PROTO_E_BAD_TYPE, field, "field '%s': expected a string, got %s",
-                          field, jr_type(v));
-    const char *problem = name_problem(json_string_value(v), json_string_length(v));
-    if (problem)
-        return proto_fail(err, PROTO_E_BAD_VALUE, field,
-                          "field '%s' %s (expected 1..%d bytes, no control characters)", field,
-                          problem, PROTO_ID_MAX);
-    memcpy(out, json_string_value(v), json_string_length(v) + 1);
-    return 0;
-}
-
-static int get_int(const json_t *v, const char *field, long long lo, long long hi, long long *out,
-                   proto_error *err)
-{
-    if (!json_is_integer(v))
-        return proto_fail(err, PROTO_E_BAD_TYPE, field, "field '%s': expected an integer, got %s",
-                          field, jr_type(v));
-    long long x = json_integer_value(v);
-    if (x < lo || x > hi)
-        return proto_fail(err, PROTO_E_BAD_VALUE, field,
-                          "field '%s': expected %lld..%lld, got %lld", field, lo, hi, x);
-    *out = x;
-    return 0;
-}
-
-/* A number (integer or real). lo_open: the lower bound itself is excluded. */
-static int get_number(const json_t *v, const char *field, double lo, int lo_open, double hi,
-                      double *out, proto_error *err)
-{
-    if (!json_is_number(v))
-        return proto_fail(err, PROTO_E_BAD_TYPE, field, "field '%s': expected a number, got %s",
-                          field, jr_type(v));
-    double x = json_number_value(v);
-    if (x < lo || (lo_open && x == lo) || x > hi)
-        return proto_fail(err, PROTO_E_BAD_VALUE, field, "field '%s': expected %s%g, %g], got %g",
-                          field, lo_open ? "(" : "[", lo, hi, x);
-    *out = x;
-    return 0;
-}
-
-static int decode_set(const json_t *root, proto_set_args *a, proto_error *err)
-{
-    const json_t *ps = json_object_get(root, "prefill_step");
-    const json_t *kb = json_object_get(root, "kv_bits");
-    long long x;
-
-    if (!ps && !kb)
-        return proto_fail(err, PROTO_E_MISSING_FIELD, "prefill_step",
-                          "op 'set' needs prefill_step, kv_bits or both");
-    if (json_is_string(ps)) {
-        char buf[40];
-        if (strcmp(json_string_value(ps), "auto") != 0)
-            return proto_fail(err, PROTO_E_BAD_VALUE, "prefill_step",
-                              "field 'prefill_step': expected 1..%d or \"auto\", got \"%s\"",
-                              PROTO_PREFILL_STEP_MAX, clip(json_string_value(ps), buf, sizeof buf));
-        a->has_prefill_step = 1;
-        a->prefill_step = PROTO_PREFILL_AUTO;
-    } else if (ps) {
-        if (!json_is_integer(ps))
-            return proto_fail(err, PROTO_E_BAD_TYPE, "prefill_step",
-                              "field 'prefill_step': expected an integer or \"auto\", got %s",
-                              jr_type(ps));
-        if (get_int(ps, "prefill_step", 1, PROTO_PREFILL_STEP_MAX, &x, err))
-            return -1;
-        a->has_prefill_step = 1;
-        a->prefill_step = (int)x;
+    char list[160] = "", buf[PROTO_FIELD_MAX];
+    size_t len = 0;
+    int n = op_fields[op].inputs + (int)op_fields[op].n;
+    for (int i = 0; i < n; i++) {
+        int k = i - op_fields[op].inputs;
+        const char *name = k < 0 ? input_names[i] : opt_defs[op_fields[op].fields[k].id].wire;
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", name);
     }
-    if (kb) {
-        char choices[KV_BITS_CHOICES_MAX];
-        kv_bits_choices(choices, sizeof choices, ", ", ", ");
-        if (!json_is_integer(kb))
-            return proto_fail(err, PROTO_E_BAD_TYPE, "kv_bits",
-                              "field 'kv_bits': expected one of %s, got %s", choices, jr_type(kb));
-        x = json_integer_value(kb);
-        if (!kv_bits_valid(x))
-            return proto_fail(err, PROTO_E_BAD_VALUE, "kv_bits",
-                              "field 'kv_bits': expected one of %s, got %lld", choices, x);
-        a->has_kv_bits = 1;
-        a->kv_bits = (int)x;
+    clip(key, buf, sizeof buf);
+    return proto_fail(err, PROTO_E_UNKNOWN_FIELD, buf,
+                      "field '%s' is not taken by op '%s' (it takes %s)", buf, op_names[op],
+                      len ? list : "no fields");
+}
+
+/* Checks a field by its row and stores it into the request. */
+static int take(const opt_field *f, const json_t *v, proto_request *out, proto_error *err)
+{
+    char why[PROTO_MESSAGE_MAX - 64];
+    const char *key = opt_defs[f->id].wire;
+    switch (opt_field_take(f, v, out, why, sizeof why)) {
+    case OPT_JSON_OK:
+        return 0;
+    case OPT_JSON_BAD_TYPE:
+        return proto_fail(err, PROTO_E_BAD_TYPE, key, "field '%s': %s", key, why);
+    case OPT_JSON_BAD_VALUE:
+        break;
     }
-    return 0;
+    return proto_fail(err, PROTO_E_BAD_VALUE, key, "field '%s': %s", key, why);
 }
 
 static int decode_tokens(const json_t *v, proto_generate_args *a, proto_error *err)
@@ -239,140 +205,63 @@ static int decode_tokens(const json_t *v, proto_generate_args *a, proto_error *e
     return 0;
 }
 
-/* op: whose input it is, for the message when none is given (eval takes
- * no synthetic_tokens: check_fields has refused it already). */
-static int decode_input(const json_t *root, proto_op op, proto_generate_args *a, proto_error *err)
+/* The one prompt input noted by decode_fields (out->generate.input says
+ * which); op: whose it is, for the message when none is given. */
+static int decode_input(const json_t *v, proto_op op, proto_request *out, proto_error *err)
 {
-    static const char *const names[] = {"prompt", "tokens", "synthetic_tokens"};
-    const json_t *src[3];
-    int n = 0, which = 0;
-
-    for (int i = 0; i < 3; i++) {
-        src[i] = json_object_get(root, names[i]);
-        if (!src[i])
-            continue;
-        if (n++)
-            return proto_fail(err, PROTO_E_CONFLICT, names[i],
-                              "fields '%s' and '%s' exclude each other: give exactly one "
-                              "prompt input",
-                              names[which], names[i]);
-        which = i;
-    }
-    if (n == 0)
+    proto_generate_args *a = &out->generate;
+    if (!v)
         return proto_fail(
             err, PROTO_E_MISSING_FIELD, "prompt", "op '%s' needs one of %s", op_names[op],
             op == PROTO_OP_EVAL ? "prompt, tokens" : "prompt, tokens, synthetic_tokens");
-
-    a->input = (proto_input)which;
-    if (which == PROTO_INPUT_TOKENS)
-        return decode_tokens(src[which], a, err);
-    if (which == PROTO_INPUT_SYNTHETIC) {
-        long long x;
-        if (get_int(src[which], "synthetic_tokens", 1, PROTO_SYNTHETIC_MAX, &x, err))
-            return -1;
-        a->synthetic_tokens = (int)x;
-        return 0;
-    }
-    if (!json_is_string(src[which]))
+    if (a->input == PROTO_INPUT_TOKENS)
+        return decode_tokens(v, a, err);
+    if (a->input == PROTO_INPUT_SYNTHETIC)
+        return take(&synthetic_field, v, out, err);
+    if (!json_is_string(v))
         return proto_fail(err, PROTO_E_BAD_TYPE, "prompt",
-                          "field 'prompt': expected a string, got %s", jr_type(src[which]));
-    size_t len = json_string_length(src[which]);
+                          "field 'prompt': expected a string, got %s", jr_type(v));
+    size_t len = json_string_length(v);
     a->prompt = malloc(len + 1);
     if (!a->prompt)
         return proto_fail(err, PROTO_E_INTERNAL, "prompt", "out of memory for a %zu-byte prompt",
                           len);
-    memcpy(a->prompt, json_string_value(src[which]), len + 1);
+    memcpy(a->prompt, json_string_value(v), len + 1);
     a->prompt_len = len;
     return 0;
 }
 
-static int decode_generate(const json_t *root, proto_generate_args *a, proto_error *err)
-{
-    const json_t *v;
-    long long x;
-    double d;
-
-    a->max_tokens = PROTO_DEFAULT_MAX_TOKENS;
-    a->temperature = PROTO_DEFAULT_TEMPERATURE;
-    a->top_p = PROTO_DEFAULT_TOP_P;
-    if ((v = json_object_get(root, "max_tokens"))) {
-        if (get_int(v, "max_tokens", 0, PROTO_MAX_TOKENS_MAX, &x, err))
-            return -1;
-        a->max_tokens = (int)x;
-    }
-    if ((v = json_object_get(root, "temperature"))) {
-        if (get_number(v, "temperature", 0, 0, PROTO_TEMPERATURE_MAX, &d, err))
-            return -1;
-        a->temperature = (float)d;
-    }
-    if ((v = json_object_get(root, "top_p"))) {
-        if (get_number(v, "top_p", 0, 1, 1, &d, err))
-            return -1;
-        a->top_p = (float)d;
-    }
-    if ((v = json_object_get(root, "seed"))) {
-        if (get_int(v, "seed", 0, INT64_MAX, &x, err))
-            return -1;
-        a->has_seed = 1;
-        a->seed = (uint64_t)x;
-    }
-    if ((v = json_object_get(root, "session")) && get_name(v, "session", a->session, err))
-        return -1;
-    if ((v = json_object_get(root, "source")) && get_name(v, "source", a->source, err))
-        return -1;
-    if ((v = json_object_get(root, "special"))) {
-        if (!json_is_boolean(v))
-            return proto_fail(err, PROTO_E_BAD_TYPE, "special",
-                              "field 'special': expected true or false, got %s", jr_type(v));
-        a->special = json_is_true(v);
-    }
-    /* Last: the prompt input is the only part that allocates. */
-    return decode_input(root, PROTO_OP_GENERATE, a, err);
-}
-
-/* An eval is a prefill that reports every position: generate's prompt
- * input, nothing to generate, no session. */
-static int decode_eval(const json_t *root, proto_request *out, proto_error *err)
-{
-    const json_t *v = json_object_get(root, "logits");
-    if (v && !json_is_boolean(v))
-        return proto_fail(err, PROTO_E_BAD_TYPE, "logits",
-                          "field 'logits': expected true or false, got %s", jr_type(v));
-    out->eval_logits = json_is_true(v);
-    out->generate.max_tokens = 0;
-    out->generate.temperature = PROTO_DEFAULT_TEMPERATURE;
-    out->generate.top_p = PROTO_DEFAULT_TOP_P;
-    return decode_input(root, PROTO_OP_EVAL, &out->generate, err);
-}
-
-static int op_takes(proto_op op, const char *key)
-{
-    if (!strcmp(key, "v") || !strcmp(key, "id") || !strcmp(key, "op"))
-        return 1;
-    for (int i = 0; op_fields[op][i]; i++)
-        if (!strcmp(key, op_fields[op][i]))
-            return 1;
-    return 0;
-}
-
-static int check_fields(json_t *root, proto_op op, proto_error *err)
+/* Reads the op's fields in one walk of the frame: each known field is
+ * checked and stored; the prompt input is only noted in *input (and
+ * out->generate.input), as reading it allocates. */
+static int decode_fields(json_t *root, proto_op op, proto_request *out, const json_t **input,
+                         proto_error *err)
 {
     const char *key;
     json_t *v;
 
     json_object_foreach(root, key, v)
     {
-        if (op_takes(op, key))
+        if (!strcmp(key, "v") || !strcmp(key, "id") || !strcmp(key, "op"))
             continue;
-        char list[160] = "", buf[PROTO_FIELD_MAX];
-        size_t len = 0;
-        for (int i = 0; op_fields[op][i]; i++)
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
-                                    op_fields[op][i]);
-        clip(key, buf, sizeof buf);
-        return proto_fail(err, PROTO_E_UNKNOWN_FIELD, buf,
-                          "field '%s' is not taken by op '%s' (it takes %s)", buf, op_names[op],
-                          len ? list : "no fields");
+        int in = op_fields[op].inputs;
+        while (in-- > 0 && strcmp(key, input_names[in]) != 0)
+            ;
+        if (in >= 0) {
+            if (*input)
+                return proto_fail(err, PROTO_E_CONFLICT, key,
+                                  "fields '%s' and '%s' exclude each other: give exactly one "
+                                  "prompt input",
+                                  input_names[out->generate.input], key);
+            *input = v;
+            out->generate.input = (proto_input)in;
+            continue;
+        }
+        const opt_field *f = opt_field_find(op_fields[op].fields, op_fields[op].n, key);
+        if (!f)
+            return unknown_field(op, key, err);
+        if (take(f, v, out, err))
+            return -1;
     }
     return 0;
 }
@@ -403,11 +292,15 @@ static int decode_envelope(const json_t *root, proto_request *out, proto_error *
 {
     const json_t *v = json_object_get(root, "v");
     const json_t *id = json_object_get(root, "id");
+    char why[PROTO_MESSAGE_MAX - 64];
+    opt_value idv;
 
     /* The id first, silently: even a request that fails further down gets
      * its error reply under its own id. */
-    if (json_is_string(id) && !name_problem(json_string_value(id), json_string_length(id)))
-        memcpy(out->id, json_string_value(id), json_string_length(id) + 1);
+    opt_json_rc id_rc =
+        id ? opt_read_json(OPT_REQ_ID, id, &idv, why, sizeof why) : OPT_JSON_BAD_TYPE;
+    if (id_rc == OPT_JSON_OK)
+        snprintf(out->id, sizeof out->id, "%s", idv.s);
 
     if (!v)
         return proto_fail(err, PROTO_E_BAD_VERSION, "v", "field 'v' is missing (expected %d)",
@@ -421,45 +314,50 @@ static int decode_envelope(const json_t *root, proto_request *out, proto_error *
                           (long long)json_integer_value(v), PROTO_VERSION);
     if (!id)
         return proto_fail(err, PROTO_E_BAD_ID, "id", "field 'id' is missing");
-    if (!json_is_string(id))
-        return proto_fail(err, PROTO_E_BAD_ID, "id", "field 'id': expected a string, got %s",
-                          jr_type(id));
-    const char *problem = name_problem(json_string_value(id), json_string_length(id));
-    if (problem)
-        return proto_fail(err, PROTO_E_BAD_ID, "id",
-                          "field 'id' %s (expected 1..%d bytes, no control characters)", problem,
-                          PROTO_ID_MAX);
+    if (id_rc != OPT_JSON_OK)
+        return proto_fail(err, PROTO_E_BAD_ID, "id", "field 'id': %s", why);
     return decode_op(root, &out->op, err);
 }
 
 static int decode_root(json_t *root, proto_request *out, proto_error *err)
 {
-    const json_t *v;
+    const json_t *input = NULL;
 
     if (!json_is_object(root))
         return proto_fail(err, PROTO_E_NOT_OBJECT, "", "expected a JSON object, got %s",
                           jr_type(root));
-    if (decode_envelope(root, out, err) || check_fields(root, out->op, err))
+    if (decode_envelope(root, out, err))
+        return -1;
+    if (out->op == PROTO_OP_GENERATE)
+        opt_field_defaults(generate_fields, sizeof generate_fields / sizeof *generate_fields, out);
+    if (decode_fields(root, out->op, out, &input, err))
         return -1;
     switch (out->op) {
     case PROTO_OP_STATUS:
         return 0;
     case PROTO_OP_SET:
-        return decode_set(root, &out->set, err);
+        if (!out->set.has_prefill_step && !out->set.has_kv_bits)
+            return proto_fail(err, PROTO_E_MISSING_FIELD, "prefill_step",
+                              "op 'set' needs prefill_step, kv_bits or both");
+        return 0;
     case PROTO_OP_GENERATE:
-        return decode_generate(root, &out->generate, err);
+        return decode_input(input, out->op, out, err);
     case PROTO_OP_CANCEL:
-        if (!(v = json_object_get(root, "target")))
+        if (!out->target[0])
             return proto_fail(err, PROTO_E_MISSING_FIELD, "target",
                               "op 'cancel' needs field 'target' (the request id to cancel)");
-        return get_name(v, "target", out->target, err);
+        return 0;
     case PROTO_OP_DROP_SESSION:
-        if (!(v = json_object_get(root, "session")))
+        if (!out->session[0])
             return proto_fail(err, PROTO_E_MISSING_FIELD, "session",
                               "op 'drop_session' needs field 'session'");
-        return get_name(v, "session", out->session, err);
+        return 0;
     case PROTO_OP_EVAL:
-        return decode_eval(root, out, err);
+        /* An eval is a prefill that reports every position: generate's
+         * prompt input, nothing to generate, no session. */
+        out->generate.temperature = PROTO_DEFAULT_TEMPERATURE;
+        out->generate.top_p = PROTO_DEFAULT_TOP_P;
+        return decode_input(input, out->op, out, err);
     case PROTO_OP_COUNT:
         break;
     }

@@ -46,10 +46,11 @@
 #define PROTO_SYNTHETIC_MAX (1 << 24)      /* generate.synthetic_tokens */
 #define PROTO_TOKEN_ID_MAX ((1 << 24) - 1) /* generate.tokens[i] */
 
-/* Defaults of generate's optional fields. */
+/* Defaults of generate's optional fields (as typed: the settings table
+ * reads them as text). */
 #define PROTO_DEFAULT_MAX_TOKENS 256
-#define PROTO_DEFAULT_TEMPERATURE 1.0f
-#define PROTO_DEFAULT_TOP_P 0.9f
+#define PROTO_DEFAULT_TEMPERATURE 1.0
+#define PROTO_DEFAULT_TOP_P 0.9
 #define PROTO_TEMPERATURE_MAX 100.0
 
 /* ---- Error codes ------------------------------------------------------ */

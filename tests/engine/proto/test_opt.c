@@ -349,7 +349,7 @@ Test(opt_check, json_int_and_word)
     cr_assert_eq(v.i, 8);
     cr_assert(v.given);
     cr_assert_eq(json_check(OPT_KV_BITS, json_integer(7), &v, err, sizeof err), -1);
-    cr_assert_str_eq(err, "expected 32, 16, 8 or 4");
+    cr_assert_str_eq(err, "expected 32, 16, 8 or 4, got 7");
     cr_assert_eq(json_check(OPT_PREFILL_STEP, json_string("auto"), &v, err, sizeof err), 0, "%s",
                  err);
     cr_assert_eq(v.i, PROTO_PREFILL_AUTO);
@@ -359,7 +359,7 @@ Test(opt_check, json_int_and_word)
     cr_assert_eq(
         json_check(OPT_PREFILL_STEP, json_integer(PROTO_PREFILL_STEP_MAX + 1), &v, err, sizeof err),
         -1);
-    cr_assert_str_eq(err, "expected an integer in 1..65536 (K/M/G/T suffixes allowed) or auto");
+    cr_assert_str_eq(err, "expected an integer in 1..65536 or \"auto\", got 65537");
     cr_assert_eq(json_check(OPT_PREFILL_STEP, json_real(2.0), &v, err, sizeof err), -1);
 }
 
@@ -371,14 +371,14 @@ Test(opt_check, json_num_and_text)
     cr_assert_float_eq(v.d, 0.25, 1e-12);
     cr_assert_eq(json_check(OPT_TOP_P, json_integer(1), &v, err, sizeof err), 0, "%s", err);
     cr_assert_eq(json_check(OPT_TOP_P, json_real(1.5), &v, err, sizeof err), -1);
-    cr_assert_str_eq(err, "expected a number in 0..1");
+    cr_assert_str_eq(err, "expected a number in 0..1, got 1.5");
     cr_assert_eq(json_check(OPT_TOP_P, json_string("0.5"), &v, err, sizeof err), -1);
     json_t *name = json_string("n1"); /* v.s points into it */
     cr_assert_eq(opt_check_json(OPT_NAME, name, &v, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(v.s, "n1");
     json_decref(name);
     cr_assert_eq(json_check(OPT_NAME, json_string(""), &v, err, sizeof err), -1);
-    cr_assert_str_eq(err, "expected 1..64 bytes");
+    cr_assert_str_eq(err, "expected a string of 1..64 bytes, got \"\"");
     cr_assert_eq(json_check(OPT_NAME, json_integer(1), &v, err, sizeof err), -1);
 }
 
