@@ -49,6 +49,17 @@ static void num_range(const opt_def *d, char *buf, size_t len)
         snprintf(buf, len, "in %.15g..%.15g", d->dlo, d->dhi);
 }
 
+/* An INT row's listed values: "32, 16, 8 or 4". */
+static void int_words(const opt_def *d, char *buf, size_t len)
+{
+    char words[256];
+    size_t at = 0;
+    words[0] = '\0';
+    for (int k = 0; k < d->n_ints && at < sizeof words; k++)
+        at += (size_t)snprintf(words + at, sizeof words - at, "%s%d", k ? "|" : "", d->ints[k]);
+    choice_words(words, buf, len);
+}
+
 /* One value's kind, without the list wording; json: as a JSON value,
  * which takes no suffixes and quotes its words. */
 static void expected_one(const opt_def *d, int json, char *buf, size_t len)
@@ -72,9 +83,8 @@ static void expected_one(const opt_def *d, int json, char *buf, size_t len)
                      d->no_ctl ? " without control characters" : "");
         return;
     case OPT_T_INT:
-        if (d->choices) {
-            choice_words(d->choices, words, sizeof words);
-            snprintf(buf, len, "%s", words);
+        if (d->ints) {
+            int_words(d, buf, len);
         } else if (json) {
             snprintf(buf, len, "an integer in %llu..%llu", d->lo, d->hi);
         } else {
@@ -207,18 +217,14 @@ static int choice_index(const char *choices, const char *text, size_t len)
     return -1;
 }
 
-static int in_choices(const char *choices, unsigned long long v)
-{
-    char word[24];
-    int n = snprintf(word, sizeof word, "%llu", v);
-    return choice_index(choices, word, (size_t)n) >= 0;
-}
-
 static int check_int(const opt_def *d, unsigned long long v)
 {
-    if (d->choices)
-        return in_choices(d->choices, v);
-    return v >= d->lo && v <= d->hi;
+    if (!d->ints)
+        return v >= d->lo && v <= d->hi;
+    for (int k = 0; k < d->n_ints; k++)
+        if (v == (unsigned long long)d->ints[k])
+            return 1;
+    return 0;
 }
 
 static int num_ok(const opt_def *d, double v)
@@ -464,13 +470,10 @@ int opt_choices(opt_id id, unsigned long long *out, int max)
 {
     const opt_def *d = &opt_defs[id];
     int n = 0;
-    if (d->type != OPT_T_INT || !d->choices)
+    if (d->type != OPT_T_INT || !d->ints)
         return 0;
-    for (const char *p = d->choices; *p && n < max; n++) {
-        out[n] = strtoull(p, NULL, 10);
-        p += strcspn(p, "|");
-        p += *p == '|';
-    }
+    for (; n < d->n_ints && n < max; n++)
+        out[n] = (unsigned long long)d->ints[n];
     return n;
 }
 

@@ -243,7 +243,9 @@ typedef struct opt_def {
     opt_type type;
     unsigned long long lo, hi;     /* INT range; TEXT length */
     double dlo, dhi;               /* NUM and DURATION range */
-    const char *choices;           /* CHOICE: "growth|fixed"; INT: the only values allowed */
+    const char *choices;           /* CHOICE: "growth|fixed" */
+    const int *ints;               /* INT: the only values allowed, if listed ... */
+    int n_ints;                    /* ... this many of them */
     const char *word;              /* INT: a word accepted too ("auto") ... */
     unsigned long long word_value; /* ... standing for this value */
     int list;                      /* a comma-separated list of such values */
@@ -342,7 +344,7 @@ void opt_expected_for(opt_id id, opt_verb verb, char *buf, size_t len);
  * "" for a type without a range (a path). */
 void opt_range(opt_id id, char *buf, size_t len);
 
-/* The values an INT row allows when it lists them (.choices), in the
+/* The values an INT row allows when it lists them (.ints), in the
  * row's order, at most max: their count (0 for a row without). */
 int opt_choices(opt_id id, unsigned long long *out, int max);
 

@@ -7,6 +7,7 @@
 #include <float.h>
 #include <stdint.h>
 
+#include "engine/sys/kvbits.h"
 #include "protocol.h"
 
 #define ALL_INFERD                                                                                 \
@@ -40,9 +41,6 @@
      OPT_VB(OPT_V_METRICS) | OPT_VB(OPT_V_PLAN))
 #define HISTORY_MODE(v) (OPT_VB(OPT_V_HISTORY) | OPT_VB(v))
 #define SWEEP (OPT_VB(OPT_V_STRESS) | OPT_VB(OPT_V_STRESS_SWEEP))
-/* The kv_bits a KV cache can hold, for every flag that names them. */
-#define KV_BITS_CHOICES "32|16|8|4"
-
 /* Seconds of the longest timeouts: a day. */
 #define DAY_S 86400.0
 
@@ -368,7 +366,8 @@ const opt_def opt_defs[OPT_COUNT] = {
                      .wire = "kv_bits",
                      .key = "kv_bits",
                      .type = OPT_T_INT,
-                     .choices = KV_BITS_CHOICES,
+                     .ints = kv_bits_all,
+                     .n_ints = KV_BITS_N,
                      .def = "16",
                      .arg = "B",
                      .help = "KV cache precision in bits per value",
@@ -1232,7 +1231,8 @@ const opt_def opt_defs[OPT_COUNT] = {
                  .required = OPT_VB(OPT_V_PLAN)},
     [OPT_PLAN_KV_BITS] = {.flag = "kv-bits",
                           .type = OPT_T_INT,
-                          .choices = KV_BITS_CHOICES,
+                          .ints = kv_bits_all,
+                          .n_ints = KV_BITS_N,
                           .arg = "B",
                           .def_doc = "the running nodes', else 16",
                           .help = "KV cache precision in bits per value",
