@@ -84,15 +84,27 @@ static kv_cache *stage_cache_at(stage *sg, int i)
 /* Converts every cache this node holds to `bits`, the running requests'
  * too (they go on at the new precision from their next step); on a
  * failure converts the ones already done back, so that all caches keep
- * one precision. */
+ * one precision. When that fails too, the caches hold two precisions:
+ * err says so, and so does an error event, for the operator to act on. */
 static int stage_convert(stage *sg, int bits, char *err, size_t errlen)
 {
     kv_cache *kv;
     for (int i = 0; (kv = stage_cache_at(sg, i)) != NULL; i++) {
         if (kv_convert(kv, bits, err, errlen) != 0) {
-            char ignored[64];
+            char back[256] = "";
+            int stuck = 0;
             for (int k = 0; k < i; k++)
-                kv_convert(stage_cache_at(sg, k), sg->kv_bits, ignored, sizeof ignored);
+                stuck += kv_convert(stage_cache_at(sg, k), sg->kv_bits, back, sizeof back) != 0;
+            if (stuck) {
+                size_t used = strlen(err);
+                snprintf(err + used, errlen - used,
+                         "; converting back failed too (%s): %d caches stay at %d bits, the "
+                         "others are at %d",
+                         back, stuck, bits, sg->kv_bits);
+                node_event(sg->nd, PROTO_EV_ERROR, "", proto_code_name(PROTO_E_INTERNAL), NULL,
+                           "stage '%s': kv_bits %d -> %d: %s", sg->nd->o.name, sg->kv_bits, bits,
+                           err);
+            }
             return -1;
         }
     }
@@ -150,7 +162,7 @@ static int set_apply(stage *sg, const proto_set_args *set, json_t *result, proto
     if (set->has_kv_bits && set->kv_bits != sg->kv_bits) {
         size_t before = stage_kv_bytes(sg);
         double t0 = clock_ms();
-        char err[256];
+        char err[PROTO_MESSAGE_MAX];
         if (stage_convert(sg, set->kv_bits, err, sizeof err) != 0)
             return proto_fail(e, PROTO_E_INTERNAL, "kv_bits", "stage '%s': converting KV: %s",
                               sg->nd->o.name, err);
