@@ -33,51 +33,93 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/model/gguf.h"
 #include "engine/sys/clock.h"
 #include "head.h"
 #include "head_job.h"
 #include "head_ring.h"
 #include "head_set.h"
+#include "head_state.h"
 #include "head_step.h"
-#include "node.h"
-#include "stage.h"
+
+int head_create(head **out, node *nd, stage *st, char *err, size_t errlen)
+{
+    head *hd = calloc(1, sizeof *hd);
+    *out = NULL;
+    if (!hd) {
+        snprintf(err, errlen, "out of memory for the head");
+        return -1;
+    }
+    hd->nd = nd;
+    hd->st = st;
+    pf_init(&hd->pf);
+    /* Ring operation ids start from the clock so that frames a restarted
+     * head's predecessor left in flight never match a new operation. */
+    hd->next_op = (uint64_t)time(NULL) << 20;
+    /* A GGUF file carries its own vocabulary; --tokenizer still wins. */
+    const struct gguf *g = model_gguf(nd->m);
+    if (nd->head &&
+        ((!nd->o.tokenizer && g ? tok_load_gguf(&hd->tok, g, err, errlen)
+                                : tok_load(&hd->tok, nd->o.tokenizer, err, errlen)) != 0 ||
+         tokwork_start(&hd->tokw, hd->tok, err, errlen) != 0)) {
+        head_free(hd);
+        return -1;
+    }
+    *out = hd;
+    return 0;
+}
+
+void head_free(head *hd)
+{
+    if (!hd)
+        return;
+    /* A prompt still being tokenized keeps the tokenizer until exit. */
+    if (tokwork_stop(hd->tokw) == 0)
+        tok_free(hd->tok);
+    free(hd);
+}
+
+int head_tokenizer_fd(const head *hd)
+{
+    return hd->tokw ? tokwork_fd(hd->tokw) : -1;
+}
 
 /* Requests that hold a place: started, not waiting in the queue. */
-int head_active(const node *nd)
+int head_active(const head *hd)
 {
     int n = 0;
-    for (int i = 0; i < nd->n_queue; i++)
-        n += nd->queue[i]->state != JOB_QUEUED;
+    for (int i = 0; i < hd->n_queue; i++)
+        n += hd->queue[i]->state != JOB_QUEUED;
     return n;
 }
 
-int head_queued(const node *nd)
+int head_queued(const head *hd)
 {
-    return nd->n_queue - head_active(nd);
+    return hd->n_queue - head_active(hd);
 }
 
 /* When the oldest request still queued has waited --queue-timeout. */
-static double queue_deadline(const node *nd)
+static double queue_deadline(const head *hd)
 {
-    for (int i = 0; i < nd->n_queue && nd->o.queue_timeout_ms > 0; i++)
-        if (nd->queue[i]->state == JOB_QUEUED)
-            return nd->queue[i]->t_recv + nd->o.queue_timeout_ms;
+    for (int i = 0; i < hd->n_queue && hd->nd->o.queue_timeout_ms > 0; i++)
+        if (hd->queue[i]->state == JOB_QUEUED)
+            return hd->queue[i]->t_recv + hd->nd->o.queue_timeout_ms;
     return 1e300;
 }
 
-double head_deadline(const node *nd)
+double head_deadline(const head *hd)
 {
-    double d = queue_deadline(nd);
-    for (int i = 0; i < nd->n_queue; i++) {
-        const job *j = nd->queue[i];
+    double d = queue_deadline(hd);
+    for (int i = 0; i < hd->n_queue; i++) {
+        const job *j = hd->queue[i];
         if (j->wait.live && j->wait.deadline < d)
             d = j->wait.deadline;
     }
-    for (int i = 0; i < nd->n_flights; i++)
-        if (nd->flights[i].wait.deadline < d)
-            d = nd->flights[i].wait.deadline;
-    if (nd->set.live && nd->set.wait.deadline < d)
-        d = nd->set.wait.deadline;
+    for (int i = 0; i < hd->n_flights; i++)
+        if (hd->flights[i].wait.deadline < d)
+            d = hd->flights[i].wait.deadline;
+    if (hd->set.live && hd->set.wait.deadline < d)
+        d = hd->set.wait.deadline;
     return d;
 }
 
@@ -94,23 +136,23 @@ static int known_prompt(const proto_generate_args *g)
     }
 }
 
-void head_enqueue(node *nd, const peer *from, proto_request *req)
+void head_enqueue(head *hd, const peer *from, proto_request *req)
 {
-    if (!nd->head) {
-        node_reply_error(nd, from, req->id, PROTO_E_BUSY,
+    if (!hd->nd->head) {
+        node_reply_error(hd->nd, from, req->id, PROTO_E_BUSY,
                          "this node holds layers %d:%d, not the head of the ring: send %s "
                          "to the stage whose layers start at 0",
-                         fwd_first(nd->fwd), fwd_last(nd->fwd), proto_op_name(req->op));
+                         hd->nd->o.first, hd->nd->o.last, proto_op_name(req->op));
         proto_request_free(req);
         return;
     }
     /* Places and queue counted together: requests that arrive at once are
      * all queued before any starts, and the bound must not depend on that. */
-    if (nd->n_queue >= nd->max_seqs + NODE_QUEUE_MAX) {
-        node_reply_error(nd, from, req->id, PROTO_E_BUSY,
+    if (hd->n_queue >= hd->nd->o.max_seqs + NODE_QUEUE_MAX) {
+        node_reply_error(hd->nd, from, req->id, PROTO_E_BUSY,
                          "%d requests already running or queued on this node (--max-seqs %d, "
                          "and %d more queued); retry later",
-                         nd->n_queue, nd->max_seqs, NODE_QUEUE_MAX);
+                         hd->n_queue, hd->nd->o.max_seqs, NODE_QUEUE_MAX);
         proto_request_free(req);
         return;
     }
@@ -119,17 +161,17 @@ void head_enqueue(node *nd, const peer *from, proto_request *req)
      * (a session's length may change until its turn) is refused now
      * rather than after waiting for its turn. */
     char msg[PROTO_MESSAGE_MAX];
-    if (guard_ctx(nd->o.max_ctx, g->max_tokens + known_prompt(g), msg, sizeof msg) != 0) {
-        node_reply_error(nd, from, req->id, PROTO_E_CTX_LIMIT, "%s", msg);
+    if (guard_ctx(hd->nd->o.max_ctx, g->max_tokens + known_prompt(g), msg, sizeof msg) != 0) {
+        node_reply_error(hd->nd, from, req->id, PROTO_E_CTX_LIMIT, "%s", msg);
         proto_request_free(req);
         return;
     }
     if (g->input == PROTO_INPUT_TOKENS) {
         for (int i = 0; i < g->n_tokens; i++) {
-            if (g->tokens[i] >= nd->cfg->vocab_size) {
-                node_reply_error(nd, from, req->id, PROTO_E_BAD_TOKEN,
+            if (g->tokens[i] >= hd->nd->cfg->vocab_size) {
+                node_reply_error(hd->nd, from, req->id, PROTO_E_BAD_TOKEN,
                                  "tokens[%d] = %d is outside the model's vocabulary (0..%d)", i,
-                                 g->tokens[i], nd->cfg->vocab_size - 1);
+                                 g->tokens[i], hd->nd->cfg->vocab_size - 1);
                 proto_request_free(req);
                 return;
             }
@@ -137,7 +179,7 @@ void head_enqueue(node *nd, const peer *from, proto_request *req)
     }
     job *j = calloc(1, sizeof *j);
     if (!j) {
-        node_reply_error(nd, from, req->id, PROTO_E_INTERNAL, "out of memory queueing request");
+        node_reply_error(hd->nd, from, req->id, PROTO_E_INTERNAL, "out of memory queueing request");
         proto_request_free(req);
         return;
     }
@@ -146,7 +188,7 @@ void head_enqueue(node *nd, const peer *from, proto_request *req)
     j->state = JOB_QUEUED;
     j->t_recv = clock_ms();
     j->pending0 = -1;
-    nd->queue[nd->n_queue++] = j;
+    hd->queue[hd->n_queue++] = j;
 }
 
 /* Counts the ids the request feeds: the session's pending token, then the
@@ -154,7 +196,7 @@ void head_enqueue(node *nd, const peer *from, proto_request *req)
  * thread, and small: it came in one frame); token ids stay in the request and
  * synthetic ones are made as they are fed (job_id), so that a long prompt
  * costs no memory before it is admitted. */
-static int job_prompt(node *nd, job *j, proto_error *e)
+static int job_prompt(head *hd, job *j, proto_error *e)
 {
     const proto_generate_args *g = &j->req.generate;
     int pending = j->pending0 >= 0;
@@ -167,11 +209,11 @@ static int job_prompt(node *nd, job *j, proto_error *e)
         /* A tokenizer larger than the model (--tokenizer) could name rows
          * the embedding table does not have. */
         for (int i = 0; i < n; i++)
-            if (j->ids[i] >= nd->cfg->vocab_size)
+            if (j->ids[i] >= hd->nd->cfg->vocab_size)
                 return proto_fail(e, PROTO_E_BAD_TOKEN, "prompt",
                                   "the prompt encodes to id %d, outside the model's vocabulary "
                                   "(0..%d): use a tokenizer made for this model",
-                                  j->ids[i], nd->cfg->vocab_size - 1);
+                                  j->ids[i], hd->nd->cfg->vocab_size - 1);
         break;
     case PROTO_INPUT_TOKENS:
         n = g->n_tokens;
@@ -188,11 +230,11 @@ static int job_prompt(node *nd, job *j, proto_error *e)
     return 0;
 }
 
-static json_t *head_members_json(const node *nd)
+static json_t *head_members_json(const head *hd)
 {
     json_t *a = json_array();
-    for (int i = 0; i < nd->n_members; i++) {
-        const member *m = &nd->members[i];
+    for (int i = 0; i < hd->nd->n_members; i++) {
+        const member *m = &hd->nd->members[i];
         json_array_append_new(a, json_pack("{ss ss si si ss}", "name", m->name, "fingerprint",
                                            m->fingerprint, "first", m->first, "last", m->last,
                                            "next", m->next));
@@ -215,7 +257,7 @@ static int job_ctx(const job *j)
 }
 
 /* Admission done everywhere: set up this stage and tell the others. */
-static void job_begin(node *nd, job *j)
+static void job_begin(head *hd, job *j)
 {
     const proto_generate_args *g = &j->req.generate;
     int pos0 = j->pos0;
@@ -224,12 +266,12 @@ static void job_begin(node *nd, job *j)
      * chunk, which stays what prefill_step says (and telemetry with it). */
     if (j->max_chunk >= j->n_ids)
         j->max_chunk = PROTO_PREFILL_STEP_MAX;
-    if (stage_begin(nd, j->op, j->req.id, g->session, pos0, job_ctx(j), g, j->seed, &e) != 0) {
-        head_job_finish(nd, j, &e);
+    if (stage_begin(hd->st, j->op, j->req.id, g->session, pos0, job_ctx(j), g, j->seed, &e) != 0) {
+        head_job_finish(hd, j, &e);
         return;
     }
-    if (nd->ring) {
-        json_t *o = head_frame_json(nd);
+    if (hd->nd->ring) {
+        json_t *o = head_frame_json(hd);
         json_object_set_new(o, "req", json_string(j->req.id));
         json_object_set_new(o, "session", json_string(g->session));
         json_object_set_new(o, "pos", json_integer(pos0));
@@ -238,8 +280,8 @@ static void job_begin(node *nd, job *j)
         json_object_set_new(o, "top_p", json_real(g->top_p));
         /* The bits of the 64-bit seed, as JSON integers are signed. */
         json_object_set_new(o, "seed", json_integer((json_int_t)j->seed));
-        json_object_set_new(o, "stages", head_members_json(nd));
-        head_send(nd, RING_START, j->op, o);
+        json_object_set_new(o, "stages", head_members_json(hd));
+        head_send(hd, RING_START, j->op, o);
         json_decref(o);
     }
     proto_req_msg m;
@@ -251,9 +293,9 @@ static void job_begin(node *nd, job *j)
     snprintf(m.source, sizeof m.source, "%s", g->source[0] ? g->source : "control");
     m.prompt_tokens = j->n_ids;
     m.max_tokens = g->max_tokens;
-    tel_req(nd->tel, &m);
-    steplog_line(nd->log, "REQ", "%s start session='%s' pos=%d prompt=%d max_tokens=%d", j->req.id,
-                 g->session, pos0, j->n_ids, g->max_tokens);
+    tel_req(hd->nd->tel, &m);
+    steplog_line(hd->nd->log, "REQ", "%s start session='%s' pos=%d prompt=%d max_tokens=%d",
+                 j->req.id, g->session, pos0, j->n_ids, g->max_tokens);
     j->begun = 1;
     j->t_begin = clock_ms();
     j->state = JOB_RUN;
@@ -261,44 +303,45 @@ static void job_begin(node *nd, job *j)
 
 /* The ring operations of the requests running now, which a stage keeps;
  * it ends any other it still holds (PROTOCOL.md, prepare). */
-static json_t *head_running_json(const node *nd)
+static json_t *head_running_json(const head *hd)
 {
     json_t *a = json_array();
-    for (int i = 0; i < nd->n_queue; i++)
-        if (nd->queue[i]->state == JOB_RUN)
-            json_array_append_new(a, json_integer((json_int_t)nd->queue[i]->op));
+    for (int i = 0; i < hd->n_queue; i++)
+        if (hd->queue[i]->state == JOB_RUN)
+            json_array_append_new(a, json_integer((json_int_t)hd->queue[i]->op));
     return a;
 }
 
 /* The prompt counted, the head's own admission, then the ring's. */
-static void job_admit(node *nd, job *j)
+static void job_admit(head *hd, job *j)
 {
     const proto_generate_args *g = &j->req.generate;
     int pos0 = j->pos0;
     j->state = JOB_PREPARE;
     proto_error e;
-    if (job_prompt(nd, j, &e) != 0) {
-        head_job_finish(nd, j, &e);
+    if (job_prompt(hd, j, &e) != 0) {
+        head_job_finish(hd, j, &e);
         return;
     }
     json_t *evicted = json_array();
     stage_admission a;
-    int most = nd->prefill_step == PROTO_PREFILL_AUTO ? PF_AUTO_MAX : nd->prefill_step;
-    stage_admit(nd, g->session, pos0, job_ctx(j), j->n_ids < most ? j->n_ids : most, job_eval(j),
-                evicted, &a);
+    int step = stage_prefill_step(hd->st);
+    int most = step == PROTO_PREFILL_AUTO ? PF_AUTO_MAX : step;
+    stage_admit(hd->st, g->session, pos0, job_ctx(j), j->n_ids < most ? j->n_ids : most,
+                job_eval(j), evicted, &a);
     if (a.code != PROTO_OK) {
         json_decref(evicted);
-        head_job_fail(nd, j, a.code, "%s", a.message);
+        head_job_fail(hd, j, a.code, "%s", a.message);
         return;
     }
     j->max_chunk = a.chunk;
-    if (!nd->ring) {
+    if (!hd->nd->ring) {
         json_decref(evicted);
-        job_begin(nd, j);
+        job_begin(hd, j);
         return;
     }
-    json_t *o = head_frame_json(nd);
-    json_t *me = node_identity(nd);
+    json_t *o = head_frame_json(hd);
+    json_t *me = node_identity(hd->nd);
     json_object_set_new(me, "ok", json_true());
     json_object_set_new(o, "req", json_string(j->req.id));
     json_object_set_new(o, "session", json_string(g->session));
@@ -308,18 +351,18 @@ static void job_admit(node *nd, job *j)
     if (job_eval(j) != STAGE_EVAL_NONE)
         json_object_set_new(o, "eval", json_true());
     json_object_set_new(o, "drop", evicted);
-    json_object_set_new(o, "running", head_running_json(nd));
+    json_object_set_new(o, "running", head_running_json(hd));
     json_object_set_new(o, "stages", json_pack("[o]", me));
-    head_send(nd, RING_PREPARE, j->op, o);
+    head_send(hd, RING_PREPARE, j->op, o);
     json_decref(o);
-    head_pending_arm(nd, &j->wait, RING_PREPARE, j->op, -1);
+    head_pending_arm(hd, &j->wait, RING_PREPARE, j->op, -1);
 }
 
 /* A text prompt goes to the tokenizer's thread, however long it takes
  * there: the job goes on when its ids are back (head_tick calls this
  * again). Other prompts need no tokenizer. The admission round waits
  * for the one in progress, if any. */
-static void job_tokenize(node *nd, job *j, int round_free)
+static void job_tokenize(head *hd, job *j, int round_free)
 {
     const proto_generate_args *g = &j->req.generate;
     if (g->input == PROTO_INPUT_PROMPT && !j->tokenized) {
@@ -327,29 +370,29 @@ static void job_tokenize(node *nd, job *j, int round_free)
             /* BOS only at the very start of a context, as `inferd generate`. */
             int bos = j->pos0 == 0 && j->pending0 < 0;
             int flags = (bos ? TOK_ADD_BOS : 0) | (g->special ? TOK_PARSE_SPECIAL : 0);
-            int rc = tokwork_submit(nd->tokw, j->op, g->prompt, g->prompt_len, flags);
+            int rc = tokwork_submit(hd->tokw, j->op, g->prompt, g->prompt_len, flags);
             if (rc < 0) {
-                head_job_fail(nd, j, PROTO_E_INTERNAL, "out of memory encoding the prompt");
+                head_job_fail(hd, j, PROTO_E_INTERNAL, "out of memory encoding the prompt");
                 return;
             }
             j->submitted = rc == 0;
             return;
         }
-        if (!tokwork_take(nd->tokw, j->op, &j->ids, &j->n_text))
+        if (!tokwork_take(hd->tokw, j->op, &j->ids, &j->n_text))
             return;
         j->submitted = 0;
         j->tokenized = 1;
     }
     if (round_free)
-        job_admit(nd, j);
+        job_admit(hd, j);
 }
 
 /* 1 when a started request uses this session: a request on a session
  * waits for the one before it, which moves the session on. */
-static int session_busy(const node *nd, const char *session)
+static int session_busy(const head *hd, const char *session)
 {
-    for (int i = 0; session[0] && i < nd->n_queue; i++) {
-        const job *q = nd->queue[i];
+    for (int i = 0; session[0] && i < hd->n_queue; i++) {
+        const job *q = hd->queue[i];
         if (q->state != JOB_QUEUED && strcmp(q->req.generate.session, session) == 0)
             return 1;
     }
@@ -357,17 +400,16 @@ static int session_busy(const node *nd, const char *session)
 }
 
 /* Starts a queued job: its ring operation, seed and session, then its prompt. */
-static void job_start(node *nd, job *j)
+static void job_start(head *hd, job *j)
 {
     const proto_generate_args *g = &j->req.generate;
-    j->op = ++nd->next_op;
+    j->op = ++hd->next_op;
     /* The seed travels to the tail; one the client did not give is
      * drawn here, so that the tail is told a definite value. */
     j->seed = g->has_seed ? g->seed : ((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ j->op);
     if (g->session[0]) {
-        int len = sess_len(nd->sessions, g->session);
+        int len = stage_session(hd->st, g->session, &j->pending0);
         j->pos0 = len > 0 ? len : 0;
-        j->pending0 = sess_pending(nd->sessions, g->session);
     }
     j->state = JOB_TOKENIZE;
 }
@@ -390,10 +432,10 @@ static int member_from_json(const json_t *s, member *m)
 
 /* model_mismatch when a stage holds other weights or the layer ranges do
  * not chain from 0 to the last layer; names the stages at fault. */
-static int ring_check(const node *nd, const member *ms, int n, const json_t *stages, char *msg,
+static int ring_check(const head *hd, const member *ms, int n, const json_t *stages, char *msg,
                       size_t len)
 {
-    const char *mine = model_fingerprint(nd->m);
+    const char *mine = model_fingerprint(hd->nd->m);
     size_t used = 0;
     for (int i = 1; i < n; i++) {
         if (strcmp(ms[i].fingerprint, mine) == 0)
@@ -407,8 +449,8 @@ static int ring_check(const node *nd, const member *ms, int n, const json_t *sta
     }
     if (used) {
         snprintf(msg + (used < len ? used : len - 1), used < len ? len - used : 1,
-                 ", but the head '%s' holds %s fingerprint %.12s", nd->o.name, model_name(nd->m),
-                 mine);
+                 ", but the head '%s' holds %s fingerprint %.12s", hd->nd->o.name,
+                 model_name(hd->nd->m), mine);
         return -1;
     }
     for (int i = 1; i < n; i++) {
@@ -421,17 +463,17 @@ static int ring_check(const node *nd, const member *ms, int n, const json_t *sta
             return -1;
         }
     }
-    if (ms[n - 1].last != nd->cfg->n_layers) {
+    if (ms[n - 1].last != hd->nd->cfg->n_layers) {
         snprintf(msg, len,
                  "incompatible layer ranges: the ring ends at layer %d (stage '%s'), the model "
                  "has %d layers",
-                 ms[n - 1].last, ms[n - 1].name, nd->cfg->n_layers);
+                 ms[n - 1].last, ms[n - 1].name, hd->nd->cfg->n_layers);
         return -1;
     }
     return 0;
 }
 
-static void prepare_done(node *nd, job *j, const json_t *o)
+static void prepare_done(head *hd, job *j, const json_t *o)
 {
     j->wait.live = 0;
     const json_t *stages = json_object_get(o, "stages");
@@ -442,32 +484,32 @@ static void prepare_done(node *nd, job *j, const json_t *o)
     json_array_foreach(stages, i, s)
     {
         if (n == PROTO_RING_MAX || member_from_json(s, &ms[n]) != 0) {
-            head_job_fail(nd, j, PROTO_E_INTERNAL, "the ring returned a malformed stage list");
+            head_job_fail(hd, j, PROTO_E_INTERNAL, "the ring returned a malformed stage list");
             return;
         }
         n++;
     }
     if (n < 2) {
-        head_job_fail(nd, j, PROTO_E_INTERNAL, "the ring returned %d stages", n);
+        head_job_fail(hd, j, PROTO_E_INTERNAL, "the ring returned %d stages", n);
         return;
     }
     /* Sessions some stage evicted must go everywhere, or the stages
      * would disagree about them later. */
     const json_t *drop = json_object_get(o, "drop");
     if (json_array_size(drop) > 0) {
-        stage_drop_sessions(nd, drop);
+        stage_drop_sessions(hd->st, drop);
         json_t *d = json_pack("{sO}", "sessions", drop);
-        head_send(nd, RING_DROP, j->op, d);
+        head_send(hd, RING_DROP, j->op, d);
         json_decref(d);
     }
     char msg[PROTO_MESSAGE_MAX];
-    if (ring_check(nd, ms, n, stages, msg, sizeof msg) != 0) {
-        head_job_fail(nd, j, PROTO_E_MODEL_MISMATCH, "%s", msg);
+    if (ring_check(hd, ms, n, stages, msg, sizeof msg) != 0) {
+        head_job_fail(hd, j, PROTO_E_MODEL_MISMATCH, "%s", msg);
         return;
     }
-    memcpy(nd->members, ms, (size_t)n * sizeof *ms);
-    nd->n_members = n;
-    snprintf(nd->head_ep, sizeof nd->head_ep, "%s", ms[n - 1].next);
+    memcpy(hd->nd->members, ms, (size_t)n * sizeof *ms);
+    hd->nd->n_members = n;
+    snprintf(hd->nd->head_ep, sizeof hd->nd->head_ep, "%s", ms[n - 1].next);
 
     json_array_foreach(stages, i, s)
     {
@@ -486,47 +528,47 @@ static void prepare_done(node *nd, job *j, const json_t *o)
         const char *session = j->req.generate.session;
         int lost = c == PROTO_E_NOT_FOUND && session[0];
         if (lost) {
-            sess_drop(nd->sessions, session);
+            stage_drop_session(hd->st, session);
             json_t *d = json_pack("{s[s]}", "sessions", session);
-            head_send(nd, RING_DROP, j->op, d);
+            head_send(hd, RING_DROP, j->op, d);
             json_decref(d);
         }
-        head_job_fail(nd, j, c, "%s%s", message ? message : "a stage refused the request",
+        head_job_fail(hd, j, c, "%s%s", message ? message : "a stage refused the request",
                       lost ? "; the session was dropped on every stage" : "");
         return;
     }
-    job_begin(nd, j);
+    job_begin(hd, j);
 }
 
-static int member_index(const node *nd, int first)
+static int member_index(const head *hd, int first)
 {
-    for (int i = 0; i < nd->n_members; i++)
-        if (nd->members[i].first == first)
+    for (int i = 0; i < hd->nd->n_members; i++)
+        if (hd->nd->members[i].first == first)
             return i;
     return -1;
 }
 
-static void on_report(node *nd, const ring_frame *f)
+static void on_report(head *hd, const ring_frame *f)
 {
     const json_t *o = f->json;
-    int idx = member_index(nd, (int)json_integer_value(json_object_get(o, "first")));
+    int idx = member_index(hd, (int)json_integer_value(json_object_get(o, "first")));
     const char *of = json_string_value(json_object_get(o, "of"));
     pending *w = NULL;
-    job *prep = head_job_by_op(nd, f->h.op);
-    int fi = head_flight_find(nd, f->h.op, f->h.step);
+    job *prep = head_job_by_op(hd, f->h.op);
+    int fi = head_flight_find(hd, f->h.op, f->h.step);
     if (fi >= 0)
-        w = &nd->flights[fi].wait;
+        w = &hd->flights[fi].wait;
     else if (prep && prep->wait.live)
         w = &prep->wait;
-    else if (nd->set.live && nd->set.wait.op == f->h.op)
-        w = &nd->set.wait;
+    else if (hd->set.live && hd->set.wait.op == f->h.op)
+        w = &hd->set.wait;
     if (!w || !of || strcmp(of, ring_kind_name(w->kind)) != 0 || f->h.step != w->step)
         return;
     if (idx > 0)
         w->reported |= 1u << idx;
     /* A stage that fails a set still passes it on with its verdict: only
      * a failed request step ends something here. */
-    if (json_is_true(json_object_get(o, "ok")) || w == &nd->set.wait)
+    if (json_is_true(json_object_get(o, "ok")) || w == &hd->set.wait)
         return;
     const char *code = json_string_value(json_object_get(o, "code"));
     const char *message = json_string_value(json_object_get(o, "message"));
@@ -537,36 +579,36 @@ static void on_report(node *nd, const ring_frame *f)
         message = "a stage failed the step";
     if (fi >= 0) {
         flight fl;
-        head_flight_take(nd, fi, &fl);
-        head_flight_fail(nd, &fl, c, message);
+        head_flight_take(hd, fi, &fl);
+        head_flight_fail(hd, &fl, c, message);
     } else {
-        head_job_fail(nd, prep, c, "%s", message);
+        head_job_fail(hd, prep, c, "%s", message);
     }
 }
 
-void head_on_frame(node *nd, ring_frame *f)
+void head_on_frame(head *hd, ring_frame *f)
 {
     job *j;
     switch (f->h.kind) {
     case RING_PREPARE:
-        j = head_job_by_op(nd, f->h.op);
+        j = head_job_by_op(hd, f->h.op);
         if (j && j->state == JOB_PREPARE)
-            prepare_done(nd, j, f->json);
+            prepare_done(hd, j, f->json);
         return;
     case RING_TOKEN:
     case RING_LOGITS:
-        head_step_on_chunk(nd, f);
+        head_step_on_chunk(hd, f);
         return;
     case RING_TOKENS:
-        head_step_on_batch(nd, f);
+        head_step_on_batch(hd, f);
         return;
     case RING_SET_CHECK:
     case RING_SET:
     case RING_SET_UNDO:
-        head_set_on_frame(nd, f);
+        head_set_on_frame(hd, f);
         return;
     case RING_REPORT:
-        on_report(nd, f);
+        on_report(hd, f);
         return;
     default:
         /* Frames of operations that already ended (a late token after a
@@ -575,143 +617,143 @@ void head_on_frame(node *nd, ring_frame *f)
     }
 }
 
-static void check_deadlines(node *nd)
+static void check_deadlines(head *hd)
 {
     double now = clock_ms();
     char who[PROTO_TEXT_MAX + 64];
-    for (int i = nd->n_queue - 1; i >= 0; i--) {
-        if (i >= nd->n_queue)
+    for (int i = hd->n_queue - 1; i >= 0; i--) {
+        if (i >= hd->n_queue)
             continue;
-        job *q = nd->queue[i];
-        if (q->state == JOB_QUEUED && nd->o.queue_timeout_ms > 0 &&
-            now - q->t_recv >= nd->o.queue_timeout_ms) {
+        job *q = hd->queue[i];
+        if (q->state == JOB_QUEUED && hd->nd->o.queue_timeout_ms > 0 &&
+            now - q->t_recv >= hd->nd->o.queue_timeout_ms) {
             head_job_fail(
-                nd, q, PROTO_E_BUSY,
+                hd, q, PROTO_E_BUSY,
                 "waited %.1f s in the queue behind other requests (--queue-timeout %.1f s)",
-                (now - q->t_recv) / 1000.0, nd->o.queue_timeout_ms / 1000.0);
+                (now - q->t_recv) / 1000.0, hd->nd->o.queue_timeout_ms / 1000.0);
         } else if (q->state == JOB_PREPARE && q->wait.live && now >= q->wait.deadline) {
-            head_silent_stage(nd, &q->wait, who, sizeof who);
-            head_job_fail(nd, q, PROTO_E_STAGE_TIMEOUT,
+            head_silent_stage(hd, &q->wait, who, sizeof who);
+            head_job_fail(hd, q, PROTO_E_STAGE_TIMEOUT,
                           "%s did not answer the ring check within %.1f s", who,
-                          nd->o.step_timeout_ms / 1000.0);
+                          hd->nd->o.step_timeout_ms / 1000.0);
         }
     }
-    head_step_check_deadlines(nd, now);
-    head_set_check_deadline(nd, now);
+    head_step_check_deadlines(hd, now);
+    head_set_check_deadline(hd, now);
 }
 
 /* 1 when no admission round is going around the ring. */
-static int round_free(const node *nd)
+static int round_free(const head *hd)
 {
-    for (int i = 0; i < nd->n_queue; i++)
-        if (nd->queue[i]->state == JOB_PREPARE)
+    for (int i = 0; i < hd->n_queue; i++)
+        if (hd->queue[i]->state == JOB_PREPARE)
             return 0;
     return 1;
 }
 
 /* 1 when job_tokenize has something to do for j now. The tokenizer's
  * thread wakes the loop when it has ids or becomes free. */
-static int tokenize_ready(const node *nd, const job *j)
+static int tokenize_ready(const head *hd, const job *j)
 {
     int text = j->req.generate.input == PROTO_INPUT_PROMPT && !j->tokenized;
     if (text)
-        return !j->submitted && !tokwork_busy(nd->tokw);
-    return round_free(nd);
+        return !j->submitted && !tokwork_busy(hd->tokw);
+    return round_free(hd);
 }
 
 /* The queued jobs that can take a place now, in arrival order. */
-static job *startable(const node *nd)
+static job *startable(const head *hd)
 {
-    if (head_active(nd) >= nd->max_seqs)
+    if (head_active(hd) >= hd->nd->o.max_seqs)
         return NULL;
-    for (int i = 0; i < nd->n_queue; i++) {
-        job *j = nd->queue[i];
-        if (j->state == JOB_QUEUED && !session_busy(nd, j->req.generate.session))
+    for (int i = 0; i < hd->n_queue; i++) {
+        job *j = hd->queue[i];
+        if (j->state == JOB_QUEUED && !session_busy(hd, j->req.generate.session))
             return j;
     }
     return NULL;
 }
 
-void head_tick(node *nd)
+void head_tick(head *hd)
 {
-    check_deadlines(nd);
+    check_deadlines(hd);
     job *j;
-    while ((j = startable(nd)) != NULL)
-        job_start(nd, j);
-    for (int i = 0; i < nd->n_queue; i++) {
-        j = nd->queue[i];
+    while ((j = startable(hd)) != NULL)
+        job_start(hd, j);
+    for (int i = 0; i < hd->n_queue; i++) {
+        j = hd->queue[i];
         if (j->state != JOB_TOKENIZE)
             continue;
-        job_tokenize(nd, j, round_free(nd));
-        if (i < nd->n_queue && nd->queue[i] != j)
+        job_tokenize(hd, j, round_free(hd));
+        if (i < hd->n_queue && hd->queue[i] != j)
             i--; /* it ended: the next one moved into its place */
     }
-    head_step_run(nd);
+    head_step_run(hd);
 }
 
-int head_busy(const node *nd)
+int head_busy(const head *hd)
 {
-    if (startable(nd))
+    if (startable(hd))
         return 1;
-    for (int i = 0; i < nd->n_queue; i++)
-        if (nd->queue[i]->state == JOB_TOKENIZE && tokenize_ready(nd, nd->queue[i]))
+    for (int i = 0; i < hd->n_queue; i++)
+        if (hd->queue[i]->state == JOB_TOKENIZE && tokenize_ready(hd, hd->queue[i]))
             return 1;
-    return head_step_ready(nd);
+    return head_step_ready(hd);
 }
 
-void head_client_gone(node *nd, client_tag conn)
+void head_client_gone(head *hd, client_tag conn)
 {
-    for (int i = nd->n_queue - 1; i >= 0; i--) {
-        if (i >= nd->n_queue)
+    for (int i = hd->n_queue - 1; i >= 0; i--) {
+        if (i >= hd->n_queue)
             continue;
-        const client_tag *c = &nd->queue[i]->from.conn;
+        const client_tag *c = &hd->queue[i]->from.conn;
         if (c->fd == conn.fd && c->gen == conn.gen)
-            head_job_fail(nd, nd->queue[i], PROTO_E_CANCELLED, "its client disconnected");
+            head_job_fail(hd, hd->queue[i], PROTO_E_CANCELLED, "its client disconnected");
     }
 }
 
-void head_cancel(node *nd, const peer *from, const proto_request *req)
+void head_cancel(head *hd, const peer *from, const proto_request *req)
 {
-    for (int i = 0; i < nd->n_queue; i++) {
-        if (strcmp(nd->queue[i]->req.id, req->target) != 0)
+    for (int i = 0; i < hd->n_queue; i++) {
+        if (strcmp(hd->queue[i]->req.id, req->target) != 0)
             continue;
-        head_job_fail(nd, nd->queue[i], PROTO_E_CANCELLED, "cancelled by request '%s'", req->id);
-        node_reply(nd, from, proto_reply_ok(req->id, NULL));
+        head_job_fail(hd, hd->queue[i], PROTO_E_CANCELLED, "cancelled by request '%s'", req->id);
+        node_reply(hd->nd, from, proto_reply_ok(req->id, NULL));
         return;
     }
-    node_reply_error(nd, from, req->id, PROTO_E_NOT_FOUND,
+    node_reply_error(hd->nd, from, req->id, PROTO_E_NOT_FOUND,
                      "no request '%s' is running or queued on this node", req->target);
 }
 
-void head_drop(node *nd, const peer *from, const proto_request *req)
+void head_drop(head *hd, const peer *from, const proto_request *req)
 {
-    for (int i = 0; i < nd->n_queue; i++) {
-        const job *q = nd->queue[i];
+    for (int i = 0; i < hd->n_queue; i++) {
+        const job *q = hd->queue[i];
         if (q->state != JOB_QUEUED && strcmp(q->req.generate.session, req->session) == 0) {
-            node_reply_error(nd, from, req->id, PROTO_E_BUSY,
+            node_reply_error(hd->nd, from, req->id, PROTO_E_BUSY,
                              "session '%s' is in use by request '%s'", req->session, q->req.id);
             return;
         }
     }
-    if (!sess_drop(nd->sessions, req->session)) {
-        node_reply_error(nd, from, req->id, PROTO_E_NOT_FOUND, "no session '%s' on this node",
+    if (!stage_drop_session(hd->st, req->session)) {
+        node_reply_error(hd->nd, from, req->id, PROTO_E_NOT_FOUND, "no session '%s' on this node",
                          req->session);
         return;
     }
-    steplog_line(nd->log, "SESSION", "dropped '%s' by request '%s'", req->session, req->id);
-    if (nd->ring && nd->head) {
+    steplog_line(hd->nd->log, "SESSION", "dropped '%s' by request '%s'", req->session, req->id);
+    if (hd->nd->ring && hd->nd->head) {
         json_t *o = json_pack("{s[s]}", "sessions", req->session);
-        head_send(nd, RING_DROP, ++nd->next_op, o);
+        head_send(hd, RING_DROP, ++hd->next_op, o);
         json_decref(o);
     }
-    node_reply(nd, from, proto_reply_ok(req->id, NULL));
+    node_reply(hd->nd, from, proto_reply_ok(req->id, NULL));
 }
 
-void head_shutdown(node *nd)
+void head_shutdown(head *hd)
 {
-    nd->n_flights = 0;
-    while (nd->n_queue > 0)
-        head_job_fail(nd, nd->queue[nd->n_queue - 1], PROTO_E_SHUTDOWN,
+    hd->n_flights = 0;
+    while (hd->n_queue > 0)
+        head_job_fail(hd, hd->queue[hd->n_queue - 1], PROTO_E_SHUTDOWN,
                       "the node is shutting down");
-    head_set_shutdown(nd);
+    head_set_shutdown(hd);
 }

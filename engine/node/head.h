@@ -1,29 +1,43 @@
 /* head.h: requests on the head stage (head.c): queue, admission round,
  * batched and pipelined steps, deadlines, replies; session drops for the
- * ring (`set` is head_set.h). Called
- * by the main loop in serve.c. */
+ * ring (`set` is head_set.h). Called by the main loop in serve.c, on
+ * every node: one that is not the head answers these requests itself
+ * (set, drop) or refuses them. What the head holds is its own
+ * (head_state.h). */
 #ifndef HEAD_H
 #define HEAD_H
 
 #include "node.h"
+#include "stage.h"
+
+typedef struct head head;
+
+/* Sets up the head of the node's requests, which runs its steps on st;
+ * on the head stage (nd->head) loads the tokenizer and starts its thread.
+ * nd and st must outlive it. */
+int head_create(head **out, node *nd, stage *st, char *err, size_t errlen);
+void head_free(head *hd); /* NULL: nothing */
+/* The tokenizer thread's descriptor, readable when it has news (poll);
+ * -1 when the node is not the head. */
+int head_tokenizer_fd(const head *hd);
 
 /* Queues a generate or an eval; takes req. It runs once one of the
  * --max-seqs places is free. */
-void head_enqueue(node *nd, const peer *from, proto_request *req);
-void head_cancel(node *nd, const peer *from, const proto_request *req);
-void head_drop(node *nd, const peer *from, const proto_request *req);
-void head_on_frame(node *nd, ring_frame *f);
+void head_enqueue(head *hd, const peer *from, proto_request *req);
+void head_cancel(head *hd, const peer *from, const proto_request *req);
+void head_drop(head *hd, const peer *from, const proto_request *req);
+void head_on_frame(head *hd, ring_frame *f);
 /* A client's connection closed: its requests, running or queued, end. */
-void head_client_gone(node *nd, client_tag conn);
+void head_client_gone(head *hd, client_tag conn);
 /* Deadlines, queued work and one step when one is ready. */
-void head_tick(node *nd);
+void head_tick(head *hd);
 /* 1 when head_tick has a step to run right away (poll must not sleep). */
-int head_busy(const node *nd);
+int head_busy(const head *hd);
 /* The nearest deadline (clock_ms), or a large value. */
-double head_deadline(const node *nd);
+double head_deadline(const head *hd);
 /* Fails everything in flight or queued with `shutdown`. */
-void head_shutdown(node *nd);
-int head_active(const node *nd); /* requests holding a place */
-int head_queued(const node *nd); /* requests waiting for one */
+void head_shutdown(head *hd);
+int head_active(const head *hd); /* requests holding a place */
+int head_queued(const head *hd); /* requests waiting for one */
 
 #endif

@@ -13,19 +13,19 @@
 #include "head_ring.h"
 #include "stage.h"
 
-static int job_index(const node *nd, const job *j)
+static int job_index(const head *hd, const job *j)
 {
-    for (int i = 0; i < nd->n_queue; i++)
-        if (nd->queue[i] == j)
+    for (int i = 0; i < hd->n_queue; i++)
+        if (hd->queue[i] == j)
             return i;
     return -1;
 }
 
-job *head_job_by_op(const node *nd, uint64_t op)
+job *head_job_by_op(const head *hd, uint64_t op)
 {
-    for (int i = 0; i < nd->n_queue; i++)
-        if (nd->queue[i]->state != JOB_QUEUED && nd->queue[i]->op == op)
-            return nd->queue[i];
+    for (int i = 0; i < hd->n_queue; i++)
+        if (hd->queue[i]->state != JOB_QUEUED && hd->queue[i]->op == op)
+            return hd->queue[i];
     return NULL;
 }
 
@@ -56,9 +56,9 @@ static double per_second(double count, double ms)
     return count > 0 && ms > 0.0 ? count * 1000.0 / ms : NAN;
 }
 
-static void job_stats(node *nd, const job *j, proto_stats *s)
+static void job_stats(head *hd, const job *j, proto_stats *s)
 {
-    const stage_req *c = j->state == JOB_RUN ? stage_find(nd, j->op) : NULL;
+    const stage_req *c = j->state == JOB_RUN ? stage_find(hd->st, j->op) : NULL;
     double now = clock_ms();
     memset(s, 0, sizeof *s);
     s->prompt_tokens = j->fed;
@@ -68,7 +68,7 @@ static void job_stats(node *nd, const job *j, proto_stats *s)
     s->prefill_tps = per_second(j->fed, s->prefill_ms);
     s->decode_tps = per_second(j->generated - 1, now - j->t_first);
     s->e2e_ms = now - j->t_recv;
-    s->ctx = c ? kv_len(c->kv) : 0;
+    s->ctx = c ? stage_req_pos(c) : 0;
 }
 
 static void job_free(job *j)
@@ -80,37 +80,37 @@ static void job_free(job *j)
     free(j);
 }
 
-static void queue_remove(node *nd, int i)
+static void queue_remove(head *hd, int i)
 {
-    memmove(&nd->queue[i], &nd->queue[i + 1], (size_t)(nd->n_queue - i - 1) * sizeof *nd->queue);
-    nd->n_queue--;
+    memmove(&hd->queue[i], &hd->queue[i + 1], (size_t)(hd->n_queue - i - 1) * sizeof *hd->queue);
+    hd->n_queue--;
 }
 
 /* Ends a job with its final reply: ok when e is NULL. Its steps still
  * out on the ring come back to nobody and are dropped. */
-void head_job_finish(node *nd, job *j, const proto_error *e)
+void head_job_finish(head *hd, job *j, const proto_error *e)
 {
     proto_stats stats;
-    job_stats(nd, j, &stats);
+    job_stats(hd, j, &stats);
     /* Failures carry the stats too: what was done (an HTTP client's usage). */
     json_t *res = json_pack("{so}", "stats", proto_stats_json(&stats));
-    node_reply(nd, &j->from,
+    node_reply(hd->nd, &j->from,
                e ? proto_reply_error_with(j->req.id, e, res) : proto_reply_ok(j->req.id, res));
     json_decref(res);
     if (e && e->code != PROTO_E_CANCELLED)
-        node_event(nd, event_of(e->code), j->req.id, proto_code_name(e->code), NULL, "%s",
+        node_event(hd->nd, event_of(e->code), j->req.id, proto_code_name(e->code), NULL, "%s",
                    e->message);
-    stage_req *c = j->state == JOB_RUN ? stage_find(nd, j->op) : NULL;
-    if (c && nd->ring) {
+    stage_req *c = j->state == JOB_RUN ? stage_find(hd->st, j->op) : NULL;
+    if (c && hd->nd->ring) {
         json_t *o = json_pack("{ss sb}", "req", j->req.id, "ok", e == NULL);
-        head_send(nd, RING_END, j->op, o);
+        head_send(hd, RING_END, j->op, o);
         json_decref(o);
     }
     if (c) {
         /* The last sampled token was not fed (unless the request ended on
          * BOS): the session's next request starts with it. */
         int pending = e ? j->pending0 : (j->generated > 0 ? j->last_token : -1);
-        stage_end(nd, c, e == NULL, pending);
+        stage_end(hd->st, c, e == NULL, pending);
     }
     if (j->begun) {
         proto_req_msg m;
@@ -124,28 +124,28 @@ void head_job_finish(node *nd, job *j, const proto_error *e)
             snprintf(m.code, sizeof m.code, "%s", proto_code_name(e->code));
             snprintf(m.message, sizeof m.message, "%s", e->message);
         }
-        tel_req(nd->tel, &m);
+        tel_req(hd->nd->tel, &m);
     }
-    steplog_line(nd->log, "REQ",
+    steplog_line(hd->nd->log, "REQ",
                  "%s end %s%s%s prompt=%d generated=%d ttft=%.1fms prefill_tok_s=%.1f "
                  "decode_tok_s=%.1f e2e=%.1fms",
                  j->req.id, e ? proto_code_name(e->code) : "ok", e ? ": " : "", e ? e->message : "",
                  stats.prompt_tokens, stats.gen_tokens, stats.ttft_ms, stats.prefill_tps,
                  stats.decode_tps, stats.e2e_ms);
     if (j->submitted)
-        tokwork_cancel(nd->tokw, j->op);
-    queue_remove(nd, job_index(nd, j));
+        tokwork_cancel(hd->tokw, j->op);
+    queue_remove(hd, job_index(hd, j));
     job_free(j);
 }
 
-void head_job_fail(node *nd, job *j, proto_code code, const char *fmt, ...)
+void head_job_fail(head *hd, job *j, proto_code code, const char *fmt, ...)
 {
     proto_error e = {.code = code};
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e.message, sizeof e.message, fmt, ap);
     va_end(ap);
-    head_job_finish(nd, j, &e);
+    head_job_finish(hd, j, &e);
 }
 
 /* Synthetic prompt ids: a splitmix64 hash of the context position, so a
@@ -162,7 +162,7 @@ static int synthetic_id(int pos, int vocab)
 }
 
 /* The i-th id the request feeds. */
-int head_job_id(const node *nd, const job *j, int i)
+int head_job_id(const head *hd, const job *j, int i)
 {
     const proto_generate_args *g = &j->req.generate;
     if (j->pending0 >= 0) {
@@ -178,7 +178,7 @@ int head_job_id(const node *nd, const job *j, int i)
     case PROTO_INPUT_SYNTHETIC:
         break;
     }
-    int vocab = tok_vocab_size(nd->tok) < nd->cfg->vocab_size ? tok_vocab_size(nd->tok)
-                                                              : nd->cfg->vocab_size;
+    int vocab = tok_vocab_size(hd->tok) < hd->nd->cfg->vocab_size ? tok_vocab_size(hd->tok)
+                                                                  : hd->nd->cfg->vocab_size;
     return synthetic_id(j->pos0 + (j->pending0 >= 0) + i, vocab);
 }

@@ -3,15 +3,15 @@
 #ifndef HEAD_JOB_H
 #define HEAD_JOB_H
 
-#include "node.h"
+#include "head_state.h"
 
 /* The started job of ring operation op, or NULL (it ended). */
-job *head_job_by_op(const node *nd, uint64_t op);
+job *head_job_by_op(const head *hd, uint64_t op);
 /* The i-th id the job feeds: a session's pending token, then the prompt. */
-int head_job_id(const node *nd, const job *j, int i);
+int head_job_id(const head *hd, const job *j, int i);
 /* Ends a job with its final reply (ok when e is NULL) and frees it. */
-void head_job_finish(node *nd, job *j, const proto_error *e);
-void head_job_fail(node *nd, job *j, proto_code code, const char *fmt, ...)
+void head_job_finish(head *hd, job *j, const proto_error *e);
+void head_job_fail(head *hd, job *j, proto_code code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -6,48 +6,48 @@
 #include "engine/sys/clock.h"
 #include "steplog.h"
 
-void head_send(node *nd, ring_kind kind, uint64_t op, json_t *obj)
+void head_send(head *hd, ring_kind kind, uint64_t op, json_t *obj)
 {
     ring_hdr h = {.kind = kind, .op = op, .step = -1, .token = -1};
     char err[256];
-    if (ring_send(nd->ring, &h, obj, err, sizeof err) != 0)
-        steplog_line(nd->log, "RING", "sending %s: %s", ring_kind_name(kind), err);
+    if (ring_send(hd->nd->ring, &h, obj, err, sizeof err) != 0)
+        steplog_line(hd->nd->log, "RING", "sending %s: %s", ring_kind_name(kind), err);
 }
 
 /* Frames from the head carry its endpoint once the ring has told it (the
  * tail's --next), and with CURVE its public key, so that the stages can
  * report to it. */
-json_t *head_frame_json(const node *nd)
+json_t *head_frame_json(const head *hd)
 {
     json_t *o = json_object();
-    if (nd->head_ep[0])
-        json_object_set_new(o, "head", json_string(nd->head_ep));
-    if (nd->curve)
-        json_object_set_new(o, "head_key", json_string(nd->curve_keys.public_key));
+    if (hd->nd->head_ep[0])
+        json_object_set_new(o, "head", json_string(hd->nd->head_ep));
+    if (hd->nd->curve)
+        json_object_set_new(o, "head_key", json_string(hd->nd->curve->public_key));
     return o;
 }
 
-void head_pending_arm(const node *nd, pending *w, ring_kind kind, uint64_t op, int64_t step)
+void head_pending_arm(const head *hd, pending *w, ring_kind kind, uint64_t op, int64_t step)
 {
     w->live = 1;
     w->kind = kind;
     w->op = op;
     w->step = step;
-    w->deadline = clock_ms() + nd->o.step_timeout_ms;
+    w->deadline = clock_ms() + hd->nd->o.step_timeout_ms;
     w->reported = 0;
 }
 
 /* The first stage after the head that did not report the operation: the
  * one that went silent (or, when all reported, the tail's link back). */
-void head_silent_stage(const node *nd, const pending *w, char *out, size_t len)
+void head_silent_stage(const head *hd, const pending *w, char *out, size_t len)
 {
-    if (nd->n_members < 2) {
-        snprintf(out, len, "the stage at %s (--next) or one after it", nd->o.next);
+    if (hd->nd->n_members < 2) {
+        snprintf(out, len, "the stage at %s (--next) or one after it", hd->nd->o.next);
         return;
     }
     int i = 1;
-    while (i < nd->n_members - 1 && (w->reported & (1u << i)))
+    while (i < hd->nd->n_members - 1 && (w->reported & (1u << i)))
         i++;
-    const member *m = &nd->members[i];
+    const member *m = &hd->nd->members[i];
     snprintf(out, len, "stage '%s' (layers %d:%d)", m->name, m->first, m->last);
 }

@@ -7,17 +7,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "node.h"
+#include "head_state.h"
 
 /* Sends a frame of `kind` with obj as its JSON; a failure is logged (the
  * round's deadline then reports it). */
-void head_send(node *nd, ring_kind kind, uint64_t op, json_t *obj);
+void head_send(head *hd, ring_kind kind, uint64_t op, json_t *obj);
 /* A new JSON object with the head's endpoint and CURVE key, for frames
  * the stages answer by reporting to the head. */
-json_t *head_frame_json(const node *nd);
+json_t *head_frame_json(const head *hd);
 /* Starts waiting for a frame: its deadline is --step-timeout from now. */
-void head_pending_arm(const node *nd, pending *w, ring_kind kind, uint64_t op, int64_t step);
+void head_pending_arm(const head *hd, pending *w, ring_kind kind, uint64_t op, int64_t step);
 /* Names the stage that did not pass w's frame on. */
-void head_silent_stage(const node *nd, const pending *w, char *out, size_t len);
+void head_silent_stage(const head *hd, const pending *w, char *out, size_t len);
 
 #endif

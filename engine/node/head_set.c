@@ -11,35 +11,35 @@
 #include "stage.h"
 
 /* Sends one round of the set around the ring, the head's entry first. */
-static void set_round(node *nd, ring_kind kind, uint64_t op, json_t *entry)
+static void set_round(head *hd, ring_kind kind, uint64_t op, json_t *entry)
 {
-    set_op *s = &nd->set;
-    json_t *o = head_frame_json(nd);
+    set_op *s = &hd->set;
+    json_t *o = head_frame_json(hd);
     if (kind != RING_SET_UNDO) {
         json_t *fields = stage_set_to_json(&s->args);
         json_object_update(o, fields);
         json_decref(fields);
     }
     json_object_set_new(o, "stages", json_pack("[o]", entry));
-    head_send(nd, kind, op, o);
+    head_send(hd, kind, op, o);
     json_decref(o);
-    head_pending_arm(nd, &s->wait, kind, op, -1);
+    head_pending_arm(hd, &s->wait, kind, op, -1);
 }
 
 /* Ends the set with an error reply. */
-static void set_fail(node *nd, proto_code code, const char *fmt, ...)
+static void set_fail(head *hd, proto_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void set_fail(node *nd, proto_code code, const char *fmt, ...)
+static void set_fail(head *hd, proto_code code, const char *fmt, ...)
 {
     proto_error e = {.code = code};
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e.message, sizeof e.message, fmt, ap);
     va_end(ap);
-    nd->set.live = 0;
-    nd->set.wait.live = 0;
-    node_reply(nd, &nd->set.from, proto_reply_error(nd->set.id, &e));
+    hd->set.live = 0;
+    hd->set.wait.live = 0;
+    node_reply(hd->nd, &hd->set.from, proto_reply_error(hd->set.id, &e));
 }
 
 /* The first stage of a round that refused, or NULL. */
@@ -62,129 +62,130 @@ static const json_t *set_refusal(const json_t *stages, proto_error *e)
 
 /* A stage failed to apply (or fell silent): every stage that applied the
  * set puts it back, the head first. */
-static void set_undo_round(node *nd, const proto_error *why)
+static void set_undo_round(head *hd, const proto_error *why)
 {
-    set_op *s = &nd->set;
+    set_op *s = &hd->set;
     s->failure = *why;
     json_t *entry = json_object();
     proto_error e;
-    stage_undo_set(nd, s->wait.op, entry, &e);
-    set_round(nd, RING_SET_UNDO, s->wait.op, entry);
+    stage_undo_set(hd->st, s->wait.op, entry, &e);
+    set_round(hd, RING_SET_UNDO, s->wait.op, entry);
 }
 
-static void set_round_done(node *nd, const ring_frame *f)
+static void set_round_done(head *hd, const ring_frame *f)
 {
-    set_op *s = &nd->set;
+    set_op *s = &hd->set;
     s->wait.live = 0;
     const json_t *stages = json_object_get(f->json, "stages");
     proto_error e;
     const json_t *refused = set_refusal(stages, &e);
     if (f->h.kind == RING_SET_CHECK) {
         if (refused) {
-            set_fail(nd, e.code, "%s; no stage changed", e.message);
+            set_fail(hd, e.code, "%s; no stage changed", e.message);
             return;
         }
         json_t *entry = json_object();
-        if (stage_apply_set(nd, f->h.op, &s->args, entry, &e) != 0) {
+        if (stage_apply_set(hd->st, f->h.op, &s->args, entry, &e) != 0) {
             json_decref(entry);
-            set_fail(nd, e.code, "%s; no stage changed", e.message);
+            set_fail(hd, e.code, "%s; no stage changed", e.message);
             return;
         }
-        set_round(nd, RING_SET, f->h.op, entry);
+        set_round(hd, RING_SET, f->h.op, entry);
     } else if (f->h.kind == RING_SET) {
         if (refused) {
-            set_undo_round(nd, &e);
+            set_undo_round(hd, &e);
             return;
         }
         s->live = 0;
         json_t *res = json_pack("{sO}", "stages", stages);
-        node_reply(nd, &s->from, proto_reply_ok(s->id, res));
+        node_reply(hd->nd, &s->from, proto_reply_ok(s->id, res));
         json_decref(res);
     } else if (refused) {
-        set_fail(nd, s->failure.code, "%s; putting the set back failed too: %s", s->failure.message,
+        set_fail(hd, s->failure.code, "%s; putting the set back failed too: %s", s->failure.message,
                  e.message);
     } else {
-        set_fail(nd, s->failure.code, "%s; every stage was put back", s->failure.message);
+        set_fail(hd, s->failure.code, "%s; every stage was put back", s->failure.message);
     }
 }
 
 /* A round's deadline passed. Before anything was applied nothing needs
  * undoing; after, the stages that applied put it back. */
-static void set_timed_out(node *nd, const char *who)
+static void set_timed_out(head *hd, const char *who)
 {
-    set_op *s = &nd->set;
-    double secs = nd->o.step_timeout_ms / 1000.0;
-    node_event(nd, PROTO_EV_STAGE_TIMEOUT, "", "stage_timeout", NULL,
+    set_op *s = &hd->set;
+    double secs = hd->nd->o.step_timeout_ms / 1000.0;
+    node_event(hd->nd, PROTO_EV_STAGE_TIMEOUT, "", "stage_timeout", NULL,
                "%s did not answer a %s within %.1f s", who, ring_kind_name(s->wait.kind), secs);
     if (s->wait.kind == RING_SET_CHECK) {
-        set_fail(nd, PROTO_E_STAGE_TIMEOUT, "%s did not answer within %.1f s; no stage changed",
+        set_fail(hd, PROTO_E_STAGE_TIMEOUT, "%s did not answer within %.1f s; no stage changed",
                  who, secs);
     } else if (s->wait.kind == RING_SET) {
         proto_error e = {.code = PROTO_E_STAGE_TIMEOUT};
         snprintf(e.message, sizeof e.message, "%s did not answer within %.1f s", who, secs);
-        set_undo_round(nd, &e);
+        set_undo_round(hd, &e);
     } else {
-        set_fail(nd, s->failure.code,
+        set_fail(hd, s->failure.code,
                  "%s; %s did not answer the undo within %.1f s: the stages from it on may still "
                  "hold the set",
                  s->failure.message, who, secs);
     }
 }
 
-void head_set_on_frame(node *nd, const ring_frame *f)
+void head_set_on_frame(head *hd, const ring_frame *f)
 {
-    if (nd->set.live && nd->set.wait.live && nd->set.wait.op == f->h.op &&
-        nd->set.wait.kind == f->h.kind)
-        set_round_done(nd, f);
+    if (hd->set.live && hd->set.wait.live && hd->set.wait.op == f->h.op &&
+        hd->set.wait.kind == f->h.kind)
+        set_round_done(hd, f);
 }
 
-void head_set_check_deadline(node *nd, double now)
+void head_set_check_deadline(head *hd, double now)
 {
     char who[PROTO_TEXT_MAX + 64];
-    if (!nd->set.live || !nd->set.wait.live || now < nd->set.wait.deadline)
+    if (!hd->set.live || !hd->set.wait.live || now < hd->set.wait.deadline)
         return;
-    head_silent_stage(nd, &nd->set.wait, who, sizeof who);
-    set_timed_out(nd, who);
+    head_silent_stage(hd, &hd->set.wait, who, sizeof who);
+    set_timed_out(hd, who);
 }
 
-void head_set_shutdown(node *nd)
+void head_set_shutdown(head *hd)
 {
-    if (!nd->set.live)
+    if (!hd->set.live)
         return;
-    nd->set.live = 0;
-    node_reply_error(nd, &nd->set.from, nd->set.id, PROTO_E_SHUTDOWN, "the node is shutting down");
+    hd->set.live = 0;
+    node_reply_error(hd->nd, &hd->set.from, hd->set.id, PROTO_E_SHUTDOWN,
+                     "the node is shutting down");
 }
 
-void head_set(node *nd, const peer *from, const proto_request *req)
+void head_set(head *hd, const peer *from, const proto_request *req)
 {
-    int ring = nd->ring && nd->head;
-    if (ring && nd->set.live) {
-        node_reply_error(nd, from, req->id, PROTO_E_BUSY, "set '%s' is still going around the ring",
-                         nd->set.id);
+    int ring = hd->nd->ring && hd->nd->head;
+    if (ring && hd->set.live) {
+        node_reply_error(hd->nd, from, req->id, PROTO_E_BUSY,
+                         "set '%s' is still going around the ring", hd->set.id);
         return;
     }
     json_t *entry = json_object();
     proto_error e;
     /* Alone, a node applies at once; the head of a ring checks every
      * stage first (head_set_on_frame). */
-    int rc = ring ? stage_check_set(nd, &req->set, entry, &e)
-                  : stage_apply_set(nd, ++nd->next_op, &req->set, entry, &e);
+    int rc = ring ? stage_check_set(hd->st, &req->set, entry, &e)
+                  : stage_apply_set(hd->st, ++hd->next_op, &req->set, entry, &e);
     if (rc != 0) {
         json_decref(entry);
-        node_reply_error(nd, from, req->id, e.code, "%s; %s", e.message,
+        node_reply_error(hd->nd, from, req->id, e.code, "%s; %s", e.message,
                          ring ? "no stage changed" : "nothing changed");
         return;
     }
     if (!ring) {
         json_t *res = json_pack("{s[o]}", "stages", entry);
-        node_reply(nd, from, proto_reply_ok(req->id, res));
+        node_reply(hd->nd, from, proto_reply_ok(req->id, res));
         json_decref(res);
         return;
     }
-    set_op *s = &nd->set;
+    set_op *s = &hd->set;
     s->live = 1;
     s->from = *from;
     s->args = req->set;
     snprintf(s->id, sizeof s->id, "%s", req->id);
-    set_round(nd, RING_SET_CHECK, ++nd->next_op, entry);
+    set_round(hd, RING_SET_CHECK, ++hd->next_op, entry);
 }

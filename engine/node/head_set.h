@@ -5,12 +5,14 @@
 
 #include "node.h"
 
-void head_set(node *nd, const peer *from, const proto_request *req);
+typedef struct head head; /* head.h */
+
+void head_set(head *hd, const peer *from, const proto_request *req);
 /* A SET_CHECK, SET or SET_UNDO frame back at the head. */
-void head_set_on_frame(node *nd, const ring_frame *f);
+void head_set_on_frame(head *hd, const ring_frame *f);
 /* Fails or undoes the set whose round's deadline has passed. */
-void head_set_check_deadline(node *nd, double now);
+void head_set_check_deadline(head *hd, double now);
 /* Answers the set in flight with `shutdown`. */
-void head_set_shutdown(node *nd);
+void head_set_shutdown(head *hd);
 
 #endif

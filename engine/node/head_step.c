@@ -15,99 +15,100 @@
 
 /* Steps out at once: one per stage keeps every stage busy (each computes
  * one while the others compute the rest); more would only queue frames. */
-static int head_depth(const node *nd)
+static int head_depth(const head *hd)
 {
-    if (!nd->ring)
+    if (!hd->nd->ring)
         return 1;
-    int d = nd->o.pipeline_depth > 0 ? nd->o.pipeline_depth : nd->n_members;
+    int d = hd->nd->o.pipeline_depth > 0 ? hd->nd->o.pipeline_depth : hd->nd->n_members;
     return d < 1 ? 1 : d > NODE_DEPTH_MAX ? NODE_DEPTH_MAX : d;
 }
 
 /* The chunk in effect for a prefill step at depth pos: the setting, but
  * no more than every stage's memory admitted for the request. */
-static int head_chunk(const node *nd, const job *j, int pos)
+static int head_chunk(const head *hd, const job *j, int pos)
 {
-    if (nd->prefill_step != PROTO_PREFILL_AUTO)
-        return nd->prefill_step < j->max_chunk ? nd->prefill_step : j->max_chunk;
-    return pf_choose(&nd->pf, pos, nd->o.step_target_ms,
+    int step = stage_prefill_step(hd->st);
+    if (step != PROTO_PREFILL_AUTO)
+        return step < j->max_chunk ? step : j->max_chunk;
+    return pf_choose(&hd->pf, pos, hd->nd->o.step_target_ms,
                      PF_AUTO_MAX < j->max_chunk ? PF_AUTO_MAX : j->max_chunk);
 }
 
-static void emit_token(node *nd, job *j, int token)
+static void emit_token(head *hd, job *j, int token)
 {
-    int prev = j->generated > 0 ? j->last_token : head_job_id(nd, j, j->n_ids - 1);
+    int prev = j->generated > 0 ? j->last_token : head_job_id(hd, j, j->n_ids - 1);
     char buf[TOK_DECODE_BUF];
-    const char *text = tok_decode(nd->tok, prev, token, buf);
-    node_reply(nd, &j->from, proto_reply_token(j->req.id, token, text));
+    const char *text = tok_decode(hd->tok, prev, token, buf);
+    node_reply(hd->nd, &j->from, proto_reply_token(j->req.id, token, text));
 }
 
 /* A token sampled for a request: by its prompt's last chunk, or by a
  * decode position. */
-static void token_done(node *nd, job *j, int token)
+static void token_done(head *hd, job *j, int token)
 {
     if (j->generated == 0)
         j->t_first = clock_ms();
     /* The model's end of text (tok_end), as in `inferd generate`. The
      * token before it was fed by this very step: nothing is pending. */
-    if (token == tok_end(nd->tok)) {
+    if (token == tok_end(hd->tok)) {
         j->last_token = -1;
-        head_job_finish(nd, j, NULL);
+        head_job_finish(hd, j, NULL);
         return;
     }
-    emit_token(nd, j, token);
+    emit_token(hd, j, token);
     j->generated++;
     j->last_token = token;
     if (j->generated == j->req.generate.max_tokens)
-        head_job_finish(nd, j, NULL);
+        head_job_finish(hd, j, NULL);
 }
 
 /* A prefill chunk of n positions from pos is done (token -1: it sampled
  * none); model_ms is what the stages spent on it, for prefill_step auto. */
-static void chunk_done(node *nd, job *j, int n, int pos, double model_ms, int token)
+static void chunk_done(head *hd, job *j, int n, int pos, double model_ms, int token)
 {
-    pf_observe(&nd->pf, n, pos, model_ms);
+    pf_observe(&hd->pf, n, pos, model_ms);
     j->fed += n;
     if (j->fed == j->n_ids)
         j->t_prefill_end = clock_ms();
     if (token >= 0)
-        token_done(nd, j, token);
+        token_done(hd, j, token);
     else if (j->fed == j->n_ids && j->req.generate.max_tokens == 0)
-        head_job_finish(nd, j, NULL);
+        head_job_finish(hd, j, NULL);
 }
 
 /* One eval chunk's results to the client: every position's token, most
  * likely next token and its log-probability, and the logits themselves as
  * a second frame when the client asked for them. The chunk is the next
  * one not yet done (j->fed). Returns -1 after failing the job. */
-static int eval_reply(node *nd, job *j, int pos, int n, const float *logits)
+static int eval_reply(head *hd, job *j, int pos, int n, const float *logits)
 {
-    int vocab = nd->cfg->vocab_size;
+    int vocab = hd->nd->cfg->vocab_size;
     proto_eval_row *rows = malloc((size_t)n * sizeof *rows);
     if (!rows) {
-        head_job_fail(nd, j, PROTO_E_INTERNAL, "out of memory for %d eval rows", n);
+        head_job_fail(hd, j, PROTO_E_INTERNAL, "out of memory for %d eval rows", n);
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        rows[i].token = head_job_id(nd, j, j->fed + i);
+        rows[i].token = head_job_id(hd, j, j->fed + i);
         sampler_top1(logits + (size_t)i * vocab, vocab, &rows[i].top1, &rows[i].logprob);
     }
     int raw = j->req.eval_logits;
-    node_reply_with(nd, &j->from, proto_reply_eval(j->req.id, pos, rows, n, raw ? vocab : 0),
+    node_reply_with(hd->nd, &j->from, proto_reply_eval(j->req.id, pos, rows, n, raw ? vocab : 0),
                     raw ? logits : NULL, (size_t)n * (size_t)vocab * sizeof *logits);
     free(rows);
     return 0;
 }
 
 /* The job's buffer for one chunk of logits (admission counted it). */
-static float *eval_buffer(node *nd, job *j, int n)
+static float *eval_buffer(head *hd, job *j, int n)
 {
-    size_t want = (size_t)n * (size_t)nd->cfg->vocab_size;
+    size_t want = (size_t)n * (size_t)hd->nd->cfg->vocab_size;
     if (want > j->logits_cap) {
         /* The old rows are never read again: no realloc copy. */
         free(j->logits);
         j->logits_cap = 0;
         if (!(j->logits = malloc(want * sizeof *j->logits))) {
-            head_job_fail(nd, j, PROTO_E_INTERNAL, "out of memory for the logits of %d positions",
+            head_job_fail(hd, j, PROTO_E_INTERNAL, "out of memory for the logits of %d positions",
                           n);
             return NULL;
         }
@@ -117,60 +118,60 @@ static float *eval_buffer(node *nd, job *j, int n)
 }
 
 /* The ids of the job's next prefill chunk of n, into j->chunk. */
-static int chunk_ids(node *nd, job *j, int n)
+static int chunk_ids(head *hd, job *j, int n)
 {
     if (n > j->chunk_cap) {
         int *grown = realloc(j->chunk, (size_t)n * sizeof *grown);
         if (!grown) {
-            head_job_fail(nd, j, PROTO_E_INTERNAL, "out of memory for a chunk of %d ids", n);
+            head_job_fail(hd, j, PROTO_E_INTERNAL, "out of memory for a chunk of %d ids", n);
             return -1;
         }
         j->chunk = grown;
         j->chunk_cap = n;
     }
     for (int i = 0; i < n; i++)
-        j->chunk[i] = head_job_id(nd, j, j->sent + i);
+        j->chunk[i] = head_job_id(hd, j, j->sent + i);
     return 0;
 }
 
 /* A step out on the ring, waited for until --step-timeout. */
-static flight *flight_add(node *nd, int batch, uint64_t op, int64_t step)
+static flight *flight_add(head *hd, int batch, uint64_t op, int64_t step)
 {
-    flight *f = &nd->flights[nd->n_flights++];
+    flight *f = &hd->flights[hd->n_flights++];
     memset(f, 0, sizeof *f);
     f->batch = batch;
-    head_pending_arm(nd, &f->wait, batch ? RING_BATCH : RING_HIDDEN, op, step);
+    head_pending_arm(hd, &f->wait, batch ? RING_BATCH : RING_HIDDEN, op, step);
     return f;
 }
 
-int head_flight_find(const node *nd, uint64_t op, int64_t step)
+int head_flight_find(const head *hd, uint64_t op, int64_t step)
 {
-    for (int i = 0; i < nd->n_flights; i++)
-        if (nd->flights[i].wait.op == op && nd->flights[i].wait.step == step)
+    for (int i = 0; i < hd->n_flights; i++)
+        if (hd->flights[i].wait.op == op && hd->flights[i].wait.step == step)
             return i;
     return -1;
 }
 
 /* Takes flights[i] off the list into *out. */
-void head_flight_take(node *nd, int i, flight *out)
+void head_flight_take(head *hd, int i, flight *out)
 {
-    *out = nd->flights[i];
-    memmove(&nd->flights[i], &nd->flights[i + 1],
-            (size_t)(nd->n_flights - i - 1) * sizeof *nd->flights);
-    nd->n_flights--;
+    *out = hd->flights[i];
+    memmove(&hd->flights[i], &hd->flights[i + 1],
+            (size_t)(hd->n_flights - i - 1) * sizeof *hd->flights);
+    hd->n_flights--;
 }
 
 /* The next prefill chunk of j: computed here, then on a single node done
  * at once, on a ring sent on. */
-static void prefill_step(node *nd, job *j)
+static void prefill_step(head *hd, job *j)
 {
     double t0 = clock_ms();
-    stage_req *c = stage_find(nd, j->op);
+    stage_req *c = stage_find(hd->st, j->op);
     int remaining = j->n_ids - j->sent;
-    int pos = kv_len(c->kv);
-    int chunk = head_chunk(nd, j, pos);
+    int pos = stage_req_pos(c);
+    int chunk = head_chunk(hd, j, pos);
     int n = remaining < chunk ? remaining : chunk;
-    if (chunk_ids(nd, j, n) != 0)
+    if (chunk_ids(hd, j, n) != 0)
         return;
     int sample = n == remaining && j->req.generate.max_tokens > 0;
     int eval = j->req.op == PROTO_OP_EVAL; /* prefill steps only: max_tokens is 0 */
@@ -179,20 +180,20 @@ static void prefill_step(node *nd, job *j)
     fwd_stats st;
     proto_error e;
     stage_step p = {.t0 = t0, .step = step, .seqs = 1, .n = n, .pos = pos, .chunk = chunk};
-    if (!nd->ring) {
-        float *logits = eval ? eval_buffer(nd, j, n) : sample ? nd->logits : NULL;
+    if (!hd->nd->ring) {
+        float *logits = eval ? eval_buffer(hd, j, n) : sample ? stage_logits(hd->st) : NULL;
         if (eval && !logits)
             return;
-        int rc = eval ? stage_forward_logits(nd, c, j->chunk, NULL, n, logits, &st, &e)
-                      : stage_forward(nd, c, j->chunk, NULL, n, NULL, logits, &st, &e);
+        int rc = eval ? stage_forward_logits(hd->st, c, j->chunk, NULL, n, logits, &st, &e)
+                      : stage_forward(hd->st, c, j->chunk, NULL, n, NULL, logits, &st, &e);
         if (rc != 0) {
-            head_job_finish(nd, j, &e);
+            head_job_finish(hd, j, &e);
             return;
         }
-        stage_publish(nd, c, &p, &st);
-        if (eval && eval_reply(nd, j, pos, n, logits) != 0)
+        stage_publish(hd->st, c, &p, &st);
+        if (eval && eval_reply(hd, j, pos, n, logits) != 0)
             return;
-        chunk_done(nd, j, n, pos, st.model_ms, sample ? sampler_sample(c->smp, logits) : -1);
+        chunk_done(hd, j, n, pos, st.model_ms, sample ? stage_sample(c, logits) : -1);
         return;
     }
     ring_hdr h = {.kind = RING_HIDDEN,
@@ -200,30 +201,30 @@ static void prefill_step(node *nd, job *j)
                   .step = step,
                   .pos = pos,
                   .n = n,
-                  .dim = nd->cfg->dim,
+                  .dim = hd->nd->cfg->dim,
                   .token = -1,
                   .chunk = chunk,
                   .flags = (sample ? RING_F_SAMPLE : 0u) | (eval ? RING_F_LOGITS : 0u)};
     zmq_msg_t msg;
     float *x_out = ring_hidden_init(&msg, &h);
     if (!x_out) {
-        head_job_fail(nd, j, PROTO_E_INTERNAL, "out of memory for step %lld's hidden states",
+        head_job_fail(hd, j, PROTO_E_INTERNAL, "out of memory for step %lld's hidden states",
                       (long long)step);
         return;
     }
-    if (stage_forward(nd, c, j->chunk, NULL, n, x_out, NULL, &st, &e) != 0) {
+    if (stage_forward(hd->st, c, j->chunk, NULL, n, x_out, NULL, &st, &e) != 0) {
         zmq_msg_close(&msg);
-        head_job_finish(nd, j, &e);
+        head_job_finish(hd, j, &e);
         return;
     }
     char err[256];
-    if (ring_send_msg(nd->ring, &msg, err, sizeof err) != 0) {
-        head_job_fail(nd, j, PROTO_E_STAGE_TIMEOUT,
+    if (ring_send_msg(hd->nd->ring, &msg, err, sizeof err) != 0) {
+        head_job_fail(hd, j, PROTO_E_STAGE_TIMEOUT,
                       "step %lld: the next stage does not take frames: %s", (long long)step, err);
         return;
     }
-    stage_publish(nd, c, &p, &st);
-    flight *f = flight_add(nd, 0, j->op, step);
+    stage_publish(hd->st, c, &p, &st);
+    flight *f = flight_add(hd, 0, j->op, step);
     f->pos = pos;
     f->n = n;
     f->head_ms = st.model_ms;
@@ -231,81 +232,83 @@ static void prefill_step(node *nd, job *j)
 }
 
 /* Fails every job of a batch that could not go out. */
-static void batch_fail(node *nd, job *const *js, int b, const proto_error *e)
+static void batch_fail(head *hd, job *const *js, int b, const proto_error *e)
 {
     for (int i = 0; i < b; i++)
-        head_job_finish(nd, js[i], e);
+        head_job_finish(hd, js[i], e);
 }
 
 /* The next decode position of each of b running jobs, in one step: on a
  * single node sampled at once, on a ring sent on as a batch frame. */
-static void decode_step(node *nd, job *const *js, int b)
+static void decode_step(head *hd, job *const *js, int b)
 {
     double t0 = clock_ms();
     stage_req *cs[NODE_SEQS_MAX];
     int tokens[NODE_SEQS_MAX];
     ring_seg segs[NODE_SEQS_MAX];
     for (int i = 0; i < b; i++) {
-        cs[i] = stage_find(nd, js[i]->op);
+        cs[i] = stage_find(hd->st, js[i]->op);
         tokens[i] = js[i]->last_token;
-        segs[i] = (ring_seg){.op = js[i]->op, .step = js[i]->step, .pos = kv_len(cs[i]->kv)};
+        segs[i] = (ring_seg){.op = js[i]->op, .step = js[i]->step, .pos = stage_req_pos(cs[i])};
     }
     stage_step p = {.t0 = t0,
                     .decode = 1,
                     .seqs = b,
                     .n = b,
                     .pos = segs[0].pos,
-                    .chunk = head_chunk(nd, js[0], segs[0].pos)};
+                    .chunk = head_chunk(hd, js[0], segs[0].pos)};
     fwd_stats st;
     proto_error e;
-    if (!nd->ring) {
-        if (stage_forward_batch(nd, cs, b, tokens, NULL, NULL, nd->logits, &st, &e) != 0) {
-            batch_fail(nd, js, b, &e);
+    if (!hd->nd->ring) {
+        if (stage_forward_batch(hd->st, cs, b, tokens, NULL, NULL, stage_logits(hd->st), &st, &e) !=
+            0) {
+            batch_fail(hd, js, b, &e);
             return;
         }
-        p.step = b == 1 ? js[0]->step : nd->next_batch++;
-        stage_publish(nd, cs[0], &p, &st);
+        p.step = b == 1 ? js[0]->step : hd->next_batch++;
+        stage_publish(hd->st, cs[0], &p, &st);
         /* Sampling may end a job (and free its place): take the tokens
          * first, then finish each. */
         for (int i = 0; i < b; i++) {
             js[i]->step++;
-            tokens[i] = sampler_sample(cs[i]->smp, nd->logits + (size_t)i * nd->cfg->vocab_size);
+            tokens[i] =
+                stage_sample(cs[i], stage_logits(hd->st) + (size_t)i * hd->nd->cfg->vocab_size);
         }
         for (int i = 0; i < b; i++)
-            token_done(nd, js[i], tokens[i]);
+            token_done(hd, js[i], tokens[i]);
         return;
     }
-    uint64_t op = ++nd->next_op;
+    uint64_t op = ++hd->next_op;
     ring_hdr h = {.kind = RING_BATCH,
                   .op = op,
-                  .step = nd->next_batch,
+                  .step = hd->next_batch,
                   .n = b,
-                  .dim = nd->cfg->dim,
+                  .dim = hd->nd->cfg->dim,
                   .token = -1,
                   .chunk = p.chunk};
     zmq_msg_t msg;
     float *x_out = ring_batch_init(&msg, &h, segs);
     if (!x_out) {
         proto_fail(&e, PROTO_E_INTERNAL, "", "out of memory for a batch of %d", b);
-        batch_fail(nd, js, b, &e);
+        batch_fail(hd, js, b, &e);
         return;
     }
-    if (stage_forward_batch(nd, cs, b, tokens, NULL, x_out, NULL, &st, &e) != 0) {
+    if (stage_forward_batch(hd->st, cs, b, tokens, NULL, x_out, NULL, &st, &e) != 0) {
         zmq_msg_close(&msg);
-        batch_fail(nd, js, b, &e);
+        batch_fail(hd, js, b, &e);
         return;
     }
     char err[256];
-    if (ring_send_msg(nd->ring, &msg, err, sizeof err) != 0) {
+    if (ring_send_msg(hd->nd->ring, &msg, err, sizeof err) != 0) {
         proto_fail(&e, PROTO_E_STAGE_TIMEOUT, "",
                    "batch %lld: the next stage does not take frames: %s", (long long)h.step, err);
-        batch_fail(nd, js, b, &e);
+        batch_fail(hd, js, b, &e);
         return;
     }
     p.step = b == 1 ? js[0]->step : h.step;
-    nd->next_batch++;
-    stage_publish(nd, cs[0], &p, &st);
-    flight *f = flight_add(nd, 1, op, h.step);
+    hd->next_batch++;
+    stage_publish(hd->st, cs[0], &p, &st);
+    flight *f = flight_add(hd, 1, op, h.step);
     f->n = b;
     f->head_ms = st.model_ms;
     for (int i = 0; i < b; i++) {
@@ -318,16 +321,16 @@ static void decode_step(node *nd, job *const *js, int b)
 /* What can run next: the first running job with prompt left to send (a
  * prompt's chunks may follow each other on the ring up to the depth),
  * and the jobs ready to decode, at most their share of the flights. */
-static int pick_step(const node *nd, job **prefill, job **batch, int *n_batch)
+static int pick_step(const head *hd, job **prefill, job **batch, int *n_batch)
 {
-    int depth = head_depth(nd);
+    int depth = head_depth(hd);
     *prefill = NULL;
     *n_batch = 0;
-    if (nd->n_flights >= depth)
+    if (hd->n_flights >= depth)
         return 0;
     int decoding = 0;
-    for (int i = 0; i < nd->n_queue; i++) {
-        job *j = nd->queue[i];
+    for (int i = 0; i < hd->n_queue; i++) {
+        job *j = hd->queue[i];
         if (j->state != JOB_RUN)
             continue;
         if (j->fed == j->n_ids && j->generated > 0) {
@@ -346,120 +349,120 @@ static int pick_step(const node *nd, job **prefill, job **batch, int *n_batch)
 }
 
 /* One step, when one is ready: prefill and decode take turns when both wait. */
-void head_step_run(node *nd)
+void head_step_run(head *hd)
 {
     job *prefill, *batch[NODE_SEQS_MAX];
     int n_batch;
-    if (!pick_step(nd, &prefill, batch, &n_batch))
+    if (!pick_step(hd, &prefill, batch, &n_batch))
         return;
-    int decode = n_batch > 0 && (!prefill || nd->decode_turn);
-    nd->decode_turn = !decode;
+    int decode = n_batch > 0 && (!prefill || hd->decode_turn);
+    hd->decode_turn = !decode;
     if (decode)
-        decode_step(nd, batch, n_batch);
+        decode_step(hd, batch, n_batch);
     else
-        prefill_step(nd, prefill);
+        prefill_step(hd, prefill);
 }
 
 /* The tail's answer to a prefill chunk: a token frame for a generate (the
  * token, or -1 before the prompt's last chunk), a logits frame (every
  * position's) for an eval. */
-void head_step_on_chunk(node *nd, const ring_frame *f)
+void head_step_on_chunk(head *hd, const ring_frame *f)
 {
-    int i = head_flight_find(nd, f->h.op, f->h.step);
-    if (i < 0 || nd->flights[i].batch)
+    int i = head_flight_find(hd, f->h.op, f->h.step);
+    if (i < 0 || hd->flights[i].batch)
         return; /* a step of a request that already ended */
     flight fl;
-    head_flight_take(nd, i, &fl);
-    job *j = head_job_by_op(nd, f->h.op);
+    head_flight_take(hd, i, &fl);
+    job *j = head_job_by_op(hd, f->h.op);
     if (!j)
         return;
     j->in_flight--;
-    int vocab = nd->cfg->vocab_size;
+    int vocab = hd->nd->cfg->vocab_size;
     int eval = j->req.op == PROTO_OP_EVAL;
     ring_kind want = eval ? RING_LOGITS : RING_TOKEN;
     if (f->h.kind != want || f->h.token >= vocab || f->h.pos != fl.pos || f->h.n != fl.n ||
         (eval && f->h.dim != vocab)) {
         head_job_fail(
-            nd, j, PROTO_E_INTERNAL,
+            hd, j, PROTO_E_INTERNAL,
             "step %lld came back as a %s frame (token %d, dim %d) for positions %d+%d; the "
             "head sent positions %d+%d for a %s frame of a %d-token vocabulary",
             (long long)f->h.step, ring_kind_name(f->h.kind), f->h.token, f->h.dim, f->h.pos, f->h.n,
             fl.pos, fl.n, ring_kind_name(want), vocab);
         return;
     }
-    if (eval && eval_reply(nd, j, f->h.pos, f->h.n, f->x) != 0)
+    if (eval && eval_reply(hd, j, f->h.pos, f->h.n, f->x) != 0)
         return;
-    chunk_done(nd, j, f->h.n, f->h.pos, fl.head_ms + f->h.down_ms, f->h.token);
+    chunk_done(hd, j, f->h.n, f->h.pos, fl.head_ms + f->h.down_ms, f->h.token);
 }
 
 /* The tail's tokens for a decode batch, in the batch's order. */
-void head_step_on_batch(node *nd, const ring_frame *f)
+void head_step_on_batch(head *hd, const ring_frame *f)
 {
-    int i = head_flight_find(nd, f->h.op, f->h.step);
-    if (i < 0 || !nd->flights[i].batch)
+    int i = head_flight_find(hd, f->h.op, f->h.step);
+    if (i < 0 || !hd->flights[i].batch)
         return;
     flight fl;
-    head_flight_take(nd, i, &fl);
+    head_flight_take(hd, i, &fl);
     for (int k = 0; k < fl.n; k++) {
-        job *j = head_job_by_op(nd, fl.ops[k]);
+        job *j = head_job_by_op(hd, fl.ops[k]);
         if (!j)
             continue; /* it ended while its position was out */
         j->in_flight--;
-        if (f->h.n != fl.n || f->tokens[k] >= nd->cfg->vocab_size)
-            head_job_fail(nd, j, PROTO_E_INTERNAL,
+        if (f->h.n != fl.n || f->tokens[k] >= hd->nd->cfg->vocab_size)
+            head_job_fail(hd, j, PROTO_E_INTERNAL,
                           "batch %lld of %d came back with %d tokens (this one %d, the vocabulary "
                           "holds %d)",
                           (long long)f->h.step, fl.n, f->h.n, k < f->h.n ? f->tokens[k] : -1,
-                          nd->cfg->vocab_size);
+                          hd->nd->cfg->vocab_size);
         else
-            token_done(nd, j, f->tokens[k]);
+            token_done(hd, j, f->tokens[k]);
     }
 }
 
 /* Fails every job of a flight (a stage failed its step). */
-void head_flight_fail(node *nd, const flight *fl, proto_code code, const char *message)
+void head_flight_fail(head *hd, const flight *fl, proto_code code, const char *message)
 {
     int n = fl->batch ? fl->n : 1;
     for (int k = 0; k < n; k++) {
-        job *j = head_job_by_op(nd, fl->batch ? fl->ops[k] : fl->wait.op);
+        job *j = head_job_by_op(hd, fl->batch ? fl->ops[k] : fl->wait.op);
         if (j)
-            head_job_fail(nd, j, code, "%s", message);
+            head_job_fail(hd, j, code, "%s", message);
     }
 }
 
 /* A step did not come back in time: the silent stage has lost (or never
  * got) what every running request holds there, so they all end. */
-static void flight_timed_out(node *nd, const flight *fl)
+static void flight_timed_out(head *hd, const flight *fl)
 {
     char who[PROTO_TEXT_MAX + 64], what[96];
-    head_silent_stage(nd, &fl->wait, who, sizeof who);
+    head_silent_stage(hd, &fl->wait, who, sizeof who);
     if (fl->batch)
         snprintf(what, sizeof what, "decode batch %lld (%d requests)", (long long)fl->wait.step,
                  fl->n);
     else
         snprintf(what, sizeof what, "step %lld", (long long)fl->wait.step);
-    nd->n_flights = 0;
-    for (int i = nd->n_queue - 1; i >= 0; i--) {
-        if (i >= nd->n_queue || nd->queue[i]->state != JOB_RUN)
+    hd->n_flights = 0;
+    for (int i = hd->n_queue - 1; i >= 0; i--) {
+        if (i >= hd->n_queue || hd->queue[i]->state != JOB_RUN)
             continue;
-        head_job_fail(nd, nd->queue[i], PROTO_E_STAGE_TIMEOUT, "%s did not answer %s within %.1f s",
-                      who, what, nd->o.step_timeout_ms / 1000.0);
+        head_job_fail(hd, hd->queue[i], PROTO_E_STAGE_TIMEOUT, "%s did not answer %s within %.1f s",
+                      who, what, hd->nd->o.step_timeout_ms / 1000.0);
     }
 }
 
-int head_step_ready(const node *nd)
+int head_step_ready(const head *hd)
 {
     job *prefill, *batch[NODE_SEQS_MAX];
     int n_batch;
-    return pick_step(nd, &prefill, batch, &n_batch);
+    return pick_step(hd, &prefill, batch, &n_batch);
 }
 
-void head_step_check_deadlines(node *nd, double now)
+void head_step_check_deadlines(head *hd, double now)
 {
-    for (int i = 0; i < nd->n_flights; i++) {
-        if (now >= nd->flights[i].wait.deadline) {
-            flight fl = nd->flights[i];
-            flight_timed_out(nd, &fl);
+    for (int i = 0; i < hd->n_flights; i++) {
+        if (now >= hd->flights[i].wait.deadline) {
+            flight fl = hd->flights[i];
+            flight_timed_out(hd, &fl);
             return;
         }
     }

@@ -74,7 +74,7 @@ const guard_mem *node_mem(node *nd, int fresh)
 json_t *node_identity(const node *nd)
 {
     return json_pack("{ss ss ss si si si ss}", "name", nd->o.name, "fingerprint",
-                     model_fingerprint(nd->m), "model", model_name(nd->m), "first",
-                     fwd_first(nd->fwd), "last", fwd_last(nd->fwd), "n_layers", nd->cfg->n_layers,
-                     "next", nd->o.next ? nd->o.next : "");
+                     model_fingerprint(nd->m), "model", model_name(nd->m), "first", nd->o.first,
+                     "last", nd->o.last, "n_layers", nd->cfg->n_layers, "next",
+                     nd->o.next ? nd->o.next : "");
 }

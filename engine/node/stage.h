@@ -1,11 +1,40 @@
-/* stage.h: this node's layers as one stage of the ring (stage.c): admission,
- * a request's cache, live config, and the frames a non-head stage handles.
- * The head drives its own stage through these; serve.c hands a non-head
- * stage its frames. */
+/* stage.h: this node's layers as one stage of the ring: admission
+ * (stage_admit.c), a request's cache and its steps' telemetry
+ * (stage_req.c), live config (stage_config.c), and the frames a non-head
+ * stage handles (stage.c). The head drives its own stage through these;
+ * serve.c creates the stage, reads its status and hands a non-head stage
+ * its frames. What the stage holds (its forward pass, caches, sessions,
+ * live config) is its own: the others reach it only through here. */
 #ifndef STAGE_H
 #define STAGE_H
 
+#include "engine/compute/forward.h"
 #include "node.h"
+
+typedef struct stage stage;
+/* This node's part of a request running on the ring (stage_state.h). */
+typedef struct stage_req stage_req;
+
+/* Sets up this node's layers (nd->o's first and last), its compute pool
+ * and session table, and on the tail the logits of a decode batch. nd
+ * must outlive the stage. */
+int stage_create(stage **out, node *nd, char *err, size_t errlen);
+/* Ends the requests still running and frees everything (NULL: nothing). */
+void stage_free(stage *sg);
+/* Fills status's live config, KV bytes, sessions, busy and requests
+ * running here (the head counts its own: it overrides active). */
+void stage_status(stage *sg, proto_status *s);
+/* A session's context length here (-1: none) and its pending token. */
+int stage_session(const stage *sg, const char *name, int *pending);
+/* Frees a session's cache: 1 when it existed. */
+int stage_drop_session(stage *sg, const char *name);
+int stage_prefill_step(const stage *sg); /* PROTO_PREFILL_AUTO or positions */
+/* The tail's logits buffer, [--max-seqs][vocab]: a step's rows to sample. */
+float *stage_logits(stage *sg);
+/* A running request's context position (its cache's length). */
+int stage_req_pos(const stage_req *c);
+/* A token drawn from one position's logits by the request's sampler (tail). */
+int stage_sample(stage_req *c, float *logits);
 
 typedef struct stage_admission {
     proto_code code; /* PROTO_OK, KV_OOM, CTX_LIMIT or NOT_FOUND */
@@ -29,37 +58,38 @@ typedef enum stage_eval {
  * position; evicts idle sessions (appending their names to `evicted`)
  * when that makes it fit. Then finds the largest chunk, up to `chunk`,
  * whose steps fit too. */
-void stage_admit(node *nd, const char *session, int pos, int ctx, int chunk, stage_eval eval,
+void stage_admit(stage *sg, const char *session, int pos, int ctx, int chunk, stage_eval eval,
                  json_t *evicted, stage_admission *out);
 /* The running request of ring operation op, or NULL. */
-stage_req *stage_find(node *nd, uint64_t op);
-/* Sets up a request running here (in a free place of nd->reqs). */
-int stage_begin(node *nd, uint64_t op, const char *req, const char *session, int pos, int ctx,
+stage_req *stage_find(stage *sg, uint64_t op);
+/* Sets up a request running here (in a free place of the stage's). */
+int stage_begin(stage *sg, uint64_t op, const char *req, const char *session, int pos, int ctx,
                 const proto_generate_args *sampling, uint64_t seed, proto_error *e);
 /* Ends a running request: a session keeps its cache (rolled back to
  * where it was when !ok), anything else is freed. */
-void stage_end(node *nd, stage_req *c, int ok, int pending_token);
+void stage_end(stage *sg, stage_req *c, int ok, int pending_token);
 /* The two phases of a set (PROTOCOL.md "Live config"). Each fills result
  * (this stage's entry, its verdict included) and returns 0, or -1 with e.
  * check: would the caches fit at the new kv_bits?
  * Changes nothing. apply: at this step boundary, checking again; remembers
  * what it changed under op. undo: puts back what the set of op changed
  * (nothing when this stage did not apply it). */
-int stage_check_set(node *nd, const proto_set_args *set, json_t *result, proto_error *e);
-int stage_apply_set(node *nd, uint64_t op, const proto_set_args *set, json_t *result,
+int stage_check_set(stage *sg, const proto_set_args *set, json_t *result, proto_error *e);
+int stage_apply_set(stage *sg, uint64_t op, const proto_set_args *set, json_t *result,
                     proto_error *e);
-int stage_undo_set(node *nd, uint64_t op, json_t *result, proto_error *e);
-void stage_drop_sessions(node *nd, const json_t *names);
+int stage_undo_set(stage *sg, uint64_t op, json_t *result, proto_error *e);
+void stage_drop_sessions(stage *sg, const json_t *names);
 /* Runs n positions of one request through this stage's layers. */
-int stage_forward(node *nd, stage_req *c, const int *tokens, const float *x_in, int n, float *x_out,
-                  float *logits, fwd_stats *st, proto_error *e);
+int stage_forward(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
+                  float *x_out, float *logits, fwd_stats *st, proto_error *e);
 /* The same on the tail, with every position's logits into logits [n][vocab]. */
-int stage_forward_logits(node *nd, stage_req *c, const int *tokens, const float *x_in, int n,
+int stage_forward_logits(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
                          float *logits, fwd_stats *st, proto_error *e);
 /* One decode position of each of b requests (fwd_step_batch): the
  * weights are read once for all of them. */
-int stage_forward_batch(node *nd, stage_req *const *cs, int b, const int *tokens, const float *x_in,
-                        float *x_out, float *logits, fwd_stats *st, proto_error *e);
+int stage_forward_batch(stage *sg, stage_req *const *cs, int b, const int *tokens,
+                        const float *x_in, float *x_out, float *logits, fwd_stats *st,
+                        proto_error *e);
 
 /* A step this stage ran, for telemetry. */
 typedef struct stage_step {
@@ -73,10 +103,9 @@ typedef struct stage_step {
 } stage_step;
 
 /* Publishes and logs a step that ends now; c is its (first) request. */
-void stage_publish(node *nd, stage_req *c, const stage_step *p, const fwd_stats *st);
+void stage_publish(stage *sg, stage_req *c, const stage_step *p, const fwd_stats *st);
 /* A frame on a non-head stage. */
-void stage_on_frame(node *nd, ring_frame *f);
-size_t stage_kv_bytes(const node *nd); /* the running requests' caches and the sessions' */
+void stage_on_frame(stage *sg, ring_frame *f);
 /* A set's fields as a set frame carries them. */
 json_t *stage_set_to_json(const proto_set_args *set);
 
