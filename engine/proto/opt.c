@@ -328,6 +328,25 @@ static int check_text(opt_id id, int list, const char *text, opt_value *out, cha
     return 0;
 }
 
+static opt_value default_of(opt_id id)
+{
+    opt_value v = {0};
+    char err[8];
+    if (opt_defs[id].def)
+        check_text(id, 0, opt_defs[id].def, &v, err, sizeof err);
+    return v;
+}
+
+unsigned long long opt_default_int(opt_id id)
+{
+    return default_of(id).i;
+}
+
+double opt_default_num(opt_id id)
+{
+    return default_of(id).d;
+}
+
 int opt_check_text(opt_id id, const char *text, opt_value *out, char *err, size_t errlen)
 {
     return check_text(id, opt_defs[id].list, text, out, err, errlen);

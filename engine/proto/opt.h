@@ -266,6 +266,21 @@ extern const opt_def opt_defs[OPT_COUNT];
 
 /* ---- values ---------------------------------------------------------- */
 
+/* Limits of rows that other parts also size arrays or searches by: each
+ * written here once, for its row and for that code. */
+/* infertop demo --stages: the demo ring's stages at most (fewer when the
+ * model has fewer layers: a stage holds one at least). */
+#define OPT_DEMO_STAGES_MAX 8
+/* stress --name and --notes, with the NUL. */
+#define OPT_RUN_TEXT_MAX 256
+/* stress --concurrency: requests in flight at once. The head runs
+ * max_seqs of them and queues 16 more (engine/node NODE_QUEUE_MAX);
+ * beyond that it refuses them as `busy`, recorded as failed requests. */
+#define OPT_CONCURRENCY_MAX 64
+/* plan --ctx: the context the planner searches up to, far past any
+ * model's. */
+#define OPT_PLAN_CTX_MAX (1 << 30)
+
 #define OPT_LIST_MAX 16
 #define OPT_ARGS_MAX 64
 
@@ -334,6 +349,12 @@ int opt_check_json(opt_id id, const struct json_t *value, opt_value *out, char *
  * INT's word for its word_value ("auto"), "A:B" for layers, a choice's
  * word, the text of TEXT, PATH and DIR. */
 void opt_format(opt_id id, const opt_value *v, char *buf, size_t len);
+
+/* The row's default (.def) as a number: what a verb takes when the flag
+ * is not given, for code that needs it without a command line (the
+ * console's own requests). The table's test checks every default. */
+unsigned long long opt_default_int(opt_id id);
+double opt_default_num(opt_id id);
 
 /* What a value must be, in words: "an integer in 1..65536 or auto". */
 void opt_expected(opt_id id, char *buf, size_t len);

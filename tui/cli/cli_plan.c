@@ -52,8 +52,8 @@ static void mib(char *buf, size_t len, double bytes)
 
 static void ctx_text(char *buf, size_t len, int ctx)
 {
-    if (ctx >= PLAN_CTX_MAX)
-        snprintf(buf, len, ">=%d", PLAN_CTX_MAX);
+    if (ctx >= OPT_PLAN_CTX_MAX)
+        snprintf(buf, len, ">=%d", OPT_PLAN_CTX_MAX);
     else
         snprintf(buf, len, "%d", ctx);
 }

@@ -69,7 +69,7 @@ struct child {
 
 struct demo {
     int n;
-    struct child child[DEMO_STAGES_MAX];
+    struct child child[OPT_DEMO_STAGES_MAX];
     pid_t pgid;            /* the stages' process group, 0 when none runs */
     char config[PATH_MAX]; /* the cluster file */
     const char *db;        /* --db: the run history; NULL for the default */
@@ -90,14 +90,14 @@ static int max_stages(void)
     char err[256];
     if (model_probe("embedded", &mc, err, sizeof err) != 0)
         return 1;
-    return mc.n_layers < DEMO_STAGES_MAX ? mc.n_layers : DEMO_STAGES_MAX;
+    return mc.n_layers < OPT_DEMO_STAGES_MAX ? mc.n_layers : OPT_DEMO_STAGES_MAX;
 }
 
 /* Ports free on 127.0.0.1 now: each socket stays bound until all are
  * picked, so that the kernel hands out distinct ones. */
 static int free_ports(int n, int *ports, char *err, size_t errlen)
 {
-    int fds[3 * DEMO_STAGES_MAX];
+    int fds[3 * OPT_DEMO_STAGES_MAX];
     int rc = 0, k = 0;
     for (; k < n && rc == 0; k++) {
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -487,7 +487,7 @@ static int demo_verb(struct demo *d, int argc, char **argv)
     /* Room for a message naming a path. */
     char err[2 * PATH_MAX], inferd[PATH_MAX];
     model_config mc;
-    int ports[3 * DEMO_STAGES_MAX];
+    int ports[3 * OPT_DEMO_STAGES_MAX];
 
     int p = parse_args(argc, argv, d, &uo);
     if (p >= 0)

@@ -59,7 +59,7 @@ static int stage_max_ctx(const struct dp *d, int i, int first, int last, int bit
 {
     if (!fits(d, i, first, last, 0, bits))
         return 0;
-    int lo = 0, hi = PLAN_CTX_MAX; /* lo fits; above hi is not searched */
+    int lo = 0, hi = OPT_PLAN_CTX_MAX; /* lo fits; above hi is not searched */
     if (fits(d, i, first, last, hi, bits))
         return hi;
     while (hi - lo > 1) {
@@ -97,7 +97,7 @@ void plan_layout_of(const plan_input *in, const int *first, const int *last, pla
     out->known = 1;
     out->fits = 1;
     for (int b = 0; b < PLAN_N_BITS; b++)
-        out->max_ctx[b] = PLAN_CTX_MAX;
+        out->max_ctx[b] = OPT_PLAN_CTX_MAX;
     for (int i = 0; i < d.n; i++) {
         plan_stage *st = &out->st[i];
         stage_at(&d, i, first[i], last[i], in->ctx, in->kv_bits, st);
@@ -211,9 +211,9 @@ static int best_ctx(const struct dp *d, int bits)
 {
     if (!any_fits(d, 1, bits))
         return 0;
-    if (any_fits(d, PLAN_CTX_MAX, bits))
-        return PLAN_CTX_MAX;
-    int lo = 1, hi = PLAN_CTX_MAX;
+    if (any_fits(d, OPT_PLAN_CTX_MAX, bits))
+        return OPT_PLAN_CTX_MAX;
+    int lo = 1, hi = OPT_PLAN_CTX_MAX;
     while (hi - lo > 1) {
         int mid = lo + (hi - lo) / 2;
         if (any_fits(d, mid, bits))
@@ -238,8 +238,8 @@ static int check_input(const plan_input *in, char *err, size_t errlen)
                  L, in->n_nodes);
         return -1;
     }
-    if (in->ctx < 1 || in->ctx > PLAN_CTX_MAX) {
-        snprintf(err, errlen, "context %d: expected 1 to %d", in->ctx, PLAN_CTX_MAX);
+    if (in->ctx < 1 || in->ctx > OPT_PLAN_CTX_MAX) {
+        snprintf(err, errlen, "context %d: expected 1 to %d", in->ctx, OPT_PLAN_CTX_MAX);
         return -1;
     }
     if (!kv_bits_valid(in->kv_bits)) {

@@ -37,12 +37,11 @@
 #include <stdint.h>
 
 #include "engine/model/model.h"
+#include "engine/proto/opt.h" /* OPT_PLAN_CTX_MAX */
 
 #define PLAN_NODES_MAX 64
 #define PLAN_LAYERS_MAX 1024
 #define PLAN_NAME_MAX 64
-/* The context the planner searches up to: far past any model's. */
-#define PLAN_CTX_MAX (1 << 30)
 /* An idle `inferd serve` holds about 13 MiB besides its weights (the
  * binary, OpenBLAS, ZeroMQ), measured on x86-64 Debian 12. */
 #define PLAN_RUNTIME_DEFAULT ((uint64_t)16 << 20)
@@ -97,7 +96,7 @@ typedef struct plan_input {
     const plan_model *model;
     int n_nodes;
     plan_node nodes[PLAN_NODES_MAX];
-    int ctx;     /* the target context, 1..PLAN_CTX_MAX */
+    int ctx;     /* the target context, 1..OPT_PLAN_CTX_MAX */
     int kv_bits; /* 32, 16, 8 or 4 */
 } plan_input;
 

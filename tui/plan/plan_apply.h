@@ -27,9 +27,6 @@
 /* One line of progress; node is the node it is about, or -1. */
 typedef void (*plan_say_fn)(void *ctx, int node, const char *line);
 
-/* How long step 4 waits by default, in seconds. */
-#define PLAN_APPLY_WAIT_S 120
-
 /* Applies node i holding [first[i], last[i]) to the cluster c (c->path is
  * the file to update). o: the SSH options. On success *out (when not
  * NULL) is the new file loaded. -1 with err (the failing step); the node

@@ -105,8 +105,8 @@ static void *apply_main(void *arg)
     plan_job *j = arg;
     struct cluster *applied = NULL;
     char err[sizeof j->err];
-    int rc = plan_apply(j->c, j->first, j->last, &j->opts, PLAN_APPLY_WAIT_S, say, j, &applied, err,
-                        sizeof err);
+    int rc = plan_apply(j->c, j->first, j->last, &j->opts, (int)opt_default_int(OPT_WAIT), say, j,
+                        &applied, err, sizeof err);
     pthread_mutex_lock(&j->mu);
     j->applied = rc == 0 ? applied : NULL;
     snprintf(j->err, sizeof j->err, "%s", rc == 0 ? "" : err);

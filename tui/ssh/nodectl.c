@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/proto/opt.h"
 #include "nodectl.h"
 
 /* How long each operation may take on the node before it is abandoned.
@@ -173,13 +174,13 @@ char *nodectl_script(const struct cluster_node *n, const nodectl_req *req)
         break;
     case NODECTL_STOP:
     case NODECTL_RESTART:
-        put_stop(out, req->grace_s > 0 ? req->grace_s : NODECTL_GRACE_DEFAULT);
+        put_stop(out, req->grace_s > 0 ? req->grace_s : (int)opt_default_int(OPT_GRACE));
         break;
     case NODECTL_STATUS:
         fputs("report\n", out);
         break;
     case NODECTL_LOGS:
-        put_logs(out, req->lines > 0 ? req->lines : NODECTL_LINES_DEFAULT, req->follow);
+        put_logs(out, req->lines > 0 ? req->lines : (int)opt_default_int(OPT_LINES), req->follow);
         break;
     case NODECTL_FACTS:
         put_facts(out);
@@ -331,7 +332,7 @@ static int run_script(sshconn *c, const struct cluster_node *n, const nodectl_re
     int unbounded = (req->op == NODECTL_LOGS && req->follow) || req->op == NODECTL_EXEC;
     int deadline = unbounded ? 0 : DEADLINE_MS;
     if (req->op == NODECTL_STOP || req->op == NODECTL_RESTART)
-        deadline += (req->grace_s > 0 ? req->grace_s : NODECTL_GRACE_DEFAULT) * 1000;
+        deadline += (req->grace_s > 0 ? req->grace_s : (int)opt_default_int(OPT_GRACE)) * 1000;
     sshconn_io cio = {.output = capture_output, .cancelled = capture_cancelled, .ctx = &cap};
     int status = -1;
     rc = sshconn_exec(c, script, deadline, &cio, &status, r->error, sizeof r->error);

@@ -41,14 +41,11 @@ typedef enum nodectl_op {
     NODECTL_EXEC,
 } nodectl_op;
 
-#define NODECTL_LINES_DEFAULT 50
-#define NODECTL_GRACE_DEFAULT 10
-
 typedef struct nodectl_req {
     nodectl_op op;
-    int lines;           /* logs: how many lines; <= 0 means NODECTL_LINES_DEFAULT */
+    int lines;           /* logs: how many lines; <= 0: nodes logs --lines' default */
     int follow;          /* logs: keep streaming until cancelled */
-    int grace_s;         /* stop, restart: <= 0 means NODECTL_GRACE_DEFAULT */
+    int grace_s;         /* stop, restart: <= 0: nodes stop --grace's default */
     const char *command; /* exec: the shell command line */
 } nodectl_req;
 

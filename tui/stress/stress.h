@@ -38,17 +38,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/proto/opt.h" /* OPT_CONCURRENCY_MAX, OPT_RUN_TEXT_MAX */
 #include "store/store.h"
 
 /* Values in a sweep's kv_bits / prefill_step / concurrency list. */
 #define STRESS_LIST_MAX 8
-/* Requests in flight at once. The head runs max_seqs of them and queues
- * 16 more (engine/node/node.h NODE_QUEUE_MAX); beyond that it refuses
- * them as `busy`, and they are recorded as failed requests. */
-#define STRESS_CONCURRENCY_MAX 64
-#define STRESS_NODES_MAX 16 /* nodes of a ring (PROTO_RING_MAX) */
-#define STRESS_EP_MAX 300   /* an endpoint, with its NUL */
-#define STRESS_TEXT_MAX 256
+#define STRESS_NODES_MAX 16   /* nodes of a ring (PROTO_RING_MAX) */
+#define STRESS_EP_MAX 300     /* an endpoint, with its NUL */
 #define STRESS_POINTS_MAX 512 /* newest chart points a run keeps for its watchers */
 
 typedef struct stress_opts {
@@ -73,8 +69,8 @@ typedef struct stress_opts {
     /* every mode */
     int stop_on_failure;
     double timeout_s; /* longest silence of a request (no frame, no step) */
-    char name[STRESS_TEXT_MAX];
-    char notes[STRESS_TEXT_MAX];
+    char name[OPT_RUN_TEXT_MAX];
+    char notes[OPT_RUN_TEXT_MAX];
 } stress_opts;
 
 /* Defaults: growth 64 -> to by factor 2, gen 8, concurrency 1, timeout
@@ -106,7 +102,7 @@ typedef struct stress_node_ep {
 } stress_node_ep;
 
 typedef struct stress_target {
-    char cluster[STRESS_TEXT_MAX]; /* the cluster's label, recorded with the run */
+    char cluster[OPT_RUN_TEXT_MAX]; /* the cluster's label, recorded with the run */
     int n_nodes;
     stress_node_ep nodes[STRESS_NODES_MAX];
 } stress_target;
@@ -135,7 +131,7 @@ typedef struct stress_progress {
     double eta_s;           /* < 0: unknown */
     int64_t telemetry_lost; /* messages lost, counted from seq gaps */
     store_status status;    /* STORE_RUNNING until finished */
-    char last_error[STRESS_TEXT_MAX];
+    char last_error[OPT_RUN_TEXT_MAX];
 } stress_progress;
 
 /* What the run measured beyond the store's rows, once finished. */
@@ -150,12 +146,12 @@ typedef struct stress_result {
     store_status status;
     int64_t run_id;
     int64_t requests, failed;
-    double wall_s;                     /* from the first request sent to the last ended */
-    double req_per_s;                  /* ok requests / wall_s */
-    double tok_per_s;                  /* generated tokens of ok requests / wall_s */
-    stress_drift drift;                /* soak */
-    char failure[STRESS_TEXT_MAX * 2]; /* the first failure or the setup error, "" when none */
-    int store_failed;                  /* the history could not be written (failure says why) */
+    double wall_s;                      /* from the first request sent to the last ended */
+    double req_per_s;                   /* ok requests / wall_s */
+    double tok_per_s;                   /* generated tokens of ok requests / wall_s */
+    stress_drift drift;                 /* soak */
+    char failure[OPT_RUN_TEXT_MAX * 2]; /* the first failure or the setup error, "" when none */
+    int store_failed;                   /* the history could not be written (failure says why) */
 } stress_result;
 
 typedef struct stress_run stress_run;

@@ -14,7 +14,7 @@
 #include "stress.h"
 
 /* The most requests in flight: --concurrency's limit. */
-#define ST_INFLIGHT_MAX STRESS_CONCURRENCY_MAX
+#define ST_INFLIGHT_MAX OPT_CONCURRENCY_MAX
 #define ST_IDMAP 256           /* recent request ids kept to attribute late steps */
 #define ST_NODE_DOWN_MS 3000.0 /* a node without a heartbeat this long is down */
 #define ST_SETTLE_MS 300.0     /* telemetry still taken in after the last request */
@@ -100,7 +100,7 @@ struct stress_run {
     int64_t ok_requests, failed_requests, gen_tokens_ok;
     double *soak_v; /* soak: ttft, e2e, decode tok/s of each ok request, 3 per request */
     size_t soak_n, soak_cap;
-    char failure[STRESS_TEXT_MAX * 2];
+    char failure[OPT_RUN_TEXT_MAX * 2];
     int store_broken;  /* the store could not write: the run stops */
     stress_result res; /* filled when the run ends */
 

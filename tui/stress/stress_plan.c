@@ -17,15 +17,16 @@ void stress_opts_init(stress_opts *o)
     memset(o, 0, sizeof *o);
     o->mode = STORE_MODE_GROWTH;
     o->leg_mode = STORE_MODE_GROWTH;
-    o->from = 64;
-    o->factor = 2.0;
-    o->gen = 8;
-    o->prompt_tokens = 128;
-    o->requests = 16;
+    /* The defaults of `infertop stress`'s flags, for the Stress view too. */
+    o->from = (int64_t)opt_default_int(OPT_FROM);
+    o->factor = opt_default_num(OPT_FACTOR);
+    o->gen = (int)opt_default_int(OPT_GEN);
+    o->prompt_tokens = (int)opt_default_int(OPT_PROMPT_TOKENS);
+    o->requests = (int64_t)opt_default_int(OPT_REQUESTS);
     o->n_concurrency = 1;
-    o->concurrency[0] = 1;
-    o->timeout_s = 60.0;
-    o->seed = 1;
+    o->concurrency[0] = (int)opt_default_int(OPT_CONCURRENCY);
+    o->timeout_s = opt_default_num(OPT_STRESS_TIMEOUT);
+    o->seed = opt_default_int(OPT_STRESS_SEED);
 }
 
 int64_t stress_growth_next(int64_t level, int64_t to, double factor, int64_t step)
@@ -91,7 +92,7 @@ static int valid_prefill_step(int v)
 
 static int valid_concurrency(int v)
 {
-    return v >= 1 && v <= STRESS_CONCURRENCY_MAX;
+    return v >= 1 && v <= OPT_CONCURRENCY_MAX;
 }
 
 static int check_list(const char *flag, const int *v, int n, int (*valid)(int),
@@ -128,7 +129,7 @@ static int check_fixed(const stress_opts *o, int need_requests, char *err, size_
     char expected[96];
     snprintf(expected, sizeof expected,
              "a number of requests in 1..%d (the head runs max_seqs, queues 16 more)",
-             STRESS_CONCURRENCY_MAX);
+             OPT_CONCURRENCY_MAX);
     if (check_list("--concurrency", o->concurrency, o->n_concurrency, valid_concurrency, expected,
                    err, errlen))
         return -1;

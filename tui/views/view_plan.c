@@ -230,8 +230,8 @@ static void ctx_cell(char *buf, size_t len, int known, int ctx)
 {
     if (!known)
         snprintf(buf, len, "-");
-    else if (ctx >= PLAN_CTX_MAX)
-        snprintf(buf, len, ">=%d", PLAN_CTX_MAX);
+    else if (ctx >= OPT_PLAN_CTX_MAX)
+        snprintf(buf, len, ">=%d", OPT_PLAN_CTX_MAX);
     else
         snprintf(buf, len, "%d", ctx);
 }
@@ -344,8 +344,8 @@ static void ask_apply(struct view_ctx *v)
 
 static void set_ctx(struct view_ctx *v, long long ctx)
 {
-    if (ctx < 1 || ctx > PLAN_CTX_MAX) {
-        view_message(v, 1, "target context %lld: expected 1 to %d", ctx, PLAN_CTX_MAX);
+    if (ctx < 1 || ctx > OPT_PLAN_CTX_MAX) {
+        view_message(v, 1, "target context %lld: expected 1 to %d", ctx, OPT_PLAN_CTX_MAX);
         return;
     }
     v->plan.ctx = (int)ctx;

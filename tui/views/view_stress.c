@@ -267,7 +267,7 @@ static void draw_form(struct view_ctx *v)
             draw_text(w, v->g, y, 0, p->w, a | A_BOLD, "[ start the run ]");
             continue;
         }
-        char val[STRESS_TEXT_MAX + 2];
+        char val[OPT_RUN_TEXT_MAX + 2];
         if (sel && v->form.editing)
             snprintf(val, sizeof val, "%s_", v->form.text);
         else

@@ -1,7 +1,5 @@
-/* test_cli_opt.c: the settings table's infertop rows whose ranges and
- * defaults are constants of parts engine/proto may not include (tui/...)
- * hold those constants' values, and the verbs' command lines parse by
- * them. */
+/* test_cli_opt.c: the console's stress form starts from the stress verb's
+ * defaults, and the verbs' command lines parse by the settings table. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <stdlib.h>
@@ -21,18 +19,6 @@ static unsigned long long def_of(opt_id id)
     cr_assert_not_null(opt_defs[id].def, "row %d has no default", id);
     cr_assert_eq(opt_check_text(id, opt_defs[id].def, &v, err, sizeof err), 0, "%s", err);
     return v.i;
-}
-
-Test(cli_opt, rows_hold_the_constants_of_tui)
-{
-    cr_assert_eq(opt_defs[OPT_STAGES].hi, DEMO_STAGES_MAX);
-    cr_assert_eq(opt_defs[OPT_RUN_NAME].hi, STRESS_TEXT_MAX - 1);
-    cr_assert_eq(opt_defs[OPT_RUN_NOTES].hi, STRESS_TEXT_MAX - 1);
-    cr_assert_eq(opt_defs[OPT_CONCURRENCY].hi, STRESS_CONCURRENCY_MAX);
-    cr_assert_eq(opt_defs[OPT_CTX].hi, PLAN_CTX_MAX);
-    cr_assert_eq(def_of(OPT_GRACE), NODECTL_GRACE_DEFAULT);
-    cr_assert_eq(def_of(OPT_LINES), NODECTL_LINES_DEFAULT);
-    cr_assert_eq(def_of(OPT_WAIT), PLAN_APPLY_WAIT_S);
 }
 
 Test(cli_opt, stress_defaults_are_the_runners)

@@ -177,11 +177,11 @@ Test(stress_opts, fixed_and_soak_errors)
     stress_opts o;
     stress_opts_init(&o);
     o.mode = STORE_MODE_FIXED;
-    o.concurrency[0] = STRESS_CONCURRENCY_MAX + 1;
+    o.concurrency[0] = OPT_CONCURRENCY_MAX + 1;
     expect_error(&o, "--concurrency: 65 is not a number of requests in 1..64");
     o.concurrency[0] = 0;
     expect_error(&o, "--concurrency: 0 is not");
-    o.concurrency[0] = STRESS_CONCURRENCY_MAX;
+    o.concurrency[0] = OPT_CONCURRENCY_MAX;
     char err[256];
     cr_expect_eq(stress_opts_check(&o, err, sizeof err), 0, "%s", err);
     o.n_concurrency = 2;
