@@ -68,34 +68,67 @@ void jw_key(jw *w, const char *key)
     jw_raw(w, "\":", 2);
 }
 
-void jw_str(jw *w, const char *s, size_t n)
+/* The escape of c (a quote, a backslash or a control character) into
+ * esc; its length. */
+static size_t escape(unsigned char c, char esc[6])
 {
     static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)s;
-
-    jw_char(w, '"');
-    for (size_t i = 0; i < n && !w->overflow;) {
-        unsigned char c = p[i];
-        if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            jw_raw(w, e, 2);
-            i++;
-        } else if (c < 0x20) {
-            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            jw_raw(w, e, 6);
-            i++;
-        } else {
-            size_t k = utf8_seq(s + i, n - i);
-            if (k == 0) {
-                jw_raw(w, "\\ufffd", 6);
-                i += utf8_step(s + i, n - i);
-            } else {
-                jw_raw(w, s + i, k);
-                i += k;
-            }
-        }
+    esc[0] = '\\';
+    switch (c) {
+    case '\n':
+        esc[1] = 'n';
+        return 2;
+    case '\r':
+        esc[1] = 'r';
+        return 2;
+    case '\t':
+        esc[1] = 't';
+        return 2;
+    case '"':
+    case '\\':
+        esc[1] = (char)c;
+        return 2;
     }
-    jw_char(w, '"');
+    memcpy(esc + 1, "u00", 3);
+    esc[4] = hex[c >> 4];
+    esc[5] = hex[c & 15];
+    return 6;
+}
+
+void jw_quote(const char *s, size_t n, jw_sink *put, void *ctx)
+{
+    size_t run = 0; /* where the bytes not written yet start */
+    put(ctx, "\"", 1);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 1 : utf8_seq(s + i, n - i);
+        if (k > 0 && c >= 0x20 && c != '"' && c != '\\') {
+            i += k; /* copied as it is, with the rest of its run */
+            continue;
+        }
+        char esc[6];
+        put(ctx, s + run, i - run);
+        if (k == 0) {
+            put(ctx, "\\ufffd", 6);
+            i += utf8_step(s + i, n - i);
+        } else {
+            put(ctx, esc, escape(c, esc));
+            i++;
+        }
+        run = i;
+    }
+    put(ctx, s + run, n - run);
+    put(ctx, "\"", 1);
+}
+
+static void put_raw(void *w, const char *s, size_t n)
+{
+    jw_raw(w, s, n);
+}
+
+void jw_str(jw *w, const char *s, size_t n)
+{
+    jw_quote(s, n, put_raw, w);
 }
 
 /* Digits of v, most significant first, into w. */
