@@ -153,7 +153,8 @@ void jw_i64(jw *w, int64_t v)
     }
 }
 
-void jw_g(jw *w, double v)
+/* %.6g; null if not finite. */
+static void jw_g(jw *w, double v)
 {
     char tmp[32];
     if (!isfinite(v)) {

@@ -32,7 +32,6 @@ void jw_u64(jw *w, uint64_t v);
 /* Rounded to a fixed number of decimals (1..6), written without printf;
  * null if not finite. */
 void jw_fixed(jw *w, double v, int decimals);
-void jw_g(jw *w, double v); /* %.6g; null if not finite */
 
 /* NUL-terminates. Returns the length, or -1 if the buffer was too small. */
 int jw_end(jw *w);

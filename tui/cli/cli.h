@@ -34,7 +34,6 @@ int cli_parse_int(const char *s, int min, int max, int *out);
 
 /* `infertop history ...`; argv[0] is "history". Returns an exit code. */
 int cli_history(int argc, char **argv);
-void cli_history_usage(FILE *out);
 
 /* `infertop status ...` and `infertop set ...` (cli_status.c); argv[0] is
  * the verb. Return an exit code. */
@@ -51,12 +50,10 @@ int cli_nodes(int argc, char **argv);
 /* `infertop stress ...` (cli_stress.c); argv[0] is "stress". Returns an
  * exit code. */
 int cli_stress(int argc, char **argv);
-void cli_stress_usage(FILE *out);
 
 /* `infertop metrics ...` (cli_metrics.c): the cluster's merged Prometheus
  * metrics over HTTP; argv[0] is "metrics". Returns an exit code. */
 int cli_metrics(int argc, char **argv);
-void cli_metrics_usage(FILE *out);
 
 /* `infertop plan ...` (cli_plan.c): the layer planner; argv[0] is "plan".
  * Returns an exit code. */

@@ -70,7 +70,7 @@ static const verb verbs[] = {
     {"prune", 0, OPT_OLDER | OPT_VACUUM, run_prune},
 };
 
-void cli_history_usage(FILE *out)
+static void cli_history_usage(FILE *out)
 {
     fputs("usage: infertop history [--db PATH] [--json] VERB ...\n"
           "\n"

@@ -16,7 +16,7 @@
 #include "engine/http/http.h"
 #include "tui/core/cluster.h"
 
-void cli_metrics_usage(FILE *out)
+static void cli_metrics_usage(FILE *out)
 {
     fputs("usage: infertop metrics [-c FILE] --listen HOST:PORT [--api-key FILE]\n"
           "\n"

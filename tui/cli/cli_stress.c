@@ -56,7 +56,7 @@ typedef struct sopts {
     unsigned seen;
 } sopts;
 
-void cli_stress_usage(FILE *out)
+static void cli_stress_usage(FILE *out)
 {
     fputs("usage: infertop stress growth|fixed|soak|sweep [OPTIONS]\n"
           "\n"
