@@ -112,13 +112,13 @@ FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefi
 
 FUZZ_TARGETS := request telemetry stage gguf tokenizer
 # Per target: the sources it links, its longest input, its dictionary.
-FUZZ_SRC_request   := $(wildcard engine/proto/*.c) engine/sys/kvbits.c
+FUZZ_SRC_request   := $(wildcard engine/proto/*.c) engine/sys/kvbits.c engine/sys/utf8.c
 FUZZ_SRC_telemetry := $(FUZZ_SRC_request)
 # The stage-frame decoder lives in the node server, beside the protocol.
 FUZZ_SRC_stage     := engine/node/ring.c engine/node/ring_msg.c $(FUZZ_SRC_request)
 FUZZ_SRC_gguf      := engine/model/gguf.c engine/model/gguf_llama.c engine/model/wtype.c
 FUZZ_SRC_tokenizer := $(addprefix engine/model/,vocab.c pretok.c merge.c tok_spm.c tok_bpe.c \
-                        tokenizer.c tok_stream.c gguf.c wtype.c embedded.S)
+                        tokenizer.c tok_stream.c gguf.c wtype.c embedded.S) engine/sys/utf8.c
 FUZZ_ARGS_request   := -max_len=70000 -dict=tests/fuzz/request.dict
 FUZZ_ARGS_telemetry := -max_len=4096
 FUZZ_ARGS_stage     := -max_len=8192

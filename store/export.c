@@ -30,7 +30,8 @@ static json_t *jopt_int(int64_t v)
     return v >= 0 ? json_integer(v) : json_null();
 }
 
-json_t *store_run_json(const store_run *r)
+/* The JSON form of one run, an element of store_run_list_json's array. */
+static json_t *store_run_json(const store_run *r)
 {
     return json_pack("{sI ss ss ss ss ss so so sf so so* so so sI sI sI sI}", "id",
                      (json_int_t)r->id, "name", r->name, "notes", r->notes, "mode", r->mode,

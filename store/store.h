@@ -359,7 +359,6 @@ int store_export(store *s, int64_t run, store_export_what what, store_format fmt
 
 /* JSON forms of the query results, for --json output and exports.
  * New references; NULL when out of memory. */
-json_t *store_run_json(const store_run *r);
 json_t *store_run_list_json(const store_run_list *l);
 json_t *store_summary_json(const store_summary *sum);
 json_t *store_compare_json(const store_compare *c);

@@ -44,7 +44,6 @@ struct http {
     feed *feed;
     atomic_int stopping;
     long long started; /* unix seconds, for /v1/models */
-    int port;
 };
 
 typedef enum route { ROUTE_METRICS, ROUTE_MODELS, ROUTE_COMPLETIONS, ROUTE_CHAT, ROUTE_NONE } route;
@@ -393,8 +392,6 @@ static int start_daemon(http *h, const struct sockaddr_storage *ss, char *err, s
         snprintf(err, errlen, "cannot listen (in use, or not an address of this host)");
         return -1;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    h->port = di ? di->port : 0;
     return 0;
 }
 
@@ -447,9 +444,4 @@ void http_stop(http *h)
         zmq_ctx_term(h->zctx);
     free(h->control);
     free(h);
-}
-
-int http_port(const http *h)
-{
-    return h->port;
 }

@@ -34,7 +34,4 @@ int http_start(http **out, const http_opts *o, char *warning, size_t warnlen, ch
  * returns when every thread is gone. NULL is fine. */
 void http_stop(http *h);
 
-/* The port bound (the one asked for, or the one picked for port 0). */
-int http_port(const http *h);
-
 #endif

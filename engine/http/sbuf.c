@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/proto/jsonw.h"
+
 static int reserve(sbuf *b, size_t extra)
 {
     if (b->failed)
@@ -53,44 +55,14 @@ void sbuf_printf(sbuf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+static void put(void *b, const char *s, size_t n)
+{
+    sbuf_put(b, s, n);
+}
+
 void sbuf_json_str(sbuf *b, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    sbuf_put(b, "\"", 1);
-    size_t run = 0; /* bytes copied as they are, flushed in one go */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            run++;
-            continue;
-        }
-        sbuf_put(b, s + i - run, run);
-        run = 0;
-        char esc[6] = {'\\', (char)c, 0};
-        size_t len = 2;
-        switch (c) {
-        case '"':
-        case '\\':
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
-            memcpy(esc + 1, "u00", 3);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            len = 6;
-        }
-        sbuf_put(b, esc, len);
-    }
-    sbuf_put(b, s + n - run, run);
-    sbuf_put(b, "\"", 1);
+    jw_quote(s, n, put, b);
 }
 
 void sbuf_drop(sbuf *b, size_t n)

@@ -16,7 +16,8 @@ typedef struct sbuf {
 void sbuf_put(sbuf *b, const char *s, size_t n);
 void sbuf_puts(sbuf *b, const char *s);
 void sbuf_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* s[0..n) as a JSON string literal, quotes included; s must be UTF-8. */
+/* s[0..n) as a JSON string literal (jw_quote: quotes included, invalid
+ * UTF-8 as U+FFFD). */
 void sbuf_json_str(sbuf *b, const char *s, size_t n);
 /* Forgets the first n bytes. */
 void sbuf_drop(sbuf *b, size_t n);

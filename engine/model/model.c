@@ -207,7 +207,7 @@ static int map_weights(model *m, const float *p, int has_rope_table, char *err, 
     return 0;
 }
 
-void model_sha256_hex(const void *data, size_t len, char out[65])
+static void model_sha256_hex(const void *data, size_t len, char out[65])
 {
     unsigned char md[32];
     unsigned int mdlen = 0;

@@ -28,8 +28,6 @@ struct model {
     gguf_llama *stage; /* its description for the layers loaded */
 };
 
-void model_sha256_hex(const void *data, size_t len, char out[65]);
-
 /* model_gguf.c */
 int model_gguf_load(model *m, const char *path, int first, int last, char *err, size_t errlen);
 int model_gguf_probe(const char *path, model_config *out, char *err, size_t errlen);

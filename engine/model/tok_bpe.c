@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "engine/sys/utf8.h"
+
 #include "pretok.h"
 #include "tokenizer_int.h"
 
@@ -44,15 +46,8 @@ static int cp_byte(unsigned cp)
 static size_t spell(const char *text, size_t len, char *buf)
 {
     size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned cp = byte_cp((unsigned char)text[i]);
-        if (cp < 0x80) {
-            buf[n++] = (char)cp;
-        } else {
-            buf[n++] = (char)(0xC0 | cp >> 6);
-            buf[n++] = (char)(0x80 | (cp & 0x3F));
-        }
-    }
+    for (size_t i = 0; i < len; i++)
+        n += utf8_encode(byte_cp((unsigned char)text[i]), buf + n);
     return n;
 }
 
@@ -65,8 +60,8 @@ static int cut_chars(merger *m, const char *buf, size_t len)
         return -1;
     int n = 0;
     for (size_t at = 0; at < len; n++) {
-        uint32_t k = ((unsigned char)buf[at] & 0x80) ? 2 : 1;
-        sym[n] = (merge_sym){.off = (uint32_t)at, .len = k};
+        size_t k = utf8_step(buf + at, len - at);
+        sym[n] = (merge_sym){.off = (uint32_t)at, .len = (uint32_t)k};
         at += k;
     }
     return n;
@@ -160,18 +155,16 @@ int bpe_encode(const bpe *b, merger *m, const char *text, size_t len, tok_ids *o
 size_t bpe_piece(const vocab *v, int id, char *buf)
 {
     size_t len, n = 0;
-    const unsigned char *s = (const unsigned char *)vocab_text(v, id, &len);
+    const char *s = vocab_text(v, id, &len);
     for (size_t i = 0; i < len;) {
-        int b = -1;
-        if (s[i] < 0x80)
-            b = cp_byte(s[i]);
-        else if ((s[i] & 0xE0) == 0xC0 && i + 1 < len && (s[i + 1] & 0xC0) == 0x80)
-            b = cp_byte((unsigned)(s[i] & 0x1F) << 6 | (s[i + 1] & 0x3F));
+        uint32_t cp;
+        size_t k = utf8_decode(s + i, len - i, &cp);
+        int b = k ? cp_byte(cp) : -1;
         if (b >= 0) {
             buf[n++] = (char)b;
-            i += s[i] < 0x80 ? 1 : 2;
+            i += k;
         } else {
-            buf[n++] = (char)s[i++]; /* not a byte's spelling: kept as it is */
+            buf[n++] = s[i++]; /* not a byte's spelling: kept as it is */
         }
     }
     return n;

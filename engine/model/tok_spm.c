@@ -5,6 +5,8 @@
  * Symbols that are not tokens fall back to one byte token per byte. */
 #include <string.h>
 
+#include "engine/sys/utf8.h"
+
 #include "tokenizer_int.h"
 
 /* Cuts buf[0..len) into characters, the first `lead` bytes (the space put
@@ -25,7 +27,7 @@ static int cut_chars(merger *m, const char *buf, size_t len, size_t lead)
     }
     while (at < len) {
         size_t k = 1;
-        while (at + k < len && k < 4 && ((unsigned char)buf[at + k] & 0xC0) == 0x80)
+        while (at + k < len && k < 4 && utf8_is_cont((unsigned char)buf[at + k]))
             k++;
         sym[n++] = (merge_sym){.off = (uint32_t)at, .len = (uint32_t)k};
         at += k;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/sys/utf8.h"
+
 #include "tokenizer.h"
 #include "tokenizer_int.h"
 
@@ -56,55 +58,19 @@ void tok_stream_free(tok_stream *s)
     free(s);
 }
 
-/* The UTF-8 character at s (n bytes left): its length when valid; 0 when
- * what is there is a valid start that needs more bytes; -k when its first
- * k bytes can never be part of a character (one U+FFFD stands for them). */
-static int utf8_char(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0], lo = 0x80, hi = 0xBF;
-    int need;
-    if (c < 0x80)
-        return 1;
-    if (c < 0xC2)
-        return -1;
-    if (c < 0xE0) {
-        need = 2;
-    } else if (c < 0xF0) {
-        need = 3;
-        lo = c == 0xE0 ? 0xA0 : 0x80; /* no overlong forms */
-        hi = c == 0xED ? 0x9F : 0xBF; /* no surrogates */
-    } else if (c < 0xF5) {
-        need = 4;
-        lo = c == 0xF0 ? 0x90 : 0x80;
-        hi = c == 0xF4 ? 0x8F : 0xBF; /* nothing past U+10FFFF */
-    } else {
-        return -1;
-    }
-    for (int i = 1; i < need; i++) {
-        if ((size_t)i >= n)
-            return 0;
-        if (s[i] < lo || s[i] > hi)
-            return -i;
-        lo = 0x80;
-        hi = 0xBF;
-    }
-    return need;
-}
-
 /* Moves the held bytes that are settled to out: whole characters as they
  * are, broken ones as U+FFFD; at the end (`all`) a cut-off one too. */
 static const char *drain(tok_stream *s, int all, size_t *len)
 {
     if (reserve(&s->out, &s->out_cap, 3 * s->n_held + 1) != 0)
         return NULL;
-    const unsigned char *h = (const unsigned char *)s->held;
     size_t i = 0, n = 0;
     while (i < s->n_held) {
-        int k = utf8_char(h + i, s->n_held - i);
+        int k = utf8_check(s->held + i, s->n_held - i);
         if (k == 0 && !all)
             break;
         if (k > 0) {
-            memcpy(s->out + n, h + i, (size_t)k);
+            memcpy(s->out + n, s->held + i, (size_t)k);
             n += (size_t)k;
             i += (size_t)k;
         } else {

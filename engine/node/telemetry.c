@@ -210,11 +210,6 @@ int tel_subscriptions(tel *t, char *err, size_t errlen)
     return 1;
 }
 
-unsigned long long tel_seq(const tel *t)
-{
-    return t->head.seq;
-}
-
 /* Stamps the envelope of the next message. */
 static const proto_head *tel_stamp(tel *t)
 {

@@ -46,9 +46,6 @@ void *tel_socket(tel *t);
  * with a message for the log. */
 int tel_subscriptions(tel *t, char *err, size_t errlen);
 
-/* Messages published so far (the next one's seq). */
-unsigned long long tel_seq(const tel *t);
-
 void tel_step(tel *t, const proto_step *s);
 void tel_node(tel *t, const proto_status *s);
 void tel_req(tel *t, const proto_req_msg *m);

@@ -255,7 +255,8 @@ int curve_allow_count(const curve_allow *a)
     return a->n;
 }
 
-int curve_allow_has(const curve_allow *a, const unsigned char key[32])
+/* 1 if the 32-byte binary key is on the list. */
+static int curve_allow_has(const curve_allow *a, const unsigned char key[32])
 {
     for (int i = 0; i < a->n; i++)
         if (!memcmp(a->keys[i], key, 32))

@@ -42,8 +42,6 @@ typedef struct curve_allow curve_allow;
 /* Loads every *.pub file of dir (at least one). */
 int curve_allow_load(curve_allow **out, const char *dir, char *err, size_t errlen);
 int curve_allow_count(const curve_allow *a);
-/* 1 if the 32-byte binary key is on the list. */
-int curve_allow_has(const curve_allow *a, const unsigned char key[32]);
 void curve_allow_free(curve_allow *a);
 
 /* The ZAP handler of one zmq context: a REP socket on inproc://zeromq.zap.01

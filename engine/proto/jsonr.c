@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonw.h"
+#include "engine/sys/utf8.h"
 
 const char *jr_type(const json_t *v)
 {
@@ -115,6 +115,6 @@ int jr_str(const json_t *o, const char *key, char *out, size_t cap, char *err, s
         return 0;
     if (!json_is_string(v))
         return jr_wrong(key, "a string", v, err, errlen);
-    jw_utf8_clean(out, cap, json_string_value(v), json_string_length(v));
+    utf8_clean(out, cap, json_string_value(v), json_string_length(v));
     return 0;
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/sys/utf8.h"
+
 void jw_init(jw *w, char *buf, size_t cap)
 {
     w->buf = buf;
@@ -66,67 +68,67 @@ void jw_key(jw *w, const char *key)
     jw_raw(w, "\":", 2);
 }
 
-size_t jw_utf8_seq(const unsigned char *s, size_t n)
+/* The escape of c (a quote, a backslash or a control character) into
+ * esc; its length. */
+static size_t escape(unsigned char c, char esc[6])
 {
-    unsigned char c = s[0];
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
-
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0; /* overlong */
-        if (c == 0xED)
-            hi = 0x9F; /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90; /* overlong */
-        if (c == 0xF4)
-            hi = 0x8F; /* above U+10FFFF */
-    } else {
-        return 0;
+    static const char hex[] = "0123456789abcdef";
+    esc[0] = '\\';
+    switch (c) {
+    case '\n':
+        esc[1] = 'n';
+        return 2;
+    case '\r':
+        esc[1] = 'r';
+        return 2;
+    case '\t':
+        esc[1] = 't';
+        return 2;
+    case '"':
+    case '\\':
+        esc[1] = (char)c;
+        return 2;
     }
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
-    return len;
+    memcpy(esc + 1, "u00", 3);
+    esc[4] = hex[c >> 4];
+    esc[5] = hex[c & 15];
+    return 6;
+}
+
+void jw_quote(const char *s, size_t n, jw_sink *put, void *ctx)
+{
+    size_t run = 0; /* where the bytes not written yet start */
+    put(ctx, "\"", 1);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 1 : utf8_seq(s + i, n - i);
+        if (k > 0 && c >= 0x20 && c != '"' && c != '\\') {
+            i += k; /* copied as it is, with the rest of its run */
+            continue;
+        }
+        char esc[6];
+        put(ctx, s + run, i - run);
+        if (k == 0) {
+            put(ctx, "\\ufffd", 6);
+            i += utf8_step(s + i, n - i);
+        } else {
+            put(ctx, esc, escape(c, esc));
+            i++;
+        }
+        run = i;
+    }
+    put(ctx, s + run, n - run);
+    put(ctx, "\"", 1);
+}
+
+static void put_raw(void *w, const char *s, size_t n)
+{
+    jw_raw(w, s, n);
 }
 
 void jw_str(jw *w, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)s;
-
-    jw_char(w, '"');
-    for (size_t i = 0; i < n && !w->overflow;) {
-        unsigned char c = p[i];
-        if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            jw_raw(w, e, 2);
-            i++;
-        } else if (c < 0x20) {
-            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            jw_raw(w, e, 6);
-            i++;
-        } else {
-            size_t k = jw_utf8_seq(p + i, n - i);
-            if (k == 0) {
-                jw_raw(w, "\\ufffd", 6);
-                i++;
-            } else {
-                jw_raw(w, s + i, k);
-                i += k;
-            }
-        }
-    }
-    jw_char(w, '"');
+    jw_quote(s, n, put_raw, w);
 }
 
 /* Digits of v, most significant first, into w. */
@@ -151,7 +153,8 @@ void jw_i64(jw *w, int64_t v)
     }
 }
 
-void jw_g(jw *w, double v)
+/* %.6g; null if not finite. */
+static void jw_g(jw *w, double v)
 {
     char tmp[32];
     if (!isfinite(v)) {
@@ -198,36 +201,13 @@ int jw_end(jw *w)
     return (int)w->len;
 }
 
-size_t jw_utf8_clean(char *dst, size_t cap, const char *src, size_t n)
-{
-    static const char fffd[] = "\xEF\xBF\xBD";
-    const unsigned char *p = (const unsigned char *)src;
-    size_t o = 0;
-
-    if (cap == 0)
-        return 0;
-    for (size_t i = 0; i < n;) {
-        /* A NUL would end the string early for whoever reads dst. */
-        size_t k = p[i] ? jw_utf8_seq(p + i, n - i) : 0;
-        const char *from = k ? src + i : fffd;
-        size_t len = k ? k : 3;
-        if (o + len >= cap)
-            break;
-        memcpy(dst + o, from, len);
-        o += len;
-        i += k ? k : 1;
-    }
-    dst[o] = '\0';
-    return o;
-}
-
 json_t *jw_string(const char *s)
 {
     size_t n = strlen(s);
     char *clean = malloc(3 * n + 1); /* every byte may become U+FFFD */
     if (!clean)
         return NULL;
-    size_t len = jw_utf8_clean(clean, 3 * n + 1, s, n);
+    size_t len = utf8_clean(clean, 3 * n + 1, s, n);
     json_t *j = json_stringn_nocheck(clean, len);
     free(clean);
     return j;

@@ -2,8 +2,8 @@
  * allocating. The hot telemetry encoders use it (a step message is written
  * every step of every request); everything else builds jansson objects.
  *
- * Strings are escaped for JSON and sanitized: a byte that is not part of a
- * valid UTF-8 sequence becomes U+FFFD, so the output always parses.
+ * Strings are escaped for JSON and sanitized by jw_quote: invalid UTF-8
+ * becomes U+FFFD, so the output always parses.
  */
 #ifndef JSONW_H
 #define JSONW_H
@@ -26,27 +26,27 @@ void jw_open(jw *w);                 /* { */
 void jw_close(jw *w);                /* } */
 void jw_key(jw *w, const char *key); /* [,]"key": (key needs no escaping) */
 void jw_raw(jw *w, const char *s, size_t n);
-void jw_str(jw *w, const char *s, size_t n); /* "escaped" */
+void jw_str(jw *w, const char *s, size_t n); /* jw_quote */
 void jw_i64(jw *w, int64_t v);
 void jw_u64(jw *w, uint64_t v);
 /* Rounded to a fixed number of decimals (1..6), written without printf;
  * null if not finite. */
 void jw_fixed(jw *w, double v, int decimals);
-void jw_g(jw *w, double v); /* %.6g; null if not finite */
 
 /* NUL-terminates. Returns the length, or -1 if the buffer was too small. */
 int jw_end(jw *w);
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if the
- * byte at s does not start one. */
-size_t jw_utf8_seq(const unsigned char *s, size_t n);
+/* Where jw_quote writes: the next n bytes of its output. */
+typedef void jw_sink(void *ctx, const char *s, size_t n);
 
-/* Copies src[0..n) into dst (cap bytes, NUL-terminated), replacing bytes
- * that are not valid UTF-8 by U+FFFD and cutting at a character boundary
- * when it does not fit. Returns the bytes written, without the NUL. */
-size_t jw_utf8_clean(char *dst, size_t cap, const char *src, size_t n);
+/* s[0..n) as a JSON string literal, quotes included, through put: '"', '\\'
+ * and control characters escaped (\n, \r and \t short, the others as
+ * \u00XX) and each invalid UTF-8 subpart (see utf8.h) as \ufffd, so that
+ * the output always parses. The tree's one JSON string escaper: whatever
+ * writes JSON by hand, into a fixed buffer or a growing one, calls it. */
+void jw_quote(const char *s, size_t n, jw_sink *put, void *ctx);
 
-/* A jansson string of s, sanitized the same way (json_string refuses
+/* A jansson string of s, sanitized as utf8_clean does (json_string refuses
  * invalid UTF-8, and a byte-fallback token or a cut message can be). NULL
  * only when out of memory. */
 json_t *jw_string(const char *s);

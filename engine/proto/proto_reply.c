@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/sys/utf8.h"
 #include "jsonr.h"
 #include "jsonw.h"
 #include "protocol.h"
@@ -406,8 +407,7 @@ static int status_ring(const json_t *ring, proto_status *out, char *err, size_t 
                      jr_type(v));
             return -1;
         }
-        jw_utf8_clean(out->ring[i], sizeof out->ring[i], json_string_value(v),
-                      json_string_length(v));
+        utf8_clean(out->ring[i], sizeof out->ring[i], json_string_value(v), json_string_length(v));
         out->n_ring = (int)i + 1;
     }
     return 0;

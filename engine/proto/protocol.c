@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/sys/kvbits.h"
+#include "engine/sys/utf8.h"
 #include "jsonr.h"
 #include "opt.h"
 
@@ -135,9 +135,7 @@ static const char *clip(const char *s, char *buf, size_t cap)
         memcpy(buf, s, n + 1);
         return buf;
     }
-    n = cap - 4;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
+    n = utf8_cut(s, cap - 4);
     memcpy(buf, s, n);
     memcpy(buf + n, "...", 4);
     return buf;

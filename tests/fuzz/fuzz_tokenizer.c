@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "engine/model/tokenizer.h"
+#include "engine/sys/utf8.h"
 
 #define GPT2_VOCAB "tests/fixtures/vocab/ggml-vocab-gpt-2.gguf"
 
@@ -31,31 +32,12 @@ static tokenizer *load(const char *path)
     return t;
 }
 
-/* Whether s[0..n) is valid UTF-8 (no overlongs, surrogates, or code
- * points past U+10FFFF). */
+/* Whether s[0..n) is valid UTF-8. */
 static int valid_utf8(const unsigned char *s, size_t n)
 {
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i], lo = 0x80, hi = 0xBF;
-        size_t k = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
-        if (k == 0 || n - i < k)
+    for (size_t i = 0, k; i < n; i += k)
+        if ((k = utf8_seq((const char *)s + i, n - i)) == 0)
             return 0;
-        if (c == 0xE0)
-            lo = 0xA0;
-        if (c == 0xED)
-            hi = 0x9F;
-        if (c == 0xF0)
-            lo = 0x90;
-        if (c == 0xF4)
-            hi = 0x8F;
-        for (size_t j = 1; j < k; j++) {
-            if (s[i + j] < lo || s[i + j] > hi)
-                return 0;
-            lo = 0x80;
-            hi = 0xBF;
-        }
-        i += k;
-    }
     return 1;
 }
 

@@ -1,17 +1,8 @@
 #!/bin/sh
 # test_check.sh: the layering check passes on this tree, and fails, naming
 # the file and the rule, on a copy of it with one deliberate mistake each.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-B=${B:-build}
+. "$(dirname "$0")/lib.sh"
 check=$here/check.sh
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 
 # The real tree, with the calls read from the build's objects.
 if out=$(sh "$check" -r "$root" -b "$B" 2>&1) && ! printf '%s' "$out" | grep -q 'not checked'; then
@@ -79,5 +70,4 @@ ${CC:-cc} -c -o "$tmp/b/engine/compute/c.o" "$tmp/t/engine/compute/c.c" &&
 refused "a call across parts the rules forbid" \
     'engine/compute/c \(engine/compute\) calls into engine/node/n \(engine/node\)'
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish

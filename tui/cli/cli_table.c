@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "engine/sys/utf8.h"
 
 struct cli_table {
     int ncol;
@@ -13,13 +14,10 @@ struct cli_table {
     size_t nrows, cap;
 };
 
-/* Display width of UTF-8 text: its code points. */
+/* Display width of UTF-8 text: its characters. */
 static size_t text_width(const char *s)
 {
-    size_t w = 0;
-    for (; *s; s++)
-        w += ((unsigned char)*s & 0xC0) != 0x80;
-    return w;
+    return utf8_count(s, strlen(s));
 }
 
 static int is_number(const char *s)

@@ -88,7 +88,9 @@ static void dp_init(struct dp *d, const plan_input *in, int *speeds)
         d->speed[i] = *speeds ? in->nodes[i].ms_per_layer : 1.0;
 }
 
-void plan_layout_of(const plan_input *in, const int *first, const int *last, plan_layout *out)
+/* The figures of a given layout (ranges in first[], last[]). */
+static void plan_layout_of(const plan_input *in, const int *first, const int *last,
+                           plan_layout *out)
 {
     struct dp d;
     int speeds;

@@ -132,7 +132,4 @@ typedef struct plan_result {
  * layers than nodes, a budget of 0, a shape the KV cache cannot hold). */
 int plan_compute(const plan_input *in, plan_result *out, char *err, size_t errlen);
 
-/* The figures of a given layout (ranges in first[], last[]). */
-void plan_layout_of(const plan_input *in, const int *first, const int *last, plan_layout *out);
-
 #endif

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/sys/utf8.h"
+
 struct nodelog {
     char (*lines)[NODELOG_LINE_MAX];
     unsigned char *marks; /* an enum nodelog_mark per line */
@@ -68,29 +70,11 @@ static void push_partial(nodelog *l, enum nodelog_mark mark)
     l->full = 0;
 }
 
-/* The bytes a UTF-8 sequence takes, from its lead byte. */
-static size_t utf8_len(unsigned char lead)
-{
-    if (lead >= 0xF0)
-        return 4;
-    if (lead >= 0xE0)
-        return 3;
-    if (lead >= 0xC0)
-        return 2;
-    return 1;
-}
-
 /* A cut must not split a UTF-8 sequence: the terminal would show its
- * stray bytes as garbage. Drops the last sequence when it is incomplete
- * (continuation bytes are 10xxxxxx). */
+ * stray bytes as garbage. Drops the last sequence when it is incomplete. */
 static void cut_to_char(nodelog *l)
 {
-    size_t k = l->plen;
-    while (k > 0 && ((unsigned char)l->partial[k - 1] & 0xC0) == 0x80)
-        k--;
-    if (k > 0 && ((unsigned char)l->partial[k - 1] & 0x80) &&
-        k - 1 + utf8_len((unsigned char)l->partial[k - 1]) > l->plen)
-        l->plen = k - 1;
+    l->plen = utf8_cut(l->partial, l->plen);
     l->full = 1;
 }
 

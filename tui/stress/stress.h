@@ -200,7 +200,6 @@ typedef struct stress_rng {
 } stress_rng;
 
 void stress_rng_seed(stress_rng *g, uint64_t seed);
-double stress_rng_uniform(stress_rng *g); /* in (0, 1) */
 double stress_rng_gap(stress_rng *g, double rate);
 
 /* Seconds left given the elapsed time and the work done out of total; < 0

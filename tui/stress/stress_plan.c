@@ -239,7 +239,8 @@ void stress_rng_seed(stress_rng *g, uint64_t seed)
     g->s = seed;
 }
 
-double stress_rng_uniform(stress_rng *g)
+/* In (0, 1). */
+static double stress_rng_uniform(stress_rng *g)
 {
     uint64_t z = (g->s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

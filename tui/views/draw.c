@@ -8,45 +8,33 @@
 #include <string.h>
 #include <wchar.h>
 
+#include "engine/sys/utf8.h"
 #include "meter.h"
-
-/* The length in bytes of the UTF-8 character starting at s (1 for a
- * stray continuation byte, so that bad text still moves on). */
-static int char_len(const unsigned char *s)
-{
-    int n = *s < 0xC0 ? 1 : *s < 0xE0 ? 2 : *s < 0xF0 ? 3 : 4;
-    for (int i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 1;
-    return n;
-}
 
 int draw_width(const char *s)
 {
-    int cols = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p += char_len(p))
-        cols++;
-    return cols;
+    return (int)utf8_count(s, strlen(s));
 }
 
 /* Writes the bytes [from, to) as they are: one curses call for a run of
  * plain characters rather than one per character. */
-static void flush_run(WINDOW *w, const unsigned char *from, const unsigned char *to)
+static void flush_run(WINDOW *w, const char *from, const char *to)
 {
     if (to > from)
-        waddnstr(w, (const char *)from, (int)(to - from));
+        waddnstr(w, from, (int)(to - from));
 }
 
 int draw_text(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t a, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s, *run = p;
+    const char *p = s, *run = p, *end = s + strlen(s);
     int total = draw_width(s), cols = 0;
     if (width <= 0)
         return 0;
     wattr_set(w, a, PAIR_NUMBER(a), NULL);
     wmove(w, y, x);
-    while (*p && cols < width) {
-        int n = char_len(p);
+    while (p < end && cols < width) {
+        size_t n = utf8_step(p, (size_t)(end - p));
+        unsigned char c = (unsigned char)*p;
         if (cols == width - 1 && total > width) {
             flush_run(w, run, p);
             waddstr(w, g->ellipsis);
@@ -54,8 +42,8 @@ int draw_text(WINDOW *w, const struct glyphs *g, int y, int x, int width, attr_t
             cols++;
             break;
         }
-        int ascii_only = !g->utf8 && *p >= 0x80;
-        int control = *p < 0x20 || *p == 0x7F; /* would move the cursor */
+        int ascii_only = !g->utf8 && c >= 0x80;
+        int control = c < 0x20 || c == 0x7F; /* would move the cursor */
         if (ascii_only || control) {
             flush_run(w, run, p);
             waddch(w, ascii_only ? '?' : ' ');

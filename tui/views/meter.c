@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/sys/utf8.h"
+
 void meter_fmt_bytes(uint64_t bytes, char *buf, size_t len)
 {
     static const char units[] = "BKMGTPE";
@@ -229,28 +231,11 @@ unsigned meter_braille(unsigned dots)
     return cp;
 }
 
-int meter_utf8(unsigned cp, char out[4])
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    out[0] = (char)(0xE0 | cp >> 12);
-    out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-}
-
 void meter_canvas_cell(const struct meter_canvas *c, int x, int y, char out[5])
 {
     unsigned d = c->dots[y * c->cols + x];
     if (c->dx == 2) {
-        out[meter_utf8(meter_braille(d), out)] = '\0';
+        out[utf8_encode(meter_braille(d), out)] = '\0';
         return;
     }
     static const char one[8] = {' ', '\'', '-', '|', '_', '|', '|', '|'};

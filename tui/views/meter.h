@@ -75,8 +75,4 @@ unsigned meter_braille(unsigned dots);
  * ' ' empty, '\'' top, '-' middle, '_' bottom, '|' more than one dot. */
 void meter_canvas_cell(const struct meter_canvas *c, int x, int y, char out[5]);
 
-/* UTF-8 encoding of a code point below U+10000 into out (4 bytes);
- * returns the length. */
-int meter_utf8(unsigned cp, char out[4]);
-
 #endif

@@ -43,3 +43,14 @@ Test(sbuf, json_strings_parse_back)
         sbuf_free(&b);
     }
 }
+
+/* The HTTP server's JSON goes through the protocol's escaper: invalid
+ * UTF-8 in a completion cannot make a body that does not parse. */
+Test(sbuf, json_strings_replace_invalid_utf8)
+{
+    sbuf b = {0};
+    sbuf_json_str(&b, "ok\xff\xe2\x82!", 6);
+    cr_assert_eq(b.failed, 0);
+    cr_expect_str_eq(b.data, "\"ok\\ufffd\\ufffd!\"");
+    sbuf_free(&b);
+}

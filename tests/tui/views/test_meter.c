@@ -158,17 +158,6 @@ Test(meter, braille_dot_numbering)
     cr_expect_eq(meter_braille(1u << 7), 0x2880); /* x1 y3: dot 8 */
 }
 
-Test(meter, utf8_encoding)
-{
-    char out[4];
-    cr_assert_eq(meter_utf8(0x28FF, out), 3);
-    cr_expect_eq((unsigned char)out[0], 0xE2);
-    cr_expect_eq((unsigned char)out[1], 0xA3);
-    cr_expect_eq((unsigned char)out[2], 0xBF);
-    cr_expect_eq(meter_utf8('A', out), 1);
-    cr_expect_eq(meter_utf8(0xE9, out), 2);
-}
-
 /* A 2x1-cell braille canvas is 4 dots wide and 4 high. */
 Test(meter, canvas_plots_a_rising_line_in_braille)
 {
