@@ -9,7 +9,6 @@
 #include "engine/proto/curve.h"
 #include "engine/proto/opt.h"
 #include "engine/proto/protocol.h"
-#include "engine/sys/kvbits.h"
 
 static const char *const kind_names[RING_KIND_COUNT] = {
     [RING_PREPARE] = "prepare",   [RING_START] = "start",   [RING_HIDDEN] = "hidden",
