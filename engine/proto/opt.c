@@ -506,17 +506,14 @@ static const char *flag_of(int val)
     return val >= 256 && val < VAL(OPT_COUNT) ? opt_defs[val - 256].flag : "?";
 }
 
-int opt_parse(opt_verb verb, int argc, char **argv, opt_vals *out, char *err, size_t errlen)
+/* getopt_long's tables for the rows verb takes. */
+static void getopt_tables(opt_verb verb, struct option *longs, char *shorts)
 {
-    struct option longs[OPT_COUNT + 1];
-    char shorts[2 * OPT_COUNT + 2] = ":";
-    int n = 0, ns = 1;
-    unsigned long long bit = OPT_VB(verb);
-    memset(out, 0, sizeof *out);
-    out->verb = verb;
+    int n = 0, ns = 0;
+    shorts[ns++] = ':'; /* a missing value is told from an unknown flag */
     for (int id = 0; id < OPT_COUNT; id++) {
         const opt_def *d = &opt_defs[id];
-        if (!d->flag || !(d->verbs & bit))
+        if (!d->flag || !(d->verbs & OPT_VB(verb)))
             continue;
         longs[n++] = (struct option){
             d->flag, d->type == OPT_T_SWITCH ? no_argument : required_argument, NULL, VAL(id)};
@@ -528,52 +525,45 @@ int opt_parse(opt_verb verb, int argc, char **argv, opt_vals *out, char *err, si
     }
     longs[n] = (struct option){0};
     shorts[ns] = '\0';
+}
 
-    optind = 0; /* glibc: restart scanning from scratch */
-    opterr = 0;
-    int val;
-    while ((val = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
-        if (val == ':') {
-            snprintf(err, errlen, "%s%s needs a value", optopt >= 256 ? "--" : "-",
-                     optopt >= 256 ? flag_of(optopt) : (char[]){(char)optopt, 0});
-            return -1;
-        }
-        if (val == '?') {
-            snprintf(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
-            return -1;
-        }
-        opt_id id = OPT_COUNT;
-        if (val >= 256)
-            id = (opt_id)(val - 256);
-        else
-            for (int k = 0; k < OPT_COUNT; k++)
-                if (opt_defs[k].short_flag == val && (opt_defs[k].verbs & bit))
-                    id = (opt_id)k;
-        if (id == OPT_HELP)
-            return 1;
-        opt_value *v = &out->v[id];
-        if (opt_defs[id].type == OPT_T_SWITCH) {
-            v->i = 1;
-        } else if (check_text(id, is_list(&opt_defs[id], verb), optarg, v, err, errlen) != 0) {
-            char why[320];
-            snprintf(why, sizeof why, "%s", err);
-            snprintf(err, errlen, "--%s: '%s' is not valid, %s", opt_defs[id].flag, optarg, why);
-            return -1;
-        }
-        v->given = 1;
+/* The row of getopt_long's answer val: a long flag's, or the short flag's
+ * among the rows verb takes. */
+static opt_id row_of(opt_verb verb, int val)
+{
+    if (val >= 256)
+        return (opt_id)(val - 256);
+    for (int k = 0; k < OPT_COUNT; k++)
+        if (opt_defs[k].short_flag == val && (opt_defs[k].verbs & OPT_VB(verb)))
+            return (opt_id)k;
+    return OPT_COUNT;
+}
+
+/* One flag and its value (optarg) into out. */
+static int take_flag(opt_verb verb, opt_id id, opt_vals *out, char *err, size_t errlen)
+{
+    opt_value *v = &out->v[id];
+    v->given = 1;
+    if (opt_defs[id].type == OPT_T_SWITCH) {
+        v->i = 1;
+        return 0;
     }
-    for (; optind < argc; optind++) {
-        if (out->nargs == OPT_ARGS_MAX || out->nargs == opt_verbs[verb].nargs_max) {
-            snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
-            return -1;
-        }
-        out->args[out->nargs++] = argv[optind];
-    }
+    if (check_text(id, is_list(&opt_defs[id], verb), optarg, v, err, errlen) == 0)
+        return 0;
+    char why[320];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, errlen, "--%s: '%s' is not valid, %s", opt_defs[id].flag, optarg, why);
+    return -1;
+}
+
+/* What was not given: an error for a required flag, else its default. */
+static int take_defaults(opt_verb verb, opt_vals *out, char *err, size_t errlen)
+{
     for (int id = 0; id < OPT_COUNT; id++) {
         const opt_def *d = &opt_defs[id];
-        if (!(d->verbs & bit) || out->v[id].given)
+        if (!(d->verbs & OPT_VB(verb)) || out->v[id].given)
             continue;
-        if (d->required & bit) {
+        if (d->required & OPT_VB(verb)) {
             snprintf(err, errlen, "missing --%s %s", d->flag, d->arg ? d->arg : "");
             return -1;
         }
@@ -584,6 +574,39 @@ int opt_parse(opt_verb verb, int argc, char **argv, opt_vals *out, char *err, si
             return -1;
     }
     return 0;
+}
+
+int opt_parse(opt_verb verb, int argc, char **argv, opt_vals *out, char *err, size_t errlen)
+{
+    struct option longs[OPT_COUNT + 1];
+    char shorts[2 * OPT_COUNT + 2];
+    getopt_tables(verb, longs, shorts);
+    memset(out, 0, sizeof *out);
+    out->verb = verb;
+    optind = 0; /* glibc: restart scanning from scratch */
+    opterr = 0;
+    for (int val; (val = getopt_long(argc, argv, shorts, longs, NULL)) != -1;) {
+        opt_id id = row_of(verb, val);
+        if (val == ':')
+            snprintf(err, errlen, "%s%s needs a value", optopt >= 256 ? "--" : "-",
+                     optopt >= 256 ? flag_of(optopt) : (char[]){(char)optopt, 0});
+        else if (val == '?')
+            snprintf(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+        if (val == ':' || val == '?')
+            return -1;
+        if (id == OPT_HELP)
+            return 1;
+        if (take_flag(verb, id, out, err, errlen) != 0)
+            return -1;
+    }
+    for (; optind < argc; optind++) {
+        if (out->nargs == OPT_ARGS_MAX || out->nargs == opt_verbs[verb].nargs_max) {
+            snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
+            return -1;
+        }
+        out->args[out->nargs++] = argv[optind];
+    }
+    return take_defaults(verb, out, err, errlen);
 }
 
 /* ---- verbs with modes -------------------------------------------------- */
