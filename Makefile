@@ -59,6 +59,8 @@ TUI_OBJ    := $(TUI_SRC:%.c=$(B)/%.o)
 
 BINS := $(B)/bin/inferd $(B)/bin/infertop
 MANS := $(B)/man/inferd.1 $(B)/man/infertop.1
+COMPLETIONS := $(B)/completion/infertop.bash $(B)/completion/_infertop
+OPTDOC := $(B)/tools/optdoc
 
 # Unit tests: one Criterion binary per program or store (tests/engine,
 # tests/tui, tests/store), its sources in sub-folders that mirror the code.
@@ -74,7 +76,7 @@ HELPER_BINS := $(HELPER_SRC:tests/lib/%.c=$(B)/tests/%)
 
 .PHONY: all run test test-only bench asan fuzz install uninstall clean deps deps-graph
 
-all: $(BINS) bin $(MANS)
+all: $(BINS) bin $(MANS) $(COMPLETIONS)
 
 # bin/ holds symlinks into $(B) so that `./bin/inferd` works from the tree.
 bin: $(BINS)
@@ -92,7 +94,7 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory test-only
 
-test-only: $(BINS) $(MANS) $(UNIT_BINS) $(HELPER_BINS)
+test-only: $(BINS) $(MANS) $(COMPLETIONS) $(OPTDOC) $(UNIT_BINS) $(HELPER_BINS)
 	@B=$(B) tests/run.sh
 
 bench: deps
@@ -190,16 +192,30 @@ $(B)/tests/%: tests/lib/%.c $(LIBS_ALL)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) $(filter %.a,$^) $(LINK_ALL)
 
+# optdoc writes what the settings table knows into the man pages and the
+# completions (engine/proto/gen/optdoc.c); it links the table and what the
+# table's code calls, nothing more of the engine.
+OPTDOC_OBJ := $(addprefix $(B)/engine/proto/,opt.o opt_usage.o opt_table.o jsonr.o jsonw.o)
+
+$(OPTDOC): engine/proto/gen/optdoc.c $(OPTDOC_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,jansson) $(LDLIBS)
+
 # The man pages: each contrib/man/PAGE.1.in through MAN_SUBST, the sed
 # expressions that fill its placeholders (the version lives in version.h
-# alone).
+# alone), then optdoc for the verbs' sections.
 VERSION   := $(shell sed -n 's/.*INFERD_VERSION "\(.*\)".*/\1/p' engine/proto/version.h)
 MAN_SUBST := -e 's/@VERSION@/$(VERSION)/g'
 
-$(B)/man/%.1: contrib/man/%.1.in engine/proto/version.h
+$(B)/man/%.1: contrib/man/%.1.in engine/proto/version.h $(OPTDOC)
 	@test -n '$(VERSION)' || { echo 'engine/proto/version.h: no INFERD_VERSION' >&2; exit 1; }
 	@mkdir -p $(@D)
-	sed $(MAN_SUBST) $< >$@.tmp && mv $@.tmp $@
+	sed $(MAN_SUBST) $< | $(OPTDOC) man $* >$@.tmp && mv $@.tmp $@
+
+# The completions: contrib/completion/SCRIPT.in with the table's rows.
+$(B)/completion/%: contrib/completion/%.in $(OPTDOC)
+	@mkdir -p $(@D)
+	$(OPTDOC) complete <$< >$@.tmp && mv $@.tmp $@
 
 # The part-level include graph, bottom up; `make test` checks it against
 # tests/layering/rules (tests/layering/check.sh).
@@ -213,13 +229,13 @@ BASHCOMP := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHCOMP := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 UNITDIR := $(DESTDIR)$(PREFIX)/lib/systemd/system
 
-install: $(BINS) $(MANS)
+install: $(BINS) $(MANS) $(COMPLETIONS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(MAN1) $(BASHCOMP) $(ZSHCOMP) $(UNITDIR)
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(MANS) $(MAN1)/
-	install -m 644 contrib/completion/infertop.bash $(BASHCOMP)/infertop
+	install -m 644 $(B)/completion/infertop.bash $(BASHCOMP)/infertop
 	ln -sf infertop $(BASHCOMP)/inferd
-	install -m 644 contrib/completion/_infertop $(ZSHCOMP)/_infertop
+	install -m 644 $(B)/completion/_infertop $(ZSHCOMP)/_infertop
 	sed 's|/usr/local/bin/inferd|$(PREFIX)/bin/inferd|' contrib/systemd/inferd@.service \
 	  >$(UNITDIR)/inferd@.service
 	chmod 644 $(UNITDIR)/inferd@.service

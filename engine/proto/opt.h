@@ -6,9 +6,10 @@
  * cluster file, its type, range or choices, default and help. Everything
  * else is derived from the rows (opt_table.c): each verb's option parsing
  * (opt_parse), its --help (opt_usage), the man pages' option lists and the
- * shell completions (contrib/gen, at build time), and the validation of
- * untrusted values (opt_check_text, opt_check_json). So adding a flag is
- * one row plus the code that uses its value; README "Adding a flag".
+ * shell completions (engine/proto/gen/optdoc.c, at build time), and the
+ * validation of untrusted values (opt_check_text, opt_check_json). So
+ * adding a flag is one row plus the code that uses its value; README
+ * "Adding a flag".
  *
  * The same flag may have two rows when two verbs mean different things by
  * it (inferd serve --name is the node's name, infertop stress --name the

@@ -69,7 +69,14 @@ const opt_verb_def opt_verbs[OPT_V_COUNT] = {
          "prefill chunks are cut to what fits; idle sessions are evicted, least\n"
          "recently used first, when that makes it fit. A request whose client\n"
          "disconnects is cancelled. SIGTERM stops the node cleanly: requests in flight\n"
-         "get a `shutdown` error.",
+         "get a `shutdown` error.\n"
+         "\n"
+         "HTTP requests go to the node as ordinary requests (source \"http\"); a full\n"
+         "queue answers 429 with Retry-After (engine/http/README.md lists every status\n"
+         "and metric). A control endpoint that is not loopback without --curve-secret,\n"
+         "and --http not on loopback without --api-key, make the node print a loud\n"
+         "warning and report it in `status`. Every stage of a ring takes the head's\n"
+         "--max-seqs.",
          0},
     [OPT_V_EVAL] =
         {OPT_INFERD, "eval",
@@ -80,11 +87,16 @@ const opt_verb_def opt_verbs[OPT_V_COUNT] = {
          "Runs a prompt through the model teacher-forced and prints, for every\n"
          "position, its token, the most likely next token and that token's\n"
          "log-probability. Locally, or on a running node with --control.",
-         NULL, 0},
+         "With --control the node runs it with its own model and settings: the same\n"
+         "lines and, with --logits, the same file as a local run of that model and\n"
+         "those settings. --model, --tokenizer, --kv-bits, --prefill-step and\n"
+         "--threads are for a local run only.",
+         0},
     [OPT_V_TOKENIZE] = {OPT_INFERD, "tokenize", "(--prompt TEXT | --file PATH) [OPTIONS]",
                         "the token ids of a text",
-                        "Prints the token ids of a text on one line, separated by spaces.", NULL,
-                        0},
+                        "Prints the token ids of a text on one line, separated by spaces.\n"
+                        "Only the vocabulary is read, never the weights.",
+                        NULL, 0},
     [OPT_V_QUANTIZE] =
         {OPT_INFERD, "quantize", "--type TYPE --out FILE.gguf [OPTIONS]",
          "write a model as a GGUF file of a llama.cpp file type",
@@ -203,7 +215,9 @@ const opt_verb_def opt_verbs[OPT_V_COUNT] = {
          "Prints the `inferd serve` command line start runs: the node's `start`, or\n"
          "the one derived from host, port, model, layers, threads, mem_limit and flags\n"
          "(no SSH).",
-         NULL, 1},
+         "The flag file of --systemd holds an option a line, without the verb, the\n"
+         "node's name, log and pidfile, which the unit gives itself.",
+         1},
     [OPT_V_STRESS] =
         {OPT_INFERTOP, "stress", "MODE [OPTIONS]",
          "stress runs (growth, fixed, soak, sweep) recorded to the history",
@@ -338,7 +352,7 @@ const opt_def opt_defs[OPT_COUNT] = {
     /* ---- what runs: the model ---- */
     [OPT_MODEL] = {.flag = "model",
                    .key = "model",
-                   .type = OPT_T_TEXT,
+                   .type = OPT_T_PATH,
                    .arg = "SPEC",
                    .def_doc = "embedded",
                    .help = "a GGUF file, a llama2.c checkpoint file, \"embedded\" (stories260K), "

@@ -1,11 +1,11 @@
 #!/bin/sh
 # End to end: the operator's kit in contrib/. Both man pages render, at
-# the programs' version; every verb and long flag of inferd and infertop
-# is in its man page and nothing more (checked against each verb's option
-# table in the source and its --help); bash and zsh completion offer
-# verbs, flags, node names from the cluster file and run ids from the
-# history; the systemd unit verifies and its flag file works; `make
-# install` puts everything in place.
+# the programs' version; every row of the settings table is in its verb's
+# --help, man page section and bash and zsh completion, and no other flag
+# is (all four are generated from the table: this proves it); the
+# completions offer verbs, node names from the cluster file and run ids
+# from the history; the systemd unit verifies and its flag file works;
+# `make install` puts everything in place.
 . "$(dirname "$0")/lib/serve.sh"
 
 # ---- man pages render (as make builds them from contrib/man/*.1.in)
@@ -20,63 +20,66 @@ for page in inferd infertop; do
         [ "$(sed -n 's/^\.TH [A-Z]* 1 "[^"]*" "\([^"]*\)".*/\1/p' "$man/$page.1")" = "$("$page" --version)" ]
 done
 
-# ---- every verb and flag, and nothing more
-# The long flags in a text (roff's \- is a hyphen; --help is everywhere
-# and documented once).
-flags() { sed 's/\\-/-/g' | grep -oE -- '--[a-z][a-z0-9-]*' | grep -vx -- '--help' | sort -u; }
-# The long flags a verb's parser in the source knows: the entries of its
-# getopt table, or the flags a hand-written parser compares arguments with.
-# inferd's verbs have neither: their parser and --help both come from the
-# settings table (engine/proto/opt_table.c), so --help is their table.
-table() {
-    for f in "$@"; do
-        grep -oE '\{"[a-z][a-z0-9-]*", *(no|required|optional)_argument' "$root/$f" |
-            sed -E 's/^\{"([^"]*)".*/--\1/'
-        grep -oE 'strcmp\([a-z]+(\[[a-z]+\])?, "--[a-z][a-z0-9-]*"\)' "$root/$f" |
-            sed -E 's/.*"(--[^"]*)".*/\1/'
-    done | grep -vx -e '--help' -e '--version' | sort -u
-}
-verbs() { "$1" --help | awk '/^verbs:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { on = 0 }'; }
-mansections() { sed -n "s/^\.SS $1 \([a-z][a-z]*\).*/\1/p" "$man/$1.1" | sort -u; }
+# ---- every row of the settings table, and nothing more
+# The table's rows as optdoc lists them ("PROG|VERB|--FLAG", VERB "" for
+# infertop's dashboard, "stress growth" for a mode): each must be in its
+# verb's --help, man page section and completion, and nothing else may.
+"$root/${B:-build}/tools/optdoc" list >"$tmp/rows"
+check "optdoc lists the settings table's rows ($(wc -l <"$tmp/rows"))" [ "$(wc -l <"$tmp/rows")" -gt 100 ]
+comp="$root/${B:-build}/completion"
+cut -d'|' -f1,2 "$tmp/rows" | sort -u >"$tmp/verbs"
 
 for prog in inferd infertop; do
-    check "$prog: the man page has a section for every verb of --help, and no other" \
-        [ "$(verbs $prog | sort -u | tr '\n' ' ')" = "$(mansections $prog | tr '\n' ' ')" ]
+    check "$prog(1) has a section for every verb of the table, and no other" \
+        [ "$(sed -n "s/^\.SS \($prog\( .*\)*\)$/\1/p" "$man/$prog.1" | sort -u)" = \
+          "$(grep "^$prog|" "$tmp/verbs" | tr '|' ' ' | sed 's/ $//' | sort -u)" ]
 done
 
-# PROG VERB [SOURCE...]: the verb's flags in the man page are those of its
-# option table (its parser in SOURCE) and its --help.
-agree() {
-    prog=$1 verb=$2
-    shift 2
-    if [ -z "$verb" ]; then
-        { infertop --help; infertop --readonly --help; } | flags | grep -vx -- '--version' >"$tmp/help"
-        awk '/^\.SS infertop$/ { on = 1; next } /^\.S[SH] / { on = 0 } on' \
-            "$man/infertop.1" | flags | grep -vx -- '--version' >"$tmp/man"
-    else
-        "$prog" "$verb" --help | flags >"$tmp/help"
-        awk -v v="$verb" -v p="$prog" '/^\.S[SH] / { on = ($1 == ".SS" && $2 == p && $3 == v) ; next } on' \
-            "$man/$prog.1" | flags >"$tmp/man"
-    fi
-    table "$@" >"$tmp/table"
-    missing=$(sort -u "$tmp/help" "$tmp/table" | comm -23 - "$tmp/man" | tr '\n' ' ')
-    extra=$(sort -u "$tmp/help" "$tmp/table" | comm -13 - "$tmp/man" | tr '\n' ' ')
-    check "$prog ${verb:-(dashboard)}: man page flags = option table + --help${missing:+; not in the man page: $missing}${extra:+; only in the man page: $extra}" \
-        [ -z "$missing$extra$([ -s "$tmp/man" ] || echo empty)" ]
+# The long flags of option lines: --help's ("  -c, --config FILE  ..."),
+# and the man page's (the line after .TP; roff's \- is a hyphen).
+help_flags() { sed -nE 's/^  (-[a-zA-Z], )?(--[a-z][a-z0-9-]*).*/\2/p'; }
+man_flags() { awk 'prev == ".TP" { print } { prev = $0 }' | sed 's/\\-/-/g' | grep -oE -- '--[a-z][a-z0-9-]*'; }
+# bash_complete, zsh_complete WORDS...: what TAB offers after WORDS (the
+# last word is the one being completed).
+bash_complete() {
+    bash -c '. "$1/infertop.bash"; shift
+        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+        if [ "$1" = inferd ]; then _inferd; else _infertop; fi
+        [ ${#COMPREPLY[@]} -eq 0 ] || printf "%s\n" "${COMPREPLY[@]}" | sort | tr "\n" " "' sh "$comp" "$@"
 }
-agree inferd eval
-agree inferd generate
-agree inferd keygen
-agree inferd quantize
-agree inferd serve
-agree inferd tokenize
-# infertop's verbs parse by the settings table too; a verb with modes
-# (nodes, stress, history) lists the flags of all of them.
-for verb in "" demo status set nodes stress history metrics plan; do
-    agree infertop "$verb"
-done
+zsh_complete() {
+    zsh -f -c 'fpath=("$1" $fpath); autoload -U _infertop; shift
+        compadd() { shift; print -rl -- "$@"; }
+        _files() { :; }
+        service=$1; words=("$@"); CURRENT=$#words; _infertop' zsh "$comp" "$@" |
+        sort | tr '\n' ' '
+}
+# differ WHAT WANT: the flags on stdin against the file WANT; what differs
+# goes to $tmp/diff.
+differ() {
+    sort -u >"$tmp/got"
+    m=$(comm -23 "$2" "$tmp/got" | tr '\n' ' ')
+    x=$(comm -13 "$2" "$tmp/got" | tr '\n' ' ')
+    [ -z "$m$x" ] || echo "$1${m:+ lacks $m}${x:+ shows ${x}not in the table}" >>"$tmp/diff"
+}
+while IFS='|' read -r prog verb; do
+    awk -F'|' -v p="$prog" -v v="$verb" '$1 == p && $2 == v { print $3 }' "$tmp/rows" |
+        sort -u >"$tmp/want"
+    # The man page documents --help once, for every verb.
+    grep -vx -- --help "$tmp/want" >"$tmp/want.man"
+    : >"$tmp/diff"
+    # $verb unquoted: a mode is two words ("stress growth").
+    "$prog" $verb --help | help_flags | differ "--help" "$tmp/want"
+    awk -v s=".SS $prog${verb:+ $verb}" '/^\.S[SH] / { on = $0 == s; next } on' "$man/$prog.1" |
+        man_flags | differ "the man page" "$tmp/want.man"
+    bash_complete "$prog" $verb -- | tr ' ' '\n' | differ "bash completion" "$tmp/want"
+    zsh_complete "$prog" $verb -- | tr ' ' '\n' | differ "zsh completion" "$tmp/want"
+    check "$prog ${verb:-(dashboard)}: --help, man page, bash and zsh completion show its $(wc -l <"$tmp/want") rows and no other flag$(sed 's/^/; /' "$tmp/diff" | tr -d '\n')" \
+        [ ! -s "$tmp/diff" ]
+done <"$tmp/verbs"
 
-# ---- bash completion
+# ---- bash completion: verbs, node names, run ids
+verbs() { "$1" --help | awk '/^verbs:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { on = 0 }'; }
 "$root/${B:-build}/tests/store_fill" "$tmp/history.db" >"$tmp/runs"
 cat >"$tmp/cluster.conf" <<EOF
 [cluster]
@@ -93,42 +96,37 @@ telemetry = tcp://127.0.0.1:4
 start = inferd serve
 EOF
 check "bash: complete -p shows the completion" \
-    [ "$(bash -c ". '$root/contrib/completion/infertop.bash'; complete -p infertop")" = "complete -F _infertop infertop" ]
-# bash_complete WORDS...: what TAB offers after WORDS (the last word is
-# the one being completed).
-bash_complete() {
-    bash -c '. "$1/contrib/completion/infertop.bash"; shift
-        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
-        if [ "$1" = inferd ]; then _inferd; else _infertop; fi
-        printf "%s\n" "${COMPREPLY[@]}" | sort | tr "\n" " "' sh "$root" "$@"
+    [ "$(bash -c ". '$comp/infertop.bash'; complete -p infertop")" = "complete -F _infertop infertop" ]
+# offers SHELL WANT WORDS...: TAB after WORDS (the last one is being
+# completed) offers WANT, sorted, a space after each.
+offers() {
+    sh=$1 want=$2
+    shift 2
+    check "$sh: $* <TAB> offers ${want:-nothing}" [ "$("${sh}_complete" "$@")" = "$want" ]
 }
 runs=$(sort "$tmp/runs" | tr '\n' ' ')
-check "bash: infertop history show <TAB> offers the recorded run ids ($runs)" \
-    [ "$(bash_complete infertop history --db "$tmp/history.db" show "")" = "$runs" ]
-check "bash: infertop <TAB> offers every verb" \
-    [ "$(bash_complete infertop "")" = "$(verbs infertop | sort | tr '\n' ' ')" ]
-check "bash: infertop nodes stop <TAB> offers the cluster file's nodes" \
-    [ "$(bash_complete infertop -c "$tmp/cluster.conf" nodes stop "")" = "all alpha beta " ]
-check "bash: infertop stress --co<TAB> offers its flags" \
-    [ "$(bash_complete infertop stress --co)" = "--concurrency --config --control " ]
-check "bash: inferd serve --ht<TAB>" [ "$(bash_complete inferd serve --ht)" = "--http " ]
+offers bash "$runs" infertop history --db "$tmp/history.db" show ""
+offers bash "$(verbs infertop | sort | tr '\n' ' ')" infertop ""
+offers bash "all alpha beta " infertop -c "$tmp/cluster.conf" nodes stop ""
+offers bash "--concurrency --config --control " infertop stress --co
+offers bash "--http " inferd serve --ht
+# Modes, settings and values, from the table.
+offers bash "fixed growth soak sweep " infertop stress ""
+offers bash "kv_bits= prefill_step= " infertop -c "$tmp/cluster.conf" set alpha ""
+offers bash "16 32 4 8 " inferd serve --kv-bits ""
+offers bash "512 auto " inferd serve --prefill-step ""
+offers bash "csv json table " infertop history export --format ""
+offers bash "" infertop stress growth --to ""
 
 # ---- zsh completion
 if command -v zsh >/dev/null; then
-    zsh_complete() {
-        zsh -f -c 'fpath=("$1/contrib/completion" $fpath); autoload -U _infertop; shift
-            compadd() { shift; print -rl -- "$@"; }
-            _files() { :; }
-            service=$1; words=("$@"); CURRENT=$#words; _infertop' zsh "$root" "$@" |
-            sort | tr '\n' ' '
-    }
-    check "zsh: the completion parses" zsh -n "$root/contrib/completion/_infertop"
-    check "zsh: infertop history show <TAB> offers the recorded run ids" \
-        [ "$(zsh_complete infertop history --db "$tmp/history.db" show "")" = "$runs" ]
-    check "zsh: infertop nodes logs <TAB> offers the cluster file's nodes" \
-        [ "$(zsh_complete infertop -c "$tmp/cluster.conf" nodes logs "")" = "all alpha beta " ]
-    check "zsh: inferd <TAB> offers the verbs" \
-        [ "$(zsh_complete inferd "")" = "--help --version eval generate keygen quantize serve tokenize " ]
+    check "zsh: the completion parses" zsh -n "$comp/_infertop"
+    offers zsh "$runs" infertop history --db "$tmp/history.db" show ""
+    offers zsh "all alpha beta " infertop -c "$tmp/cluster.conf" nodes logs ""
+    offers zsh "command exec facts logs restart start status stop " infertop nodes ""
+    offers zsh "fixed growth " infertop stress sweep --leg ""
+    offers zsh "kv_bits= prefill_step= " infertop -c "$tmp/cluster.conf" set alpha ""
+    offers zsh "--help --version eval generate keygen quantize serve tokenize " inferd ""
 else
     fail "zsh is installed (contrib/install-deps.sh)"
 fi
