@@ -193,11 +193,9 @@ $(B)/tests/%: tests/lib/%.c $(LIBS_ALL)
 	$(CC) $(CPPFLAGS) $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) $(filter %.a,$^) $(LINK_ALL)
 
 # optdoc writes what the settings table knows into the man pages and the
-# completions (engine/proto/gen/optdoc.c); it links the table and what the
-# table's code calls, nothing more of the engine.
-OPTDOC_OBJ := $(addprefix $(B)/engine/proto/,opt.o opt_usage.o opt_table.o jsonr.o jsonw.o)
-
-$(OPTDOC): engine/proto/gen/optdoc.c $(OPTDOC_OBJ)
+# completions (engine/proto/gen/optdoc.c); from the engine's library the
+# linker takes the table and what its code calls, nothing more.
+$(OPTDOC): engine/proto/gen/optdoc.c $(B)/libinferd.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,jansson) $(LDLIBS)
 

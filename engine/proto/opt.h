@@ -261,6 +261,8 @@ typedef struct opt_def {
                                     * shows no default) */
     int no_ctl;                    /* TEXT: no control characters (names, ids) */
     int dlo_open;                  /* NUM: dlo itself is excluded (top_p > 0) */
+    int live;                      /* changed on running nodes: infertop set,
+                                    * the Config view, a sweep's legs */
 } opt_def;
 
 extern const opt_def opt_defs[OPT_COUNT];

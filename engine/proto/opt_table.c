@@ -377,6 +377,7 @@ const opt_def opt_defs[OPT_COUNT] = {
 
     /* ---- the live settings ---- */
     [OPT_KV_BITS] = {.flag = "kv-bits",
+                     .live = 1,
                      .wire = "kv_bits",
                      .key = "kv_bits",
                      .type = OPT_T_INT,
@@ -390,6 +391,7 @@ const opt_def opt_defs[OPT_COUNT] = {
                      .list_verbs = OPT_VB(OPT_V_STRESS_SWEEP),
                      .required = OPT_VB(OPT_V_STRESS_SWEEP)},
     [OPT_PREFILL_STEP] = {.flag = "prefill-step",
+                          .live = 1,
                           .wire = "prefill_step",
                           .key = "prefill_step",
                           .type = OPT_T_INT,

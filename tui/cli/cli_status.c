@@ -308,19 +308,24 @@ static int set_setting(opt_id id, const char *value, proto_set_args *a, char *er
 
 int cli_set_parse(const char *kv, proto_set_args *a, char *err, size_t errlen)
 {
-    static const opt_id settings[] = {OPT_PREFILL_STEP, OPT_KV_BITS};
     const char *eq = strchr(kv, '=');
     size_t klen = eq ? (size_t)(eq - kv) : strlen(kv);
-    for (size_t k = 0; eq && k < sizeof settings / sizeof settings[0]; k++) {
-        const char *wire = opt_defs[settings[k]].wire;
-        if (strlen(wire) == klen && strncmp(kv, wire, klen) == 0)
-            return set_setting(settings[k], eq + 1, a, err, errlen);
+    char forms[128] = "", names[128] = "";
+    for (int id = 0; id < OPT_COUNT; id++) {
+        const char *wire = opt_defs[id].wire;
+        if (!opt_defs[id].live)
+            continue;
+        if (eq && strlen(wire) == klen && strncmp(kv, wire, klen) == 0)
+            return set_setting((opt_id)id, eq + 1, a, err, errlen);
+        const char *sep = forms[0] ? " or " : "";
+        snprintf(forms + strlen(forms), sizeof forms - strlen(forms), "%s%s=%s", sep, wire,
+                 opt_defs[id].arg);
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", sep, wire);
     }
     if (!eq)
-        snprintf(err, errlen, "\"%s\": expected prefill_step=N|auto or kv_bits=B", kv);
+        snprintf(err, errlen, "\"%s\": expected %s", kv, forms);
     else
-        snprintf(err, errlen, "unknown setting \"%.*s\": expected prefill_step or kv_bits",
-                 (int)klen, kv);
+        snprintf(err, errlen, "unknown setting \"%.*s\": expected %s", (int)klen, kv, names);
     return -1;
 }
 

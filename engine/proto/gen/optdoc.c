@@ -192,7 +192,7 @@ static void complete_table(FILE *out, opt_prog prog)
     fputs("'\n_infertop_settings='", out);
     const char *sep = "";
     for (int id = 0; id < OPT_COUNT; id++)
-        if (opt_defs[id].flag && opt_defs[id].wire) {
+        if (opt_defs[id].live) {
             fprintf(out, "%s%s", sep, opt_defs[id].wire);
             sep = " ";
         }
