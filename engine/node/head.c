@@ -414,25 +414,9 @@ static void job_start(head *hd, job *j)
     j->state = JOB_TOKENIZE;
 }
 
-static int member_from_json(const json_t *s, member *m)
-{
-    const char *name = json_string_value(json_object_get(s, "name"));
-    const char *fp = json_string_value(json_object_get(s, "fingerprint"));
-    const char *next = json_string_value(json_object_get(s, "next"));
-    const json_t *first = json_object_get(s, "first"), *last = json_object_get(s, "last");
-    if (!name || !fp || !json_is_integer(first) || !json_is_integer(last))
-        return -1;
-    snprintf(m->name, sizeof m->name, "%s", name);
-    snprintf(m->fingerprint, sizeof m->fingerprint, "%s", fp);
-    snprintf(m->next, sizeof m->next, "%s", next ? next : "");
-    m->first = (int)json_integer_value(first);
-    m->last = (int)json_integer_value(last);
-    return 0;
-}
-
 /* model_mismatch when a stage holds other weights or the layer ranges do
  * not chain from 0 to the last layer; names the stages at fault. */
-static int ring_check(const head *hd, const member *ms, int n, const json_t *stages, char *msg,
+static int ring_check(const head *hd, const member *ms, int n, const ring_stages *stages, char *msg,
                       size_t len)
 {
     const char *mine = model_fingerprint(hd->nd->m);
@@ -440,12 +424,10 @@ static int ring_check(const head *hd, const member *ms, int n, const json_t *sta
     for (int i = 1; i < n; i++) {
         if (strcmp(ms[i].fingerprint, mine) == 0)
             continue;
-        const char *model =
-            json_string_value(json_object_get(json_array_get(stages, (size_t)i), "model"));
         used += (size_t)snprintf(msg + used, used < len ? len - used : 0,
                                  "%sstage '%s' (layers %d:%d) holds model %s fingerprint %.12s",
                                  used ? "; " : "", ms[i].name, ms[i].first, ms[i].last,
-                                 model ? model : "?", ms[i].fingerprint);
+                                 stages->v[i].model, ms[i].fingerprint);
     }
     if (used) {
         snprintf(msg + (used < len ? used : len - 1), used < len ? len - used : 1,
@@ -473,37 +455,35 @@ static int ring_check(const head *hd, const member *ms, int n, const json_t *sta
     return 0;
 }
 
-static void prepare_done(head *hd, job *j, const json_t *o)
+/* Drops sessions here and, by a drop frame, on every other stage. */
+static void drop_everywhere(head *hd, uint64_t op, const ring_ids *names)
+{
+    stage_drop_sessions(hd->st, names);
+    json_t *list = json_array();
+    for (int i = 0; i < names->n; i++)
+        json_array_append_new(list, json_string(names->v[i]));
+    json_t *d = json_pack("{so}", "sessions", list);
+    head_send(hd, RING_DROP, op, d);
+    json_decref(d);
+}
+
+static void prepare_done(head *hd, job *j, const ring_msg_prepare *p)
 {
     j->wait.live = 0;
-    const json_t *stages = json_object_get(o, "stages");
     member ms[PROTO_RING_MAX];
-    int n = 0;
-    size_t i;
-    const json_t *s;
-    json_array_foreach(stages, i, s)
-    {
-        if (n == PROTO_RING_MAX || member_from_json(s, &ms[n]) != 0) {
-            head_job_fail(hd, j, PROTO_E_INTERNAL, "the ring returned a malformed stage list");
-            return;
-        }
-        n++;
-    }
+    int n = p->stages.n;
+    for (int i = 0; i < n; i++)
+        node_member(&ms[i], &p->stages.v[i]);
     if (n < 2) {
         head_job_fail(hd, j, PROTO_E_INTERNAL, "the ring returned %d stages", n);
         return;
     }
     /* Sessions some stage evicted must go everywhere, or the stages
      * would disagree about them later. */
-    const json_t *drop = json_object_get(o, "drop");
-    if (json_array_size(drop) > 0) {
-        stage_drop_sessions(hd->st, drop);
-        json_t *d = json_pack("{sO}", "sessions", drop);
-        head_send(hd, RING_DROP, j->op, d);
-        json_decref(d);
-    }
+    if (p->drop.n > 0)
+        drop_everywhere(hd, j->op, &p->drop);
     char msg[PROTO_MESSAGE_MAX];
-    if (ring_check(hd, ms, n, stages, msg, sizeof msg) != 0) {
+    if (ring_check(hd, ms, n, &p->stages, msg, sizeof msg) != 0) {
         head_job_fail(hd, j, PROTO_E_MODEL_MISMATCH, "%s", msg);
         return;
     }
@@ -511,29 +491,23 @@ static void prepare_done(head *hd, job *j, const json_t *o)
     hd->nd->n_members = n;
     snprintf(hd->nd->head_ep, sizeof hd->nd->head_ep, "%s", ms[n - 1].next);
 
-    json_array_foreach(stages, i, s)
-    {
-        const json_t *chunk = json_object_get(s, "chunk");
-        if (chunk && json_integer_value(chunk) < j->max_chunk)
-            j->max_chunk = (int)json_integer_value(chunk);
-        if (json_is_true(json_object_get(s, "ok")))
+    for (int i = 0; i < n; i++) {
+        const ring_stage *s = &p->stages.v[i];
+        if (s->chunk && s->chunk < j->max_chunk)
+            j->max_chunk = s->chunk;
+        if (s->ok)
             continue;
-        const char *code = json_string_value(json_object_get(s, "code"));
-        const char *message = json_string_value(json_object_get(s, "message"));
-        proto_code c = code ? proto_code_parse(code) : PROTO_E_INTERNAL;
-        if (c == PROTO_CODE_COUNT)
-            c = PROTO_E_INTERNAL;
+        proto_code c = s->code != PROTO_OK ? s->code : PROTO_E_INTERNAL;
         /* A stage that lost the session (it restarted) can never catch up:
          * the session goes everywhere, and the client starts it again. */
         const char *session = j->req.generate.session;
         int lost = c == PROTO_E_NOT_FOUND && session[0];
         if (lost) {
-            stage_drop_session(hd->st, session);
-            json_t *d = json_pack("{s[s]}", "sessions", session);
-            head_send(hd, RING_DROP, j->op, d);
-            json_decref(d);
+            char name[1][PROTO_ID_MAX + 1];
+            snprintf(name[0], sizeof name[0], "%s", session);
+            drop_everywhere(hd, j->op, &(ring_ids){1, name});
         }
-        head_job_fail(hd, j, c, "%s%s", message ? message : "a stage refused the request",
+        head_job_fail(hd, j, c, "%s%s", s->message[0] ? s->message : "a stage refused the request",
                       lost ? "; the session was dropped on every stage" : "");
         return;
     }
@@ -550,9 +524,8 @@ static int member_index(const head *hd, int first)
 
 static void on_report(head *hd, const ring_frame *f)
 {
-    const json_t *o = f->json;
-    int idx = member_index(hd, (int)json_integer_value(json_object_get(o, "first")));
-    const char *of = json_string_value(json_object_get(o, "of"));
+    const ring_msg_report *r = &f->m->report;
+    int idx = member_index(hd, r->first);
     pending *w = NULL;
     job *prep = head_job_by_op(hd, f->h.op);
     int fi = head_flight_find(hd, f->h.op, f->h.step);
@@ -562,21 +535,16 @@ static void on_report(head *hd, const ring_frame *f)
         w = &prep->wait;
     else if (hd->set.live && hd->set.wait.op == f->h.op)
         w = &hd->set.wait;
-    if (!w || !of || strcmp(of, ring_kind_name(w->kind)) != 0 || f->h.step != w->step)
+    if (!w || r->of != w->kind || f->h.step != w->step)
         return;
     if (idx > 0)
         w->reported |= 1u << idx;
     /* A stage that fails a set still passes it on with its verdict: only
      * a failed request step ends something here. */
-    if (json_is_true(json_object_get(o, "ok")) || w == &hd->set.wait)
+    if (r->ok || w == &hd->set.wait)
         return;
-    const char *code = json_string_value(json_object_get(o, "code"));
-    const char *message = json_string_value(json_object_get(o, "message"));
-    proto_code c = code ? proto_code_parse(code) : PROTO_E_INTERNAL;
-    if (c == PROTO_CODE_COUNT)
-        c = PROTO_E_INTERNAL;
-    if (!message)
-        message = "a stage failed the step";
+    proto_code c = r->code != PROTO_OK ? r->code : PROTO_E_INTERNAL;
+    const char *message = r->message[0] ? r->message : "a stage failed the step";
     if (fi >= 0) {
         flight fl;
         head_flight_take(hd, fi, &fl);
@@ -593,7 +561,7 @@ void head_on_frame(head *hd, ring_frame *f)
     case RING_PREPARE:
         j = head_job_by_op(hd, f->h.op);
         if (j && j->state == JOB_PREPARE)
-            prepare_done(hd, j, f->json);
+            prepare_done(hd, j, &f->m->prepare);
         return;
     case RING_TOKEN:
     case RING_LOGITS:

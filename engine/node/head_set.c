@@ -43,18 +43,15 @@ static void set_fail(head *hd, proto_code code, const char *fmt, ...)
 }
 
 /* The first stage of a round that refused, or NULL. */
-static const json_t *set_refusal(const json_t *stages, proto_error *e)
+static const ring_stage *set_refusal(const ring_stages *stages, proto_error *e)
 {
-    size_t i;
-    const json_t *st;
-    json_array_foreach(stages, i, st)
-    {
-        if (json_is_true(json_object_get(st, "ok")))
+    for (int i = 0; i < stages->n; i++) {
+        const ring_stage *st = &stages->v[i];
+        if (st->ok)
             continue;
-        proto_code c = proto_code_parse(json_string_value(json_object_get(st, "code")));
-        const char *message = json_string_value(json_object_get(st, "message"));
-        e->code = c == PROTO_CODE_COUNT || c == PROTO_OK ? PROTO_E_INTERNAL : c;
-        snprintf(e->message, sizeof e->message, "%s", message ? message : "a stage refused");
+        e->code = st->code != PROTO_OK ? st->code : PROTO_E_INTERNAL;
+        snprintf(e->message, sizeof e->message, "%s",
+                 st->message[0] ? st->message : "a stage refused");
         return st;
     }
     return NULL;
@@ -76,9 +73,8 @@ static void set_round_done(head *hd, const ring_frame *f)
 {
     set_op *s = &hd->set;
     s->wait.live = 0;
-    const json_t *stages = json_object_get(f->json, "stages");
     proto_error e;
-    const json_t *refused = set_refusal(stages, &e);
+    const ring_stage *refused = set_refusal(&f->m->set.stages, &e);
     if (f->h.kind == RING_SET_CHECK) {
         if (refused) {
             set_fail(hd, e.code, "%s; no stage changed", e.message);
@@ -97,7 +93,8 @@ static void set_round_done(head *hd, const ring_frame *f)
             return;
         }
         s->live = 0;
-        json_t *res = json_pack("{sO}", "stages", stages);
+        /* The reply lists the entries as the stages wrote them. */
+        json_t *res = json_pack("{sO}", "stages", json_object_get(f->json, "stages"));
         node_reply(hd->nd, &s->from, proto_reply_ok(s->id, res));
         json_decref(res);
     } else if (refused) {

@@ -78,3 +78,12 @@ json_t *node_identity(const node *nd)
                      "last", nd->o.last, "n_layers", nd->cfg->n_layers, "next",
                      nd->o.next ? nd->o.next : "");
 }
+
+void node_member(member *m, const ring_stage *s)
+{
+    snprintf(m->name, sizeof m->name, "%s", s->name);
+    snprintf(m->fingerprint, sizeof m->fingerprint, "%s", s->fingerprint);
+    snprintf(m->next, sizeof m->next, "%s", s->next);
+    m->first = s->first;
+    m->last = s->last;
+}

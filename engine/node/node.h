@@ -98,5 +98,7 @@ void node_event(node *nd, proto_event_kind kind, const char *req, const char *co
 const guard_mem *node_mem(node *nd, int fresh);
 /* A json entry describing this stage (name, fingerprint, layers, next). */
 json_t *node_identity(const node *nd);
+/* A stage as the ring knows it, from its entry in a frame's "stages". */
+void node_member(member *m, const ring_stage *s);
 
 #endif

@@ -137,6 +137,7 @@ void ring_frame_free(ring_frame *f)
 {
     if (f->json)
         json_decref(f->json);
+    ring_msg_free(f->h.kind, f->m);
     free(f->segs);
     free(f->tokens);
     zmq_msg_close(&f->msg);
@@ -520,7 +521,7 @@ static int ring_payload(ring_frame *f, const unsigned char *p, size_t len, char 
                      ring_kind_name(f->h.kind), f->json ? "" : ": ", f->json ? "" : je.text);
             return -1;
         }
-        return ring_msg_check(f->h.kind, f->json, err, errlen);
+        return ring_msg_decode(f->h.kind, f->json, &f->m, err, errlen);
     }
     }
 }

@@ -64,7 +64,8 @@ typedef struct ring_frame {
     const float *x;  /* HIDDEN, LOGITS, BATCH: [n][dim] inside msg */
     ring_seg *segs;  /* BATCH: [n], decoded */
     int32_t *tokens; /* TOKENS: [n], decoded (little-endian, as every host we run on) */
-    json_t *json;    /* JSON kinds: the payload object */
+    json_t *json;    /* JSON kinds: the payload object, only to pass on */
+    ring_msg *m;     /* JSON kinds: the payload decoded, the member of its kind */
 } ring_frame;
 
 void ring_frame_free(ring_frame *f);

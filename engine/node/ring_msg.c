@@ -1,9 +1,10 @@
 /* ring_msg.c: the kinds of stage-to-stage frames, and their payloads
- * checked field by field against a table per kind (see ring_msg.h). */
+ * checked field by field against a table per kind and decoded, in the
+ * same walk, into the struct of the kind (see ring_msg.h). */
 #include "ring_msg.h"
 
-#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/proto/curve.h"
@@ -32,148 +33,182 @@ typedef enum fld_type {
     F_ENDPOINT, /* tcp://, ipc:// or inproc://, printable, < PROTO_TEXT_MAX bytes */
     F_OPT_ENDPOINT /* "" or an F_ENDPOINT (the tail's --next is never empty) */,
     F_KEY,         /* a Z85 CURVE public key */
-    F_FINGERPRINT, /* 64 lowercase hex characters */
-    F_CODE,        /* an error code this build knows */
-    F_KIND,        /* a frame kind's name */
-    F_INT,         /* an integer in [lo, hi] */
-    F_NUM,         /* a number in [lo, hi] */
-    F_BOOL,
-    F_ROW,       /* a setting, checked by its row of the settings table (lo) */
-    F_IDS,       /* an array of at most hi F_IDs */
-    F_OPS,       /* an array of at most hi ring operations (integers >= 1) */
-    F_STAGES,    /* an array of at most PROTO_RING_MAX entries of `entry` */
-    F_CONVERSION /* a set entry's kv: what a conversion did */
+    F_FINGERPRINT, /* RING_FINGERPRINT_LEN lowercase hex characters */
+    F_CODE,        /* an error code this build knows: a proto_code */
+    F_KIND,        /* a frame kind's name: a ring_kind */
+    F_INT,         /* an integer in [lo, hi]: an int or an int64_t */
+    F_NUM,         /* a number in [lo, hi]: a double */
+    F_BOOL,        /* an int */
+    F_ROW,         /* a setting, checked by its row of the settings table */
+    F_IDS,         /* an array of lo..hi F_IDs: a ring_ids */
+    F_OPS,         /* an array of lo..hi ring operations (integers >= 1): a ring_ops */
+    F_STAGES,      /* an array of lo..hi `entry` objects: a ring_stages */
+    F_OBJECT       /* an `entry` object (checked only) */
 } fld_type;
 
+/* A field of a payload: how it is checked, and where it goes in the struct
+ * the payload decodes into (ring_msg.h), by offset as opt_field does for
+ * control requests. A field of size 0 is checked only. */
 typedef struct fld fld;
 struct fld {
     const char *key;
     fld_type type;
     int required;
-    double lo, hi;    /* F_ROW: lo is the row's opt_id */
-    const fld *entry; /* F_STAGES: the fields of an entry */
+    double lo, hi;
+    const fld *entry; /* F_STAGES, F_OBJECT: the fields of an entry */
+    opt_id row;       /* F_ROW: the setting's row ... */
+    opt_store store;  /* ... how it is stored ... */
+    size_t given;     /* ... and the offset of its has_ flag, or OPT_NO_GIVEN */
+    size_t at, size;  /* offsetof and sizeof the member */
 };
 
 #define REQ 1
 #define OPT 0
 #define I64 1e19 /* past the int64 range of JSON integers: any of them */
-#define ROW(key, required, id)                                                                     \
+/* Where a field goes: member m of the struct st. */
+#define MEMBER(st, m) .at = offsetof(st, m), .size = sizeof(((st *)0)->m)
+/* A field stored into member m of st (the field's name). */
+#define FIELD(st, m, t, req, l, h, e)                                                              \
     {                                                                                              \
-        key, F_ROW, required, id, 0, NULL                                                          \
+        .key = #m, .type = t, .required = req, .lo = l, .hi = h, .entry = e,                       \
+        .given = OPT_NO_GIVEN, MEMBER(st, m)                                                       \
+    }
+/* A field the handlers do not read: checked, and passed on as it came. */
+#define CHECKED(k, t, req, l, h, e)                                                                \
+    {                                                                                              \
+        .key = k, .type = t, .required = req, .lo = l, .hi = h, .entry = e, .given = OPT_NO_GIVEN  \
+    }
+/* A setting, checked by its row: stored (as opt_field_take stores a
+ * control request's field) into member m of st, setting the flag `has`
+ * when it came, or checked only. */
+#define ROW(st, k, m, req, id, how)                                                                \
+    {                                                                                              \
+        .key = k, .type = F_ROW, .required = req, .row = id, .store = how, .given = OPT_NO_GIVEN,  \
+        MEMBER(st, m)                                                                              \
+    }
+#define ROW_HAS(st, k, m, has, req, id, how)                                                       \
+    {                                                                                              \
+        .key = k, .type = F_ROW, .required = req, .row = id, .store = how,                         \
+        .given = offsetof(st, has), MEMBER(st, m)                                                  \
+    }
+#define ROW_CHECKED(k, req, id)                                                                    \
+    {                                                                                              \
+        .key = k, .type = F_ROW, .required = req, .row = id, .given = OPT_NO_GIVEN                 \
     }
 #define END                                                                                        \
     {                                                                                              \
-        NULL, 0, 0, 0, 0, NULL                                                                     \
+        .key = NULL                                                                                \
     }
 
 /* Entries of "stages": a stage's identity, and its verdict. */
+#define STAGE(m, type, required, lo, hi) FIELD(ring_stage, m, type, required, lo, hi, NULL)
+#define NAME STAGE(name, F_TEXT, REQ, 1, PROTO_NAME_MAX)
+#define FINGERPRINT STAGE(fingerprint, F_FINGERPRINT, REQ, 0, 0)
+#define NEXT STAGE(next, F_OPT_ENDPOINT, REQ, 0, 0)
+#define FIRST STAGE(first, F_INT, REQ, 0, RING_LAYERS_MAX - 1)
+#define LAST STAGE(last, F_INT, REQ, 1, RING_LAYERS_MAX)
+#define VERDICT                                                                                    \
+    STAGE(ok, F_BOOL, REQ, 0, 0), STAGE(code, F_CODE, OPT, 0, 0),                                  \
+        STAGE(message, F_TEXT, OPT, 0, PROTO_MESSAGE_MAX - 1)
+
 static const fld prepare_entry[] = {
-    {"name", F_TEXT, REQ, 1, PROTO_NAME_MAX, NULL},
-    {"fingerprint", F_FINGERPRINT, REQ, 0, 0, NULL},
-    {"model", F_TEXT, REQ, 1, 255, NULL},
-    {"first", F_INT, REQ, 0, RING_LAYERS_MAX - 1, NULL},
-    {"last", F_INT, REQ, 1, RING_LAYERS_MAX, NULL},
-    {"n_layers", F_INT, REQ, 1, RING_LAYERS_MAX, NULL},
-    {"next", F_OPT_ENDPOINT, REQ, 0, 0, NULL},
-    {"ok", F_BOOL, REQ, 0, 0, NULL},
-    {"code", F_CODE, OPT, 0, 0, NULL},
-    {"message", F_TEXT, OPT, 0, PROTO_MESSAGE_MAX - 1, NULL},
-    {"needed", F_INT, OPT, 0, I64, NULL},
-    {"available", F_INT, OPT, 0, I64, NULL},
-    {"budget", F_INT, OPT, 0, I64, NULL},
-    {"chunk", F_INT, OPT, 1, PROTO_PREFILL_STEP_MAX, NULL},
+    NAME,
+    FINGERPRINT,
+    STAGE(model, F_TEXT, REQ, 1, RING_MODEL_MAX),
+    FIRST,
+    LAST,
+    CHECKED("n_layers", F_INT, REQ, 1, RING_LAYERS_MAX, NULL),
+    NEXT,
+    VERDICT,
+    CHECKED("needed", F_INT, OPT, 0, I64, NULL),
+    CHECKED("available", F_INT, OPT, 0, I64, NULL),
+    CHECKED("budget", F_INT, OPT, 0, I64, NULL),
+    STAGE(chunk, F_INT, OPT, 1, PROTO_PREFILL_STEP_MAX),
     END,
 };
 
-static const fld member_entry[] = {
-    {"name", F_TEXT, REQ, 1, PROTO_NAME_MAX, NULL},
-    {"fingerprint", F_FINGERPRINT, REQ, 0, 0, NULL},
-    {"first", F_INT, REQ, 0, RING_LAYERS_MAX - 1, NULL},
-    {"last", F_INT, REQ, 1, RING_LAYERS_MAX, NULL},
-    {"next", F_OPT_ENDPOINT, REQ, 0, 0, NULL},
+/* A start's: the ring as the head saw it. */
+static const fld member_entry[] = {NAME, FINGERPRINT, FIRST, LAST, NEXT, END};
+
+/* What a conversion did: the set's reply carries it as it came. */
+static const fld conversion[] = {
+    ROW_CHECKED("from_bits", REQ, OPT_KV_BITS),
+    ROW_CHECKED("to_bits", REQ, OPT_KV_BITS),
+    CHECKED("ms", F_NUM, REQ, 0, 1e12, NULL),
+    CHECKED("bytes_before", F_INT, REQ, 0, I64, NULL),
+    CHECKED("bytes_after", F_INT, REQ, 0, I64, NULL),
     END,
 };
 
 static const fld set_entry[] = {
-    {"name", F_TEXT, REQ, 1, PROTO_NAME_MAX, NULL},
-    {"first", F_INT, REQ, 0, RING_LAYERS_MAX - 1, NULL},
-    {"last", F_INT, REQ, 1, RING_LAYERS_MAX, NULL},
-    {"ok", F_BOOL, REQ, 0, 0, NULL},
-    ROW("prefill_step", OPT, OPT_PREFILL_STEP),
-    ROW("kv_bits", OPT, OPT_KV_BITS),
-    {"kv", F_CONVERSION, OPT, 0, 0, NULL},
-    {"code", F_CODE, OPT, 0, 0, NULL},
-    {"message", F_TEXT, OPT, 0, PROTO_MESSAGE_MAX - 1, NULL},
+    NAME,
+    FIRST,
+    LAST,
+    ROW_CHECKED("prefill_step", OPT, OPT_PREFILL_STEP),
+    ROW_CHECKED("kv_bits", OPT, OPT_KV_BITS),
+    CHECKED("kv", F_OBJECT, OPT, 0, 0, conversion),
+    VERDICT,
     END,
-};
-
-static const fld conversion[] = {
-    ROW("from_bits", REQ, OPT_KV_BITS),        ROW("to_bits", REQ, OPT_KV_BITS),
-    {"ms", F_NUM, REQ, 0, 1e12, NULL},         {"bytes_before", F_INT, REQ, 0, I64, NULL},
-    {"bytes_after", F_INT, REQ, 0, I64, NULL}, END,
 };
 
 /* The head's endpoint and key come with every frame it starts once it
  * knows them (PROTOCOL.md: "Frames from the head"). */
-#define HEAD_FIELDS                                                                                \
-    {"head", F_ENDPOINT, OPT, 0, 0, NULL},                                                         \
-    {                                                                                              \
-        "head_key", F_KEY, OPT, 0, 0, NULL                                                         \
-    }
+#define HEAD_FIELDS(st)                                                                            \
+    FIELD(st, head, F_ENDPOINT, OPT, 0, 0, NULL), FIELD(st, head_key, F_KEY, OPT, 0, 0, NULL)
+/* A request's place: the context the session holds, and after the request. */
+#define CONTEXT(st)                                                                                \
+    FIELD(st, req, F_ID, REQ, 0, 0, NULL), FIELD(st, session, F_SESSION, REQ, 0, 0, NULL),         \
+        FIELD(st, pos, F_INT, REQ, 0, RING_CTX_MAX, NULL),                                         \
+        FIELD(st, ctx, F_INT, REQ, 1, RING_CTX_MAX, NULL)
 
 static const fld prepare_msg[] = {
-    HEAD_FIELDS,
-    {"req", F_ID, REQ, 0, 0, NULL},
-    {"session", F_SESSION, REQ, 0, 0, NULL},
-    {"pos", F_INT, REQ, 0, RING_CTX_MAX, NULL},
-    {"ctx", F_INT, REQ, 1, RING_CTX_MAX, NULL},
-    {"chunk", F_INT, REQ, 1, PROTO_PREFILL_STEP_MAX, NULL},
-    {"eval", F_BOOL, OPT, 0, 0, NULL},
-    {"drop", F_IDS, REQ, 0, RING_DROP_MAX, NULL},
-    {"running", F_OPS, OPT, 0, RING_RUNNING_MAX, NULL},
-    {"stages", F_STAGES, REQ, 0, 0, prepare_entry},
+    HEAD_FIELDS(ring_msg_prepare),
+    CONTEXT(ring_msg_prepare),
+    FIELD(ring_msg_prepare, chunk, F_INT, REQ, 1, PROTO_PREFILL_STEP_MAX, NULL),
+    FIELD(ring_msg_prepare, eval, F_BOOL, OPT, 0, 0, NULL),
+    FIELD(ring_msg_prepare, drop, F_IDS, REQ, 0, RING_DROP_MAX, NULL),
+    FIELD(ring_msg_prepare, running, F_OPS, OPT, 0, RING_RUNNING_MAX, NULL),
+    FIELD(ring_msg_prepare, stages, F_STAGES, REQ, 0, PROTO_RING_MAX, prepare_entry),
     END,
 };
 
 static const fld start_msg[] = {
-    HEAD_FIELDS,
-    {"req", F_ID, REQ, 0, 0, NULL},
-    {"session", F_SESSION, REQ, 0, 0, NULL},
-    {"pos", F_INT, REQ, 0, RING_CTX_MAX, NULL},
-    {"ctx", F_INT, REQ, 1, RING_CTX_MAX, NULL},
-    ROW("temperature", REQ, OPT_REQ_TEMPERATURE),
-    ROW("top_p", REQ, OPT_REQ_TOP_P),
-    {"seed", F_INT, REQ, -I64, I64, NULL},
-    {"stages", F_STAGES, REQ, 0, 0, member_entry},
+    HEAD_FIELDS(ring_msg_start),
+    CONTEXT(ring_msg_start),
+    ROW(ring_msg_start, "temperature", temperature, REQ, OPT_REQ_TEMPERATURE, OPT_ST_FLOAT),
+    ROW(ring_msg_start, "top_p", top_p, REQ, OPT_REQ_TOP_P, OPT_ST_FLOAT),
+    FIELD(ring_msg_start, seed, F_INT, REQ, -I64, I64, NULL),
+    FIELD(ring_msg_start, stages, F_STAGES, REQ, 0, PROTO_RING_MAX, member_entry),
     END,
 };
 
 static const fld end_msg[] = {
-    {"req", F_ID, REQ, 0, 0, NULL},
-    {"ok", F_BOOL, REQ, 0, 0, NULL},
+    CHECKED("req", F_ID, REQ, 0, 0, NULL),
+    FIELD(ring_msg_end, ok, F_BOOL, REQ, 0, 0, NULL),
     END,
 };
 
 static const fld set_msg[] = {
-    HEAD_FIELDS,
-    ROW("prefill_step", OPT, OPT_PREFILL_STEP),
-    ROW("kv_bits", OPT, OPT_KV_BITS),
-    {"stages", F_STAGES, REQ, 0, 0, set_entry},
+    HEAD_FIELDS(ring_msg_set),
+    ROW_HAS(ring_msg_set, "prefill_step", args.prefill_step, args.has_prefill_step, OPT,
+            OPT_PREFILL_STEP, OPT_ST_INT),
+    ROW_HAS(ring_msg_set, "kv_bits", args.kv_bits, args.has_kv_bits, OPT, OPT_KV_BITS, OPT_ST_INT),
+    FIELD(ring_msg_set, stages, F_STAGES, REQ, 0, PROTO_RING_MAX, set_entry),
     END,
 };
 
 static const fld drop_msg[] = {
-    {"sessions", F_IDS, REQ, 1, RING_DROP_MAX, NULL},
+    FIELD(ring_msg_drop, sessions, F_IDS, REQ, 1, RING_DROP_MAX, NULL),
     END,
 };
 
 static const fld report_msg[] = {
-    {"name", F_TEXT, REQ, 1, PROTO_NAME_MAX, NULL},
-    {"first", F_INT, REQ, 0, RING_LAYERS_MAX - 1, NULL},
-    {"of", F_KIND, REQ, 0, 0, NULL},
-    {"ok", F_BOOL, REQ, 0, 0, NULL},
-    {"code", F_CODE, OPT, 0, 0, NULL},
-    {"message", F_TEXT, OPT, 0, PROTO_MESSAGE_MAX - 1, NULL},
+    CHECKED("name", F_TEXT, REQ, 1, PROTO_NAME_MAX, NULL),
+    FIELD(ring_msg_report, first, F_INT, REQ, 0, RING_LAYERS_MAX - 1, NULL),
+    FIELD(ring_msg_report, of, F_KIND, REQ, 0, 0, NULL),
+    FIELD(ring_msg_report, ok, F_BOOL, REQ, 0, 0, NULL),
+    FIELD(ring_msg_report, code, F_CODE, OPT, 0, 0, NULL),
+    FIELD(ring_msg_report, message, F_TEXT, OPT, 0, PROTO_MESSAGE_MAX - 1, NULL),
     END,
 };
 
@@ -303,19 +338,27 @@ static int fingerprint_ok(const char *s, size_t len)
     return 1;
 }
 
-static int kind_ok(const char *s)
+/* The kind named s, or 0 for none. */
+static ring_kind kind_parse(const char *s)
 {
     for (int k = 1; k < RING_KIND_COUNT; k++)
         if (strcmp(s, ring_kind_name((ring_kind)k)) == 0)
-            return 1;
+            return (ring_kind)k;
     return 0;
 }
 
-static int check_object(const json_t *o, const fld *fields, const char *path, char *err,
+/* Where f's value goes in dst, or NULL when it is checked only. */
+static void *member_of(const fld *f, void *dst)
+{
+    return dst && f->size ? (char *)dst + f->at : NULL;
+}
+
+static int check_object(const json_t *o, const fld *fields, const char *path, void *dst, char *err,
                         size_t errlen);
 
 /* A string field of one of the string types. */
-static int check_string(const json_t *v, const fld *f, const char *path, char *err, size_t errlen)
+static int check_string(const json_t *v, const fld *f, const char *path, void *dst, char *err,
+                        size_t errlen)
 {
     if (!json_is_string(v))
         return bad(err, errlen, path, "a string", type_name(v));
@@ -348,17 +391,27 @@ static int check_string(const json_t *v, const fld *f, const char *path, char *e
         ok = proto_code_parse(s) != PROTO_CODE_COUNT && proto_code_parse(s) != PROTO_OK;
         break;
     case F_KIND:
-        ok = kind_ok(s);
+        ok = kind_parse(s) != 0;
         break;
     default:
         break;
     }
     char buf[48];
-    return ok ? 0
-              : bad(err, errlen, path, string_expected(f->type), shown(s, len, buf, sizeof buf));
+    if (!ok)
+        return bad(err, errlen, path, string_expected(f->type), shown(s, len, buf, sizeof buf));
+    void *at = member_of(f, dst);
+    if (at && f->type == F_CODE)
+        *(proto_code *)at = proto_code_parse(s);
+    else if (at && f->type == F_KIND)
+        *(ring_kind *)at = kind_parse(s);
+    else if (at)
+        /* Checked: no NUL inside, and no longer than the member's bound. */
+        snprintf(at, f->size, "%s", s);
+    return 0;
 }
 
-static int check_number(const json_t *v, const fld *f, const char *path, char *err, size_t errlen)
+static int check_number(const json_t *v, const fld *f, const char *path, void *dst, char *err,
+                        size_t errlen)
 {
     char expected[64], got[32];
     snprintf(expected, sizeof expected, "%s in %.0f..%.0f",
@@ -366,69 +419,144 @@ static int check_number(const json_t *v, const fld *f, const char *path, char *e
     if (f->type == F_INT ? !json_is_integer(v) : !json_is_number(v))
         return bad(err, errlen, path, expected, type_name(v));
     double x = json_number_value(v);
-    int ok = x >= f->lo && x <= f->hi;
-    if (f->type == F_INT)
-        snprintf(got, sizeof got, "%lld", (long long)json_integer_value(v));
-    else
-        snprintf(got, sizeof got, "%g", x);
-    return ok ? 0 : bad(err, errlen, path, expected, got);
+    if (!(x >= f->lo && x <= f->hi)) {
+        if (f->type == F_INT)
+            snprintf(got, sizeof got, "%lld", (long long)json_integer_value(v));
+        else
+            snprintf(got, sizeof got, "%g", x);
+        return bad(err, errlen, path, expected, got);
+    }
+    void *at = member_of(f, dst);
+    if (at && f->type == F_NUM)
+        *(double *)at = x;
+    else if (at && f->size == sizeof(int))
+        *(int *)at = (int)json_integer_value(v);
+    else if (at)
+        *(int64_t *)at = json_integer_value(v);
+    return 0;
 }
 
-static int check_value(const json_t *v, const fld *f, const char *path, char *err, size_t errlen)
+/* A setting, by its row; stored as a control request's field is. */
+static int check_row(const json_t *v, const fld *f, const char *path, void *dst, char *err,
+                     size_t errlen)
 {
-    char sub[128];
+    char why[160];
+    opt_value value;
+    opt_field of = {f->row, f->store, f->at, f->given};
+    int rc = member_of(f, dst) ? (int)opt_field_take(&of, v, dst, why, sizeof why)
+                               : opt_check_json(f->row, v, &value, why, sizeof why);
+    if (rc == 0)
+        return 0;
+    snprintf(err, errlen, "field '%.100s': %.120s", path, why);
+    return -1;
+}
+
+/* A list field: an array of f->lo..f->hi entries, `what` they are;
+ * expected says so, for the entries' messages too. */
+#define LIST_EXPECTED_MAX 64
+static int check_list(const json_t *v, const fld *f, const char *what, const char *path,
+                      char *expected, char *err, size_t errlen)
+{
+    snprintf(expected, LIST_EXPECTED_MAX, "an array of %.0f..%.0f %s", f->lo, f->hi, what);
+    if (!json_is_array(v))
+        return bad(err, errlen, path, expected, type_name(v));
+    size_t n = json_array_size(v);
+    if (n < (size_t)f->lo || n > (size_t)f->hi)
+        return bad(err, errlen, path, expected, n < (size_t)f->lo ? "fewer" : "more");
+    return 0;
+}
+
+static int store_ids(ring_ids *ids, const json_t *v, const char *path, char *err, size_t errlen)
+{
     size_t i;
     const json_t *e;
+    if (json_array_size(v) == 0)
+        return 0;
+    ids->v = malloc(json_array_size(v) * sizeof *ids->v);
+    if (!ids->v) {
+        snprintf(err, errlen, "field '%.100s': out of memory for %zu session names", path,
+                 json_array_size(v));
+        return -1;
+    }
+    json_array_foreach(v, i, e) snprintf(ids->v[i], sizeof ids->v[i], "%s", json_string_value(e));
+    ids->n = (int)json_array_size(v);
+    return 0;
+}
+
+/* F_IDS and F_OPS: lists of session names, of ring operations. */
+static int check_scalars(const json_t *v, const fld *f, const char *path, void *dst, char *err,
+                         size_t errlen)
+{
+    char expected[LIST_EXPECTED_MAX];
+    size_t i;
+    const json_t *e;
+    int ids = f->type == F_IDS;
+    if (check_list(v, f, ids ? "session names" : "operations", path, expected, err, errlen) != 0)
+        return -1;
+    json_array_foreach(v, i, e)
+    {
+        int ok = ids ? json_is_string(e) && id_ok(json_string_value(e), json_string_length(e))
+                     : json_is_integer(e) && json_integer_value(e) >= 1;
+        if (!ok)
+            return bad(err, errlen, path, expected, "a bad entry");
+    }
+    void *at = member_of(f, dst);
+    if (!at)
+        return 0;
+    if (ids)
+        return store_ids(at, v, path, err, errlen);
+    ring_ops *ops = at;
+    json_array_foreach(v, i, e)
+    {
+        ops->v[ops->n++] = (uint64_t)json_integer_value(e);
+    }
+    return 0;
+}
+
+static int check_stages(const json_t *v, const fld *f, const char *path, void *dst, char *err,
+                        size_t errlen)
+{
+    char expected[LIST_EXPECTED_MAX], sub[128];
+    size_t i;
+    const json_t *e;
+    if (check_list(v, f, "stages", path, expected, err, errlen) != 0)
+        return -1;
+    ring_stages *list = member_of(f, dst);
+    json_array_foreach(v, i, e)
+    {
+        snprintf(sub, sizeof sub, "%.100s.%zu", path, i);
+        if (check_object(e, f->entry, sub, list ? &list->v[i] : NULL, err, errlen) != 0)
+            return -1;
+    }
+    if (list)
+        list->n = (int)json_array_size(v);
+    return 0;
+}
+
+static int check_value(const json_t *v, const fld *f, const char *path, void *dst, char *err,
+                       size_t errlen)
+{
     switch (f->type) {
     case F_INT:
     case F_NUM:
-        return check_number(v, f, path, err, errlen);
+        return check_number(v, f, path, dst, err, errlen);
     case F_BOOL:
-        return json_is_boolean(v) ? 0 : bad(err, errlen, path, "a boolean", type_name(v));
-    case F_ROW: {
-        opt_value value;
-        char why[160];
-        if (opt_check_json((opt_id)f->lo, v, &value, why, sizeof why) == 0)
-            return 0;
-        snprintf(err, errlen, "field '%.100s': %.120s", path, why);
-        return -1;
-    }
+        if (!json_is_boolean(v))
+            return bad(err, errlen, path, "a boolean", type_name(v));
+        if (member_of(f, dst))
+            *(int *)member_of(f, dst) = json_is_true(v);
+        return 0;
+    case F_ROW:
+        return check_row(v, f, path, dst, err, errlen);
     case F_IDS:
-        snprintf(sub, sizeof sub, "an array of %.0f..%.0f session names", f->lo, f->hi);
-        if (!json_is_array(v) || json_array_size(v) < (size_t)f->lo ||
-            json_array_size(v) > (size_t)f->hi)
-            return bad(err, errlen, path, sub, type_name(v));
-        json_array_foreach(v, i, e)
-        {
-            if (!json_is_string(e) || !id_ok(json_string_value(e), json_string_length(e)))
-                return bad(err, errlen, path, sub, "a bad entry");
-        }
-        return 0;
     case F_OPS:
-        snprintf(sub, sizeof sub, "an array of at most %.0f operations", f->hi);
-        if (!json_is_array(v) || json_array_size(v) > (size_t)f->hi)
-            return bad(err, errlen, path, sub, type_name(v));
-        json_array_foreach(v, i, e)
-        {
-            if (!json_is_integer(e) || json_integer_value(e) < 1)
-                return bad(err, errlen, path, sub, "a bad entry");
-        }
-        return 0;
+        return check_scalars(v, f, path, dst, err, errlen);
     case F_STAGES:
-        if (!json_is_array(v) || json_array_size(v) > PROTO_RING_MAX)
-            return bad(err, errlen, path, "an array of at most 16 stages",
-                       json_is_array(v) ? "more" : type_name(v));
-        json_array_foreach(v, i, e)
-        {
-            snprintf(sub, sizeof sub, "%.100s.%zu", path, i);
-            if (check_object(e, f->entry, sub, err, errlen) != 0)
-                return -1;
-        }
-        return 0;
-    case F_CONVERSION:
-        return check_object(v, conversion, path, err, errlen);
+        return check_stages(v, f, path, dst, err, errlen);
+    case F_OBJECT:
+        return check_object(v, f->entry, path, member_of(f, dst), err, errlen);
     default:
-        return check_string(v, f, path, err, errlen);
+        return check_string(v, f, path, dst, err, errlen);
     }
 }
 
@@ -440,7 +568,9 @@ static const fld *field_named(const fld *fields, const char *key)
     return NULL;
 }
 
-static int check_object(const json_t *o, const fld *fields, const char *path, char *err,
+/* Checks an object field by field and stores each into dst (NULL: checks
+ * only). */
+static int check_object(const json_t *o, const fld *fields, const char *path, void *dst, char *err,
                         size_t errlen)
 {
     char sub[128];
@@ -456,7 +586,7 @@ static int check_object(const json_t *o, const fld *fields, const char *path, ch
             snprintf(err, errlen, "field '%.127s' is not a field of this frame", sub);
             return -1;
         }
-        if (check_value(v, f, sub, err, errlen) != 0)
+        if (check_value(v, f, sub, dst, err, errlen) != 0)
             return -1;
     }
     for (const fld *f = fields; f->key; f++) {
@@ -470,37 +600,57 @@ static int check_object(const json_t *o, const fld *fields, const char *path, ch
 }
 
 /* What the tables cannot say: relations between fields. */
-static int check_relations(ring_kind kind, const json_t *o, char *err, size_t errlen)
+static int check_relations(ring_kind kind, const ring_msg *m, char *err, size_t errlen)
 {
-    if (kind == RING_PREPARE || kind == RING_START) {
-        json_int_t pos = json_integer_value(json_object_get(o, "pos"));
-        json_int_t ctx = json_integer_value(json_object_get(o, "ctx"));
-        if (ctx <= pos) {
-            snprintf(err, errlen, "field 'ctx': %lld is not past pos %lld", (long long)ctx,
-                     (long long)pos);
-            return -1;
-        }
+    int pos = -1, ctx = 0;
+    if (kind == RING_PREPARE)
+        pos = m->prepare.pos, ctx = m->prepare.ctx;
+    else if (kind == RING_START)
+        pos = m->start.pos, ctx = m->start.ctx;
+    if (pos >= 0 && ctx <= pos) {
+        snprintf(err, errlen, "field 'ctx': %d is not past pos %d", ctx, pos);
+        return -1;
     }
-    if ((kind == RING_SET || kind == RING_SET_CHECK) && !json_object_get(o, "prefill_step") &&
-        !json_object_get(o, "kv_bits")) {
+    if ((kind == RING_SET || kind == RING_SET_CHECK) && !m->set.args.has_prefill_step &&
+        !m->set.args.has_kv_bits) {
         snprintf(err, errlen, "a %s frame without prefill_step or kv_bits", ring_kind_name(kind));
         return -1;
     }
     return 0;
 }
 
-int ring_msg_check(ring_kind kind, const json_t *o, char *err, size_t errlen)
+int ring_msg_decode(ring_kind kind, const json_t *o, ring_msg **out, char *err, size_t errlen)
 {
     const fld *fields = msg_fields(kind);
+    *out = NULL;
     if (!fields) {
         snprintf(err, errlen, "a %s frame carries no JSON", ring_kind_name(kind));
         return -1;
     }
+    ring_msg *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "%s frame: out of memory", ring_kind_name(kind));
+        return -1;
+    }
     char msg[256];
-    if (check_object(o, fields, "", msg, sizeof msg) != 0 ||
-        check_relations(kind, o, msg, sizeof msg) != 0) {
+    if (check_object(o, fields, "", m, msg, sizeof msg) != 0 ||
+        check_relations(kind, m, msg, sizeof msg) != 0) {
+        ring_msg_free(kind, m);
         snprintf(err, errlen, "%s frame: %.255s", ring_kind_name(kind), msg);
         return -1;
     }
+    *out = m;
     return 0;
+}
+
+void ring_msg_free(ring_kind kind, ring_msg *m)
+{
+    const fld *fields = msg_fields(kind);
+    if (!m)
+        return;
+    /* Lists of names are the only allocations, and only at the top. */
+    for (const fld *f = fields; f && f->key; f++)
+        if (f->type == F_IDS)
+            free(((ring_ids *)member_of(f, m))->v);
+    free(m);
 }

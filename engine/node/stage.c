@@ -102,15 +102,12 @@ float *stage_logits(stage *sg)
     return sg->logits;
 }
 
-void stage_drop_sessions(stage *sg, const json_t *names)
+void stage_drop_sessions(stage *sg, const ring_ids *names)
 {
-    size_t i;
-    const json_t *v;
     int dropped = 0;
-    json_array_foreach(names, i, v)
-    {
-        if (json_is_string(v) && sess_drop(sg->sessions, json_string_value(v))) {
-            steplog_line(sg->nd->log, "SESSION", "dropped '%s'", json_string_value(v));
+    for (int i = 0; i < names->n; i++) {
+        if (sess_drop(sg->sessions, names->v[i])) {
+            steplog_line(sg->nd->log, "SESSION", "dropped '%s'", names->v[i]);
             dropped = 1;
         }
     }
@@ -119,18 +116,6 @@ void stage_drop_sessions(stage *sg, const json_t *names)
 }
 
 /* ---- frames on a stage that is not the head ---------------------------- */
-
-static const char *jstr(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s ? s : "";
-}
-
-static int jint(const json_t *o, const char *key, int fallback)
-{
-    const json_t *v = json_object_get(o, key);
-    return json_is_integer(v) ? (int)json_integer_value(v) : fallback;
-}
 
 /* Tells the head this stage handled (or failed) a frame. Without a known
  * head endpoint there is nobody to tell yet: the head's deadline covers it. */
@@ -159,29 +144,33 @@ static void stage_forward_frame(stage *sg, const ring_frame *f)
                      err);
 }
 
-static void stage_learn_head(stage *sg, const json_t *o)
+static void stage_learn_head(stage *sg, const char *ep, const char *key)
 {
-    const char *ep = jstr(o, "head");
     if (ep[0])
         snprintf(sg->nd->head_ep, sizeof sg->nd->head_ep, "%s", ep);
-    const char *key = jstr(o, "head_key");
     if (key[0])
         snprintf(sg->nd->head_key, sizeof sg->nd->head_key, "%s", key);
+}
+
+/* A list of the frame this stage adds to (its entry in "stages", the
+ * sessions it evicts in "drop"), which goes on with the additions. */
+static json_t *frame_list(ring_frame *f, const char *key)
+{
+    return json_object_get(f->json, key);
 }
 
 /* A request this stage runs that the head no longer does (its end frame
  * was lost, or the head restarted) ends here: the head lists what it
  * runs with every admission round. */
-static void stage_end_abandoned(stage *sg, const json_t *running)
+static void stage_end_abandoned(stage *sg, const ring_ops *running)
 {
     for (int i = 0; i < NODE_SEQS_MAX; i++) {
         stage_req *c = &sg->reqs[i];
         if (!c->live)
             continue;
-        size_t k;
-        const json_t *v;
         int found = 0;
-        json_array_foreach(running, k, v) found |= (uint64_t)json_integer_value(v) == c->op;
+        for (int k = 0; k < running->n; k++)
+            found |= running->v[k] == c->op;
         if (found)
             continue;
         steplog_line(sg->nd->log, "REQ", "%s abandoned by the head", c->req);
@@ -191,22 +180,19 @@ static void stage_end_abandoned(stage *sg, const json_t *running)
 
 static void on_prepare(stage *sg, ring_frame *f)
 {
-    json_t *stages = json_object_get(f->json, "stages");
-    json_t *drop = json_object_get(f->json, "drop");
-    if (json_array_size(stages) >= PROTO_RING_MAX) {
+    const ring_msg_prepare *p = &f->m->prepare;
+    if (p->stages.n >= PROTO_RING_MAX) {
         /* A frame that went around more stages than a ring can hold is
          * circling a loop that misses its head: let it die here. */
-        steplog_line(sg->nd->log, "RING", "dropped a prepare frame with %zu stages",
-                     json_array_size(stages));
+        steplog_line(sg->nd->log, "RING", "dropped a prepare frame with %d stages", p->stages.n);
         return;
     }
-    stage_learn_head(sg, f->json);
-    stage_end_abandoned(sg, json_object_get(f->json, "running"));
-    stage_drop_sessions(sg, drop);
+    stage_learn_head(sg, p->head, p->head_key);
+    stage_end_abandoned(sg, &p->running);
+    stage_drop_sessions(sg, &p->drop);
     stage_admission a;
-    stage_eval eval = json_is_true(json_object_get(f->json, "eval")) ? STAGE_EVAL : STAGE_EVAL_NONE;
-    stage_admit(sg, jstr(f->json, "session"), jint(f->json, "pos", 0), jint(f->json, "ctx", 0),
-                jint(f->json, "chunk", 1), eval, drop, &a);
+    stage_admit(sg, p->session, p->pos, p->ctx, p->chunk, p->eval ? STAGE_EVAL : STAGE_EVAL_NONE,
+                frame_list(f, "drop"), &a);
     json_t *entry = node_identity(sg->nd);
     json_object_set_new(entry, "ok", json_boolean(a.code == PROTO_OK));
     if (a.code == PROTO_OK)
@@ -218,50 +204,28 @@ static void on_prepare(stage *sg, ring_frame *f)
         json_object_set_new(entry, "available", json_integer((json_int_t)a.available));
         json_object_set_new(entry, "budget", json_integer((json_int_t)a.budget));
     }
-    json_array_append_new(stages, entry);
+    json_array_append_new(frame_list(f, "stages"), entry);
     stage_forward_frame(sg, f);
     stage_report(sg, &f->h, NULL);
 }
 
-/* The ring as the head saw it, for status. */
-static void stage_learn_members(stage *sg, const json_t *stages)
-{
-    size_t i;
-    const json_t *s;
-    sg->nd->n_members = 0;
-    json_array_foreach(stages, i, s)
-    {
-        if (i >= PROTO_RING_MAX)
-            break;
-        member *m = &sg->nd->members[sg->nd->n_members++];
-        snprintf(m->name, sizeof m->name, "%s", jstr(s, "name"));
-        snprintf(m->fingerprint, sizeof m->fingerprint, "%s", jstr(s, "fingerprint"));
-        snprintf(m->next, sizeof m->next, "%s", jstr(s, "next"));
-        m->first = jint(s, "first", 0);
-        m->last = jint(s, "last", 0);
-    }
-}
-
 static void on_start(stage *sg, ring_frame *f)
 {
-    const json_t *o = f->json;
-    stage_learn_head(sg, o);
-    stage_learn_members(sg, json_object_get(o, "stages"));
-    proto_generate_args sampling = {
-        .temperature = (float)json_number_value(json_object_get(o, "temperature")),
-        .top_p = (float)json_number_value(json_object_get(o, "top_p")),
-    };
-    const json_t *seed = json_object_get(o, "seed");
+    const ring_msg_start *s = &f->m->start;
+    stage_learn_head(sg, s->head, s->head_key);
+    /* The ring as the head saw it, for status. */
+    sg->nd->n_members = s->stages.n;
+    for (int i = 0; i < s->stages.n; i++)
+        node_member(&sg->nd->members[i], &s->stages.v[i]);
+    proto_generate_args sampling = {.temperature = s->temperature, .top_p = s->top_p};
     proto_error e;
-    if (stage_begin(sg, f->h.op, jstr(o, "req"), jstr(o, "session"), jint(o, "pos", 0),
-                    jint(o, "ctx", 0), &sampling,
-                    json_is_integer(seed) ? (uint64_t)json_integer_value(seed) : 0, &e) != 0) {
-        steplog_line(sg->nd->log, "REQ", "%s: %s", jstr(o, "req"), e.message);
+    if (stage_begin(sg, f->h.op, s->req, s->session, s->pos, s->ctx, &sampling, (uint64_t)s->seed,
+                    &e) != 0) {
+        steplog_line(sg->nd->log, "REQ", "%s: %s", s->req, e.message);
         stage_report(sg, &f->h, &e);
         return;
     }
-    steplog_line(sg->nd->log, "REQ", "%s start session='%s' pos=%d", jstr(o, "req"),
-                 jstr(o, "session"), jint(o, "pos", 0));
+    steplog_line(sg->nd->log, "REQ", "%s start session='%s' pos=%d", s->req, s->session, s->pos);
     if (!sg->nd->tail)
         stage_forward_frame(sg, f);
 }
@@ -466,7 +430,7 @@ static void on_end(stage *sg, ring_frame *f)
 {
     stage_req *c = stage_find(sg, f->h.op);
     if (c) {
-        int ok = json_is_true(json_object_get(f->json, "ok"));
+        int ok = f->m->end.ok;
         steplog_line(sg->nd->log, "REQ", "%s end %s", c->req, ok ? "ok" : "failed");
         stage_end(sg, c, ok, -1);
     }
@@ -478,30 +442,29 @@ static void on_end(stage *sg, ring_frame *f)
  * the list, and the frame goes on back to the head. */
 static void on_set(stage *sg, ring_frame *f)
 {
-    stage_learn_head(sg, f->json);
-    json_t *stages = json_object_get(f->json, "stages");
-    if (json_array_size(stages) >= PROTO_RING_MAX) {
+    const ring_msg_set *s = &f->m->set;
+    stage_learn_head(sg, s->head, s->head_key);
+    if (s->stages.n >= PROTO_RING_MAX) {
         steplog_line(sg->nd->log, "RING", "dropped a %s frame that went past %d stages",
                      ring_kind_name(f->h.kind), PROTO_RING_MAX);
         return;
     }
-    proto_set_args set = stage_set_from_json(f->json);
     json_t *entry = json_object();
     proto_error e;
     if (f->h.kind == RING_SET_CHECK)
-        stage_check_set(sg, &set, entry, &e);
+        stage_check_set(sg, &s->args, entry, &e);
     else if (f->h.kind == RING_SET)
-        stage_apply_set(sg, f->h.op, &set, entry, &e);
+        stage_apply_set(sg, f->h.op, &s->args, entry, &e);
     else
         stage_undo_set(sg, f->h.op, entry, &e);
-    json_array_append_new(stages, entry);
+    json_array_append_new(frame_list(f, "stages"), entry);
     stage_forward_frame(sg, f);
     stage_report(sg, &f->h, NULL);
 }
 
 static void on_drop(stage *sg, ring_frame *f)
 {
-    stage_drop_sessions(sg, json_object_get(f->json, "sessions"));
+    stage_drop_sessions(sg, &f->m->drop.sessions);
     if (!sg->nd->tail)
         stage_forward_frame(sg, f);
 }

@@ -78,7 +78,8 @@ int stage_check_set(stage *sg, const proto_set_args *set, json_t *result, proto_
 int stage_apply_set(stage *sg, uint64_t op, const proto_set_args *set, json_t *result,
                     proto_error *e);
 int stage_undo_set(stage *sg, uint64_t op, json_t *result, proto_error *e);
-void stage_drop_sessions(stage *sg, const json_t *names);
+/* Frees the caches of the sessions named. */
+void stage_drop_sessions(stage *sg, const ring_ids *names);
 /* Runs n positions of one request through this stage's layers. */
 int stage_forward(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
                   float *x_out, float *logits, fwd_stats *st, proto_error *e);

@@ -10,22 +10,6 @@
 #include "stage.h"
 #include "stage_state.h"
 
-proto_set_args stage_set_from_json(const json_t *obj)
-{
-    proto_set_args out = {0};
-    const json_t *ps = json_object_get(obj, "prefill_step");
-    const json_t *kb = json_object_get(obj, "kv_bits");
-    if (ps) {
-        out.has_prefill_step = 1;
-        out.prefill_step = json_is_integer(ps) ? (int)json_integer_value(ps) : PROTO_PREFILL_AUTO;
-    }
-    if (kb) {
-        out.has_kv_bits = 1;
-        out.kv_bits = (int)json_integer_value(kb);
-    }
-    return out;
-}
-
 static json_t *prefill_json(int prefill_step)
 {
     return prefill_step == PROTO_PREFILL_AUTO ? json_string("auto") : json_integer(prefill_step);

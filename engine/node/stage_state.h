@@ -57,7 +57,5 @@ struct stage {
 size_t stage_kv_bytes(const stage *sg);
 /* "stage 'name' (layers a:b)", for messages. */
 void stage_name_layers(const stage *sg, char *buf, size_t len);
-/* The knobs of a set frame, whose values ring_msg_check has checked. */
-proto_set_args stage_set_from_json(const json_t *obj);
 
 #endif

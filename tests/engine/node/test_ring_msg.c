@@ -2,7 +2,8 @@
  * requests. Frames the node itself sends pass; a table of forged ones
  * (a field of the wrong type or out of range, an unknown field, a missing
  * one, header fields a kind does not use) is refused with a message that
- * names the field, before any stage acts on it. */
+ * names the field, before any stage acts on it. What passes is decoded
+ * into its kind's struct, which is all the handlers read. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -135,16 +136,106 @@ Test(ring_msg, table)
         json_t *o = json_loads(c->json, JSON_REJECT_DUPLICATES, &je);
         cr_assert_not_null(o, "case %zu: bad test JSON: %s", i, je.text);
         char err[512] = "";
-        int rc = ring_msg_check(c->kind, o, err, sizeof err);
+        ring_msg *m = NULL;
+        int rc = ring_msg_decode(c->kind, o, &m, err, sizeof err);
         if (!c->named) {
             cr_expect_eq(rc, 0, "case %zu (%s) refused: %s", i, c->json, err);
+            cr_expect_not_null(m, "case %zu", i);
         } else {
             cr_expect_eq(rc, -1, "case %zu (%s) accepted", i, c->json);
+            cr_expect_null(m, "case %zu", i);
             cr_expect(strstr(err, c->named) != NULL, "case %zu: '%s' does not name '%s'", i, err,
                       c->named);
         }
+        ring_msg_free(c->kind, m);
         json_decref(o);
     }
+}
+
+static ring_msg *decoded(ring_kind kind, const char *text)
+{
+    json_error_t je;
+    json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    cr_assert_not_null(o, "bad test JSON: %s", je.text);
+    ring_msg *m;
+    char err[512];
+    cr_assert_eq(ring_msg_decode(kind, o, &m, err, sizeof err), 0, "%s", err);
+    json_decref(o);
+    return m;
+}
+
+/* Every field a handler reads comes out of the walk that checks it. */
+Test(ring_msg, decodes_prepare)
+{
+    ring_msg *m = decoded(
+        RING_PREPARE,
+        "{\"head\":\"tcp://127.0.0.1:7000\",\"req\":\"g1\",\"session\":\"s\",\"pos\":3,"
+        "\"ctx\":100,\"chunk\":64,\"eval\":true,\"drop\":[\"old\",\"older\"],\"running\":[7,9],"
+        "\"stages\":[" ENTRY ",{\"name\":\"c\"," FP ",\"model\":\"m\",\"first\":5,\"last\":6,"
+        "\"n_layers\":6,\"next\":\"\",\"ok\":false,\"code\":\"kv_oom\",\"message\":\"full\","
+        "\"needed\":10,\"available\":5,\"budget\":20}]}");
+    const ring_msg_prepare *p = &m->prepare;
+    cr_expect_str_eq(p->head, "tcp://127.0.0.1:7000");
+    cr_expect_str_eq(p->head_key, "");
+    cr_expect_str_eq(p->req, "g1");
+    cr_expect_str_eq(p->session, "s");
+    cr_expect_eq(p->pos, 3);
+    cr_expect_eq(p->ctx, 100);
+    cr_expect_eq(p->chunk, 64);
+    cr_expect_eq(p->eval, 1);
+    cr_assert_eq(p->drop.n, 2);
+    cr_expect_str_eq(p->drop.v[1], "older");
+    cr_assert_eq(p->running.n, 2);
+    cr_expect_eq(p->running.v[1], 9);
+    cr_assert_eq(p->stages.n, 2);
+    const ring_stage *b = &p->stages.v[0], *c = &p->stages.v[1];
+    cr_expect_str_eq(b->name, "b");
+    cr_expect_str_eq(b->model, "stories260K");
+    cr_expect_eq(b->fingerprint[63], 'f');
+    cr_expect_eq(b->first, 2);
+    cr_expect_eq(b->last, 5);
+    cr_expect_str_eq(b->next, "tcp://127.0.0.1:7001");
+    cr_expect_eq(b->ok, 1);
+    cr_expect_eq(b->code, PROTO_OK);
+    cr_expect_eq(b->chunk, 0, "no chunk said");
+    cr_expect_eq(c->ok, 0);
+    cr_expect_eq(c->code, PROTO_E_KV_OOM);
+    cr_expect_str_eq(c->message, "full");
+    ring_msg_free(RING_PREPARE, m);
+}
+
+Test(ring_msg, decodes_start_set_report)
+{
+    ring_msg *m = decoded(RING_START, START(",\"temperature\":0.5,\"top_p\":0.25"));
+    cr_expect_eq(m->start.temperature, 0.5f);
+    cr_expect_eq(m->start.top_p, 0.25f);
+    cr_expect_eq(m->start.seed, -5, "the seed's bits");
+    cr_expect_eq(m->start.ctx, 9);
+    ring_msg_free(RING_START, m);
+
+    m = decoded(RING_SET_CHECK, "{\"prefill_step\":\"auto\",\"stages\":[]}");
+    cr_expect_eq(m->set.args.has_prefill_step, 1);
+    cr_expect_eq(m->set.args.prefill_step, PROTO_PREFILL_AUTO);
+    cr_expect_eq(m->set.args.has_kv_bits, 0);
+    ring_msg_free(RING_SET_CHECK, m);
+    m = decoded(RING_SET, "{\"kv_bits\":8,\"prefill_step\":512,\"stages\":[]}");
+    cr_expect_eq(m->set.args.kv_bits, 8);
+    cr_expect_eq(m->set.args.prefill_step, 512);
+    ring_msg_free(RING_SET, m);
+
+    m = decoded(RING_REPORT, "{\"name\":\"b\",\"first\":2,\"of\":\"batch\",\"ok\":false,"
+                             "\"code\":\"stage_timeout\",\"message\":\"slow\"}");
+    cr_expect_eq(m->report.first, 2);
+    cr_expect_eq(m->report.of, RING_BATCH);
+    cr_expect_eq(m->report.ok, 0);
+    cr_expect_eq(m->report.code, PROTO_E_STAGE_TIMEOUT);
+    cr_expect_str_eq(m->report.message, "slow");
+    ring_msg_free(RING_REPORT, m);
+
+    m = decoded(RING_DROP, "{\"sessions\":[\"s1\"]}");
+    cr_assert_eq(m->drop.sessions.n, 1);
+    cr_expect_str_eq(m->drop.sessions.v[0], "s1");
+    ring_msg_free(RING_DROP, m);
 }
 
 /* A whole frame (header and payload) through the decoder. */
