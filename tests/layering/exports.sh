@@ -34,6 +34,8 @@ trap 'rm -rf "$tmp"' EXIT
 for part in engine store tui; do
     [ -d "$build/$part" ] && find "$build/$part" -name '*.o'
 done | sort >"$tmp/objects"
+# Names the compiler makes (ASan's __odr_asan.NAME, ...) begin with "__"
+# and are no one's exports.
 # nm -A starts each line with "BUILD/dir/file.o:"; the source of that
 # object is dir/file.c or dir/file.S ("" for a stale object, skipped).
 source_of='{
@@ -47,7 +49,7 @@ source_of='{
     s = src[f[1]]
 }'
 xargs -r nm -A -g --defined-only <"$tmp/objects" | awk -v build="$build" "$source_of"'
-    s != "" && $(NF - 1) ~ /^[BDGRSTV]$/ { print s, $NF }' >"$tmp/defs"
+    s != "" && $(NF - 1) ~ /^[BDGRSTV]$/ && $NF !~ /^__/ { print s, $NF }' >"$tmp/defs"
 xargs -r nm -A -u <"$tmp/objects" | awk -v build="$build" "$source_of"'s != "" { print s, $NF }' >"$tmp/refs"
 if [ ! -s "$tmp/defs" ]; then
     echo "exports.sh: no objects under $build: build first" >&2
