@@ -138,12 +138,15 @@ static const char *value_kind(const opt_def *d)
 }
 
 /* The values a completion offers for a flag, separated by spaces: its
- * choices, or an INT's word and its default. */
+ * choices, an INT's listed values, or an INT's word and its default. */
 static void value_words(FILE *out, const opt_def *d)
 {
     if (d->choices) {
         for (const char *p = d->choices; *p; p++)
             fputc(*p == '|' ? ' ' : *p, out);
+    } else if (d->ints) {
+        for (int k = 0; k < d->n_ints; k++)
+            fprintf(out, "%s%d", k ? " " : "", d->ints[k]);
     } else if (d->word) {
         fputs(d->word, out);
         if (d->def && strcmp(d->def, d->word) != 0)
