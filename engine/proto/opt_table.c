@@ -910,7 +910,6 @@ const opt_def opt_defs[OPT_COUNT] = {
                       .type = OPT_T_SWITCH,
                       .help = "refuse config changes and node actions",
                       .verbs = DASHBOARD},
-    /* hi is DEMO_STAGES_MAX and def DEMO_STAGES (tui/cmd/demo.h). */
     [OPT_STAGES] = {.flag = "stages",
                     .type = OPT_T_INT,
                     .lo = 1,
@@ -957,7 +956,6 @@ const opt_def opt_defs[OPT_COUNT] = {
                          .def_doc = "the cluster file's connect_timeout, else 5",
                          .help = "SSH connect timeout",
                          .verbs = NODES_SSH},
-    /* def is NODECTL_GRACE_DEFAULT (tui/ssh/nodectl.h). */
     [OPT_GRACE] = {.flag = "grace",
                    .type = OPT_T_INT,
                    .lo = 1,
@@ -967,7 +965,6 @@ const opt_def opt_defs[OPT_COUNT] = {
                    .help = "wait this long after SIGTERM before SIGKILL",
                    .verbs = OPT_VB(OPT_V_NODES) | OPT_VB(OPT_V_NODES_STOP) |
                             OPT_VB(OPT_V_NODES_RESTART)},
-    /* def is NODECTL_LINES_DEFAULT (tui/ssh/nodectl.h). */
     [OPT_LINES] = {.flag = "lines",
                    .short_flag = 'n',
                    .type = OPT_T_INT,
@@ -1012,7 +1009,6 @@ const opt_def opt_defs[OPT_COUNT] = {
                              .type = OPT_T_SWITCH,
                              .help = "stop the run at the first failed request",
                              .verbs = STRESS_ALL},
-    /* hi is STRESS_TEXT_MAX - 1 (tui/stress/stress.h). */
     [OPT_RUN_NAME] = {.flag = "name",
                       .type = OPT_T_TEXT,
                       .hi = OPT_RUN_TEXT_MAX - 1,
@@ -1082,7 +1078,6 @@ const opt_def opt_defs[OPT_COUNT] = {
                            .arg = "N",
                            .help = "prompt tokens of each request",
                            .verbs = ARRIVALS},
-    /* hi is STRESS_CONCURRENCY_MAX (tui/stress/stress.h). */
     [OPT_CONCURRENCY] = {.flag = "concurrency",
                          .type = OPT_T_INT,
                          .lo = 1,
@@ -1236,7 +1231,6 @@ const opt_def opt_defs[OPT_COUNT] = {
                             .required = OPT_VB(OPT_V_METRICS)},
 
     /* ---- plan ---- */
-    /* hi is PLAN_CTX_MAX (tui/plan/plan.h). */
     [OPT_CTX] = {.flag = "ctx",
                  .type = OPT_T_INT,
                  .lo = 1,
@@ -1285,7 +1279,6 @@ const opt_def opt_defs[OPT_COUNT] = {
                            "one model fingerprint, then update the cluster file; a failure says "
                            "where each node is and leaves the file as it was",
                    .verbs = OPT_VB(OPT_V_PLAN)},
-    /* def is PLAN_APPLY_WAIT_S (tui/plan/plan_apply.h). */
     [OPT_WAIT] = {.flag = "wait",
                   .type = OPT_T_INT,
                   .lo = 1,
