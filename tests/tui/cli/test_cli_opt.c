@@ -4,11 +4,8 @@
 #include <criterion/redirect.h>
 #include <stdlib.h>
 
+#include "run.h"
 #include "tui/cli/cli.h"
-#include "tui/cmd/demo.h"
-#include "tui/plan/plan.h"
-#include "tui/plan/plan_apply.h"
-#include "tui/ssh/nodectl.h"
 #include "tui/stress/stress.h"
 
 /* The value row id's default (as typed in the table) stands for. */
@@ -33,34 +30,27 @@ Test(cli_opt, stress_defaults_are_the_runners)
     cr_assert_eq(def_of(OPT_CONCURRENCY), (unsigned long long)o.concurrency[0]);
 }
 
-static int run(int (*verb)(int, char **), const char *const *args)
-{
-    char *argv[16];
-    int argc = 0;
-    for (; args[argc]; argc++)
-        argv[argc] = (char *)args[argc];
-    argv[argc] = NULL;
-    return verb(argc, argv);
-}
-
 Test(cli_opt, a_flag_of_another_mode_is_refused, .init = cr_redirect_stderr)
 {
-    cr_assert_eq(run(cli_stress, (const char *[]){"stress", "growth", "--requests", "4", NULL}),
+    cr_assert_eq(
+        cli_test_run(cli_stress, (const char *[]){"stress", "growth", "--requests", "4", NULL}),
+        CLI_USAGE);
+    cr_assert_eq(cli_test_run(cli_stress, (const char *[]){"stress", "sweep", "--kv-bits", "16",
+                                                           "--prefill-step", "64", "--to", "128",
+                                                           "--requests", "4", NULL}),
                  CLI_USAGE);
     cr_assert_eq(
-        run(cli_stress, (const char *[]){"stress", "sweep", "--kv-bits", "16", "--prefill-step",
-                                         "64", "--to", "128", "--requests", "4", NULL}),
+        cli_test_run(cli_nodes, (const char *[]){"nodes", "start", "all", "-n", "5", NULL}),
         CLI_USAGE);
-    cr_assert_eq(run(cli_nodes, (const char *[]){"nodes", "start", "all", "-n", "5", NULL}),
-                 CLI_USAGE);
-    cr_assert_eq(run(cli_history, (const char *[]){"history", "show", "--vacuum", "1", NULL}),
-                 CLI_USAGE);
+    cr_assert_eq(
+        cli_test_run(cli_history, (const char *[]){"history", "show", "--vacuum", "1", NULL}),
+        CLI_USAGE);
     fflush(stderr);
 }
 
 Test(cli_opt, a_missing_mode_names_the_modes, .init = cr_redirect_stderr)
 {
-    cr_assert_eq(run(cli_history, (const char *[]){"history", "--json", NULL}), CLI_USAGE);
+    cr_assert_eq(cli_test_run(cli_history, (const char *[]){"history", "--json", NULL}), CLI_USAGE);
     fflush(stderr);
     cr_assert_stderr_eq_str("infertop history: expected a mode: list, show, compare, best, export "
                             "or prune (see infertop history --help)\n");

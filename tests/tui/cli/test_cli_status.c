@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "run.h"
 #include "tui/cli/cli.h"
 
 Test(cli_set, parses_each_setting)
@@ -57,26 +58,19 @@ Test(cli_set, refuses_a_setting_given_twice)
     cr_assert_eq(a.kv_bits, 8);
 }
 
-static int run(int (*verb)(int, char **), const char *const *args)
-{
-    char *argv[16];
-    int argc = 0;
-    for (; args[argc]; argc++)
-        argv[argc] = (char *)args[argc];
-    argv[argc] = NULL;
-    return verb(argc, argv);
-}
-
 Test(cli_set, bad_command_lines_exit_2, .init = cr_redirect_stderr)
 {
-    cr_assert_eq(run(cli_set, (const char *[]){"set", NULL}), CLI_USAGE);
-    cr_assert_eq(run(cli_set, (const char *[]){"set", "all", NULL}), CLI_USAGE);
-    cr_assert_eq(run(cli_set, (const char *[]){"set", "all", "kv_bits=3", NULL}), CLI_USAGE);
-    cr_assert_eq(run(cli_set, (const char *[]){"set", "--timeout", "0", "all", "kv_bits=4", NULL}),
+    cr_assert_eq(cli_test_run(cli_set, (const char *[]){"set", NULL}), CLI_USAGE);
+    cr_assert_eq(cli_test_run(cli_set, (const char *[]){"set", "all", NULL}), CLI_USAGE);
+    cr_assert_eq(cli_test_run(cli_set, (const char *[]){"set", "all", "kv_bits=3", NULL}),
                  CLI_USAGE);
-    cr_assert_eq(run(cli_set, (const char *[]){"set", "--bogus", "all", "kv_bits=4", NULL}),
-                 CLI_USAGE);
-    cr_assert_eq(run(cli_status, (const char *[]){"status", "extra", NULL}), CLI_USAGE);
+    cr_assert_eq(
+        cli_test_run(cli_set, (const char *[]){"set", "--timeout", "0", "all", "kv_bits=4", NULL}),
+        CLI_USAGE);
+    cr_assert_eq(
+        cli_test_run(cli_set, (const char *[]){"set", "--bogus", "all", "kv_bits=4", NULL}),
+        CLI_USAGE);
+    cr_assert_eq(cli_test_run(cli_status, (const char *[]){"status", "extra", NULL}), CLI_USAGE);
 }
 
 /* A cluster file whose one node listens nowhere (a port just freed). */
@@ -103,9 +97,9 @@ static void remove_cluster(void)
 
 Test(cli_status, a_node_that_does_not_answer_is_down, .init = write_cluster, .fini = remove_cluster)
 {
-    cr_assert_eq(
-        run(cli_status, (const char *[]){"status", "-c", conf, "--json", "--timeout", "0.2", NULL}),
-        CLI_ERROR);
+    cr_assert_eq(cli_test_run(cli_status, (const char *[]){"status", "-c", conf, "--json",
+                                                           "--timeout", "0.2", NULL}),
+                 CLI_ERROR);
     fflush(stdout);
     cr_assert_stdout_eq_str("{\"cluster\":\"cluster\",\"nodes\":[{\"name\":\"lone\",\"state\":"
                             "\"down\",\"error\":{\"code\":\"timeout\",\"message\":\"no reply to "
@@ -114,13 +108,14 @@ Test(cli_status, a_node_that_does_not_answer_is_down, .init = write_cluster, .fi
 
 Test(cli_status, set_on_an_unknown_node_exits_2, .init = write_cluster, .fini = remove_cluster)
 {
-    cr_assert_eq(run(cli_set, (const char *[]){"set", "-c", conf, "ghost", "kv_bits=4", NULL}),
-                 CLI_USAGE);
+    cr_assert_eq(
+        cli_test_run(cli_set, (const char *[]){"set", "-c", conf, "ghost", "kv_bits=4", NULL}),
+        CLI_USAGE);
 }
 
 Test(cli_status, set_on_a_silent_node_did_not_apply, .init = write_cluster, .fini = remove_cluster)
 {
-    cr_assert_eq(run(cli_set, (const char *[]){"set", "-c", conf, "--timeout", "0.2", "lone",
-                                               "kv_bits=4", NULL}),
+    cr_assert_eq(cli_test_run(cli_set, (const char *[]){"set", "-c", conf, "--timeout", "0.2",
+                                                        "lone", "kv_bits=4", NULL}),
                  CLI_ERROR);
 }
