@@ -25,7 +25,7 @@
 typedef enum opt_prog { OPT_INFERD, OPT_INFERTOP } opt_prog;
 
 /* One verb, or one mode of a verb that takes its own flags ("stress
- * growth"). Listed in opt_verbs[] (opt_table.c) in this order. */
+ * growth"). Listed in opt_verbs[] (opt_verbs.c) in this order. */
 typedef enum opt_verb {
     OPT_V_GENERATE,
     OPT_V_SERVE,
