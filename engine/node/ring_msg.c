@@ -442,7 +442,7 @@ static int check_row(const json_t *v, const fld *f, const char *path, void *dst,
 {
     char why[160];
     opt_value value;
-    opt_field of = {f->row, f->store, f->at, f->given};
+    opt_field of = {f->row, f->store, f->at, f->given, f->size};
     int rc = member_of(f, dst) ? (int)opt_field_take(&of, v, dst, why, sizeof why)
                                : opt_check_json(f->row, v, &value, why, sizeof why);
     if (rc == 0)

@@ -388,7 +388,7 @@ typedef enum opt_store {
     OPT_ST_INT,   /* int: INT, CHOICE, SWITCH */
     OPT_ST_U64,   /* uint64_t: INT */
     OPT_ST_FLOAT, /* float: NUM */
-    OPT_ST_TEXT,  /* char[row .hi + 1]: TEXT */
+    OPT_ST_TEXT,  /* char[]: TEXT, cut to the member's size (rows bound it below) */
 } opt_store;
 
 #define OPT_NO_GIVEN ((size_t)-1)
@@ -400,15 +400,16 @@ typedef struct opt_field {
     opt_store store;
     size_t at;    /* offsetof the member */
     size_t given; /* offsetof an int set to 1 when the field came, or OPT_NO_GIVEN */
+    size_t size;  /* sizeof the member */
 } opt_field;
 
 #define OPT_FIELD(id, store, type, member)                                                         \
     {                                                                                              \
-        (id), (store), offsetof(type, member), OPT_NO_GIVEN                                        \
+        (id), (store), offsetof(type, member), OPT_NO_GIVEN, sizeof(((type *)0)->member)           \
     }
 #define OPT_FIELD_GIVEN(id, store, type, member, given)                                            \
     {                                                                                              \
-        (id), (store), offsetof(type, member), offsetof(type, given)                               \
+        (id), (store), offsetof(type, member), offsetof(type, given), sizeof(((type *)0)->member)  \
     }
 
 /* The field of fields[0..n) whose row's wire name is name, or NULL. */

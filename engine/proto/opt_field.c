@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 const opt_field *opt_field_find(const opt_field *fields, size_t n, const char *name)
@@ -28,8 +29,9 @@ static void store(const opt_field *f, const opt_value *v, void *dst)
         *(float *)at = (float)v->d;
         break;
     case OPT_ST_TEXT:
-        /* The row has bounded its length: the member holds .hi + 1. */
-        memcpy(at, v->s, strlen(v->s) + 1);
+        /* The row bounds the length to what the member holds; a member
+         * smaller than its row cuts rather than overflows. */
+        snprintf(at, f->size, "%s", v->s);
         break;
     }
 }

@@ -146,3 +146,22 @@ Test(opt, wire_rows_defaults_check)
                      d->wire, d->def, err);
     }
 }
+
+/* A text member smaller than its row's bound is cut, never overrun. */
+typedef struct small_dst {
+    char session[8];
+    char after[8];
+} small_dst;
+
+Test(opt, text_member_smaller_than_its_row_is_cut)
+{
+    static const opt_field f = OPT_FIELD(OPT_REQ_SESSION, OPT_ST_TEXT, small_dst, session);
+    small_dst d;
+    memset(&d, 'x', sizeof d);
+    char err[128];
+    json_t *j = json_string("abcdefghijklmnop");
+    cr_assert_eq(opt_field_take(&f, j, &d, err, sizeof err), OPT_JSON_OK, "%s", err);
+    json_decref(j);
+    cr_assert_str_eq(d.session, "abcdefg");
+    cr_assert_eq(d.after[0], 'x', "the next member was written");
+}
