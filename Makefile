@@ -24,7 +24,7 @@ SAN     ?=
 
 PKGS_ENGINE := openblas libzmq jansson libcrypto libpcre2-8 libmicrohttpd
 PKGS_STORE  := sqlite3 jansson
-PKGS_TUI    := ncursesw libssh inih libzmq jansson sqlite3
+PKGS_TUI    := ncursesw libssh inih libzmq jansson sqlite3 libcurl
 PKGS_TEST   := criterion
 
 pc_cflags = $(shell pkg-config --cflags $(1) 2>/dev/null)

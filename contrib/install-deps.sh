@@ -20,6 +20,8 @@ set -eu
 #   openssh-server              end-to-end tests start real sshd on loopback
 #   procps                      ps/pgrep/pkill used by the scripts
 #   libmicrohttpd-dev           the HTTP server of inferd serve --http and infertop metrics
+#   libcurl4-openssl-dev        infertop's HTTP client: watching llama.cpp, vLLM, Ollama and
+#                               OpenAI-compatible nodes, and stress over HTTP
 #   curl                        end-to-end tests call the HTTP API
 #   prometheus                  tests check /metrics with promtool check metrics
 #   man-db groff-base           tests render the man pages (man -l)
@@ -30,7 +32,7 @@ set -eu
 #                               nodejs builds bundle their own)
 PKGS="build-essential pkg-config libopenblas-dev libzmq3-dev libjansson-dev
 libssl-dev libpcre2-dev libinih-dev libncurses-dev libssh-dev libsqlite3-dev sqlite3
-libcriterion-dev tmux openssh-server procps libmicrohttpd-dev curl prometheus
+libcriterion-dev tmux openssh-server procps libmicrohttpd-dev libcurl4-openssl-dev curl prometheus
 man-db groff-base zsh clang-format nodejs"
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 

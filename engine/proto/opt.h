@@ -160,6 +160,9 @@ typedef enum opt_id {
     OPT_CF_BASE_PORT,
     OPT_CF_INFERD,
     OPT_CF_FLAGS,
+    OPT_CF_ENGINE,
+    OPT_CF_URL,
+    OPT_CF_API_KEY_FILE,
     /* infertop's flags */
     OPT_CONFIG,
     OPT_DB,

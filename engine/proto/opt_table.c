@@ -572,6 +572,26 @@ const opt_def opt_defs[OPT_COUNT] = {
                       .lo = 1,
                       .arg = "ARGS",
                       .help = "more inferd serve arguments, after the derived ones"},
+    /* The order of the choices is tui/engine/engine.h's eng_kind. */
+    [OPT_CF_ENGINE] = {.key = "engine",
+                       .type = OPT_T_CHOICE,
+                       .choices = "inferd|llama.cpp|vllm|ollama|openai",
+                       .def = "inferd",
+                       .arg = "ENGINE",
+                       .help = "what the node runs: inferd, or an HTTP server watched over its own "
+                               "API (openai: any OpenAI-compatible one)"},
+    [OPT_CF_URL] = {.key = "url",
+                    .type = OPT_T_TEXT,
+                    .lo = 8,
+                    .hi = 255,
+                    .arg = "http://HOST:PORT",
+                    .help = "the node's HTTP base URL: required for an engine other than inferd, "
+                            "and lets stress drive an inferd node over its --http API"},
+    [OPT_CF_API_KEY_FILE] = {.key = "api_key_file",
+                             .type = OPT_T_PATH,
+                             .lo = 1,
+                             .arg = "FILE",
+                             .help = "a file holding the bearer token the node's HTTP API wants"},
 
     /* ---- infertop's flags ---- */
     /* Every verb that reads the cluster file. */

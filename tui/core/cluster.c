@@ -31,6 +31,7 @@ enum dest {
     D_BOOL,
     D_SECONDS, /* the cluster's connect_timeout */
     D_HOST,
+    D_URL, /* http://host[:port][/path] of an HTTP node */
     D_RING /* not a key: derived from the ring (--listen, --next) */
 };
 
@@ -80,6 +81,9 @@ static const struct key keys[] = {
     {OPT_CF_PORT, IN_NODE, 0, D_INT, FIELD(port), 0},
     {OPT_CF_BASE_PORT, IN_CLUSTER, 0, D_INT, FIELD(port), 0},
     {OPT_CF_INFERD, IN_CLUSTER | IN_NODE, 0, D_TEXT, FIELD(inferd), 0},
+    {OPT_CF_ENGINE, IN_CLUSTER | IN_NODE, 0, D_INT, FIELD(engine), 0},
+    {OPT_CF_URL, IN_NODE, 0, D_URL, FIELD(url), 0},
+    {OPT_CF_API_KEY_FILE, IN_CLUSTER | IN_NODE, 0, D_TEXT, FIELD(api_key_file), 0},
 };
 #define N_KEYS ((int)(sizeof keys / sizeof keys[0]))
 _Static_assert(sizeof keys / sizeof keys[0] <= 32, "struct cluster_node's given has a bit per key");
@@ -262,6 +266,30 @@ static int check_endpoint(const char *v, const char **why)
     return 0;
 }
 
+/* The base URL the console's HTTP client prefixes to an engine's paths:
+ * http or https with a host, and no query, fragment or trailing slash to
+ * double up. */
+static int check_url(const char *v, const char **why)
+{
+    char host[CLUSTER_HOST_MAX];
+    int port;
+    size_t scheme = strncmp(v, "http://", 7) == 0 ? 7 : strncmp(v, "https://", 8) == 0 ? 8 : 0;
+    if (!scheme)
+        return bad(why, "expected http://host:port or https://host:port");
+    if (strpbrk(v, "?# \t"))
+        return bad(why, "expected a base URL, without a query, fragment or white space");
+    if (v[strlen(v) - 1] == '/')
+        return bad(why, "expected a base URL without a trailing '/'");
+    const char *path = strchr(v + scheme, '/');
+    size_t hostport = path ? (size_t)(path - v - scheme) : strlen(v + scheme);
+    char hp[CLUSTER_HOST_MAX + 8];
+    if (hostport == 0 || hostport >= sizeof hp)
+        return bad(why, "expected a host after the scheme");
+    memcpy(hp, v + scheme, hostport);
+    hp[hostport] = '\0';
+    return parse_host_port(hp, host, sizeof host, &port, why);
+}
+
 static int set_text(char *field, size_t size, const char *v, const char **why)
 {
     if (*v == '\0')
@@ -335,6 +363,10 @@ static int set_value(struct loader *ld, const struct key *k, struct cluster_node
             return -1;
         if (endpoint_taken(ld, v))
             return bad(why, "another node already uses it");
+        break;
+    case D_URL:
+        if (check_url(v, why) < 0)
+            return -1;
         break;
     case D_TEXT:
     case D_RING:
@@ -590,15 +622,69 @@ static void endpoint(char *out, const char *host, int port)
              port);
 }
 
-/* Ports, endpoints and the SSH host that node i's keys imply; every node
- * must end up with endpoints to connect to. */
+/* Keys only inferd has a use for; refused on another engine's node rather
+ * than ignored, so that a file never says what it does not do. */
+static const opt_id inferd_only[] = {OPT_LAYERS,  OPT_CONTROL,  OPT_TELEMETRY, OPT_CF_PORT,
+                                     OPT_THREADS, OPT_CF_FLAGS, OPT_CF_INFERD};
+
+/* Before [cluster]'s defaults are merged, which may hold inferd's keys for
+ * the inferd nodes of a mixed file. */
+static void check_engine_keys(struct loader *ld, const struct cluster_node *d)
+{
+    for (int i = 0; i < ld->c->n_nodes && !ld->failed; i++) {
+        struct cluster_node *n = &ld->c->nodes[i];
+        unsigned engine_bit = 1u << find_key(opt_defs[OPT_CF_ENGINE].key);
+        if (!(n->given & engine_bit))
+            n->engine = d->engine;
+        if (n->engine == ENG_INFERD)
+            continue;
+        for (size_t j = 0; j < sizeof inferd_only / sizeof inferd_only[0]; j++)
+            if (n->given & (1u << find_key(opt_defs[inferd_only[j]].key)))
+                fail(ld, n->line,
+                     "[node %s] key `%s`: only an inferd node takes it (this one is "
+                     "engine = %s)",
+                     n->name, opt_defs[inferd_only[j]].key, eng_name(n->engine));
+        if (!n->url[0] && !ld->failed)
+            fail(ld, n->line, "[node %s]: engine = %s needs `url`, its HTTP base URL", n->name,
+                 eng_name(n->engine));
+    }
+}
+
+/* An HTTP node: no endpoints; `ssh = user@` takes the host from `host`,
+ * else from `url`. */
+static void resolve_http_node(struct loader *ld, struct cluster_node *n)
+{
+    if (!n->ssh_user[0] || n->ssh_host[0])
+        return;
+    if (n->host[0]) {
+        strcpy(n->ssh_host, n->host);
+        return;
+    }
+    const char *h = strstr(n->url, "://") + 3;
+    int port;
+    const char *why;
+    char hp[CLUSTER_HOST_MAX + 8];
+    size_t len = strcspn(h, "/");
+    if (len >= sizeof hp ||
+        (memcpy(hp, h, len), hp[len] = '\0',
+         parse_host_port(hp, n->ssh_host, sizeof n->ssh_host, &port, &why)) != 0)
+        fail(ld, n->line, "[node %s] key `ssh`: cannot take the host from `url`", n->name);
+}
+
+/* Ports, endpoints and the SSH host that node i's keys imply; every inferd
+ * node must end up with endpoints to connect to. */
 static void resolve_node(struct loader *ld, int i, int base_port)
 {
     struct cluster_node *n = &ld->c->nodes[i];
+    if (!cluster_node_is_inferd(ld->c, i)) {
+        resolve_http_node(ld, n);
+        return;
+    }
     if (n->host[0] && !n->port && base_port) {
         int before = 0;
         for (int j = 0; j < i; j++)
-            before += strcmp(ld->c->nodes[j].host, n->host) == 0;
+            before +=
+                cluster_node_is_inferd(ld->c, j) && strcmp(ld->c->nodes[j].host, n->host) == 0;
         n->port = base_port + 3 * before;
         if (n->port > 65533) {
             fail(ld, n->line,
@@ -682,6 +768,8 @@ int cluster_load(const char *path, struct cluster **out, char *err, size_t errle
     if (ld.c->n_nodes == 0)
         fail(&ld, 0, "no [node NAME] section: the cluster has no nodes");
     if (!ld.failed)
+        check_engine_keys(&ld, &ld.defaults);
+    if (!ld.failed)
         apply_defaults(&ld, &ld.defaults);
     for (int i = 0; i < ld.c->n_nodes && !ld.failed; i++)
         resolve_node(&ld, i, ld.defaults.port);
@@ -724,6 +812,29 @@ const struct cluster_node *cluster_node_find(const struct cluster *c, const char
         if (strcmp(c->nodes[i].name, name) == 0)
             return &c->nodes[i];
     return NULL;
+}
+
+int cluster_node_is_inferd(const struct cluster *c, int i)
+{
+    return c->nodes[i].engine == ENG_INFERD;
+}
+
+int cluster_ring_size(const struct cluster *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->n_nodes; i++)
+        n += cluster_node_is_inferd(c, i);
+    return n;
+}
+
+/* The inferd node after node i in the ring (i itself when alone). */
+static const struct cluster_node *ring_next(const struct cluster *c, int i)
+{
+    int j = i;
+    do
+        j = (j + 1) % c->n_nodes;
+    while (!cluster_node_is_inferd(c, j));
+    return &c->nodes[j];
 }
 
 /* ---- the derived command line -------------------------------------------- */
@@ -809,12 +920,12 @@ static int node_value(const struct cluster *c, int i, int ki, char *buf, size_t 
         bind_of(member, buf, len);
         return 1;
     case D_RING: /* --listen binds the node's ring input, --next is the next node's */
-        if (c->n_nodes < 2)
+        if (cluster_ring_size(c) < 2)
             return 0;
         if (k->id == OPT_LISTEN)
             bind_of(member, buf, len);
         else
-            snprintf(buf, len, "%s", c->nodes[(i + 1) % c->n_nodes].listen);
+            snprintf(buf, len, "%s", ring_next(c, i)->listen);
         return 1;
     case D_LAYERS:
         if (n->layer_first == CLUSTER_UNSET)
@@ -843,8 +954,14 @@ static int node_value(const struct cluster *c, int i, int ki, char *buf, size_t 
  * be NULL (errlen 0) when only the answer matters. */
 static int command_missing(const struct cluster *c, int i, char *err, size_t errlen)
 {
-    const struct cluster_node *n = &c->nodes[i], *next = &c->nodes[(i + 1) % c->n_nodes];
-    int ring = c->n_nodes > 1;
+    const struct cluster_node *n = &c->nodes[i];
+    if (!cluster_node_is_inferd(c, i)) {
+        snprintf(err, errlen, "[node %s]: no command line: engine = %s starts by its `start` line",
+                 n->name, eng_name(n->engine));
+        return -1;
+    }
+    const struct cluster_node *next = ring_next(c, i);
+    int ring = cluster_ring_size(c) > 1;
     if (!n->host[0] || !n->port) {
         snprintf(err, errlen,
                  "[node %s]: no command line: give `start`, or `host` and `port` (or [cluster] "
@@ -856,7 +973,7 @@ static int command_missing(const struct cluster *c, int i, char *err, size_t err
         snprintf(err, errlen,
                  "[node %s]: no `layers`: each node of a ring of %d needs its range "
                  "(`infertop plan --write` sets them)",
-                 n->name, c->n_nodes);
+                 n->name, cluster_ring_size(c));
         return -1;
     }
     if (ring && !next->listen[0]) {

@@ -40,6 +40,13 @@
  * form derives. `ssh` is optional in both: a node without it is watched and
  * configured, and SSH operations on it say that it has no SSH target.
  *
+ * A node may run another engine than inferd (`engine = llama.cpp`, vllm,
+ * ollama or openai) and is then an HTTP server at `url` (required), with an
+ * optional `api_key_file`; `ssh`, `start`, `model`, `mem_limit`, `kv_bits`,
+ * `prefill_step`, `log` and `pidfile` keep their meaning, and the keys that
+ * only mean something to inferd (`layers`, `port`, `control`, ...) are
+ * refused on it. The ring is the inferd nodes, in file order.
+ *
  * Each key's value is checked by its row of the settings table
  * (engine/proto/opt.h), which also gives the flag a derived command line
  * passes it with.
@@ -54,11 +61,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tui/engine/engine.h"
+
 #define CLUSTER_NAME_MAX 64
 #define CLUSTER_HOST_MAX 256
 #define CLUSTER_ENDPOINT_MAX 300
 #define CLUSTER_PATH_MAX 1024
 #define CLUSTER_START_MAX 4096
+#define CLUSTER_URL_MAX 256
 
 /* accept_new and the layer range are optional: these mark "not given". */
 #define CLUSTER_UNSET (-1)
@@ -90,7 +100,13 @@ struct cluster_node {
     char identity[CLUSTER_PATH_MAX];
     char known_hosts[CLUSTER_PATH_MAX];
     int accept_new; /* 0/1, CLUSTER_UNSET = neither node nor [cluster] said */
-    int line;       /* line of the [node NAME] header, for later messages */
+    /* What it runs (`engine`, default inferd). Another engine is an HTTP
+     * server at `url`: it has no control or telemetry endpoint, takes no
+     * part in the ring, and starts only by its `start` line. */
+    int engine;                /* eng_kind */
+    char url[CLUSTER_URL_MAX]; /* base URL, "" when not given (an inferd node may give it) */
+    char api_key_file[CLUSTER_PATH_MAX]; /* "" = no bearer token */
+    int line;                            /* line of the [node NAME] header, for later messages */
     unsigned given; /* a bit per key of cluster.c's table: given here or by [cluster] */
 };
 
@@ -113,6 +129,11 @@ int cluster_locate(const char *given, char *path, size_t pathlen, char *err, siz
 int cluster_load(const char *path, struct cluster **out, char *err, size_t errlen);
 
 void cluster_free(struct cluster *c);
+
+/* 1 when node i runs inferd (watched over ZeroMQ, part of the ring). */
+int cluster_node_is_inferd(const struct cluster *c, int i);
+/* The inferd nodes: the ring's size. */
+int cluster_ring_size(const struct cluster *c);
 
 /* The node named `name`, or NULL. */
 const struct cluster_node *cluster_node_find(const struct cluster *c, const char *name);

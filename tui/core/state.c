@@ -79,6 +79,8 @@ struct node {
     uint64_t weights, kv, budget;
     int64_t headroom;
     struct state_config cfg;
+    /* An HTTP engine's node: its last poll (eng.kind ENG_INFERD otherwise). */
+    struct eng_view eng;
 };
 
 struct state {
@@ -123,6 +125,7 @@ state *state_new(const char *cluster_name, int n_nodes, const char *const *names
         n->last_step_t = -INFINITY;
         n->last_nonfinite_t = -INFINITY;
         n->cfg.prefill_step = -1;
+        eng_view_init(&n->eng, ENG_INFERD);
     }
     return st;
 }
@@ -133,6 +136,22 @@ void state_free(state *st)
         return;
     free(st->nodes);
     free(st);
+}
+
+void state_node_set_engine(state *st, int node, eng_kind k)
+{
+    eng_view_init(&st->nodes[node].eng, k);
+}
+
+void state_ingest_engine(state *st, int node, const struct eng_view *v, double now)
+{
+    (void)now;
+    st->nodes[node].eng = *v;
+}
+
+const struct eng_view *state_node_engine(const state *st, int node)
+{
+    return st->nodes[node].eng.kind == ENG_INFERD ? NULL : &st->nodes[node].eng;
 }
 
 int state_node_count(const state *st)

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "engine/proto/protocol.h"
+#include "tui/engine/engine.h"
 
 #define STATE_STEP_RING 4096
 #define STATE_SECONDS 600
@@ -196,6 +197,15 @@ void state_ingest_event(state *st, int node, const proto_head *h, const proto_ev
 /* Dispatches a decoded telemetry message on its topic (unknown: counted
  * for loss, otherwise skipped). */
 void state_ingest(state *st, int node, const proto_tel *t, double now);
+
+/* ---- nodes of other engines (tui/engine), watched over HTTP ---- */
+
+/* Node `node` runs engine k (every node is inferd until told). */
+void state_node_set_engine(state *st, int node, eng_kind k);
+/* The result of a poll of an HTTP engine's node (ewatch.h). */
+void state_ingest_engine(state *st, int node, const struct eng_view *v, double now);
+/* The last poll of an HTTP engine's node; NULL for an inferd node. */
+const struct eng_view *state_node_engine(const state *st, int node);
 
 /* ---- what the console itself knows ---- */
 
