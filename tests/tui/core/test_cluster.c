@@ -73,9 +73,14 @@ Test(cluster, example_file_loads)
     struct cluster *c;
     cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(c->name, "ring");
-    cr_assert_eq(c->n_nodes, 3);
+    cr_assert_eq(c->n_nodes, 4);
+    cr_assert_eq(cluster_ring_size(c), 3, "the llama.cpp node is not in the ring");
     cr_assert_str_eq(c->nodes[0].name, "head");
     cr_assert_str_eq(c->nodes[2].name, "tail");
+    cr_assert_eq(c->nodes[3].engine, ENG_LLAMACPP);
+    cr_assert_str_eq(c->nodes[3].url, "http://10.0.0.20:8080");
+    cr_assert_str_eq(c->nodes[3].control, "", "an HTTP node has no ZeroMQ endpoint");
+    cr_assert(strstr(c->nodes[3].start, "--metrics --slots"), "%s", c->nodes[3].start);
     cr_assert_str_eq(c->nodes[0].ssh_host, "10.0.0.11", "`ops@`: the node's host");
     cr_assert_eq(c->nodes[2].ssh_port, 2222);
     cr_assert_eq(c->nodes[1].layer_first, 6);
