@@ -133,6 +133,17 @@ int plan_fill_nodes(const struct cluster *c, const plan_seen *seen, plan_input *
         snprintf(err, errlen, "%d nodes: the planner takes up to %d", c->n_nodes, PLAN_NODES_MAX);
         return -1;
     }
+    /* Layers are inferd's to place: another engine splits its model its own
+     * way, and the console's node indexes are the file's, so the planner
+     * does not quietly plan a part of the file. */
+    for (int i = 0; i < c->n_nodes; i++)
+        if (!cluster_node_is_inferd(c, i)) {
+            snprintf(err, errlen,
+                     "node %s runs %s: the planner places the layers of an inferd ring; plan "
+                     "with a cluster file of the ring's nodes alone",
+                     c->nodes[i].name, eng_name(c->nodes[i].engine));
+            return -1;
+        }
     in->n_nodes = c->n_nodes;
     for (int i = 0; i < c->n_nodes; i++) {
         const struct cluster_node *cn = &c->nodes[i];

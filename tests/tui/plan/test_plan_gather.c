@@ -88,6 +88,19 @@ Test(plan_gather, unknown_budget_is_an_error_naming_the_node)
     cluster_free(c);
 }
 
+Test(plan_gather, another_engine_in_the_file_is_refused_by_name)
+{
+    struct cluster *c = load("[node a]\nhost = h1\nport = 7000\nmem_limit = 1G\n"
+                             "[node g]\nengine = vllm\nurl = http://h2:8000\n");
+    plan_seen seen[2] = {0};
+    plan_input in;
+    enum plan_from from[2];
+    char err[256];
+    cr_assert_eq(plan_fill_nodes(c, seen, &in, from, err, sizeof err), -1);
+    cr_assert(strstr(err, "node g runs vllm") && strstr(err, "inferd ring"), "%s", err);
+    cluster_free(c);
+}
+
 Test(plan_gather, model_given_then_file_then_status)
 {
     struct cluster *c = load(THREE);
