@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,7 +357,12 @@ int ewatch_start(ewatch **out, const struct ewatch_target *t, int n, double inte
         free_watch(w);
         return -1;
     }
+    /* The caller's signals are its own business: the thread takes none. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(&w->thread, NULL, run, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         snprintf(err, errlen, "cannot start the HTTP watcher: %s", strerror(rc));
         free_watch(w);
