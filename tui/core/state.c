@@ -875,6 +875,36 @@ void state_node_view(const state *st, int node, double now, struct state_node_vi
     out->fingerprint = n->has_status ? n->status.model.fingerprint : "";
 }
 
+static eng_health health_of(enum state_live l)
+{
+    return l == STATE_UP ? ENG_UP : l == STATE_STARTING ? ENG_LOADING : ENG_DOWN;
+}
+
+void state_node_summary(const state *st, int node, double now, struct eng_view *out)
+{
+    const struct node *n = &st->nodes[node];
+    if (is_http(n)) {
+        *out = n->eng;
+        return;
+    }
+    eng_view_init(out, ENG_INFERD);
+    out->health = health_of(live_at(n, now));
+    out->prompt_tps =
+        (double)count_in(n, STATE_PREFILL, STATE_RECENT_S, now, COUNT_TOKENS) / STATE_RECENT_S;
+    out->decode_tps =
+        (double)count_in(n, STATE_DECODE, STATE_RECENT_S, now, COUNT_TOKENS) / STATE_RECENT_S;
+    uint64_t steps = count_in(n, STATE_ANY, STATE_RECENT_S, now, COUNT_STEPS);
+    if (steps)
+        out->batch = (double)count_in(n, STATE_ANY, STATE_RECENT_S, now, COUNT_SEQS) / steps;
+    if (!n->has_status)
+        return;
+    copy_text(out->model, sizeof out->model, n->status.model.name);
+    copy_text(out->version, sizeof out->version, n->status.version);
+    out->requests_running = n->status.active;
+    out->requests_waiting = n->status.queued;
+    out->mem_bytes = (double)n->status.memory.used;
+}
+
 /* Without a heartbeat, the cluster file's order of the inferd nodes (the
  * ring) says who is head and tail. */
 static int first_inferd(const state *st, int from, int step)

@@ -214,6 +214,13 @@ void state_node_set_engine(state *st, int node, eng_kind k);
 void state_ingest_engine(state *st, int node, const struct eng_view *v, double now);
 /* The last poll of an HTTP engine's node; NULL for an inferd node. */
 const struct eng_view *state_node_engine(const state *st, int node);
+/* Any node as the view every engine shares: an HTTP node's last poll, or
+ * what an inferd node's telemetry says in those terms (health from its
+ * liveness, model and requests from its heartbeat, prompt and decode
+ * tokens per second it processed over STATE_RECENT_S, its batch and
+ * memory in use); the rest NaN. For a listing of a mixed cluster
+ * (`infertop metrics`). */
+void state_node_summary(const state *st, int node, double now, struct eng_view *out);
 
 /* ---- what the console itself knows ---- */
 

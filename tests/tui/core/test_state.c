@@ -839,3 +839,30 @@ Test(state, cluster_view_of_a_mixed_cluster)
     cr_assert_eq(nv.live, STATE_DOWN);
     cr_assert_eq(nv.phase, -1);
 }
+
+Test(state, summary_of_any_node)
+{
+    state_node_set_engine(st, 2, ENG_LLAMACPP);
+    struct eng_view v;
+    state_node_summary(st, 0, 100, &v);
+    cr_assert_eq(v.kind, ENG_INFERD);
+    cr_assert_eq(v.health, ENG_DOWN, "never heard of");
+    cr_assert(isnan(v.requests_running), "no heartbeat: not known");
+    heartbeat(0, 100);
+    for (int sec = 0; sec < STATE_RECENT_S; sec++)
+        for (int k = 0; k < 4; k++)
+            step(0, PROTO_PHASE_DECODE, 1, 1, 100 + sec + k * 0.2);
+    state_node_summary(st, 0, 100 + STATE_RECENT_S, &v);
+    cr_assert_eq(v.health, ENG_DOWN, "heartbeat 5 s old: stale is not up");
+    heartbeat(0, 105);
+    state_node_summary(st, 0, 100 + STATE_RECENT_S, &v);
+    cr_assert_eq(v.health, ENG_UP);
+    cr_assert_float_eq(v.decode_tps, 4, 1e-9);
+    cr_assert_float_eq(v.prompt_tps, 0, 1e-9);
+    cr_assert_float_eq(v.requests_running, 0, 1e-9);
+    cr_assert(isnan(v.kv_usage), "inferd does not say");
+
+    poll_result(2, ENG_UP, "", 12, 105);
+    state_node_summary(st, 2, 105, &v);
+    cr_assert_float_eq(v.decode_tps, 12, 1e-9, "an HTTP node: its poll");
+}
