@@ -4,11 +4,18 @@
 #include <math.h>
 #include <stdio.h>
 
+/* A number of the view, and one the view has in milliseconds (seconds in
+ * the exposition). */
 #define F(json, metric, help, member)                                                              \
     {                                                                                              \
-        json, metric, help, offsetof(struct eng_view, member)                                      \
+        json, metric, help, offsetof(struct eng_view, member), 1                                   \
+    }
+#define MS(json, metric, help, member)                                                             \
+    {                                                                                              \
+        json, metric, help, offsetof(struct eng_view, member), 1e-3                                \
     }
 
+/* clang-format off */
 const struct cli_eng_field cli_eng_fields[] = {
     F("prompt_tps", "prompt_tokens_per_second", "Prompt tokens processed per second.", prompt_tps),
     F("decode_tps", "decode_tokens_per_second", "Tokens generated per second.", decode_tps),
@@ -19,20 +26,18 @@ const struct cli_eng_field cli_eng_fields[] = {
     F("slots_busy", "slots_busy", "Slots processing a request (llama.cpp).", slots_busy),
     F("slots_total", "slots_total", "Slots of the server (llama.cpp).", slots_total),
     F("n_ctx", "context_tokens", "Context size of the model, tokens.", n_ctx),
-    F("ms_per_token", "decode_ms_per_token", "Milliseconds per decoded token.", ms_per_token),
+    MS("ms_per_token", "decode_seconds_per_token", "Time per decoded token.", ms_per_token),
     F("batch", "batch_size", "Requests per decode step.", batch),
     F("preemptions", "preemptions", "Requests preempted in the window (vLLM).", preemptions),
     F("mem_bytes", "memory_bytes", "Memory the engine says it holds.", mem_bytes),
-    F("ttft_p50_ms", "ttft_p50_ms", "Time to first token, windowed p50, ms.", hist_p50[ENG_H_TTFT]),
-    F("ttft_p95_ms", "ttft_p95_ms", "Time to first token, windowed p95, ms.", hist_p95[ENG_H_TTFT]),
-    F("tpot_p95_ms", "tpot_p95_ms", "Time per output token, windowed p95, ms.",
-      hist_p95[ENG_H_TPOT]),
-    F("e2e_p95_ms", "e2e_p95_ms", "Request latency end to end, windowed p95, ms.",
-      hist_p95[ENG_H_E2E]),
-    F("queue_p95_ms", "queue_p95_ms", "Time requests waited in the queue, windowed p95, ms.",
-      hist_p95[ENG_H_QUEUE]),
-    F("latency_ms", "poll_latency_ms", "The last poll's slowest round trip, ms.", latency_ms),
+    MS("ttft_p50_ms", "ttft_p50_seconds", "Time to first token, windowed p50.", hist_p50[ENG_H_TTFT]),
+    MS("ttft_p95_ms", "ttft_p95_seconds", "Time to first token, windowed p95.", hist_p95[ENG_H_TTFT]),
+    MS("tpot_p95_ms", "tpot_p95_seconds", "Time per output token, windowed p95.", hist_p95[ENG_H_TPOT]),
+    MS("e2e_p95_ms", "e2e_p95_seconds", "Request latency end to end, windowed p95.", hist_p95[ENG_H_E2E]),
+    MS("queue_p95_ms", "queue_p95_seconds", "Time waited in the queue, windowed p95.", hist_p95[ENG_H_QUEUE]),
+    MS("latency_ms", "poll_latency_seconds", "The last poll's slowest round trip.", latency_ms),
 };
+/* clang-format on */
 const int cli_eng_nfields = sizeof cli_eng_fields / sizeof cli_eng_fields[0];
 
 const char *cli_eng_state(eng_health h)

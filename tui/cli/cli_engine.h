@@ -16,10 +16,12 @@
 #include "tui/engine/engine.h"
 
 /* One number of the view: its JSON key, and its Prometheus name
- * (infertop_node_<metric>) and help. */
+ * (infertop_node_<metric>), help and unit (the view's milliseconds are
+ * exported as seconds, as Prometheus wants). */
 struct cli_eng_field {
     const char *json, *metric, *help;
     size_t offset; /* of the double in struct eng_view */
+    double scale;  /* metric = view * scale */
 };
 
 extern const struct cli_eng_field cli_eng_fields[];
