@@ -184,9 +184,12 @@ static const char *node_state(const struct session *s, int i)
     return is_http(s, i) ? cli_eng_state(s->eng[i].health) : answer_state(&s->ans[i]);
 }
 
+/* A count comes out as an integer (3, not 3.0). */
 static json_t *real_or_null(double v)
 {
-    return isfinite(v) ? json_real(v) : json_null();
+    if (!isfinite(v))
+        return json_null();
+    return v == floor(v) && fabs(v) < 1e15 ? json_integer((json_int_t)v) : json_real(v);
 }
 
 static json_t *text_or_null(const char *t)
