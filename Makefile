@@ -112,7 +112,7 @@ FUZZ_TIME  ?= 60
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all
 
-FUZZ_TARGETS := request telemetry stage gguf tokenizer
+FUZZ_TARGETS := request telemetry stage gguf tokenizer promtext
 # Per target: the sources it links, its longest input, its dictionary.
 FUZZ_SRC_request   := $(wildcard engine/proto/*.c) engine/sys/kvbits.c engine/sys/utf8.c
 FUZZ_SRC_telemetry := $(FUZZ_SRC_request)
@@ -121,11 +121,15 @@ FUZZ_SRC_stage     := engine/node/ring.c engine/node/ring_msg.c $(FUZZ_SRC_reque
 FUZZ_SRC_gguf      := engine/model/gguf.c engine/model/gguf_llama.c engine/model/wtype.c
 FUZZ_SRC_tokenizer := $(addprefix engine/model/,vocab.c pretok.c merge.c tok_spm.c tok_bpe.c \
                         tokenizer.c tok_stream.c gguf.c wtype.c embedded.S) engine/sys/utf8.c
+# The console's reader of other engines' /metrics (its header is listed
+# for the rebuild; the rule compiles only the .c files).
+FUZZ_SRC_promtext  := tui/engine/promtext.c tui/engine/promtext.h
 FUZZ_ARGS_request   := -max_len=70000 -dict=tests/fuzz/request.dict
 FUZZ_ARGS_telemetry := -max_len=4096
 FUZZ_ARGS_stage     := -max_len=8192
 FUZZ_ARGS_gguf      := -max_len=16384 -dict=tests/fuzz/gguf.dict
 FUZZ_ARGS_tokenizer := -max_len=4096
+FUZZ_ARGS_promtext  := -max_len=8192 -dict=tests/fuzz/promtext.dict
 
 fuzz: $(FUZZ_TARGETS:%=$(B)/fuzz/fuzz_%)
 	$(foreach t,$(FUZZ_TARGETS),mkdir -p $(B)/fuzz/corpus/$(t) && \

@@ -42,6 +42,8 @@ struct http {
     char key[KEY_MAX + 1];
     size_t key_len; /* 0: no key */
     feed *feed;
+    char *(*metrics_more)(void *ctx);
+    void *metrics_ctx;
     atomic_int stopping;
     long long started; /* unix seconds, for /v1/models */
 };
@@ -154,10 +156,27 @@ static enum MHD_Result on_models(http *h, struct MHD_Connection *c)
                    NULL);
 }
 
+/* The telemetry's metrics, then the caller's (http_opts.metrics_more). */
+static char *metrics_text(http *h)
+{
+    size_t len;
+    char *text = feed_metrics(h->feed, &len);
+    if (!text || !h->metrics_more)
+        return text;
+    char *more = h->metrics_more(h->metrics_ctx);
+    char *all = more ? realloc(text, len + strlen(more) + 1) : NULL;
+    if (all)
+        strcpy(all + len, more);
+    else
+        free(text);
+    free(more);
+    return all;
+}
+
 static enum MHD_Result on_metrics(http *h, struct MHD_Connection *c)
 {
-    return respond(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
-                   feed_metrics(h->feed, NULL), NULL, NULL);
+    return respond(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", metrics_text(h),
+                   NULL, NULL);
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -410,6 +429,8 @@ int http_start(http **out, const http_opts *o, char *warning, size_t warnlen, ch
     }
     h->started = (long long)time(NULL);
     h->zctx = o->zctx;
+    h->metrics_more = o->metrics_more;
+    h->metrics_ctx = o->metrics_ctx;
     if (!h->zctx) {
         h->zctx = zmq_ctx_new();
         h->own_zctx = 1;

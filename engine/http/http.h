@@ -20,6 +20,12 @@ typedef struct http_opts {
     const char *control;          /* the node's control endpoint; NULL: /metrics only */
     const char *const *telemetry; /* telemetry endpoints to subscribe to */
     int n_telemetry;
+    /* Called at each GET /metrics, on a server thread: more exposition
+     * text (malloc'd; NULL when out of memory), served after the
+     * telemetry's. NULL: nothing more (`infertop metrics` adds its nodes
+     * of other engines). */
+    char *(*metrics_more)(void *ctx);
+    void *metrics_ctx;
 } http_opts;
 
 typedef struct http http;

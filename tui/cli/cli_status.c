@@ -1,10 +1,11 @@
 /* cli_status.c: `infertop status` and `infertop set`, the console's live
  * view and live config for scripts.
  *
- * Both send one request per node over the same links as the dashboard
- * (links.h) and wait, bounded by --timeout, until every node answered or
- * its deadline passed; nothing is retried, and a silent node is reported
- * as such.
+ * Both send one request per inferd node over the same links as the
+ * dashboard (links.h) and wait, bounded by --timeout, until every node
+ * answered or its deadline passed; nothing is retried, and a silent node
+ * is reported as such. `status` asks the nodes of other engines over HTTP
+ * (ewatch_once: two polls a second apart, so that rates exist).
  */
 #include <errno.h>
 #include <math.h>
@@ -16,10 +17,16 @@
 #include <zmq.h>
 
 #include "cli.h"
+#include "cli_engine.h"
 #include "engine/sys/clock.h"
 #include "tui/core/cluster.h"
 #include "tui/core/links.h"
 #include "tui/core/state.h"
+#include "tui/engine/ewatch.h"
+
+/* status polls an HTTP node twice, this far apart: a rate needs two. */
+#define STATUS_POLLS 2
+#define STATUS_POLL_GAP_S 1.0
 
 /* The command line both verbs share. */
 struct cmd {
@@ -45,6 +52,7 @@ struct session {
     state *st;
     links *l;
     struct answer *ans;
+    struct eng_view *eng; /* status: what the HTTP nodes' polls found */
 };
 
 /* Returns -1 to go on, else the exit code (--help, a bad option). */
@@ -90,6 +98,7 @@ static void session_close(struct session *s)
     for (int i = 0; s->ans && s->c && i < s->c->n_nodes; i++)
         json_decref(s->ans[i].json);
     free(s->ans);
+    free(s->eng);
     links_close(s->l);
     state_free(s->st);
     cluster_free(s->c);
@@ -138,15 +147,103 @@ static int ask(struct session *s, const struct cmd *cmd, const char *op, const j
 
 /* ---- status ----------------------------------------------------------------- */
 
+/* Polls the HTTP nodes into s->eng (the inferd ones are left unpolled). */
+static int poll_engines(struct session *s, const struct cmd *cmd)
+{
+    int n = s->c->n_nodes;
+    char err[1024];
+    if (cluster_ring_size(s->c) == n)
+        return 0;
+    struct ewatch_target t[n];
+    for (int i = 0; i < n; i++)
+        t[i] = (struct ewatch_target){s->c->nodes[i].engine, s->c->nodes[i].url,
+                                      s->c->nodes[i].api_key_file};
+    if (!(s->eng = calloc((size_t)n, sizeof *s->eng))) {
+        fprintf(stderr, "infertop %s: out of memory\n", cmd->verb);
+        return -1;
+    }
+    if (ewatch_once(t, n, STATUS_POLLS, STATUS_POLL_GAP_S, s->eng, err, sizeof err) != 0) {
+        fprintf(stderr, "infertop %s: %s\n", cmd->verb, err);
+        return -1;
+    }
+    return 0;
+}
+
+static int is_http(const struct session *s, int i)
+{
+    return !cluster_node_is_inferd(s->c, i);
+}
+
 static const char *answer_state(const struct answer *a)
 {
     return a->ok == 1 ? "up" : a->ok == 0 ? "error" : "down";
 }
 
-/* The reply's fields without the envelope (v, id, done, ok). */
-static json_t *status_entry(const char *name, const struct answer *a)
+static const char *node_state(const struct session *s, int i)
 {
-    json_t *o = json_pack("{s:s, s:s}", "name", name, "state", answer_state(a));
+    return is_http(s, i) ? cli_eng_state(s->eng[i].health) : answer_state(&s->ans[i]);
+}
+
+/* A count comes out as an integer (3, not 3.0). */
+static json_t *real_or_null(double v)
+{
+    if (!isfinite(v))
+        return json_null();
+    return v == floor(v) && fabs(v) < 1e15 ? json_integer((json_int_t)v) : json_real(v);
+}
+
+static json_t *text_or_null(const char *t)
+{
+    return t[0] ? json_string(t) : json_null();
+}
+
+/* The fields every engine's node has (cli_engine.h), where the entry does
+ * not have them already (an inferd reply's own `model` stays). */
+static int common_fields(json_t *o, const struct eng_view *v)
+{
+    int rc = 0;
+    for (int f = 0; f < cli_eng_nfields; f++)
+        if (!json_object_get(o, cli_eng_fields[f].json))
+            rc |= json_object_set_new(o, cli_eng_fields[f].json,
+                                      real_or_null(cli_eng_value(v, &cli_eng_fields[f])));
+    if (!json_object_get(o, "model"))
+        rc |= json_object_set_new(
+            o, "model",
+            v->model[0] ? json_pack("{s:s, s:o}", "name", v->model, "n_ctx", real_or_null(v->n_ctx))
+                        : json_null());
+    if (!json_object_get(o, "version"))
+        rc |= json_object_set_new(o, "version", text_or_null(v->version));
+    return rc;
+}
+
+/* An HTTP node: its poll, with the models it has loaded (Ollama). */
+static json_t *http_entry(const char *name, const struct eng_view *v)
+{
+    json_t *models = json_array();
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:o, s:o}", "name", name, "engine", eng_name(v->kind), "state",
+                  cli_eng_state(v->health), "problem", text_or_null(v->problem), "models", models);
+    if (!o)
+        return NULL;
+    for (int m = 0; m < v->n_models; m++) {
+        const struct eng_model *em = &v->models[m];
+        if (json_array_append_new(models, json_pack("{s:s, s:o, s:o, s:o}", "name", em->name,
+                                                    "size", real_or_null(em->size), "size_vram",
+                                                    real_or_null(em->size_vram), "expires",
+                                                    text_or_null(em->expires))) != 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+/* An inferd node: the reply's fields without the envelope (v, id, done,
+ * ok). */
+static json_t *inferd_entry(const char *name, const struct answer *a)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s}", "name", name, "engine", eng_name(ENG_INFERD), "state",
+                          answer_state(a));
     if (!o)
         return NULL;
     if (a->ok == 1) {
@@ -164,6 +261,26 @@ static json_t *status_entry(const char *name, const struct answer *a)
     return o;
 }
 
+static json_t *status_entry(const struct session *s, int i)
+{
+    const char *name = s->c->nodes[i].name;
+    struct eng_view inferd;
+    const struct eng_view *v = &inferd;
+    json_t *o;
+    if (is_http(s, i)) {
+        v = &s->eng[i];
+        o = http_entry(name, v);
+    } else {
+        cli_eng_from_status(s->ans[i].ok == 1 ? s->ans[i].json : NULL, &inferd);
+        o = inferd_entry(name, &s->ans[i]);
+    }
+    if (o && common_fields(o, v) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static int print_status_json(const struct session *s)
 {
     json_t *nodes = json_array();
@@ -171,11 +288,11 @@ static int print_status_json(const struct session *s)
     if (!o)
         return -1;
     for (int i = 0; i < s->c->n_nodes; i++)
-        if (json_array_append_new(nodes, status_entry(s->c->nodes[i].name, &s->ans[i])) != 0) {
+        if (json_array_append_new(nodes, status_entry(s, i)) != 0) {
             json_decref(o);
             return -1;
         }
-    int rc = json_dumpf(o, stdout, JSON_COMPACT);
+    int rc = json_dumpf(o, stdout, JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(o);
     return rc != 0 || putchar('\n') == EOF ? -1 : 0;
 }
@@ -199,8 +316,8 @@ static void prefill_text(char *buf, size_t len, json_t *v)
 static int print_status_table(const struct session *s)
 {
     static const char *const headers[] = {
-        "NODE",         "STATE",    "LAYERS", "PREFILL_STEP", "KV_BITS",      "SESSIONS", "RSS_MIB",
-        "HEADROOM_MIB", "UPTIME_S", "MODEL",  "WEIGHTS_MIB",  "WEIGHT_TYPES", "PROBLEM"};
+        "NODE",    "ENGINE",       "STATE",    "LAYERS", "PREFILL_STEP", "KV_BITS",      "SESSIONS",
+        "RSS_MIB", "HEADROOM_MIB", "UPTIME_S", "MODEL",  "WEIGHTS_MIB",  "WEIGHT_TYPES", "PROBLEM"};
     enum { NCOL = sizeof headers / sizeof headers[0] };
     cli_table *t = cli_table_new(NCOL, headers);
     if (!t)
@@ -212,7 +329,11 @@ static int print_status_table(const struct session *s)
              head[32] = "-", up[32] = "-", weights[32] = "-",
              problem[PROTO_MESSAGE_MAX + PROTO_CODE_MAX + 2] = "";
         const char *name = "-", *types = "-";
-        if (a->ok == 1) {
+        if (is_http(s, i)) {
+            if (s->eng[i].model[0])
+                name = s->eng[i].model;
+            snprintf(problem, sizeof problem, "%s", s->eng[i].problem);
+        } else if (a->ok == 1) {
             json_t *cfg = json_object_get(a->json, "config");
             json_t *mem = json_object_get(a->json, "memory");
             json_t *model = json_object_get(a->json, "model");
@@ -239,7 +360,8 @@ static int print_status_table(const struct session *s)
             snprintf(problem, sizeof problem, "%s: %s", a->code, a->message);
         }
         const char *cells[NCOL] = {s->c->nodes[i].name,
-                                   answer_state(a),
+                                   eng_name(s->c->nodes[i].engine),
+                                   node_state(s, i),
                                    layers,
                                    prefill,
                                    kv,
@@ -268,15 +390,15 @@ int cli_status(int argc, char **argv)
         return rc;
     struct session s;
     rc = CLI_ERROR;
-    if (session_open(&s, &cmd) == 0) {
+    if (session_open(&s, &cmd) == 0 && poll_engines(&s, &cmd) == 0) {
         int to[s.c->n_nodes > 0 ? s.c->n_nodes : 1];
         for (int i = 0; i < s.c->n_nodes; i++)
-            to[i] = 1;
+            to[i] = !is_http(&s, i);
         if (ask(&s, &cmd, "status", NULL, to) == 0 &&
             (cmd.json ? print_status_json(&s) : print_status_table(&s)) == 0) {
             rc = CLI_OK;
             for (int i = 0; i < s.c->n_nodes; i++)
-                if (s.ans[i].ok != 1)
+                if (strcmp(node_state(&s, i), "up") != 0)
                     rc = CLI_ERROR;
         }
     }

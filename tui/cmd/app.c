@@ -15,6 +15,7 @@
 #include "engine/sys/clock.h"
 #include "tui/cli/cli.h"
 #include "tui/core/cluster.h"
+#include "tui/engine/ewatch.h"
 #include "tui/plan/plan_job.h"
 #include "tui/ssh/remote.h"
 #include "tui/stress/console_runs.h"
@@ -22,6 +23,9 @@
 /* The longest the loop sleeps with nothing due: a resize that lands just
  * before zmq_poll is seen by then at the latest. */
 #define APP_MAX_WAIT_S 1.0
+/* How often the nodes of other engines are polled over HTTP: the
+ * dashboard's refresh (its rates are per second). */
+#define APP_ENGINE_POLL_S 1.0
 /* Freed heap malloc keeps rather than returns to the kernel (see
  * keep_freed_heap): about 16 frames' worth of telemetry at 8 nodes x 100
  * steps/s. */
@@ -122,6 +126,7 @@ struct loop {
     state *st;
     links *l;
     const struct app_hooks *hooks;
+    ewatch *w; /* NULL when the cluster has no HTTP node */
     ui *u;
     double next_tick;  /* state_tick */
     double next_hook;  /* the latest next turn hooks->tick asked for */
@@ -196,6 +201,34 @@ static void watch(struct loop *lp, double now)
     ui_mark_dirty(lp->u);
 }
 
+/* Files the views of the HTTP nodes polled since the last turn. Returns
+ * 1 when there was one. */
+static int take_polls(struct loop *lp, double now)
+{
+    struct eng_view v;
+    int got = 0;
+    for (int i = 0; i < state_node_count(lp->st); i++)
+        if (ewatch_take(lp->w, i, &v)) {
+            state_ingest_engine(lp->st, i, &v, now);
+            got = 1;
+        }
+    return got;
+}
+
+/* Starts polling the cluster's HTTP nodes, if it has any (the demo's has
+ * none). -1 with err when a node's key file cannot be read. */
+static int watch_start(const struct cluster *c, ewatch **w, char *err, size_t errlen)
+{
+    *w = NULL;
+    if (!c || cluster_ring_size(c) == c->n_nodes)
+        return 0;
+    struct ewatch_target t[c->n_nodes];
+    for (int i = 0; i < c->n_nodes; i++)
+        t[i] =
+            (struct ewatch_target){c->nodes[i].engine, c->nodes[i].url, c->nodes[i].api_key_file};
+    return ewatch_start(w, t, c->n_nodes, APP_ENGINE_POLL_S, err, errlen);
+}
+
 /* The poll timeout: up to the first thing due, at most APP_MAX_WAIT_S. */
 static long poll_timeout_ms(const struct loop *lp, int telemetry, double now)
 {
@@ -229,6 +262,9 @@ static int turn(struct loop *lp, struct signals *sig, zmq_pollitem_t *items, int
     int hook_fd = lp->hooks && lp->hooks->fd ? lp->hooks->fd(lp->hooks->ctx) : -1;
     if (hook_fd >= 0)
         items[n++] = (zmq_pollitem_t){NULL, hook_fd, ZMQ_POLLIN, 0};
+    int watch_item = lp->w ? n++ : -1;
+    if (lp->w)
+        items[watch_item] = (zmq_pollitem_t){NULL, ewatch_fd(lp->w), ZMQ_POLLIN, 0};
     if (zmq_poll(items, n, poll_timeout_ms(lp, telemetry, now)) < 0 && errno != EINTR) {
         snprintf(err, errlen, "poll: %s", zmq_strerror(errno));
         return -1;
@@ -252,6 +288,8 @@ static int turn(struct loop *lp, struct signals *sig, zmq_pollitem_t *items, int
         lp->next_tel = now + 1.0 / UI_FPS;
     if (links_tick(lp->l, now) > 0)
         changed = 1;
+    if (watch_item >= 0 && (items[watch_item].revents & ZMQ_POLLIN))
+        changed |= take_polls(lp, now);
     if (now >= lp->next_tick) {
         state_tick(lp->st, now);
         lp->next_tick = now + APP_TICK_S;
@@ -286,21 +324,26 @@ int app_run(const struct ui_options *uo, state *st, links *l, const struct app_h
 {
     struct signals sig;
     double now = app_now();
-    struct loop lp = {uo, st, l, hooks, NULL, now, now, now, -1, 0, 0, 0};
+    struct loop lp = {uo, st, l, hooks, NULL, NULL, now, now, now, -1, 0, 0, 0};
     if (!hooks || !hooks->tick)
         lp.next_hook = INFINITY;
-    /* stdin, the signals, the links, the hooks' fd. */
-    int max = 3 + links_poll_max(l);
+    /* stdin, the signals, the links, the hooks' fd, the HTTP watcher's. */
+    int max = 4 + links_poll_max(l);
     zmq_pollitem_t items[max];
 
     keep_freed_heap();
 
+    if (watch_start(uo->cluster, &lp.w, err, errlen) != 0)
+        return -1;
     /* Before ui_open: curses installs its own SIGINT and SIGTERM handlers
      * only where it finds the default one, so these stay ours. */
-    if (signals_catch(&sig, err, errlen) != 0)
+    if (signals_catch(&sig, err, errlen) != 0) {
+        ewatch_stop(lp.w);
         return -1;
+    }
     if (!(lp.u = ui_open(uo, err, errlen))) {
         signals_release(&sig);
+        ewatch_stop(lp.w);
         return -1;
     }
     int rc = 0;
@@ -308,6 +351,7 @@ int app_run(const struct ui_options *uo, state *st, links *l, const struct app_h
         rc = turn(&lp, &sig, items, max, err, errlen);
     ui_close(lp.u);
     signals_release(&sig);
+    ewatch_stop(lp.w);
     return rc;
 }
 
@@ -329,6 +373,8 @@ int app_connect(const struct cluster *c, double now, state **st, links **l, char
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    for (int i = 0; i < c->n_nodes; i++)
+        state_node_set_engine(*st, i, c->nodes[i].engine);
     if (links_open(l, c, *st, now, err, errlen) != 0) {
         state_free(*st);
         *st = NULL;

@@ -1,12 +1,12 @@
 /* app.h: the console's one loop, and `infertop` without a verb.
  *
  * app_run polls the links' sockets, the terminal (STDIN_FILENO), a
- * self-pipe for signals and the hooks' descriptor (SSH results) together
- * with zmq_poll, with a timeout up to the next thing due (the state's
- * liveness tick, a request's deadline, the next frame, the hooks' next
- * wish). It feeds the state, turns the operator's keys into requests and
- * node actions, and redraws: it never blocks on the network, on disk or on
- * SSH (remote.h runs that on threads of its own).
+ * self-pipe for signals, the hooks' descriptor (SSH results) and the HTTP
+ * watcher's (ewatch.h: the nodes of other engines, polled on a thread of
+ * its own every second) together with zmq_poll, with a timeout up to the next thing due (the
+ * state's liveness tick, a request's deadline, the next frame, the hooks' next wish). It feeds the
+ * state, turns the operator's keys into requests and node actions, and redraws: it never blocks on
+ * the network, on disk or on SSH (remote.h runs that on threads of its own).
  *
  * Telemetry is read at most once per frame: between two frames it waits in
  * ZeroMQ's queue, so nodes publishing hundreds of steps a second cost the
@@ -43,14 +43,16 @@ int app_open_runs(const char *db, const struct cluster *c, struct ui_options *uo
                   size_t errlen);
 
 /* The state and the links of a cluster's nodes, in the file's order; the
- * links ask the nodes to identify themselves (links_identify). -1 with err
+ * state knows each node's engine, and the links ask the inferd nodes to
+ * identify themselves (links_identify). -1 with err
  * filled and nothing to free on failure. */
 int app_connect(const struct cluster *c, double now, state **st, links **l, char *err,
                 size_t errlen);
 
 /* Runs the dashboard until the operator quits or SIGINT, SIGTERM or SIGHUP
- * comes. Returns 0, or -1 with err filled when the terminal or polling
- * failed. */
+ * comes, watching uo->cluster's HTTP nodes meanwhile. Returns 0, or -1
+ * with err filled when the terminal or polling failed, or a node's
+ * api_key_file cannot be read. */
 int app_run(const struct ui_options *uo, state *st, links *l, const struct app_hooks *hooks,
             char *err, size_t errlen);
 

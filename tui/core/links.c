@@ -36,7 +36,7 @@ struct request {
 };
 
 struct link_node {
-    client *ctl;
+    client *ctl; /* NULL for a node of another engine: watched over HTTP (ewatch.h) */
     char reported[PROTO_NAME_MAX + 1]; /* name from its status reply, "" until one */
     int in_flight;                     /* its requests waiting for their end */
     int hello_pending;                 /* an identification request is in flight */
@@ -85,6 +85,8 @@ int links_open(links **out, const struct cluster *c, state *st, double now, char
     for (int i = 0; i < l->n; i++) {
         const struct cluster_node *cn = &c->nodes[i];
         char why[256];
+        if (!cluster_node_is_inferd(c, i))
+            continue;
         if (zmq_connect(l->sub, cn->telemetry) != 0) {
             snprintf(err, errlen, "node '%s': telemetry %s: %s", cn->name, cn->telemetry,
                      zmq_strerror(errno));
@@ -167,6 +169,11 @@ int links_request(links *l, int node, const char *op, const json_t *args, double
         snprintf(err, errlen, "no node %d", node);
         return -1;
     }
+    if (!l->nodes[node].ctl) {
+        snprintf(err, errlen, "node '%s' runs another engine than inferd: it has no control link",
+                 state_node_name(l->st, node));
+        return -1;
+    }
     if (client_send(l->nodes[node].ctl, op, args, q->id, sizeof q->id, err, errlen) != 0)
         return -1;
     q->used = 1;
@@ -210,7 +217,7 @@ int links_tick(links *l, double now)
     for (int i = 0; l->identify && i < l->n; i++) {
         struct link_node *nd = &l->nodes[i];
         char err[256];
-        if (nd->reported[0] || nd->hello_pending || nd->hello_at > now)
+        if (!nd->ctl || nd->reported[0] || nd->hello_pending || nd->hello_at > now)
             continue;
         nd->hello_at = now + LINKS_HELLO_PERIOD_S;
         /* A failed send is retried at the next period like a silent node. */
@@ -229,7 +236,7 @@ double links_next_deadline(const links *l)
             t = l->req[i].deadline;
     for (int i = 0; l->identify && i < l->n; i++) {
         const struct link_node *nd = &l->nodes[i];
-        if (!nd->reported[0] && !nd->hello_pending && nd->hello_at < t)
+        if (nd->ctl && !nd->reported[0] && !nd->hello_pending && nd->hello_at < t)
             t = nd->hello_at;
     }
     return t;
@@ -290,7 +297,7 @@ int links_set(links *l, int node, const proto_set_args *want, double now)
     json_t *args = links_set_args_json(want);
     int failed = 0;
     for (int i = 0; i < l->n; i++)
-        if (node < 0 || node == i)
+        if (node == i || (node < 0 && l->nodes[i].ctl))
             failed += set_one(l, i, args, want, now) != 0;
     json_decref(args);
     return failed;
@@ -442,7 +449,7 @@ int links_process(links *l, const zmq_pollitem_t *items, int n, double now)
             continue;
         }
         for (int i = 0; i < l->n; i++)
-            if (items[k].socket == client_socket(l->nodes[i].ctl))
+            if (l->nodes[i].ctl && items[k].socket == client_socket(l->nodes[i].ctl))
                 got += read_replies(l, i, now);
     }
     return got;

@@ -143,12 +143,6 @@ void state_node_set_engine(state *st, int node, eng_kind k)
     eng_view_init(&st->nodes[node].eng, k);
 }
 
-void state_ingest_engine(state *st, int node, const struct eng_view *v, double now)
-{
-    (void)now;
-    st->nodes[node].eng = *v;
-}
-
 const struct eng_view *state_node_engine(const state *st, int node)
 {
     return st->nodes[node].eng.kind == ENG_INFERD ? NULL : &st->nodes[node].eng;
@@ -195,12 +189,35 @@ void state_event_add(state *st, int node, const char *kind, double now, const ch
 
 /* ---- liveness ---------------------------------------------------------- */
 
+static int is_http(const struct node *n)
+{
+    return n->eng.kind != ENG_INFERD;
+}
+
+/* An HTTP engine's node is what its last poll found: there is no
+ * heartbeat to go stale, and a poll that got no answer is down at once. */
+static enum state_live http_live(const struct node *n)
+{
+    switch (n->eng.health) {
+    case ENG_UP:
+        return STATE_UP;
+    case ENG_LOADING:
+        return STATE_STARTING;
+    default:
+        return n->starting ? STATE_STARTING : STATE_DOWN;
+    }
+}
+
 static enum state_live live_at(const struct node *n, double now)
 {
     if (n->dead)
         return STATE_DOWN;
+    if (n->starting && now - n->start_t >= STATE_START_TIMEOUT_S)
+        return STATE_DOWN;
+    if (is_http(n))
+        return http_live(n);
     if (n->starting)
-        return now - n->start_t < STATE_START_TIMEOUT_S ? STATE_STARTING : STATE_DOWN;
+        return STATE_STARTING;
     if (!n->has_hb)
         return STATE_DOWN;
     double age = now - n->last_hb;
@@ -234,7 +251,8 @@ void state_tick(state *st, double now)
             continue;
         char why[96];
         if (n->starting)
-            snprintf(why, sizeof why, "no heartbeat %.0f s after start", now - n->start_t);
+            snprintf(why, sizeof why, "%s %.0f s after start",
+                     is_http(n) ? "not up" : "no heartbeat", now - n->start_t);
         else
             snprintf(why, sizeof why, "no heartbeat for %.1f s", now - n->last_hb);
         set_live(st, i, l, now, why);
@@ -264,6 +282,24 @@ void state_mark_down(state *st, int node, const char *why, double now)
                    : INT64_MIN;
     n->starting = 0;
     set_live(st, node, STATE_DOWN, now, why);
+}
+
+/* A poll that finds the engine up ends a start or a known death (the
+ * process was started again by other means). */
+void state_ingest_engine(state *st, int node, const struct eng_view *v, double now)
+{
+    struct node *n = &st->nodes[node];
+    n->eng = *v;
+    if (v->health == ENG_UP)
+        n->starting = n->dead = 0;
+    enum state_live l = live_at(n, now);
+    if (l == n->live)
+        return;
+    const char *why = v->problem[0]         ? v->problem
+                      : l == STATE_UP       ? "answering"
+                      : l == STATE_STARTING ? "loading"
+                                            : "not answering";
+    set_live(st, node, l, now, why);
 }
 
 enum state_live state_node_live(const state *st, int node, double now)
@@ -839,22 +875,70 @@ void state_node_view(const state *st, int node, double now, struct state_node_vi
     out->fingerprint = n->has_status ? n->status.model.fingerprint : "";
 }
 
-/* Without a heartbeat, the cluster file's order says who is head and tail. */
+static eng_health health_of(enum state_live l)
+{
+    return l == STATE_UP ? ENG_UP : l == STATE_STARTING ? ENG_LOADING : ENG_DOWN;
+}
+
+void state_node_summary(const state *st, int node, double now, struct eng_view *out)
+{
+    const struct node *n = &st->nodes[node];
+    if (is_http(n)) {
+        *out = n->eng;
+        return;
+    }
+    eng_view_init(out, ENG_INFERD);
+    out->health = health_of(live_at(n, now));
+    out->prompt_tps =
+        (double)count_in(n, STATE_PREFILL, STATE_RECENT_S, now, COUNT_TOKENS) / STATE_RECENT_S;
+    out->decode_tps =
+        (double)count_in(n, STATE_DECODE, STATE_RECENT_S, now, COUNT_TOKENS) / STATE_RECENT_S;
+    uint64_t steps = count_in(n, STATE_ANY, STATE_RECENT_S, now, COUNT_STEPS);
+    if (steps)
+        out->batch = (double)count_in(n, STATE_ANY, STATE_RECENT_S, now, COUNT_SEQS) / steps;
+    if (!n->has_status)
+        return;
+    copy_text(out->model, sizeof out->model, n->status.model.name);
+    copy_text(out->version, sizeof out->version, n->status.version);
+    out->requests_running = n->status.active;
+    out->requests_waiting = n->status.queued;
+    out->mem_bytes = (double)n->status.memory.used;
+}
+
+/* Without a heartbeat, the cluster file's order of the inferd nodes (the
+ * ring) says who is head and tail. */
+static int first_inferd(const state *st, int from, int step)
+{
+    int i = from;
+    while (i >= 0 && i < st->n && is_http(&st->nodes[i]))
+        i += step;
+    return i;
+}
+
 static int is_head(const state *st, int i)
 {
     const struct node *n = &st->nodes[i];
-    return n->has_status ? n->status.stage == 0 : i == 0;
+    return n->has_status ? n->status.stage == 0 : i == first_inferd(st, 0, 1);
 }
 
 static int is_tail(const state *st, int i)
 {
     const struct node *n = &st->nodes[i];
-    return n->has_status ? n->status.stage >= n->status.n_stages - 1 : i == st->n - 1;
+    return n->has_status ? n->status.stage >= n->status.n_stages - 1
+                         : i == first_inferd(st, st->n - 1, -1);
+}
+
+/* What an HTTP node adds to the cluster's rates: its own, when it told. */
+static double told(double v)
+{
+    return isfinite(v) ? v : 0;
 }
 
 void state_cluster_view(const state *st, double now, struct state_cluster_view *out)
 {
     uint64_t prefill = 0, decode = 0;
+    double http_prefill = 0, http_decode = 0;
+    const char *http_model = "";
     memset(out, 0, sizeof *out);
     out->name = st->name;
     out->nodes_total = st->n;
@@ -867,6 +951,16 @@ void state_cluster_view(const state *st, double now, struct state_cluster_view *
         }
         if (live_at(n, now) == STATE_UP)
             out->nodes_up++;
+        if (is_http(n)) {
+            /* A node that stopped answering keeps its last rates: not counted. */
+            if (n->eng.health == ENG_UP) {
+                http_prefill += told(n->eng.prompt_tps);
+                http_decode += told(n->eng.decode_tps);
+            }
+            if (!http_model[0])
+                http_model = n->eng.model;
+            continue;
+        }
         if (is_head(st, i))
             prefill += count_in(n, STATE_PREFILL, STATE_RECENT_S, now, COUNT_TOKENS);
         if (is_tail(st, i))
@@ -876,8 +970,10 @@ void state_cluster_view(const state *st, double now, struct state_cluster_view *
     out->req = st->req;
     out->req_source = st->req_source;
     out->ctx_pos = st->ctx_pos;
-    out->prefill_tps = (double)prefill / STATE_RECENT_S;
-    out->decode_tps = (double)decode / STATE_RECENT_S;
+    out->prefill_tps = (double)prefill / STATE_RECENT_S + http_prefill;
+    out->decode_tps = (double)decode / STATE_RECENT_S + http_decode;
+    if (!out->model[0])
+        out->model = http_model;
     out->last_ttft_ms = st->last_ttft_ms;
 }
 

@@ -147,13 +147,16 @@ struct state_node_view {
 struct state_cluster_view {
     const char *name;
     int nodes_up, nodes_total;
-    const char *req;                /* the request in flight, "" when none */
-    const char *req_source;         /* who sent it ("control", "http"), "" when none or untold */
-    int ctx_pos;                    /* the last context position a step reported */
-    double prefill_tps, decode_tps; /* head's prefill and tail's decode, STATE_RECENT_S */
-    double last_ttft_ms;            /* NaN before the first finished request */
+    const char *req;        /* the request in flight, "" when none */
+    const char *req_source; /* who sent it ("control", "http"), "" when none or untold */
+    int ctx_pos;            /* the last context position a step reported */
+    /* The ring head's prefill and tail's decode over STATE_RECENT_S, plus
+     * the rates the HTTP nodes that are up report. */
+    double prefill_tps, decode_tps;
+    double last_ttft_ms; /* NaN before the first finished request */
     uint64_t lost;
-    /* The model as the first node with a status names it: "" before any.
+    /* The model as the first node with a status names it, else as the
+     * first HTTP node's poll does: "" before any.
      * weight_types: "Q4_K_M: q4_K 25, ..." for a GGUF file, else "f32". */
     const char *model, *weight_types;
 };
@@ -202,10 +205,22 @@ void state_ingest(state *st, int node, const proto_tel *t, double now);
 
 /* Node `node` runs engine k (every node is inferd until told). */
 void state_node_set_engine(state *st, int node, eng_kind k);
-/* The result of a poll of an HTTP engine's node (ewatch.h). */
+/* The result of a poll of an HTTP engine's node (ewatch.h). Its liveness
+ * is the poll's: ENG_UP is up, ENG_LOADING starting, anything else down at
+ * once (no heartbeat, so never stale); a change is logged as node_up,
+ * node_starting or node_down with the view's problem as the message. A
+ * node the console launched (state_mark_starting) stays starting until a
+ * poll finds it up or STATE_START_TIMEOUT_S passes. */
 void state_ingest_engine(state *st, int node, const struct eng_view *v, double now);
 /* The last poll of an HTTP engine's node; NULL for an inferd node. */
 const struct eng_view *state_node_engine(const state *st, int node);
+/* Any node as the view every engine shares: an HTTP node's last poll, or
+ * what an inferd node's telemetry says in those terms (health from its
+ * liveness, model and requests from its heartbeat, prompt and decode
+ * tokens per second it processed over STATE_RECENT_S, its batch and
+ * memory in use); the rest NaN. For a listing of a mixed cluster
+ * (`infertop metrics`). */
+void state_node_summary(const state *st, int node, double now, struct eng_view *out);
 
 /* ---- what the console itself knows ---- */
 

@@ -526,3 +526,70 @@ Test(cluster, locate_falls_back_to_dot_config)
     cr_assert_eq(cluster_locate(NULL, path, sizeof path, err, sizeof err), 0, "%s", err);
     cr_assert(strstr(path, "/home/.config/infertop/cluster.conf"), "%s", path);
 }
+
+/* ---- nodes of other engines ---- */
+
+#define MIXED                                                                                      \
+    "[cluster]\n"                                                                                  \
+    "base_port = 7000\n"                                                                           \
+    "model = synth:1b\n"                                                                           \
+    "threads = 2\n"                                                                                \
+    "[node a]\n"                                                                                   \
+    "host = 10.0.0.1\n"                                                                            \
+    "layers = 0:8\n"                                                                               \
+    "[node llama]\n"                                                                               \
+    "engine = llama.cpp\n"                                                                         \
+    "url = http://10.0.0.9:8080\n"                                                                 \
+    "ssh = ops@\n"                                                                                 \
+    "start = llama-server -m /m.gguf --metrics --slots\n"                                          \
+    "[node vllm]\n"                                                                                \
+    "engine = vllm\n"                                                                              \
+    "url = https://gpu.example/vllm\n"                                                             \
+    "api_key_file = ~/.vllm-key\n"                                                                 \
+    "[node b]\n"                                                                                   \
+    "host = 10.0.0.2\n"                                                                            \
+    "layers = 8:16\n"
+
+Test(cluster, a_mixed_file_loads_and_the_ring_skips_http_nodes)
+{
+    const char *path = write_file("mixed.conf", MIXED);
+    char err[512];
+    struct cluster *c;
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c->n_nodes, 4);
+    cr_assert_eq(cluster_ring_size(c), 2);
+    const struct cluster_node *a = &c->nodes[0], *l = &c->nodes[1], *v = &c->nodes[2],
+                              *b = &c->nodes[3];
+    cr_assert_eq(a->engine, ENG_INFERD);
+    cr_assert_eq(l->engine, ENG_LLAMACPP);
+    cr_assert_eq(v->engine, ENG_VLLM);
+    cr_assert(cluster_node_is_inferd(c, 3));
+    cr_assert_not(cluster_node_is_inferd(c, 1));
+    cr_assert_str_eq(l->url, "http://10.0.0.9:8080");
+    cr_assert_str_eq(l->control, "", "an HTTP node has no control endpoint");
+    cr_assert_str_eq(l->telemetry, "");
+    cr_assert_str_eq(l->ssh_host, "10.0.0.9", "`ops@` takes the host from the url");
+    cr_assert_str_eq(v->api_key_file, "~/.vllm-key");
+    cr_assert_str_eq(b->control, "tcp://10.0.0.2:7000");
+    /* a's next is b, and b closes the ring on a: the HTTP nodes are skipped. */
+    cr_assert(strstr(a->start, " --next tcp://10.0.0.2:7002"), "%s", a->start);
+    cr_assert(strstr(b->start, " --next tcp://10.0.0.1:7002"), "%s", b->start);
+    char cmd[CLUSTER_START_MAX];
+    cr_assert_eq(cluster_node_command(c, 2, CLUSTER_COMMAND_LINE, cmd, sizeof cmd, err, sizeof err),
+                 -1);
+    cr_assert(strstr(err, "engine = vllm"), "%s", err);
+    cluster_free(c);
+}
+
+Test(cluster, http_nodes_refuse_what_they_cannot_mean)
+{
+    expect_error("[node v]\nengine = vllm\n", "[node v]", "engine = vllm needs `url`", NULL);
+    expect_error("[node l]\nengine = llama.cpp\nurl = http://h:8080\nlayers = 0:4\n", "[node l]",
+                 "`layers`", "only an inferd node takes it");
+    expect_error("[node o]\nengine = openai\nurl = ftp://h:21\n", "`url`", "http://host:port",
+                 NULL);
+    expect_error("[node o]\nengine = openai\nurl = http://h:8080/\n", "`url`", "trailing '/'",
+                 NULL);
+    expect_error("[node o]\nengine = openai\nurl = http://h:8080/v1?x=1\n", "`url`", "query", NULL);
+    expect_error("[node o]\nengine = tgi\nurl = http://h:8080\n", "`engine`", "llama.cpp", NULL);
+}

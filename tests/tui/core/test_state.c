@@ -752,3 +752,117 @@ Test(state, busy_on_the_dashboard_decays_to_idle)
     state_node_view(st, 1, 100, &nv);
     cr_assert(isnan(nv.busy));
 }
+
+/* ---- nodes of other engines, watched over HTTP ---- */
+
+static void poll_result(int node, eng_health health, const char *problem, double decode_tps,
+                        double now)
+{
+    struct eng_view v;
+    eng_view_init(&v, ENG_OPENAI);
+    v.health = health;
+    snprintf(v.problem, sizeof v.problem, "%s", problem);
+    snprintf(v.model, sizeof v.model, "tiny");
+    v.decode_tps = decode_tps;
+    v.prompt_tps = 100;
+    state_ingest_engine(st, node, &v, now);
+}
+
+Test(state, an_http_node_is_what_its_poll_found_and_never_stale)
+{
+    state_node_set_engine(st, 1, ENG_OPENAI);
+    cr_assert_eq(state_node_live(st, 1, 0), STATE_DOWN, "not polled yet");
+    cr_assert_null(state_node_engine(st, 0), "an inferd node has no engine view");
+    cr_assert_eq(state_node_engine(st, 1)->kind, ENG_OPENAI);
+    poll_result(1, ENG_UP, "", NAN, 100);
+    cr_assert_eq(state_node_live(st, 1, 100), STATE_UP);
+    state_tick(st, 100 + STATE_DOWN_S + 5);
+    cr_assert_eq(state_node_live(st, 1, 100 + STATE_DOWN_S + 5), STATE_UP,
+                 "no heartbeat is expected from it");
+    poll_result(1, ENG_LOADING, "", NAN, 120);
+    cr_assert_eq(state_node_live(st, 1, 120), STATE_STARTING);
+    poll_result(1, ENG_DOWN, "Connection refused", NAN, 121);
+    cr_assert_eq(state_node_live(st, 1, 121), STATE_DOWN, "down at the first failed poll");
+    poll_result(1, ENG_ERROR, "HTTP 500", NAN, 122);
+    cr_assert_eq(state_node_live(st, 1, 122), STATE_DOWN);
+    cr_assert_str_eq(state_node_engine(st, 1)->problem, "HTTP 500");
+
+    struct state_event_filter f = {.node = 1, .kind = "node_"};
+    const struct state_event *ev[8];
+    int n = state_events(st, &f, 0, 8, ev);
+    cr_assert_eq(n, 3, "the repeated down is logged once");
+    cr_assert_str_eq(ev[0]->kind, "node_down");
+    cr_assert_str_eq(ev[0]->message, "Connection refused");
+    cr_assert_str_eq(ev[1]->kind, "node_starting");
+    cr_assert_str_eq(ev[2]->kind, "node_up");
+}
+
+Test(state, an_http_node_launched_stays_starting_until_a_poll_finds_it_up)
+{
+    state_node_set_engine(st, 2, ENG_LLAMACPP);
+    state_mark_starting(st, 2, 100);
+    poll_result(2, ENG_DOWN, "Connection refused", NAN, 101);
+    cr_assert_eq(state_node_live(st, 2, 101), STATE_STARTING, "not listening yet");
+    cr_assert_eq(state_node_live(st, 2, 100 + STATE_START_TIMEOUT_S), STATE_DOWN);
+    poll_result(2, ENG_UP, "", NAN, 102);
+    cr_assert_eq(state_node_live(st, 2, 102), STATE_UP);
+    state_mark_down(st, 2, "process exited", 103);
+    cr_assert_eq(state_node_live(st, 2, 103), STATE_DOWN);
+    poll_result(2, ENG_UP, "", NAN, 104);
+    cr_assert_eq(state_node_live(st, 2, 104), STATE_UP, "started again by other means");
+}
+
+Test(state, cluster_view_of_a_mixed_cluster)
+{
+    /* head is an HTTP node: mid and tail are the ring, and without a
+     * heartbeat the file's order of the inferd nodes says who heads it. */
+    state_node_set_engine(st, 0, ENG_VLLM);
+    for (int sec = 0; sec < STATE_RECENT_S; sec++) {
+        step(1, PROTO_PHASE_PREFILL, 1, 1, 100 + sec);
+        for (int k = 0; k < 10; k++)
+            step(2, PROTO_PHASE_DECODE, 1, 1, 100 + sec + k * 0.09);
+    }
+    poll_result(0, ENG_UP, "", 30, 104);
+    struct state_cluster_view c;
+    state_cluster_view(st, 100 + STATE_RECENT_S, &c);
+    cr_assert_eq(c.nodes_up, 1, "the HTTP node is up; the ring sent no heartbeat");
+    cr_assert_float_eq(c.prefill_tps, 64 + 100, 1e-9, "mid heads the ring");
+    cr_assert_float_eq(c.decode_tps, 10 + 30, 1e-9);
+    cr_assert_str_eq(c.model, "tiny", "no inferd status yet: the HTTP node's model");
+
+    poll_result(0, ENG_DOWN, "timed out", 30, 105);
+    state_cluster_view(st, 100 + STATE_RECENT_S, &c);
+    cr_assert_float_eq(c.decode_tps, 10, 1e-9, "a node down adds no rate");
+
+    struct state_node_view nv;
+    state_node_view(st, 0, 105, &nv);
+    cr_assert_eq(nv.live, STATE_DOWN);
+    cr_assert_eq(nv.phase, -1);
+}
+
+Test(state, summary_of_any_node)
+{
+    state_node_set_engine(st, 2, ENG_LLAMACPP);
+    struct eng_view v;
+    state_node_summary(st, 0, 100, &v);
+    cr_assert_eq(v.kind, ENG_INFERD);
+    cr_assert_eq(v.health, ENG_DOWN, "never heard of");
+    cr_assert(isnan(v.requests_running), "no heartbeat: not known");
+    heartbeat(0, 100);
+    for (int sec = 0; sec < STATE_RECENT_S; sec++)
+        for (int k = 0; k < 4; k++)
+            step(0, PROTO_PHASE_DECODE, 1, 1, 100 + sec + k * 0.2);
+    state_node_summary(st, 0, 100 + STATE_RECENT_S, &v);
+    cr_assert_eq(v.health, ENG_DOWN, "heartbeat 5 s old: stale is not up");
+    heartbeat(0, 105);
+    state_node_summary(st, 0, 100 + STATE_RECENT_S, &v);
+    cr_assert_eq(v.health, ENG_UP);
+    cr_assert_float_eq(v.decode_tps, 4, 1e-9);
+    cr_assert_float_eq(v.prompt_tps, 0, 1e-9);
+    cr_assert_float_eq(v.requests_running, 0, 1e-9);
+    cr_assert(isnan(v.kv_usage), "inferd does not say");
+
+    poll_result(2, ENG_UP, "", 12, 105);
+    state_node_summary(st, 2, 105, &v);
+    cr_assert_float_eq(v.decode_tps, 12, 1e-9, "an HTTP node: its poll");
+}
