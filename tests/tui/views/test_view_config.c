@@ -32,7 +32,7 @@ static void setup(void)
     cr_assert_not_null(st);
     heartbeat(0, 512, 16);
     heartbeat(1, PROTO_PREFILL_AUTO, 8);
-    lay = layout_compute(120, 40, LAYOUT_CONFIG, 3, 0);
+    lay = layout_compute(120, 40, LAYOUT_CONFIG, 3, 0, 0);
     memset(&opt, 0, sizeof opt);
     memset(&v, 0, sizeof v);
     v.st = st;
