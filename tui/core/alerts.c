@@ -90,9 +90,11 @@ static unsigned holding(const alerts *a, struct node_alerts *na, int down, const
     if (e)
         down = e->health == ENG_DOWN;
     if (down) {
-        /* The queue's run ends with the node. */
+        /* The queue's run ends with the node. An engine's poll that had
+         * no answer is news at once; an inferd node's first heartbeat may
+         * still be on its way. */
         na->waiting = NAN;
-        return na->heard || now - na->first_t >= ALERTS_GRACE_S ? ALERT_BIT(ALERT_DOWN) : 0;
+        return e || na->heard || now - na->first_t >= ALERTS_GRACE_S ? ALERT_BIT(ALERT_DOWN) : 0;
     }
     if (!e || e->health != ENG_UNKNOWN)
         na->heard = 1;

@@ -192,6 +192,8 @@ void view_event_line(struct view_ctx *v, WINDOW *w, int y, int width, const stru
 void view_fmt_prefill(int prefill, char *buf, size_t len);
 /* A busy fraction as shown: "73%", "idle" for an idle node, "-" for NaN. */
 void view_fmt_busy(double busy, int idle, char *buf, size_t len);
+/* A count an engine reports (requests, slots, tokens): "12", "-" for NaN. */
+void view_fmt_count(double n, char *buf, size_t len);
 /* Sequences per step as shown: "1.0", "12.5", "64", or "-" for NaN. */
 void view_fmt_batch(double batch, char *buf, size_t len);
 

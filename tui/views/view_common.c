@@ -232,6 +232,14 @@ void view_fmt_busy(double busy, int idle, char *buf, size_t len)
         snprintf(buf, len, "%.0f%%", 100.0 * fmin(fmax(busy, 0.0), 1.0));
 }
 
+void view_fmt_count(double n, char *buf, size_t len)
+{
+    if (isnan(n))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.0f", n);
+}
+
 /* One decimal below 100: a mean of 1.5 sequences per step is not 2. */
 void view_fmt_batch(double batch, char *buf, size_t len)
 {

@@ -79,8 +79,8 @@ static void draw_reqs(struct view_ctx *v, WINDOW *w, int y, int x0, double runni
                       attr_t a)
 {
     char r[16], q[16], buf[34];
-    meter_fmt_num(running, r, sizeof r);
-    meter_fmt_num(waiting, q, sizeof q);
+    view_fmt_count(running, r, sizeof r);
+    view_fmt_count(waiting, q, sizeof q);
     if (isnan(running) && isnan(waiting))
         snprintf(buf, sizeof buf, "-");
     else

@@ -107,20 +107,24 @@ static void host_facts(struct facts *fs, const struct remote *r, int node)
         fact(fs, "inferd", PAL_DIM, "not on the PATH");
 }
 
+/* How a number is written: meter_fmt_num, view_fmt_count, ... */
+typedef void (*num_fmt)(double v, char *buf, size_t len);
+
 /* A number an engine reports, "-" when it does not, with a unit. */
-static void fact_num(struct facts *fs, const char *key, double val, const char *unit)
+static void fact_num(struct facts *fs, const char *key, num_fmt f, double val, const char *unit)
 {
     char buf[16];
-    meter_fmt_num(val, buf, sizeof buf);
+    f(val, buf, sizeof buf);
     fact(fs, key, isnan(val) ? PAL_DIM : PAL_TEXT, "%s%s", buf, isnan(val) ? "" : unit);
 }
 
 /* "3 / 12", "-" for each side not reported. */
-static void fact_pair(struct facts *fs, const char *key, double a, double b, const char *what)
+static void fact_pair(struct facts *fs, const char *key, num_fmt f, double a, double b,
+                      const char *what)
 {
     char x[16], y[16];
-    meter_fmt_num(a, x, sizeof x);
-    meter_fmt_num(b, y, sizeof y);
+    f(a, x, sizeof x);
+    f(b, y, sizeof y);
     fact(fs, key, isnan(a) && isnan(b) ? PAL_DIM : PAL_TEXT, "%s / %s%s", x, y, what);
 }
 
@@ -140,26 +144,27 @@ static void engine_facts(struct view_ctx *v, int node, const struct eng_view *e,
     if (alerts[0])
         fact(fs, "alerts", PAL_ALERT, "%s", alerts);
     fact(fs, "model", e->model[0] ? PAL_TEXT : PAL_DIM, "%s", e->model[0] ? e->model : "-");
-    fact_num(fs, "n_ctx", e->n_ctx, "");
-    fact_pair(fs, "tok/s", e->prompt_tps, e->decode_tps, " (prompt / decode)");
-    fact_pair(fs, "requests", e->requests_running, e->requests_waiting, " (running / waiting)");
+    fact_num(fs, "n_ctx", view_fmt_count, e->n_ctx, "");
+    fact_pair(fs, "tok/s", meter_fmt_num, e->prompt_tps, e->decode_tps, " (prompt / decode)");
+    fact_pair(fs, "requests", view_fmt_count, e->requests_running, e->requests_waiting,
+              " (running / waiting)");
     if (isnan(e->kv_usage))
         fact(fs, "kv use", PAL_DIM, "-");
     else
         fact(fs, "kv use", PAL_TEXT, "%.0f%%", 100 * e->kv_usage);
     if (e->kind == ENG_LLAMACPP) {
-        fact_pair(fs, "slots", e->slots_busy, e->slots_total, " (busy / total)");
-        fact_num(fs, "batch", e->batch, " busy slots per decode");
-        fact_num(fs, "ms/token", e->ms_per_token, " ms");
-        fact_num(fs, "kv tokens", e->kv_tokens, "");
+        fact_pair(fs, "slots", view_fmt_count, e->slots_busy, e->slots_total, " (busy / total)");
+        fact_num(fs, "batch", view_fmt_batch, e->batch, " busy slots per decode");
+        fact_num(fs, "ms/token", meter_fmt_num, e->ms_per_token, " ms");
+        fact_num(fs, "kv tokens", view_fmt_count, e->kv_tokens, "");
     }
     if (e->kind == ENG_VLLM)
-        fact_num(fs, "preempted", e->preemptions, " in the window");
+        fact_num(fs, "preempted", view_fmt_count, e->preemptions, " in the window");
     if (!isnan(e->mem_bytes)) {
         meter_fmt_bytes(e->mem_bytes > 0 ? (uint64_t)e->mem_bytes : 0, buf, sizeof buf);
         fact(fs, "memory", PAL_TEXT, "%s", buf);
     }
-    fact_num(fs, "latency", e->latency_ms, " ms (the poll's slowest answer)");
+    fact_num(fs, "latency", meter_fmt_num, e->latency_ms, " ms (the poll's slowest answer)");
     const struct cluster *c = v->opt->cluster;
     if (c && node < c->n_nodes && c->nodes[node].url[0])
         fact(fs, "url", PAL_TEXT, "%s", c->nodes[node].url);
@@ -412,21 +417,25 @@ static void draw_engine_latency(struct view_ctx *v, const struct eng_view *e)
         [ENG_H_TTFT] = "TTFT", [ENG_H_TPOT] = "TPOT", [ENG_H_E2E] = "e2e", [ENG_H_QUEUE] = "queue"};
     attr_t dim = palette_attr(v->pal, PAL_DIM);
     unsigned alerts = alerts_active(state_alerts(v->st), v->node);
+    int y = 0;
     if (!w)
         return;
-    draw_textf(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE),
+    /* What the operator should do comes first, across the widest pane. */
+    if (e->problem[0])
+        draw_text(w, v->g, y++, 0, p->w, palette_attr(v->pal, PAL_ERROR) | A_BOLD, e->problem);
+    draw_textf(w, v->g, y++, 0, p->w, palette_attr(v->pal, PAL_TITLE),
                "latency, ms over the last %.0f s", ENG_WINDOW_S);
     if (e->kind != ENG_VLLM) {
-        draw_textf(w, v->g, 1, 0, p->w, dim, "%s exports no latency histograms", eng_name(e->kind));
+        draw_textf(w, v->g, y, 0, p->w, dim, "%s exports no latency histograms", eng_name(e->kind));
         return;
     }
-    draw_textf(w, v->g, 1, 0, p->w, dim, "%-8s %8s %8s", "", "p50", "p95");
-    for (int h = 0; h < ENG_H_COUNT && 2 + h < p->h; h++) {
+    draw_textf(w, v->g, y++, 0, p->w, dim, "%-8s %8s %8s", "", "p50", "p95");
+    for (int h = 0; h < ENG_H_COUNT && y < p->h; h++, y++) {
         char p50[16], p95[16];
         meter_fmt_num(e->hist_p50[h], p50, sizeof p50);
         meter_fmt_num(e->hist_p95[h], p95, sizeof p95);
         int over = h == ENG_H_TTFT && (alerts & ALERT_BIT(ALERT_TTFT));
-        draw_textf(w, v->g, 2 + h, 0, p->w, over ? palette_attr(v->pal, PAL_ALERT) : A_NORMAL,
+        draw_textf(w, v->g, y, 0, p->w, over ? palette_attr(v->pal, PAL_ALERT) : A_NORMAL,
                    "%-8s %8s %8s", names[h], p50, p95);
     }
 }
@@ -462,8 +471,7 @@ static void draw_engine_models(struct view_ctx *v, const struct eng_view *e)
     }
 }
 
-/* llama.cpp's slots and KV cache, as bars; the problem when it exports
- * none of them. */
+/* llama.cpp's slots and KV cache. */
 static void draw_engine_slots(struct view_ctx *v, const struct eng_view *e)
 {
     WINDOW *w = v->win[LAYOUT_MEMORY];
@@ -477,19 +485,17 @@ static void draw_engine_slots(struct view_ctx *v, const struct eng_view *e)
         draw_textf(w, v->g, 1, 0, p->w, dim, "%s reports neither", eng_name(e->kind));
         return;
     }
-    meter_fmt_num(e->slots_busy, busy, sizeof busy);
-    meter_fmt_num(e->slots_total, total, sizeof total);
+    view_fmt_count(e->slots_busy, busy, sizeof busy);
+    view_fmt_count(e->slots_total, total, sizeof total);
     draw_textf(w, v->g, 1, 0, p->w, isnan(e->slots_total) ? dim : A_NORMAL, "slots %s of %s busy",
                busy, total);
-    meter_fmt_num(e->kv_tokens, used, sizeof used);
-    meter_fmt_num(e->n_ctx, ctx, sizeof ctx);
+    view_fmt_count(e->kv_tokens, used, sizeof used);
+    view_fmt_count(e->n_ctx, ctx, sizeof ctx);
     if (isnan(e->kv_usage))
         draw_textf(w, v->g, 2, 0, p->w, dim, "kv cache -, %s tokens (n_ctx %s)", used, ctx);
     else
         draw_textf(w, v->g, 2, 0, p->w, A_NORMAL, "kv cache %.0f%% used, %s tokens (n_ctx %s)",
                    100 * e->kv_usage, used, ctx);
-    if (e->problem[0] && p->h > 3)
-        draw_text(w, v->g, 3, 0, p->w, palette_attr(v->pal, PAL_ERROR), e->problem);
 }
 
 static void node_draw(struct view_ctx *v)
