@@ -93,6 +93,7 @@ struct state {
     double last_ttft_ms;
     struct state_event events[STATE_EVENTS];
     uint64_t n_events;
+    alerts *alerts;
 };
 
 /* ---- lifetime ---------------------------------------------------------- */
@@ -108,7 +109,10 @@ state *state_new(const char *cluster_name, int n_nodes, const char *const *names
     if (!st)
         return NULL;
     st->nodes = calloc((size_t)(n_nodes > 0 ? n_nodes : 1), sizeof *st->nodes);
-    if (!st->nodes) {
+    st->alerts = alerts_new(n_nodes);
+    if (!st->nodes || !st->alerts) {
+        free(st->nodes);
+        alerts_free(st->alerts);
         free(st);
         return NULL;
     }
@@ -134,6 +138,7 @@ void state_free(state *st)
 {
     if (!st)
         return;
+    alerts_free(st->alerts);
     free(st->nodes);
     free(st);
 }
@@ -242,6 +247,8 @@ static void set_live(state *st, int i, enum state_live l, double now, const char
     state_event_add(st, i, live_kind(l), now, "%s", why);
 }
 
+static void tick_alerts(state *st, double now);
+
 void state_tick(state *st, double now)
 {
     for (int i = 0; i < st->n; i++) {
@@ -257,6 +264,7 @@ void state_tick(state *st, double now)
             snprintf(why, sizeof why, "no heartbeat for %.1f s", now - n->last_hb);
         set_live(st, i, l, now, why);
     }
+    tick_alerts(st, now);
 }
 
 void state_mark_starting(state *st, int node, double now)
@@ -1020,4 +1028,30 @@ int state_event_count(const state *st, const struct state_event_filter *f)
     for (uint64_t k = 0; k < have; k++)
         cnt += event_matches(st, &st->events[(st->n_events - 1 - k) % STATE_EVENTS], f);
     return cnt;
+}
+
+/* ---- alerts (alerts.h) --------------------------------------------------- */
+
+/* Moved on with liveness, at each tick; every raise and clear is an event. */
+static void tick_alerts(state *st, double now)
+{
+    struct alert_change ch[ALERT_COUNT];
+    for (int i = 0; i < st->n; i++) {
+        const struct node *n = &st->nodes[i];
+        int c = alerts_note(st->alerts, i, live_at(n, now) == STATE_DOWN, state_node_engine(st, i),
+                            now, ch);
+        for (int k = 0; k < c; k++)
+            state_event_add(st, i, ch[k].raised ? "alert" : "alert_clear", now, "%s",
+                            ch[k].message);
+    }
+}
+
+const alerts *state_alerts(const state *st)
+{
+    return st->alerts;
+}
+
+void state_alert_settings(state *st, const struct alert_settings *s)
+{
+    alerts_configure(st->alerts, s);
 }

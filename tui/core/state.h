@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "engine/proto/protocol.h"
+#include "tui/core/alerts.h"
 #include "tui/engine/engine.h"
 
 #define STATE_STEP_RING 4096
@@ -270,5 +271,12 @@ void state_series(const state *st, int node, enum state_series kind, int phase, 
 int state_events(const state *st, const struct state_event_filter *f, int skip, int max,
                  const struct state_event **out);
 int state_event_count(const state *st, const struct state_event_filter *f);
+
+/* ---- alerts (alerts.h): moved on at each state_tick ---- */
+
+const alerts *state_alerts(const state *st);
+/* The thresholds (the console's --alert-* flags); the table's defaults
+ * until called. */
+void state_alert_settings(state *st, const struct alert_settings *s);
 
 #endif

@@ -7,7 +7,10 @@
  * follow what an operator looks at first: is the node alive, is it
  * compute- or orchestration-bound, how much of the time it computes at
  * all and in batches of what size, does it have memory left, how is it
- * configured; the phase, rates, sparkline and layer range come last.
+ * configured; the phase, rates, sparkline and layer range come last. A
+ * cluster with HTTP engine nodes ranks what every engine reports (its
+ * engine, tok/s, requests, KV use, memory) right after the state: those
+ * are all such a row has; a cluster of inferd nodes only ranks them last.
  */
 #include "layout.h"
 
@@ -22,18 +25,32 @@
 struct col_spec {
     const char *title;
     int min, max; /* max 0: takes whatever is left */
-    int rank;     /* 0 is given up last */
 };
 
 static const struct col_spec col_specs[LAYOUT_COL_COUNT] = {
-    [LAYOUT_COL_NAME] = {"node", 10, 16, 0},     [LAYOUT_COL_STATE] = {"state", 8, 8, 1},
-    [LAYOUT_COL_MODEL] = {"model ms", 8, 8, 2},  [LAYOUT_COL_EVAL] = {"eval ms", 8, 8, 3},
-    [LAYOUT_COL_BUSY] = {"busy", 4, 4, 4},       [LAYOUT_COL_MEMORY] = {"memory", 12, 48, 5},
-    [LAYOUT_COL_BATCH] = {"batch", 5, 5, 6},     [LAYOUT_COL_KV_BITS] = {"kv", 4, 4, 7},
-    [LAYOUT_COL_PREFILL] = {"prefill", 7, 7, 8}, [LAYOUT_COL_PHASE] = {"phase", 7, 7, 9},
-    [LAYOUT_COL_STEPS] = {"steps/s", 7, 7, 10},  [LAYOUT_COL_SPARK] = {"step time", 10, 0, 11},
-    [LAYOUT_COL_LAYERS] = {"layers", 7, 7, 12},
+    [LAYOUT_COL_NAME] = {"node", 10, 16},      [LAYOUT_COL_ENGINE] = {"engine", 9, 9},
+    [LAYOUT_COL_STATE] = {"state", 8, 8},      [LAYOUT_COL_MODEL] = {"model ms", 8, 8},
+    [LAYOUT_COL_EVAL] = {"eval ms", 8, 8},     [LAYOUT_COL_BUSY] = {"busy", 4, 4},
+    [LAYOUT_COL_MEMORY] = {"memory", 12, 48},  [LAYOUT_COL_BATCH] = {"batch", 5, 5},
+    [LAYOUT_COL_KV_BITS] = {"kv", 4, 4},       [LAYOUT_COL_PREFILL] = {"prefill", 7, 7},
+    [LAYOUT_COL_PHASE] = {"phase", 7, 7},      [LAYOUT_COL_STEPS] = {"steps/s", 7, 7},
+    [LAYOUT_COL_SPARK] = {"step time", 10, 0}, [LAYOUT_COL_LAYERS] = {"layers", 7, 7},
+    [LAYOUT_COL_TPS] = {"tok/s", 6, 6},        [LAYOUT_COL_REQS] = {"reqs", 6, 6},
+    [LAYOUT_COL_KV_USE] = {"kv%", 4, 4},
 };
+
+/* The columns by rank, the first given up last: for a cluster of inferd
+ * nodes, and for one with HTTP engine nodes. */
+static const enum layout_col rank_inferd[LAYOUT_COL_COUNT] = {
+    LAYOUT_COL_NAME,   LAYOUT_COL_STATE, LAYOUT_COL_MODEL,   LAYOUT_COL_EVAL,    LAYOUT_COL_BUSY,
+    LAYOUT_COL_MEMORY, LAYOUT_COL_BATCH, LAYOUT_COL_KV_BITS, LAYOUT_COL_PREFILL, LAYOUT_COL_PHASE,
+    LAYOUT_COL_STEPS,  LAYOUT_COL_SPARK, LAYOUT_COL_LAYERS,  LAYOUT_COL_TPS,     LAYOUT_COL_REQS,
+    LAYOUT_COL_ENGINE, LAYOUT_COL_KV_USE};
+static const enum layout_col rank_engines[LAYOUT_COL_COUNT] = {
+    LAYOUT_COL_NAME,   LAYOUT_COL_STATE,   LAYOUT_COL_ENGINE,  LAYOUT_COL_TPS,   LAYOUT_COL_REQS,
+    LAYOUT_COL_KV_USE, LAYOUT_COL_MEMORY,  LAYOUT_COL_MODEL,   LAYOUT_COL_EVAL,  LAYOUT_COL_BUSY,
+    LAYOUT_COL_BATCH,  LAYOUT_COL_KV_BITS, LAYOUT_COL_PREFILL, LAYOUT_COL_PHASE, LAYOUT_COL_STEPS,
+    LAYOUT_COL_SPARK,  LAYOUT_COL_LAYERS};
 
 const char *layout_col_title(enum layout_col c)
 {
@@ -65,14 +82,13 @@ static int grow(int *w, enum layout_col c, int extra, int want)
 
 /* Widths first (by rank), then positions (in display order), one space
  * between columns. */
-static void layout_columns(struct layout *l, struct layout_rect table)
+static void layout_columns(struct layout *l, struct layout_rect table, int engines)
 {
+    const enum layout_col *by_rank = engines ? rank_engines : rank_inferd;
     int w[LAYOUT_COL_COUNT] = {0};
     int used = 0;
     for (int rank = 0; rank < LAYOUT_COL_COUNT; rank++) {
-        enum layout_col c = LAYOUT_COL_NAME;
-        while (col_specs[c].rank != rank)
-            c++;
+        enum layout_col c = by_rank[rank];
         int need = col_specs[c].min + (used ? 1 : 0);
         if (used + need > table.w)
             break; /* strictly by rank: a wider table never loses one */
@@ -101,12 +117,12 @@ static int table_rows(int n_nodes, int avail)
     return 1 + clamp(n_nodes, 1, avail - 1);
 }
 
-static void layout_dashboard(struct layout *l, struct layout_rect body, int n_nodes)
+static void layout_dashboard(struct layout *l, struct layout_rect body, int n_nodes, int engines)
 {
     int h = table_rows(n_nodes, body.h - LAYOUT_EVENTS_MIN_ROWS);
     l->pane[LAYOUT_NODES] = rect(body.x, body.y, body.w, h);
     l->pane[LAYOUT_EVENTS_PANE] = rect(body.x, body.y + h, body.w, body.h - h);
-    layout_columns(l, l->pane[LAYOUT_NODES]);
+    layout_columns(l, l->pane[LAYOUT_NODES], engines);
 }
 
 /* Facts beside the charts when wide, above them when not; the log tail
@@ -192,7 +208,8 @@ static void layout_plan(struct layout *l, struct layout_rect body, int n_nodes)
     l->pane[LAYOUT_PLAN_INFO] = rect(body.x, y, body.w, body.y + body.h - y);
 }
 
-struct layout layout_compute(int cols, int rows, enum layout_view view, int n_nodes, int help)
+struct layout layout_compute(int cols, int rows, enum layout_view view, int n_nodes, int help,
+                             int engines)
 {
     struct layout l = {.cols = cols, .rows = rows, .view = view};
     if (cols < LAYOUT_MIN_COLS || rows < LAYOUT_MIN_ROWS) {
@@ -206,7 +223,7 @@ struct layout layout_compute(int cols, int rows, enum layout_view view, int n_no
     struct layout_rect body = rect(0, HEADER_ROWS, cols, rows - HEADER_ROWS - FOOTER_ROWS);
     switch (view) {
     case LAYOUT_DASHBOARD:
-        layout_dashboard(&l, body, n_nodes);
+        layout_dashboard(&l, body, n_nodes, engines);
         break;
     case LAYOUT_NODE:
         layout_node(&l, body);

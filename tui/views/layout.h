@@ -65,17 +65,22 @@ enum layout_pane {
 };
 
 /* Node table columns, in display order. Which ones are shown depends on
- * the width: see layout.c for the order in which they are given up. */
+ * the width and on whether the cluster has HTTP engine nodes: see layout.c
+ * for the order in which they are given up. */
 enum layout_col {
     LAYOUT_COL_NAME,
+    LAYOUT_COL_ENGINE, /* inferd, llama.cpp, ... */
     LAYOUT_COL_STATE,
     LAYOUT_COL_LAYERS,
     LAYOUT_COL_PHASE,
     LAYOUT_COL_BUSY,  /* model time / wall time, "idle" when not stepping */
     LAYOUT_COL_BATCH, /* sequences per step */
+    LAYOUT_COL_TPS,   /* decode tokens per second */
+    LAYOUT_COL_REQS,  /* requests running/waiting */
     LAYOUT_COL_STEPS,
     LAYOUT_COL_MODEL,
     LAYOUT_COL_EVAL,
+    LAYOUT_COL_KV_USE, /* the engine's KV cache use, 0..100% */
     LAYOUT_COL_MEMORY,
     LAYOUT_COL_KV_BITS,
     LAYOUT_COL_PREFILL,
@@ -99,8 +104,11 @@ struct layout {
 };
 
 /* n_nodes: how many node rows the dashboard and config tables would like
- * (they scroll when fewer fit). help: lay out the help overlay too. */
-struct layout layout_compute(int cols, int rows, enum layout_view view, int n_nodes, int help);
+ * (they scroll when fewer fit). help: lay out the help overlay too.
+ * engines: some node is an HTTP engine, so that the columns every engine
+ * reports (engine, tok/s, requests, KV use) come before inferd's own. */
+struct layout layout_compute(int cols, int rows, enum layout_view view, int n_nodes, int help,
+                             int engines);
 
 /* The column's title, for the views and the tests. */
 const char *layout_col_title(enum layout_col c);

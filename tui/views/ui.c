@@ -46,7 +46,7 @@ struct ui {
     int help;
 
     struct layout lay;
-    int lay_nodes, lay_help; /* what lay was computed for, besides size and view */
+    int lay_nodes, lay_help, lay_engines; /* what lay was computed for, besides size and view */
     int have_layout;
     WINDOW *win[LAYOUT_PANE_COUNT];
     int erase_screen; /* the panes moved: cells no pane covers hold old text */
@@ -75,18 +75,29 @@ static int layout_nodes(const ui *u)
     return u->v.n_nodes + (u->view->layout == LAYOUT_CONFIG);
 }
 
-/* Lays out again when the size, view, help or node count changed. A
- * window that cannot be made leaves its pane empty. */
+/* Whether some node is an HTTP engine (its columns then rank first). */
+static int has_engines(const ui *u)
+{
+    for (int i = 0; i < u->v.n_nodes; i++)
+        if (state_node_engine(u->v.st, i))
+            return 1;
+    return 0;
+}
+
+/* Lays out again when the size, view, help, node count or engines
+ * changed. A window that cannot be made leaves its pane empty. */
 static void ensure_layout(ui *u)
 {
-    int n = layout_nodes(u);
+    int n = layout_nodes(u), engines = has_engines(u);
     if (u->have_layout && u->lay.cols == COLS && u->lay.rows == LINES &&
-        u->lay.view == u->view->layout && u->lay_nodes == n && u->lay_help == u->help)
+        u->lay.view == u->view->layout && u->lay_nodes == n && u->lay_help == u->help &&
+        u->lay_engines == engines)
         return;
     free_windows(u);
-    u->lay = layout_compute(COLS, LINES, u->view->layout, n, u->help);
+    u->lay = layout_compute(COLS, LINES, u->view->layout, n, u->help, engines);
     u->lay_nodes = n;
     u->lay_help = u->help;
+    u->lay_engines = engines;
     u->have_layout = 1;
     for (int p = 0; p < LAYOUT_PANE_COUNT; p++) {
         const struct layout_rect *r = &u->lay.pane[p];
@@ -339,41 +350,89 @@ static void header_item(ui *u, WINDOW *w, int *x, const char *label, const char 
     *x += draw_text(w, u->v.g, 0, *x, width - *x, value_attr, value) + 2;
 }
 
+/* The HTTP engines' decode tok/s summed (NaN when none reports it), the
+ * inferd nodes, and the nodes up as their rows say (an engine's by its
+ * polls). */
+struct header_counts {
+    int up, inferd, engines;
+    double engines_tps;
+};
+
+static void count_nodes(const ui *u, struct header_counts *c)
+{
+    memset(c, 0, sizeof *c);
+    c->engines_tps = NAN;
+    for (int i = 0; i < u->v.n_nodes; i++) {
+        struct view_state vs;
+        view_node_state(u->v.st, i, u->v.now, &vs);
+        c->up += vs.up;
+        const struct eng_view *e = state_node_engine(u->v.st, i);
+        if (!e) {
+            c->inferd++;
+            continue;
+        }
+        c->engines++;
+        if (!isnan(e->decode_tps))
+            c->engines_tps = (isnan(c->engines_tps) ? 0 : c->engines_tps) + e->decode_tps;
+    }
+}
+
+/* What the inferd ring is doing: its request, context, rates and TTFT.
+ * Beside HTTP engines its rates say "ring", so that they are not read as
+ * the cluster's. */
+static void ring_items(ui *u, WINDOW *w, int *x, const struct state_cluster_view *cv, int mixed)
+{
+    char buf[64], tps[32];
+    /* The sender beside the id when it is not the control socket (the
+     * usual case, left unsaid): "g1 (http)" for an HTTP client's. */
+    char req[2 * PROTO_ID_MAX + 8];
+    if (cv->req[0] && cv->req_source[0] && strcmp(cv->req_source, "control") != 0)
+        snprintf(req, sizeof req, "%s (%s)", cv->req, cv->req_source);
+    else
+        snprintf(req, sizeof req, "%s", cv->req[0] ? cv->req : "-");
+    header_item(u, w, x, "req", req, A_BOLD);
+    snprintf(buf, sizeof buf, "%d", cv->ctx_pos);
+    header_item(u, w, x, "ctx", buf, A_BOLD);
+    meter_fmt_num(cv->prefill_tps, tps, sizeof tps);
+    header_item(u, w, x, mixed ? "ring tok/s prefill" : "tok/s prefill", tps, A_BOLD);
+    *x -= 1;
+    meter_fmt_num(cv->decode_tps, tps, sizeof tps);
+    header_item(u, w, x, "decode", tps, A_BOLD);
+    meter_fmt_num(cv->last_ttft_ms, tps, sizeof tps);
+    snprintf(buf, sizeof buf, "%s%s", tps, isnan(cv->last_ttft_ms) ? "" : " ms");
+    header_item(u, w, x, "TTFT", buf, A_BOLD);
+}
+
 static void draw_header(ui *u)
 {
     WINDOW *w = u->win[LAYOUT_HEADER];
     struct state_cluster_view cv;
+    struct header_counts hc;
     char buf[64], tps[32];
     int x = 0;
     if (!w)
         return;
     state_cluster_view(u->v.st, u->v.now, &cv);
+    count_nodes(u, &hc);
 
     /* The program's name only where it does not push the numbers out. */
     if (getmaxx(w) >= WIDE_HEADER_COLS)
         header_item(u, w, &x, "", "infertop", palette_attr(&u->pal, PAL_TITLE));
     header_item(u, w, &x, "", cv.name, A_BOLD);
-    snprintf(buf, sizeof buf, "%d/%d up", cv.nodes_up, cv.nodes_total);
+    snprintf(buf, sizeof buf, "%d/%d up", hc.up, cv.nodes_total);
     header_item(u, w, &x, "nodes", buf,
-                palette_attr(&u->pal, cv.nodes_up == cv.nodes_total ? PAL_UP : PAL_STALE));
-    /* The sender beside the id when it is not the control socket (the
-     * usual case, left unsaid): "g1 (http)" for an HTTP client's. */
-    char req[2 * PROTO_ID_MAX + 8];
-    if (cv.req[0] && cv.req_source[0] && strcmp(cv.req_source, "control") != 0)
-        snprintf(req, sizeof req, "%s (%s)", cv.req, cv.req_source);
-    else
-        snprintf(req, sizeof req, "%s", cv.req[0] ? cv.req : "-");
-    header_item(u, w, &x, "req", req, A_BOLD);
-    snprintf(buf, sizeof buf, "%d", cv.ctx_pos);
-    header_item(u, w, &x, "ctx", buf, A_BOLD);
-    meter_fmt_num(cv.prefill_tps, tps, sizeof tps);
-    header_item(u, w, &x, "tok/s prefill", tps, A_BOLD);
-    x -= 1;
-    meter_fmt_num(cv.decode_tps, tps, sizeof tps);
-    header_item(u, w, &x, "decode", tps, A_BOLD);
-    meter_fmt_num(cv.last_ttft_ms, tps, sizeof tps);
-    snprintf(buf, sizeof buf, "%s%s", tps, isnan(cv.last_ttft_ms) ? "" : " ms");
-    header_item(u, w, &x, "TTFT", buf, A_BOLD);
+                palette_attr(&u->pal, hc.up == cv.nodes_total ? PAL_UP : PAL_STALE));
+    int n_alerts = alerts_total(state_alerts(u->v.st));
+    if (n_alerts) {
+        snprintf(buf, sizeof buf, "%d", n_alerts);
+        header_item(u, w, &x, "alerts", buf, palette_attr(&u->pal, PAL_ERROR) | A_BOLD);
+    }
+    if (hc.engines) {
+        meter_fmt_num(hc.engines_tps, tps, sizeof tps);
+        header_item(u, w, &x, "engines tok/s", tps, A_BOLD);
+    }
+    if (hc.inferd)
+        ring_items(u, w, &x, &cv, hc.engines > 0);
     if (cv.lost) {
         snprintf(buf, sizeof buf, "%llu", (unsigned long long)cv.lost);
         header_item(u, w, &x, "lost", buf, palette_attr(&u->pal, PAL_PENDING));

@@ -165,6 +165,17 @@ int view_refuse_readonly(struct view_ctx *v, const char *what);
 
 const char *view_live_word(enum state_live l);
 enum palette_role view_live_role(enum state_live l);
+/* A node's state as the views show it: its liveness, or for an HTTP
+ * engine what its last poll found ("loading", "error"); up: counted as up. */
+struct view_state {
+    const char *word;
+    enum palette_role role;
+    int up;
+};
+void view_node_state(const state *st, int node, double now, struct view_state *out);
+/* A node's highlights and alerts in words: "EVAL>MODEL QUEUE KV>90%". */
+void view_node_alerts_text(const struct view_ctx *v, int node, unsigned flags, char *buf,
+                           size_t len);
 /* The short reasons of a node's highlight flags, space separated. */
 void view_flags_text(const struct glyphs *g, unsigned flags, char *buf, size_t len);
 /* A movement key applied to a selection of n items with a page of `page`
@@ -181,6 +192,8 @@ void view_event_line(struct view_ctx *v, WINDOW *w, int y, int width, const stru
 void view_fmt_prefill(int prefill, char *buf, size_t len);
 /* A busy fraction as shown: "73%", "idle" for an idle node, "-" for NaN. */
 void view_fmt_busy(double busy, int idle, char *buf, size_t len);
+/* A count an engine reports (requests, slots, tokens): "12", "-" for NaN. */
+void view_fmt_count(double n, char *buf, size_t len);
 /* Sequences per step as shown: "1.0", "12.5", "64", or "-" for NaN. */
 void view_fmt_batch(double batch, char *buf, size_t len);
 

@@ -42,6 +42,41 @@ enum palette_role view_live_role(enum state_live l)
     return PAL_DOWN;
 }
 
+void view_node_state(const state *st, int node, double now, struct view_state *out)
+{
+    enum state_live l = state_node_live(st, node, now);
+    const struct eng_view *e = state_node_engine(st, node);
+    out->word = view_live_word(l);
+    out->role = view_live_role(l);
+    out->up = l == STATE_UP;
+    /* Liveness says more until the first poll, and while a launched
+     * engine's server does not answer yet. */
+    if (!e || e->health == ENG_UNKNOWN || (e->health == ENG_DOWN && l == STATE_STARTING))
+        return;
+    static const struct {
+        const char *word;
+        enum palette_role role;
+    } by_health[] = {[ENG_UP] = {"up", PAL_UP},
+                     [ENG_LOADING] = {"loading", PAL_STARTING},
+                     [ENG_ERROR] = {"error", PAL_ERROR},
+                     [ENG_DOWN] = {"down", PAL_DOWN}};
+    out->word = by_health[e->health].word;
+    out->role = by_health[e->health].role;
+    out->up = e->health == ENG_UP;
+}
+
+void view_node_alerts_text(const struct view_ctx *v, int node, unsigned flags, char *buf,
+                           size_t len)
+{
+    char alerts[64];
+    view_flags_text(v->g, flags, buf, len);
+    alerts_text(alerts_active(state_alerts(v->st), node), alerts, sizeof alerts);
+    if (alerts[0]) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, len - n, "%s%s", n ? " " : "", alerts);
+    }
+}
+
 void view_flags_text(const struct glyphs *g, unsigned flags, char *buf, size_t len)
 {
     const char *reason[] = {"EVAL>MODEL", "LOW MEM", "NaN", "ACT!", g->fp_differs};
@@ -147,7 +182,9 @@ static enum palette_role event_role(const struct state_event *e)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (strcasestr(e->kind, bad[i]))
             return PAL_ERROR;
-    if (strncmp(e->kind, "config", 6) == 0)
+    if (strcmp(e->kind, "alert") == 0)
+        return PAL_ERROR;
+    if (strncmp(e->kind, "config", 6) == 0 || strcmp(e->kind, "alert_clear") == 0)
         return PAL_OK;
     return PAL_TEXT;
 }
@@ -193,6 +230,14 @@ void view_fmt_busy(double busy, int idle, char *buf, size_t len)
         snprintf(buf, len, "idle");
     else
         snprintf(buf, len, "%.0f%%", 100.0 * fmin(fmax(busy, 0.0), 1.0));
+}
+
+void view_fmt_count(double n, char *buf, size_t len)
+{
+    if (isnan(n))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.0f", n);
 }
 
 /* One decimal below 100: a mean of 1.5 sequences per step is not 2. */

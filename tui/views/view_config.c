@@ -6,6 +6,9 @@
  * draft to the app as a set action and Esc drops it. What happens next is
  * the state's: the row says pending until the node acknowledges and its
  * telemetry shows the values, or shows the node's error as it came.
+ *
+ * Only inferd changes them live: another engine's node takes them by a
+ * restart with a new start line, and its row's mode says "restart".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +32,40 @@ enum {
     COL_PREFILL = 24,
     COL_EFFECTIVE = 38,
     COL_KV = 48,
-    COL_STATUS = 58
+    COL_MODE = 58,
+    COL_STATUS = 67
 };
 
 static int all_row(const struct view_ctx *v)
 {
     return v->cfg.row == v->n_nodes;
+}
+
+/* How a row's change is applied: live (inferd), by restart (any other
+ * engine), or both for all nodes of a mixed cluster. */
+struct apply_mode {
+    const char *word, *note; /* the mode column; what the message after a send adds */
+    enum palette_role role;
+};
+
+static const struct apply_mode mode_live = {"live", "", PAL_DIM};
+static const struct apply_mode mode_restart = {"restart", " (applied by restarting the node)",
+                                               PAL_PENDING};
+static const struct apply_mode mode_mixed = {
+    "mixed", " (live on inferd nodes, by a restart on the others)", PAL_PENDING};
+
+static const struct apply_mode *row_mode(const struct view_ctx *v, int row)
+{
+    int live = 0, restart = 0;
+    for (int i = row == v->n_nodes ? 0 : row; i < v->n_nodes; i++) {
+        if (state_node_engine(v->st, i))
+            restart++;
+        else
+            live++;
+        if (row != v->n_nodes)
+            break;
+    }
+    return live && restart ? &mode_mixed : restart ? &mode_restart : &mode_live;
 }
 
 static const char *row_name(const struct view_ctx *v, int row)
@@ -173,7 +204,10 @@ static void draw_row(struct view_ctx *v, WINDOW *w, int y, int row, int width)
     draw_value(v, w, y, COL_PREFILL, COL_EFFECTIVE - COL_PREFILL - 1, cur_p,
                drafting && v->cfg.draft.has_prefill_step ? new_p : NULL,
                sel && v->cfg.field == VIEW_CFG_PREFILL);
-    draw_value(v, w, y, COL_KV, COL_STATUS - COL_KV - 1, cur_k,
+    const struct apply_mode *mode = row_mode(v, row);
+    draw_text(w, v->g, y, COL_MODE, COL_STATUS - COL_MODE - 1, palette_attr(v->pal, mode->role),
+              mode->word);
+    draw_value(v, w, y, COL_KV, COL_MODE - COL_KV - 1, cur_k,
                drafting && v->cfg.draft.has_kv_bits ? new_k : NULL,
                sel && v->cfg.field == VIEW_CFG_KV_BITS);
     if (row < v->n_nodes)
@@ -190,7 +224,8 @@ static void draw_table(struct view_ctx *v)
         int x;
         const char *title;
     } cols[] = {{COL_NAME, "node"},          {COL_STATE, "state"}, {COL_PREFILL, "prefill_step"},
-                {COL_EFFECTIVE, "in steps"}, {COL_KV, "kv_bits"},  {COL_STATUS, "change"}};
+                {COL_EFFECTIVE, "in steps"}, {COL_KV, "kv_bits"},  {COL_MODE, "mode"},
+                {COL_STATUS, "change"}};
     if (!w)
         return;
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
@@ -379,7 +414,8 @@ static void apply_edit(struct view_ctx *v)
         .kind = ACT_SET_CONFIG, .node = all_row(v) ? ACT_ALL_NODES : v->cfg.row, .set = *d};
     view_emit(v, &a);
     describe_set(d, what, sizeof what);
-    view_message(v, 0, "sent to %s: %s", row_name(v, v->cfg.row), what);
+    view_message(v, 0, "sent to %s: %s%s", row_name(v, v->cfg.row), what,
+                 row_mode(v, v->cfg.row)->note);
     cancel_edit(v);
 }
 
@@ -462,7 +498,7 @@ static int config_click(struct view_ctx *v, int y, int x)
     v->cfg.row = row;
     if (row < v->n_nodes)
         v->node = row;
-    if (x - p->x >= COL_KV && x - p->x < COL_STATUS)
+    if (x - p->x >= COL_KV && x - p->x < COL_MODE)
         v->cfg.field = VIEW_CFG_KV_BITS;
     else if (x - p->x >= COL_PREFILL && x - p->x < COL_EFFECTIVE)
         v->cfg.field = VIEW_CFG_PREFILL;

@@ -2,8 +2,10 @@
  *
  * The cells that explain a highlight are drawn in the alert style (eval ms
  * for an orchestration-bound node, the headroom figure when low, the
- * name for bad activations or a different model), and the events pane's
- * title lists the reasons in words, so they show without colour too.
+ * name for bad activations, a different model or any alert of alerts.h,
+ * the requests for a growing queue, the KV use when over 90%), and the
+ * events pane's title lists the reasons in words, so they show without
+ * colour too.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,21 +20,23 @@ static int cfg_pending(const struct state_config *c)
     return c->stage == STATE_CFG_REQUESTED || c->stage == STATE_CFG_ACKED;
 }
 
-static void draw_titles(struct view_ctx *v, WINDOW *w, int x0)
+/* Numbers are right-aligned, and so are their titles. */
+static int right_aligned(enum layout_col c)
 {
-    for (int c = 0; c < LAYOUT_COL_COUNT; c++) {
-        const struct layout_rect *r = &v->lay->col[c];
-        if (!r->w)
-            continue;
-        const char *t = layout_col_title((enum layout_col)c);
-        /* Numbers are right-aligned, and so are their titles. */
-        int right = c == LAYOUT_COL_STEPS || c == LAYOUT_COL_MODEL || c == LAYOUT_COL_EVAL ||
-                    c == LAYOUT_COL_KV_BITS || c == LAYOUT_COL_PREFILL || c == LAYOUT_COL_BUSY ||
-                    c == LAYOUT_COL_BATCH;
-        if (right)
-            draw_rjust(w, v->g, 0, r->x - x0, r->w, palette_attr(v->pal, PAL_TITLE), t);
-        else
-            draw_text(w, v->g, 0, r->x - x0, r->w, palette_attr(v->pal, PAL_TITLE), t);
+    switch (c) {
+    case LAYOUT_COL_STEPS:
+    case LAYOUT_COL_MODEL:
+    case LAYOUT_COL_EVAL:
+    case LAYOUT_COL_KV_BITS:
+    case LAYOUT_COL_PREFILL:
+    case LAYOUT_COL_BUSY:
+    case LAYOUT_COL_BATCH:
+    case LAYOUT_COL_TPS:
+    case LAYOUT_COL_REQS:
+    case LAYOUT_COL_KV_USE:
+        return 1;
+    default:
+        return 0;
     }
 }
 
@@ -42,92 +46,180 @@ static const struct layout_rect *cell(struct view_ctx *v, enum layout_col c)
     return v->lay->col[c].w ? &v->lay->col[c] : NULL;
 }
 
+/* Text in column c of row y, aligned as the column is. */
+static void put(struct view_ctx *v, WINDOW *w, int y, int x0, enum layout_col c, attr_t a,
+                const char *text)
+{
+    const struct layout_rect *r = cell(v, c);
+    if (!r)
+        return;
+    if (right_aligned(c))
+        draw_rjust(w, v->g, y, r->x - x0, r->w, a, text);
+    else
+        draw_text(w, v->g, y, r->x - x0, r->w, a, text);
+}
+
+static void draw_titles(struct view_ctx *v, WINDOW *w, int x0)
+{
+    for (int c = 0; c < LAYOUT_COL_COUNT; c++)
+        put(v, w, 0, x0, (enum layout_col)c, palette_attr(v->pal, PAL_TITLE),
+            layout_col_title((enum layout_col)c));
+}
+
 static void draw_num(struct view_ctx *v, WINDOW *w, int y, int x0, enum layout_col c, double val,
                      attr_t a)
 {
-    const struct layout_rect *r = cell(v, c);
     char buf[16];
-    if (!r)
-        return;
     meter_fmt_num(val, buf, sizeof buf);
-    draw_rjust(w, v->g, y, r->x - x0, r->w, a, buf);
+    put(v, w, y, x0, c, a, buf);
 }
 
-static void draw_node_row(struct view_ctx *v, WINDOW *w, int y, int x0, int node,
-                          const struct state_node_view *row)
+/* "3/12" running/waiting, "-" for a number not reported. */
+static void draw_reqs(struct view_ctx *v, WINDOW *w, int y, int x0, double running, double waiting,
+                      attr_t a)
 {
-    const struct state_node_view nv = *row;
+    char r[16], q[16], buf[34];
+    view_fmt_count(running, r, sizeof r);
+    view_fmt_count(waiting, q, sizeof q);
+    if (isnan(running) && isnan(waiting))
+        snprintf(buf, sizeof buf, "-");
+    else
+        snprintf(buf, sizeof buf, "%s/%s", r, q);
+    put(v, w, y, x0, LAYOUT_COL_REQS, a, buf);
+}
+
+/* The node's decode tokens per second over STATE_RECENT_S: NaN when none
+ * of those seconds was heard. */
+static double decode_tps(struct view_ctx *v, int node)
+{
+    double tokens[STATE_RECENT_S], sum = 0;
+    int heard = 0;
+    state_series(v->st, node, STATE_SERIES_TOKENS, STATE_DECODE, STATE_RECENT_S, v->now, tokens);
+    for (int i = 0; i < STATE_RECENT_S; i++)
+        if (!isnan(tokens[i])) {
+            sum += tokens[i];
+            heard++;
+        }
+    return heard ? sum / STATE_RECENT_S : NAN;
+}
+
+/* The cells of an inferd node: its steps, memory and knobs. */
+static void draw_inferd_cells(struct view_ctx *v, WINDOW *w, int y, int x0, int node,
+                              const struct state_node_view *nv)
+{
     const struct layout_rect *r;
     const struct state_config *cfg = state_node_config(v->st, node);
+    const proto_status *s = state_node_status(v->st, node);
     char buf[32];
-    int live = nv.live == STATE_UP || nv.live == STATE_STALE;
+    int live = nv->live == STATE_UP || nv->live == STATE_STALE;
     attr_t alert = palette_attr(v->pal, PAL_ALERT);
     attr_t dim = palette_attr(v->pal, PAL_DIM);
 
-    if ((r = cell(v, LAYOUT_COL_NAME))) {
-        int sel = node == v->node;
-        unsigned name_flags = STATE_FLAG_NONFINITE | STATE_FLAG_ACT_SPIKE | STATE_FLAG_FINGERPRINT;
-        attr_t a = nv.flags & name_flags ? alert : sel ? palette_attr(v->pal, PAL_SELECT) : A_BOLD;
-        if (sel)
-            draw_text(w, v->g, y, r->x - x0, 1, palette_attr(v->pal, PAL_SELECT), v->g->select);
-        draw_text(w, v->g, y, r->x - x0 + 1, r->w - 1, a, nv.name);
-    }
-    if ((r = cell(v, LAYOUT_COL_STATE)))
-        draw_text(w, v->g, y, r->x - x0, r->w, palette_attr(v->pal, view_live_role(nv.live)),
-                  view_live_word(nv.live));
-    if ((r = cell(v, LAYOUT_COL_LAYERS))) {
-        if (nv.layer_first >= 0)
-            snprintf(buf, sizeof buf, "%d:%d", nv.layer_first, nv.layer_last);
-        else
-            snprintf(buf, sizeof buf, "-");
-        draw_text(w, v->g, y, r->x - x0, r->w, A_NORMAL, buf);
-    }
-    if ((r = cell(v, LAYOUT_COL_PHASE))) {
-        const char *ph = !live                       ? "-"
-                         : nv.phase == STATE_PREFILL ? "prefill"
-                         : nv.phase == STATE_DECODE  ? "decode"
-                                                     : "idle";
-        draw_text(w, v->g, y, r->x - x0, r->w, nv.phase < 0 ? dim : A_NORMAL, ph);
-    }
-    if ((r = cell(v, LAYOUT_COL_BUSY))) {
-        view_fmt_busy(live ? nv.busy : NAN, nv.phase < 0, buf, sizeof buf);
-        draw_rjust(w, v->g, y, r->x - x0, r->w, nv.phase < 0 ? dim : A_NORMAL, buf);
-    }
-    if ((r = cell(v, LAYOUT_COL_BATCH))) {
-        view_fmt_batch(live ? nv.batch : NAN, buf, sizeof buf);
-        draw_rjust(w, v->g, y, r->x - x0, r->w, nv.phase < 0 ? dim : A_NORMAL, buf);
-    }
-    draw_num(v, w, y, x0, LAYOUT_COL_STEPS, nv.steps_per_s, A_NORMAL);
-    draw_num(v, w, y, x0, LAYOUT_COL_MODEL, nv.model_p50, A_NORMAL);
-    draw_num(v, w, y, x0, LAYOUT_COL_EVAL, nv.eval_p50,
-             nv.flags & STATE_FLAG_ORCH_BOUND ? alert : A_NORMAL);
-    if ((r = cell(v, LAYOUT_COL_MEMORY))) {
-        draw_membar(w, v->g, v->pal, y, r->x - x0, r->w, &nv.mem,
-                    (nv.flags & STATE_FLAG_LOW_HEADROOM) != 0);
-    }
+    if (nv->layer_first >= 0)
+        snprintf(buf, sizeof buf, "%d:%d", nv->layer_first, nv->layer_last);
+    else
+        snprintf(buf, sizeof buf, "-");
+    put(v, w, y, x0, LAYOUT_COL_LAYERS, A_NORMAL, buf);
+    const char *ph = !live                        ? "-"
+                     : nv->phase == STATE_PREFILL ? "prefill"
+                     : nv->phase == STATE_DECODE  ? "decode"
+                                                  : "idle";
+    put(v, w, y, x0, LAYOUT_COL_PHASE, nv->phase < 0 ? dim : A_NORMAL, ph);
+    view_fmt_busy(live ? nv->busy : NAN, nv->phase < 0, buf, sizeof buf);
+    put(v, w, y, x0, LAYOUT_COL_BUSY, nv->phase < 0 ? dim : A_NORMAL, buf);
+    view_fmt_batch(live ? nv->batch : NAN, buf, sizeof buf);
+    put(v, w, y, x0, LAYOUT_COL_BATCH, nv->phase < 0 ? dim : A_NORMAL, buf);
+    if (cell(v, LAYOUT_COL_TPS))
+        draw_num(v, w, y, x0, LAYOUT_COL_TPS, live ? decode_tps(v, node) : NAN, A_NORMAL);
+    draw_reqs(v, w, y, x0, s && live ? s->active : NAN, s && live ? s->queued : NAN, A_NORMAL);
+    draw_num(v, w, y, x0, LAYOUT_COL_STEPS, nv->steps_per_s, A_NORMAL);
+    draw_num(v, w, y, x0, LAYOUT_COL_MODEL, nv->model_p50, A_NORMAL);
+    draw_num(v, w, y, x0, LAYOUT_COL_EVAL, nv->eval_p50,
+             nv->flags & STATE_FLAG_ORCH_BOUND ? alert : A_NORMAL);
+    /* inferd holds no KV cache of a fixed size: the memory bar says it. */
+    put(v, w, y, x0, LAYOUT_COL_KV_USE, dim, "-");
+    if ((r = cell(v, LAYOUT_COL_MEMORY)))
+        draw_membar(w, v->g, v->pal, y, r->x - x0, r->w, &nv->mem,
+                    (nv->flags & STATE_FLAG_LOW_HEADROOM) != 0);
     attr_t cfg_a = cfg_pending(cfg)                 ? palette_attr(v->pal, PAL_PENDING)
                    : cfg->stage == STATE_CFG_FAILED ? palette_attr(v->pal, PAL_ERROR)
                                                     : A_NORMAL;
-    if ((r = cell(v, LAYOUT_COL_KV_BITS))) {
-        if (cfg->kv_bits > 0)
-            snprintf(buf, sizeof buf, "%d", cfg->kv_bits);
-        else
-            snprintf(buf, sizeof buf, "-");
-        draw_rjust(w, v->g, y, r->x - x0, r->w, cfg_a, buf);
-    }
-    if ((r = cell(v, LAYOUT_COL_PREFILL))) {
-        view_fmt_prefill(cfg->prefill_step >= 0       ? cfg->prefill_step
-                         : cfg->prefill_effective > 0 ? cfg->prefill_effective
-                                                      : -1,
-                         buf, sizeof buf);
-        draw_rjust(w, v->g, y, r->x - x0, r->w, cfg_a, buf);
-    }
+    if (cfg->kv_bits > 0)
+        snprintf(buf, sizeof buf, "%d", cfg->kv_bits);
+    else
+        snprintf(buf, sizeof buf, "-");
+    put(v, w, y, x0, LAYOUT_COL_KV_BITS, cfg_a, buf);
+    view_fmt_prefill(cfg->prefill_step >= 0       ? cfg->prefill_step
+                     : cfg->prefill_effective > 0 ? cfg->prefill_effective
+                                                  : -1,
+                     buf, sizeof buf);
+    put(v, w, y, x0, LAYOUT_COL_PREFILL, cfg_a, buf);
     if ((r = cell(v, LAYOUT_COL_SPARK))) {
         double series[DRAW_CHART_MAX_COLS];
         int n = r->w - 1 < DRAW_CHART_MAX_COLS ? r->w - 1 : DRAW_CHART_MAX_COLS;
         state_series(v->st, node, STATE_SERIES_STEP_MS, STATE_ANY, n, v->now, series);
         draw_spark(w, v->g, v->pal, y, r->x - x0 + 1, n, series, n);
     }
+}
+
+/* The cells of an HTTP engine's node: what its last poll found, `-` for
+ * what the engine does not report. Its ms per token stands in the model
+ * ms column (the closest thing it exports); inferd's own columns (layers,
+ * phase, busy, steps, eval, knobs) are `-`. */
+static void draw_engine_cells(struct view_ctx *v, WINDOW *w, int y, int x0,
+                              const struct eng_view *e, unsigned alerts)
+{
+    static const enum layout_col inferd_only[] = {
+        LAYOUT_COL_LAYERS, LAYOUT_COL_PHASE,   LAYOUT_COL_BUSY,   LAYOUT_COL_STEPS,
+        LAYOUT_COL_EVAL,   LAYOUT_COL_KV_BITS, LAYOUT_COL_PREFILL};
+    attr_t alert = palette_attr(v->pal, PAL_ALERT);
+    attr_t dim = palette_attr(v->pal, PAL_DIM);
+    char buf[32];
+    for (size_t i = 0; i < sizeof inferd_only / sizeof inferd_only[0]; i++)
+        put(v, w, y, x0, inferd_only[i], dim, "-");
+    view_fmt_batch(e->batch, buf, sizeof buf);
+    put(v, w, y, x0, LAYOUT_COL_BATCH, A_NORMAL, buf);
+    draw_num(v, w, y, x0, LAYOUT_COL_TPS, e->decode_tps, A_NORMAL);
+    draw_reqs(v, w, y, x0, e->requests_running, e->requests_waiting,
+              alerts & ALERT_BIT(ALERT_QUEUE) ? alert : A_NORMAL);
+    draw_num(v, w, y, x0, LAYOUT_COL_MODEL, e->ms_per_token, A_NORMAL);
+    if (isnan(e->kv_usage))
+        snprintf(buf, sizeof buf, "-");
+    else
+        snprintf(buf, sizeof buf, "%.0f%%", 100.0 * e->kv_usage);
+    put(v, w, y, x0, LAYOUT_COL_KV_USE, alerts & ALERT_BIT(ALERT_KV) ? alert : A_NORMAL, buf);
+    if (isnan(e->mem_bytes))
+        snprintf(buf, sizeof buf, "-");
+    else
+        meter_fmt_bytes(e->mem_bytes > 0 ? (uint64_t)e->mem_bytes : 0, buf, sizeof buf);
+    put(v, w, y, x0, LAYOUT_COL_MEMORY, isnan(e->mem_bytes) ? dim : A_NORMAL, buf);
+}
+
+static void draw_node_row(struct view_ctx *v, WINDOW *w, int y, int x0, int node,
+                          const struct state_node_view *nv)
+{
+    const struct layout_rect *r;
+    const struct eng_view *e = state_node_engine(v->st, node);
+    unsigned alerts = alerts_active(state_alerts(v->st), node);
+    struct view_state vs;
+
+    if ((r = cell(v, LAYOUT_COL_NAME))) {
+        int sel = node == v->node;
+        unsigned name_flags = STATE_FLAG_NONFINITE | STATE_FLAG_ACT_SPIKE | STATE_FLAG_FINGERPRINT;
+        attr_t a = (nv->flags & name_flags) || alerts ? palette_attr(v->pal, PAL_ALERT)
+                   : sel                              ? palette_attr(v->pal, PAL_SELECT)
+                                                      : A_BOLD;
+        if (sel)
+            draw_text(w, v->g, y, r->x - x0, 1, palette_attr(v->pal, PAL_SELECT), v->g->select);
+        draw_text(w, v->g, y, r->x - x0 + 1, r->w - 1, a, nv->name);
+    }
+    put(v, w, y, x0, LAYOUT_COL_ENGINE, A_NORMAL, eng_name(e ? e->kind : ENG_INFERD));
+    view_node_state(v->st, node, v->now, &vs);
+    put(v, w, y, x0, LAYOUT_COL_STATE, palette_attr(v->pal, vs.role), vs.word);
+    if (e)
+        draw_engine_cells(v, w, y, x0, e, alerts);
+    else
+        draw_inferd_cells(v, w, y, x0, node, nv);
 }
 
 static void draw_nodes(struct view_ctx *v, const struct state_node_view *nv)
@@ -144,7 +236,7 @@ static void draw_nodes(struct view_ctx *v, const struct state_node_view *nv)
         draw_node_row(v, w, 1 + i, p->x, v->node_top + i, &nv[v->node_top + i]);
 }
 
-/* "alerts: b EVAL>MODEL  c LOW MEM NaN" after the pane title. */
+/* "alerts: b EVAL>MODEL  c LOW MEM NaN  d QUEUE" after the pane title. */
 static void draw_alerts(struct view_ctx *v, WINDOW *w, int x, int width,
                         const struct state_node_view *nv)
 {
@@ -152,10 +244,9 @@ static void draw_alerts(struct view_ctx *v, WINDOW *w, int x, int width,
     size_t n = 0;
     text[0] = '\0';
     for (int i = 0; i < v->n_nodes; i++) {
-        unsigned f = nv[i].flags;
-        if (!f)
+        view_node_alerts_text(v, i, nv[i].flags, reasons, sizeof reasons);
+        if (!reasons[0])
             continue;
-        view_flags_text(v->g, f, reasons, sizeof reasons);
         int k = snprintf(text + n, sizeof text - n, "%s%s %s",
                          n ? "  " : "alerts: ", state_node_name(v->st, i), reasons);
         if (k < 0 || (size_t)k >= sizeof text - n)

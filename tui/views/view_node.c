@@ -1,7 +1,13 @@
 /* view_node.c: one node in detail: its facts and config, step timing by
  * phase over time, how busy it is and its batch size over time, memory and
  * KV over time, and its log over SSH (with a cluster file; remote.h) or
- * else its own events. */
+ * else its own events.
+ *
+ * An HTTP engine's node shows what its last poll found instead: the facts
+ * its engine reports (the problem its poll met first), and in place of the
+ * charts its latency percentiles (vLLM), loaded models (Ollama) and slots
+ * and KV cache (llama.cpp). */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,6 +107,69 @@ static void host_facts(struct facts *fs, const struct remote *r, int node)
         fact(fs, "inferd", PAL_DIM, "not on the PATH");
 }
 
+/* How a number is written: meter_fmt_num, view_fmt_count, ... */
+typedef void (*num_fmt)(double v, char *buf, size_t len);
+
+/* A number an engine reports, "-" when it does not, with a unit. */
+static void fact_num(struct facts *fs, const char *key, num_fmt f, double val, const char *unit)
+{
+    char buf[16];
+    f(val, buf, sizeof buf);
+    fact(fs, key, isnan(val) ? PAL_DIM : PAL_TEXT, "%s%s", buf, isnan(val) ? "" : unit);
+}
+
+/* "3 / 12", "-" for each side not reported. */
+static void fact_pair(struct facts *fs, const char *key, num_fmt f, double a, double b,
+                      const char *what)
+{
+    char x[16], y[16];
+    f(a, x, sizeof x);
+    f(b, y, sizeof y);
+    fact(fs, key, isnan(a) && isnan(b) ? PAL_DIM : PAL_TEXT, "%s / %s%s", x, y, what);
+}
+
+/* The facts of an HTTP engine's node: the problem first, then what every
+ * engine may report, then what only some do. */
+static void engine_facts(struct view_ctx *v, int node, const struct eng_view *e, struct facts *fs)
+{
+    struct view_state vs;
+    char buf[64], alerts[128];
+    view_node_state(v->st, node, v->now, &vs);
+    fact(fs, "node", PAL_TEXT, "%s", state_node_name(v->st, node));
+    fact(fs, "engine", PAL_TEXT, "%s%s%s", eng_name(e->kind), e->version[0] ? " " : "", e->version);
+    fact(fs, "state", vs.role, "%s", vs.word);
+    if (e->problem[0])
+        fact(fs, "problem", PAL_ERROR, "%s", e->problem);
+    view_node_alerts_text(v, node, 0, alerts, sizeof alerts);
+    if (alerts[0])
+        fact(fs, "alerts", PAL_ALERT, "%s", alerts);
+    fact(fs, "model", e->model[0] ? PAL_TEXT : PAL_DIM, "%s", e->model[0] ? e->model : "-");
+    fact_num(fs, "n_ctx", view_fmt_count, e->n_ctx, "");
+    fact_pair(fs, "tok/s", meter_fmt_num, e->prompt_tps, e->decode_tps, " (prompt / decode)");
+    fact_pair(fs, "requests", view_fmt_count, e->requests_running, e->requests_waiting,
+              " (running / waiting)");
+    if (isnan(e->kv_usage))
+        fact(fs, "kv use", PAL_DIM, "-");
+    else
+        fact(fs, "kv use", PAL_TEXT, "%.0f%%", 100 * e->kv_usage);
+    if (e->kind == ENG_LLAMACPP) {
+        fact_pair(fs, "slots", view_fmt_count, e->slots_busy, e->slots_total, " (busy / total)");
+        fact_num(fs, "batch", view_fmt_batch, e->batch, " busy slots per decode");
+        fact_num(fs, "ms/token", meter_fmt_num, e->ms_per_token, " ms");
+        fact_num(fs, "kv tokens", view_fmt_count, e->kv_tokens, "");
+    }
+    if (e->kind == ENG_VLLM)
+        fact_num(fs, "preempted", view_fmt_count, e->preemptions, " in the window");
+    if (!isnan(e->mem_bytes)) {
+        meter_fmt_bytes(e->mem_bytes > 0 ? (uint64_t)e->mem_bytes : 0, buf, sizeof buf);
+        fact(fs, "memory", PAL_TEXT, "%s", buf);
+    }
+    fact_num(fs, "latency", meter_fmt_num, e->latency_ms, " ms (the poll's slowest answer)");
+    const struct cluster *c = v->opt->cluster;
+    if (c && node < c->n_nodes && c->nodes[node].url[0])
+        fact(fs, "url", PAL_TEXT, "%s", c->nodes[node].url);
+}
+
 /* Most useful first: when the facts sit above the charts only the first
  * few fit. */
 static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
@@ -108,16 +177,20 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
     struct state_node_view nv;
     const struct state_config *cfg = state_node_config(v->st, node);
     const proto_status *s = state_node_status(v->st, node);
+    const struct eng_view *e = state_node_engine(v->st, node);
     char buf[64], flags[128];
-    state_node_view(v->st, node, v->now, &nv);
 
     fs->n = 0;
+    if (e) {
+        engine_facts(v, node, e, fs);
+        return;
+    }
+    state_node_view(v->st, node, v->now, &nv);
     fact(fs, "node", PAL_TEXT, "%s", nv.name);
     fact(fs, "state", view_live_role(nv.live), "%s", view_live_word(nv.live));
-    if (nv.flags) {
-        view_flags_text(v->g, nv.flags, flags, sizeof flags);
+    view_node_alerts_text(v, node, nv.flags, flags, sizeof flags);
+    if (flags[0])
         fact(fs, "alerts", PAL_ALERT, "%s", flags);
-    }
     view_fmt_busy(nv.busy, nv.phase < 0, buf, sizeof buf);
     char batch[16];
     view_fmt_batch(nv.batch, batch, sizeof batch);
@@ -333,14 +406,113 @@ static void draw_log(struct view_ctx *v, int node)
         view_event_line(v, w, 1 + i, p->w, ev[i]);
 }
 
+/* ---- an HTTP engine's panes, where inferd's charts go ---- */
+
+/* The latency histograms' windowed percentiles (vLLM). */
+static void draw_engine_latency(struct view_ctx *v, const struct eng_view *e)
+{
+    WINDOW *w = v->win[LAYOUT_TIMING];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_TIMING];
+    static const char *const names[ENG_H_COUNT] = {
+        [ENG_H_TTFT] = "TTFT", [ENG_H_TPOT] = "TPOT", [ENG_H_E2E] = "e2e", [ENG_H_QUEUE] = "queue"};
+    attr_t dim = palette_attr(v->pal, PAL_DIM);
+    unsigned alerts = alerts_active(state_alerts(v->st), v->node);
+    int y = 0;
+    if (!w)
+        return;
+    /* What the operator should do comes first, across the widest pane. */
+    if (e->problem[0])
+        draw_text(w, v->g, y++, 0, p->w, palette_attr(v->pal, PAL_ERROR) | A_BOLD, e->problem);
+    draw_textf(w, v->g, y++, 0, p->w, palette_attr(v->pal, PAL_TITLE),
+               "latency, ms over the last %.0f s", ENG_WINDOW_S);
+    if (e->kind != ENG_VLLM) {
+        draw_textf(w, v->g, y, 0, p->w, dim, "%s exports no latency histograms", eng_name(e->kind));
+        return;
+    }
+    draw_textf(w, v->g, y++, 0, p->w, dim, "%-8s %8s %8s", "", "p50", "p95");
+    for (int h = 0; h < ENG_H_COUNT && y < p->h; h++, y++) {
+        char p50[16], p95[16];
+        meter_fmt_num(e->hist_p50[h], p50, sizeof p50);
+        meter_fmt_num(e->hist_p95[h], p95, sizeof p95);
+        int over = h == ENG_H_TTFT && (alerts & ALERT_BIT(ALERT_TTFT));
+        draw_textf(w, v->g, y, 0, p->w, over ? palette_attr(v->pal, PAL_ALERT) : A_NORMAL,
+                   "%-8s %8s %8s", names[h], p50, p95);
+    }
+}
+
+/* The models an engine has loaded (Ollama /api/ps). */
+static void draw_engine_models(struct view_ctx *v, const struct eng_view *e)
+{
+    WINDOW *w = v->win[LAYOUT_LOAD];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_LOAD];
+    attr_t dim = palette_attr(v->pal, PAL_DIM);
+    if (!w)
+        return;
+    draw_text(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "loaded models");
+    if (e->kind != ENG_OLLAMA) {
+        draw_textf(w, v->g, 1, 0, p->w, dim, "%s: %s", eng_name(e->kind),
+                   e->model[0] ? e->model : "-");
+        return;
+    }
+    if (e->n_models == 0) {
+        draw_text(w, v->g, 1, 0, p->w, dim, "none loaded");
+        return;
+    }
+    draw_textf(w, v->g, 1, 0, p->w, dim, "%-24s %6s %6s  %s", "name", "size", "vram", "expires");
+    for (int i = 0; i < e->n_models && 2 + i < p->h; i++) {
+        const struct eng_model *m = &e->models[i];
+        char size[16] = "-", vram[16] = "-";
+        if (!isnan(m->size))
+            meter_fmt_bytes(m->size > 0 ? (uint64_t)m->size : 0, size, sizeof size);
+        if (!isnan(m->size_vram))
+            meter_fmt_bytes(m->size_vram > 0 ? (uint64_t)m->size_vram : 0, vram, sizeof vram);
+        draw_textf(w, v->g, 2 + i, 0, p->w, A_NORMAL, "%-24.24s %6s %6s  %s", m->name, size, vram,
+                   m->expires[0] ? m->expires : "-");
+    }
+}
+
+/* llama.cpp's slots and KV cache. */
+static void draw_engine_slots(struct view_ctx *v, const struct eng_view *e)
+{
+    WINDOW *w = v->win[LAYOUT_MEMORY];
+    const struct layout_rect *p = &v->lay->pane[LAYOUT_MEMORY];
+    attr_t dim = palette_attr(v->pal, PAL_DIM);
+    char busy[16], total[16], used[16], ctx[16];
+    if (!w)
+        return;
+    draw_text(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "slots and KV cache");
+    if (e->kind != ENG_LLAMACPP && isnan(e->kv_usage)) {
+        draw_textf(w, v->g, 1, 0, p->w, dim, "%s reports neither", eng_name(e->kind));
+        return;
+    }
+    view_fmt_count(e->slots_busy, busy, sizeof busy);
+    view_fmt_count(e->slots_total, total, sizeof total);
+    draw_textf(w, v->g, 1, 0, p->w, isnan(e->slots_total) ? dim : A_NORMAL, "slots %s of %s busy",
+               busy, total);
+    view_fmt_count(e->kv_tokens, used, sizeof used);
+    view_fmt_count(e->n_ctx, ctx, sizeof ctx);
+    if (isnan(e->kv_usage))
+        draw_textf(w, v->g, 2, 0, p->w, dim, "kv cache -, %s tokens (n_ctx %s)", used, ctx);
+    else
+        draw_textf(w, v->g, 2, 0, p->w, A_NORMAL, "kv cache %.0f%% used, %s tokens (n_ctx %s)",
+                   100 * e->kv_usage, used, ctx);
+}
+
 static void node_draw(struct view_ctx *v)
 {
     if (v->n_nodes == 0)
         return;
+    const struct eng_view *e = state_node_engine(v->st, v->node);
     draw_facts(v, v->node);
-    draw_timing(v, v->node);
-    draw_load(v, v->node);
-    draw_memory(v, v->node);
+    if (e) {
+        draw_engine_latency(v, e);
+        draw_engine_models(v, e);
+        draw_engine_slots(v, e);
+    } else {
+        draw_timing(v, v->node);
+        draw_load(v, v->node);
+        draw_memory(v, v->node);
+    }
     draw_log(v, v->node);
 }
 

@@ -180,7 +180,7 @@ static const char *check_view(const struct layout *l, int n_nodes)
     return NULL;
 }
 
-static const char *check_columns(const struct layout *l)
+static const char *check_columns(const struct layout *l, int engines)
 {
     struct layout_rect t = l->pane[LAYOUT_NODES];
     int end = t.x;
@@ -201,19 +201,25 @@ static const char *check_columns(const struct layout *l)
     for (size_t i = 0; i < sizeof core / sizeof core[0]; i++)
         if (!l->col[core[i]].w)
             return "a core column was dropped";
+    static const enum layout_col every_engine[] = {LAYOUT_COL_ENGINE, LAYOUT_COL_TPS,
+                                                   LAYOUT_COL_REQS, LAYOUT_COL_KV_USE};
+    for (size_t i = 0; engines && i < sizeof every_engine / sizeof every_engine[0]; i++)
+        if (!l->col[every_engine[i]].w)
+            return "a column every engine reports was dropped";
     return NULL;
 }
 
-static void check(int cols, int rows, enum layout_view v, int n_nodes, int help)
+static void check(int cols, int rows, enum layout_view v, int n_nodes, int help, int engines)
 {
-    struct layout l = layout_compute(cols, rows, v, n_nodes, help);
+    struct layout l = layout_compute(cols, rows, v, n_nodes, help, engines);
     const char *e = l.too_small ? "too small at a supported size" : check_panes(&l, help);
     if (!e)
         e = check_view(&l, n_nodes);
     if (!e && v == LAYOUT_DASHBOARD)
-        e = check_columns(&l);
+        e = check_columns(&l, engines);
     if (e)
-        cr_assert_fail("%dx%d view %d nodes %d help %d: %s", cols, rows, v, n_nodes, help, e);
+        cr_assert_fail("%dx%d view %d nodes %d help %d engines %d: %s", cols, rows, v, n_nodes,
+                       help, engines, e);
 }
 
 Test(layout, every_view_fits_from_80x24_to_300x100)
@@ -223,8 +229,9 @@ Test(layout, every_view_fits_from_80x24_to_300x100)
         for (int rows = 24; rows <= 100; rows += (rows < 45 ? 1 : 5))
             for (int v = 0; v < LAYOUT_VIEW_COUNT; v++)
                 for (size_t n = 0; n < sizeof nodes / sizeof nodes[0]; n++) {
-                    check(cols, rows, v, nodes[n], 0);
-                    check(cols, rows, v, nodes[n], 1);
+                    check(cols, rows, v, nodes[n], 0, 0);
+                    check(cols, rows, v, nodes[n], 1, 0);
+                    check(cols, rows, v, nodes[n], 0, 1);
                 }
 }
 
@@ -235,7 +242,7 @@ Test(layout, below_80x24_says_so_on_one_line)
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         for (int v = 0; v < LAYOUT_VIEW_COUNT; v++) {
             int cols = sizes[i][0], rows = sizes[i][1];
-            struct layout l = layout_compute(cols, rows, v, 3, 1);
+            struct layout l = layout_compute(cols, rows, v, 3, 1, 0);
             cr_assert(l.too_small, "%dx%d", cols, rows);
             for (int p = 0; p < LAYOUT_PANE_COUNT; p++) {
                 struct layout_rect r = l.pane[p];
@@ -250,22 +257,24 @@ Test(layout, below_80x24_says_so_on_one_line)
         }
 }
 
-/* A wider terminal never shows fewer columns. */
+/* A wider terminal never shows fewer columns, with or without engines. */
 Test(layout, columns_only_appear_as_width_grows)
 {
-    struct layout prev = layout_compute(80, 30, LAYOUT_DASHBOARD, 3, 0);
-    for (int cols = 81; cols <= 300; cols++) {
-        struct layout l = layout_compute(cols, 30, LAYOUT_DASHBOARD, 3, 0);
-        for (int c = 0; c < LAYOUT_COL_COUNT; c++)
-            if (prev.col[c].w && !l.col[c].w)
-                cr_assert_fail("%d cols: column %s dropped", cols, layout_col_title(c));
-        prev = l;
+    for (int engines = 0; engines < 2; engines++) {
+        struct layout prev = layout_compute(80, 30, LAYOUT_DASHBOARD, 3, 0, engines);
+        for (int cols = 81; cols <= 300; cols++) {
+            struct layout l = layout_compute(cols, 30, LAYOUT_DASHBOARD, 3, 0, engines);
+            for (int c = 0; c < LAYOUT_COL_COUNT; c++)
+                if (prev.col[c].w && !l.col[c].w)
+                    cr_assert_fail("%d cols: column %s dropped", cols, layout_col_title(c));
+            prev = l;
+        }
     }
 }
 
 Test(layout, column_drop_order)
 {
-    struct layout l = layout_compute(80, 24, LAYOUT_DASHBOARD, 3, 0);
+    struct layout l = layout_compute(80, 24, LAYOUT_DASHBOARD, 3, 0, 0);
     cr_assert_eq(l.col[LAYOUT_COL_SPARK].w, 0, "the sparkline goes before the knobs");
     cr_assert_eq(l.col[LAYOUT_COL_LAYERS].w, 0);
     cr_assert_eq(l.col[LAYOUT_COL_STEPS].w, 0, "the rate goes before busy and batch");
@@ -275,20 +284,28 @@ Test(layout, column_drop_order)
     cr_assert_gt(l.col[LAYOUT_COL_KV_BITS].w, 0);
     cr_assert_gt(l.col[LAYOUT_COL_PREFILL].w, 0);
     /* Busy and batch sit between phase and the rate, numbers in titles' width. */
-    l = layout_compute(120, 40, LAYOUT_DASHBOARD, 3, 0);
+    l = layout_compute(120, 40, LAYOUT_DASHBOARD, 3, 0, 0);
     cr_assert_lt(l.col[LAYOUT_COL_PHASE].x, l.col[LAYOUT_COL_BUSY].x);
     cr_assert_lt(l.col[LAYOUT_COL_BUSY].x, l.col[LAYOUT_COL_BATCH].x);
     cr_assert_lt(l.col[LAYOUT_COL_BATCH].x, l.col[LAYOUT_COL_STEPS].x);
     cr_assert_eq(l.col[LAYOUT_COL_BUSY].w, 4, "\"100%\" and \"idle\" fit");
     cr_assert_eq(l.col[LAYOUT_COL_BATCH].w, 5, "\"12.5\" fits");
 
-    l = layout_compute(120, 40, LAYOUT_DASHBOARD, 3, 0);
+    /* Of an inferd cluster, every column of inferd's own at 120; what
+     * every engine reports comes after. */
+    l = layout_compute(120, 40, LAYOUT_DASHBOARD, 3, 0, 0);
     for (int c = 0; c < LAYOUT_COL_COUNT; c++)
-        cr_assert_gt(l.col[c].w, 0, "120 columns show %s", layout_col_title(c));
+        if (c != LAYOUT_COL_ENGINE && c != LAYOUT_COL_TPS && c != LAYOUT_COL_REQS &&
+            c != LAYOUT_COL_KV_USE)
+            cr_assert_gt(l.col[c].w, 0, "120 columns show %s", layout_col_title(c));
+    cr_assert_eq(l.col[LAYOUT_COL_ENGINE].w, 0, "inferd's own columns before the engine's");
     cr_assert_geq(l.col[LAYOUT_COL_SPARK].w, 10);
+    l = layout_compute(150, 40, LAYOUT_DASHBOARD, 3, 0, 0);
+    for (int c = 0; c < LAYOUT_COL_COUNT; c++)
+        cr_assert_gt(l.col[c].w, 0, "150 columns show %s", layout_col_title(c));
 
     /* Display order follows the enum; widths fill the table exactly. */
-    l = layout_compute(200, 40, LAYOUT_DASHBOARD, 3, 0);
+    l = layout_compute(200, 40, LAYOUT_DASHBOARD, 3, 0, 0);
     struct layout_rect last = l.col[LAYOUT_COL_SPARK];
     cr_assert_eq(last.x + last.w, 200);
     cr_assert_eq(l.col[LAYOUT_COL_NAME].w, 16);
@@ -297,10 +314,10 @@ Test(layout, column_drop_order)
 
 Test(layout, node_table_scrolls_when_nodes_do_not_fit)
 {
-    struct layout l = layout_compute(100, 24, LAYOUT_DASHBOARD, 40, 0);
+    struct layout l = layout_compute(100, 24, LAYOUT_DASHBOARD, 40, 0, 0);
     cr_assert_eq(l.pane[LAYOUT_NODES].h, 1 + 24 - 3 - 1 - LAYOUT_EVENTS_MIN_ROWS);
     cr_assert_eq(l.pane[LAYOUT_EVENTS_PANE].h, LAYOUT_EVENTS_MIN_ROWS);
-    l = layout_compute(100, 60, LAYOUT_DASHBOARD, 3, 0);
+    l = layout_compute(100, 60, LAYOUT_DASHBOARD, 3, 0, 0);
     cr_assert_eq(l.pane[LAYOUT_NODES].h, 4);
     cr_assert_eq(l.pane[LAYOUT_EVENTS_PANE].h, 60 - 3 - 4, "events take the rest");
 }
@@ -309,12 +326,12 @@ Test(layout, node_table_scrolls_when_nodes_do_not_fit)
  * their minimum, and share the memory row (on its right) when not. */
 Test(layout, node_detail_load_charts_row_or_beside_memory)
 {
-    struct layout small = layout_compute(80, 24, LAYOUT_NODE, 3, 0);
+    struct layout small = layout_compute(80, 24, LAYOUT_NODE, 3, 0, 0);
     cr_assert_eq(small.pane[LAYOUT_LOAD].y, small.pane[LAYOUT_MEMORY].y);
     struct layout_rect mem = small.pane[LAYOUT_MEMORY];
     cr_assert_eq(small.pane[LAYOUT_LOAD].x, mem.x + mem.w);
     cr_assert_eq(small.pane[LAYOUT_LOAD].h, small.pane[LAYOUT_MEMORY].h);
-    struct layout tall = layout_compute(120, 40, LAYOUT_NODE, 3, 0);
+    struct layout tall = layout_compute(120, 40, LAYOUT_NODE, 3, 0, 0);
     cr_assert_eq(tall.pane[LAYOUT_LOAD].y, tall.pane[LAYOUT_TIMING].y + tall.pane[LAYOUT_TIMING].h);
     cr_assert_eq(tall.pane[LAYOUT_MEMORY].y, tall.pane[LAYOUT_LOAD].y + tall.pane[LAYOUT_LOAD].h);
     cr_assert_eq(tall.pane[LAYOUT_LOAD].w, tall.pane[LAYOUT_TIMING].w);
@@ -323,11 +340,35 @@ Test(layout, node_detail_load_charts_row_or_beside_memory)
 
 Test(layout, node_detail_puts_facts_beside_charts_when_wide)
 {
-    struct layout narrow = layout_compute(100, 30, LAYOUT_NODE, 3, 0);
+    struct layout narrow = layout_compute(100, 30, LAYOUT_NODE, 3, 0, 0);
     cr_assert_eq(narrow.pane[LAYOUT_FACTS].w, 100);
     cr_assert_lt(narrow.pane[LAYOUT_FACTS].y, narrow.pane[LAYOUT_TIMING].y);
-    struct layout wide = layout_compute(160, 50, LAYOUT_NODE, 3, 0);
+    struct layout wide = layout_compute(160, 50, LAYOUT_NODE, 3, 0, 0);
     cr_assert_eq(wide.pane[LAYOUT_FACTS].y, wide.pane[LAYOUT_TIMING].y);
     cr_assert_eq(wide.pane[LAYOUT_FACTS].x + wide.pane[LAYOUT_FACTS].w, 160);
     cr_assert(shown(wide.pane[LAYOUT_LOG]));
+}
+
+/* With HTTP engine nodes, 80 columns show what every engine reports
+ * (state, engine, tok/s, requests, KV use, memory) and the timing, and
+ * give up inferd's busy, batch and knobs first. */
+Test(layout, engine_columns_rank_first_with_engines)
+{
+    struct layout l = layout_compute(80, 24, LAYOUT_DASHBOARD, 3, 0, 1);
+    static const enum layout_col shown80[] = {
+        LAYOUT_COL_NAME,   LAYOUT_COL_STATE,  LAYOUT_COL_ENGINE, LAYOUT_COL_TPS, LAYOUT_COL_REQS,
+        LAYOUT_COL_KV_USE, LAYOUT_COL_MEMORY, LAYOUT_COL_MODEL,  LAYOUT_COL_EVAL};
+    for (size_t i = 0; i < sizeof shown80 / sizeof shown80[0]; i++)
+        cr_expect_gt(l.col[shown80[i]].w, 0, "80 columns show %s", layout_col_title(shown80[i]));
+    cr_expect_eq(l.col[LAYOUT_COL_BUSY].w, 0);
+    cr_expect_eq(l.col[LAYOUT_COL_KV_BITS].w, 0);
+    cr_expect_geq(l.col[LAYOUT_COL_ENGINE].w, (int)strlen("llama.cpp"));
+    /* Without engines, the same width keeps inferd's columns of today. */
+    l = layout_compute(80, 24, LAYOUT_DASHBOARD, 3, 0, 0);
+    cr_expect_eq(l.col[LAYOUT_COL_ENGINE].w, 0);
+    cr_expect_gt(l.col[LAYOUT_COL_PREFILL].w, 0);
+    /* The engine sits right after the name. */
+    l = layout_compute(200, 40, LAYOUT_DASHBOARD, 3, 0, 1);
+    cr_expect_eq(l.col[LAYOUT_COL_ENGINE].x,
+                 l.col[LAYOUT_COL_NAME].x + l.col[LAYOUT_COL_NAME].w + 1);
 }

@@ -8,6 +8,8 @@
 #include "tui/views/ui.h"
 #include "tui/views/view.h"
 
+#include "screen.h"
+
 static state *st;
 static struct layout lay;
 static struct ui_options opt;
@@ -32,7 +34,7 @@ static void setup(void)
     cr_assert_not_null(st);
     heartbeat(0, 512, 16);
     heartbeat(1, PROTO_PREFILL_AUTO, 8);
-    lay = layout_compute(120, 40, LAYOUT_CONFIG, 3, 0);
+    lay = layout_compute(120, 40, LAYOUT_CONFIG, 3, 0, 0);
     memset(&opt, 0, sizeof opt);
     memset(&v, 0, sizeof v);
     v.st = st;
@@ -168,4 +170,26 @@ Test(view_config, typed_values_are_checked_by_the_table_rows)
     cr_expect_eq(v.n_out, 1);
     cr_expect_neq(strstr(v.message, "kv_bits 7 is not valid: 32, 16, 8 or 4"), NULL, "message: %s",
                   v.message);
+}
+
+/* Only inferd takes the knobs live: another engine's row says restart,
+ * all nodes of a mixed cluster say mixed, and a send says how it applies. */
+Test(view_config, http_engine_rows_say_restart)
+{
+    struct screen scr;
+    state_node_set_engine(st, 1, ENG_LLAMACPP);
+    screen_open(&scr, st, LAYOUT_CONFIG, 120, 40, 2.0);
+    screen_draw(&scr, &view_config);
+    cr_expect_neq(strstr(screen_row(&scr, LAYOUT_CONFIG_TABLE, 0), "mode"), NULL);
+    const char *row = screen_row(&scr, LAYOUT_CONFIG_TABLE, 1);
+    cr_expect(strstr(row, "live") && !strstr(row, "restart"), "node a (inferd): %s", row);
+    row = screen_row(&scr, LAYOUT_CONFIG_TABLE, 2);
+    cr_expect_neq(strstr(row, "restart"), NULL, "node b (llama.cpp): %s", row);
+    row = screen_row(&scr, LAYOUT_CONFIG_TABLE, 3);
+    cr_expect_neq(strstr(row, "mixed"), NULL, "all nodes: %s", row);
+    cr_assert(view_config.key(&scr.v, 'j'));
+    cr_assert(view_config.key(&scr.v, 'b'));
+    cr_assert(view_config.key(&scr.v, '\n'));
+    cr_expect_neq(strstr(scr.v.message, "restarting"), NULL, "message: %s", scr.v.message);
+    screen_close(&scr);
 }
