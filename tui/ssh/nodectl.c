@@ -48,6 +48,29 @@ int nodectl_shquote(FILE *out, const char *s)
     return fputc('\'', out) == EOF ? -1 : 0;
 }
 
+int nodectl_connect(const struct cluster_node *n, const char *ssh_config, int accept_new,
+                    int timeout_ms, sshconn **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!n->ssh_host[0]) {
+        snprintf(err, errlen,
+                 "node %s has no SSH target: its section of the cluster file has no `ssh` key",
+                 n->name);
+        return -1;
+    }
+    sshconn_target t = {
+        .host = n->ssh_host,
+        .user = n->ssh_user,
+        .port = n->ssh_port,
+        .identity = n->identity,
+        .known_hosts = n->known_hosts,
+        .ssh_config = ssh_config,
+        .accept_new = accept_new || n->accept_new == 1,
+        .timeout_ms = timeout_ms,
+    };
+    return sshconn_open(&t, out, err, errlen);
+}
+
 /* ---- scripts ------------------------------------------------------------ */
 
 /* A remote path as a shell word: "~/" becomes the node's $HOME, an empty

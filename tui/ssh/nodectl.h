@@ -90,6 +90,13 @@ typedef struct nodectl_result {
     nodectl_facts facts;   /* facts */
 } nodectl_result;
 
+/* Opens an SSH connection to node n (its `ssh` target and trust
+ * settings; ssh_config NULL: ~/.ssh/config; accept_new also when the node
+ * says so). -1 with err naming the node when it has no `ssh` key, or what
+ * failed. */
+int nodectl_connect(const struct cluster_node *n, const char *ssh_config, int accept_new,
+                    int timeout_ms, sshconn **out, char *err, size_t errlen);
+
 /* NODECTL_NOT_RUN: nothing was run because the connection is unusable;
  * the caller may reconnect and run the request again. */
 enum { NODECTL_NOT_RUN = -2 };

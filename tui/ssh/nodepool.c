@@ -174,23 +174,8 @@ static int job_cancelled(void *ctx)
 static void connect_node(worker *w, const struct cluster_node *n, nodectl_result *r)
 {
     const nodepool *p = w->pool;
-    if (!n->ssh_host[0]) {
-        snprintf(r->error, sizeof r->error,
-                 "node %s has no SSH target: its section of the cluster file has no `ssh` key",
-                 n->name);
-        return;
-    }
-    sshconn_target t = {
-        .host = n->ssh_host,
-        .user = n->ssh_user,
-        .port = n->ssh_port,
-        .identity = n->identity,
-        .known_hosts = n->known_hosts,
-        .ssh_config = p->opts.ssh_config,
-        .accept_new = p->opts.accept_new || n->accept_new == 1,
-        .timeout_ms = p->opts.timeout_ms,
-    };
-    sshconn_open(&t, &w->conn, r->error, sizeof r->error);
+    nodectl_connect(n, p->opts.ssh_config, p->opts.accept_new, p->opts.timeout_ms, &w->conn,
+                    r->error, sizeof r->error);
 }
 
 /* Runs a job on the node's connection, opening it first when there is
