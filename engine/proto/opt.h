@@ -177,6 +177,7 @@ typedef enum opt_id {
     OPT_WRITE_CONFIG,
     OPT_STATUS_TIMEOUT,
     OPT_SET_TIMEOUT,
+    OPT_DRY_RUN,
     OPT_ACCEPT_NEW,
     OPT_SSH_TIMEOUT,
     OPT_GRACE,

@@ -683,6 +683,11 @@ const opt_def opt_defs[OPT_COUNT] = {
                          .arg = "SEC",
                          .help = "a node that does not answer this long did not apply the set",
                          .verbs = OPT_VB(OPT_V_SET)},
+    [OPT_DRY_RUN] = {.flag = "dry-run",
+                     .type = OPT_T_SWITCH,
+                     .help = "print each node's new start line (an inferd node: the live "
+                             "request) and change nothing",
+                     .verbs = OPT_VB(OPT_V_SET)},
 
     /* ---- nodes ---- */
     [OPT_ACCEPT_NEW] = {.flag = "accept-new",

@@ -111,14 +111,23 @@ const opt_verb_def opt_verbs[OPT_V_COUNT] = {
          "exit codes: 0 every node up, 1 a node is down or the cluster file is bad,\n"
          "2 bad command line",
          0},
-    [OPT_V_SET] = {OPT_INFERTOP, "set", "[-c FILE] [--json] [--timeout SEC] NODE|all SETTING...",
-                   "change prefill_step / kv_bits live, wait until applied",
+    [OPT_V_SET] = {OPT_INFERTOP, "set",
+                   "[-c FILE] [--json] [--timeout SEC] [--dry-run] NODE|all SETTING...",
+                   "change prefill_step / kv_bits, live or by restart, wait until applied",
                    "Changes live configuration and waits until the node says it is applied.\n"
                    "SETTING is prefill_step=N|auto or kv_bits=B, with the values inferd serve\n"
                    "takes for them. `all` sends the set to every node; a set sent to the head\n"
                    "of a ring also applies to the ring's other stages. Prints what each node\n"
                    "applied; a node that refuses (kv_oom, busy, ...) or does not answer within\n"
-                   "SEC seconds did not apply it.",
+                   "SEC seconds did not apply it.\n"
+                   "\n"
+                   "A node of another engine (llama.cpp, vllm, ollama) takes them by restart\n"
+                   "over SSH: its start line is rewritten (llama.cpp --cache-type-k/-v and\n"
+                   "--ubatch-size, vLLM --kv-cache-dtype and --max-num-batched-tokens, Ollama\n"
+                   "OLLAMA_KV_CACHE_TYPE), the node is stopped and started with it, and the set\n"
+                   "is applied when its URL answers again. The cluster file is not changed: a\n"
+                   "later `nodes restart` runs the file's line. A value the engine cannot\n"
+                   "express is refused. --dry-run prints the new start lines.",
                    "exit codes: 0 applied everywhere, 1 a node did not apply it or the cluster\n"
                    "file is bad, 2 bad command line (unknown node, bad setting)",
                    OPT_ARGS_MAX},

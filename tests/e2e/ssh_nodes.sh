@@ -5,7 +5,9 @@
 # 3-stage inferd ring of the embedded model (layers 0:2, 2:4, 4:5).
 # Covered: start all (telemetry from every stage), status, logs, logs -f
 # and its end, facts against /proc/meminfo, exec, restart of one stage with
-# the ring recovering, stop all leaving no inferd; a connection kept by the
+# the ring recovering, stop all leaving no inferd; an HTTP node (an inferd
+# serve --http declared `engine = openai`) started once its URL answers,
+# refusing a set, its log, stopped; a connection kept by the
 # node pool between jobs and re-established after it drops; host keys unknown
 # (refused, then recorded with --accept-new) and changed (refused with both
 # fingerprints), a wrong user key, a closed port, and a server that
@@ -34,7 +36,7 @@ trap stop_stages EXIT
 export HOME="$tmp/home"
 unset SSH_AUTH_SOCK
 
-alloc_ports 14
+alloc_ports 17
 sshd_keys || { fail "ssh keys"; finish; exit 1; }
 sshd_start s0 127.0.0.2 "$P1" && sshd_start s1 127.0.0.3 "$P2" && sshd_start s2 127.0.0.4 "$P3" ||
     { fail "three sshd started"; finish; exit 1; }
@@ -199,6 +201,44 @@ check "no inferd process of this test is left" no_proc "--log $run/"
 check "the pidfiles are gone" sh -c "! ls '$run'/*.pid >/dev/null 2>&1"
 nodes stop s0 >"$tmp/out" 2>&1
 check "stop on a stopped node is not an error" sh -c "[ $? = 0 ] && grep -q 'was not running' '$tmp/out'"
+
+# ---- an HTTP node: any engine with `ssh` and a `start` line
+HURL=http://127.0.0.2:$P17
+conf_h="$tmp/http.conf"
+cat >"$conf_h" <<EOF
+[cluster]
+name = httptest
+identity = $tmp/ssh/id
+known_hosts = $tmp/ssh/known_hosts
+
+[node h]
+engine = openai
+url = $HURL
+ssh = $user@127.0.0.2:$P1
+start = $INFERD serve --name h --threads 1 --control tcp://127.0.0.2:$P15
+    --telemetry tcp://127.0.0.2:$P16 --http 127.0.0.2:$P17
+log = $run/h.log
+pidfile = $run/h.pid
+EOF
+infertop nodes -c "$conf_h" start h >"$tmp/hstart" 2>&1
+check "http node: start succeeds" [ $? = 0 ]
+check "http node: started means its URL answers at once" \
+    curl -sf -o /dev/null --max-time 2 "$HURL/v1/models"
+check "http node: the start says running" has ' running ' "$tmp/hstart"
+infertop set -c "$conf_h" h kv_bits=8 >"$tmp/hset" 2>&1
+check "http node: set on an openai node is refused (exit 1)" [ $? = 1 ]
+check "http node: the refusal names the node, the knob and why" \
+    has "node h: kv_bits: an openai node's start line is not known to infertop" "$tmp/hset"
+infertop set -c "$conf_h" h prefill_step=64 --dry-run >"$tmp/hdry" 2>&1
+check "http node: --dry-run refuses the same" has "node h: prefill_step" "$tmp/hdry"
+infertop nodes -c "$conf_h" logs h -n 200 >"$tmp/hlogs" 2>&1
+check "http node: logs exits 0" [ $? = 0 ]
+check "http node: logs shows its log" sh -c "[ -s '$tmp/hlogs' ] && cmp -s '$tmp/hlogs' '$run/h.log'"
+infertop nodes -c "$conf_h" stop h >"$tmp/hstop" 2>&1
+check "http node: stop succeeds" [ $? = 0 ]
+check "http node: stopped with SIGTERM" has 'with SIGTERM' "$tmp/hstop"
+check "http node: its URL no longer answers" \
+    sh -c "! curl -sf -o /dev/null --max-time 2 '$HURL/v1/models'"
 
 # ---- one pool (as the console uses it): the node's connection is kept
 # between jobs, and opened again after it dropped

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@
 #include "tui/core/links.h"
 #include "tui/core/state.h"
 #include "tui/engine/ewatch.h"
+#include "tui/ssh/knobs.h"
+#include "tui/ssh/nodepool.h"
 
 /* status polls an HTTP node twice, this far apart: a rate needs two. */
 #define STATUS_POLLS 2
@@ -451,6 +454,41 @@ int cli_set_parse(const char *kv, proto_set_args *a, char *err, size_t errlen)
     return -1;
 }
 
+/* A node of another engine, which takes the set by restart over SSH. */
+struct restart {
+    char line[CLUSTER_START_MAX]; /* its new start line */
+    long job;
+    int done;
+    nodectl_result r;
+};
+
+/* The knobs as set_rows shows them. */
+static void want_cells(const proto_set_args *want, char *prefill, size_t plen, char *bits,
+                       size_t blen)
+{
+    json_t *step = want->prefill_step == PROTO_PREFILL_AUTO ? json_string("auto")
+                                                            : json_integer(want->prefill_step);
+    prefill_text(prefill, plen, want->has_prefill_step ? step : NULL);
+    json_decref(step);
+    if (want->has_kv_bits)
+        snprintf(bits, blen, "%d", want->kv_bits);
+    else
+        snprintf(bits, blen, "-");
+}
+
+static int restart_row(cli_table *t, const char *name, const struct restart *rs,
+                       const proto_set_args *want)
+{
+    char prefill[32], bits[16], detail[sizeof rs->r.error];
+    want_cells(want, prefill, sizeof prefill, bits, sizeof bits);
+    if (rs->r.ok)
+        knobs_applied(want, rs->r.took_s, detail, sizeof detail);
+    else
+        snprintf(detail, sizeof detail, "%s", rs->r.error);
+    const char *cells[] = {name, rs->r.ok ? "applied" : "FAILED", prefill, bits, detail};
+    return cli_table_add(t, cells);
+}
+
 /* One row per stage a node's reply lists: for `all` its own (the first),
  * for one node every stage it reports (a ring's head speaks for the ring). */
 static int set_rows(cli_table *t, const char *name, const struct answer *a, int all)
@@ -467,12 +505,12 @@ static int set_rows(cli_table *t, const char *name, const struct answer *a, int 
     for (size_t k = 0; k < n; k++) {
         json_t *e = json_array_get(stages, k);
         json_t *conv = json_object_get(e, "kv");
-        char prefill[32], bits[16], detail[128] = "";
+        char prefill[32], bits[16], detail[128] = "live";
         prefill_text(prefill, sizeof prefill, json_object_get(e, "prefill_step"));
         snprintf(bits, sizeof bits, "%lld",
                  (long long)json_integer_value(json_object_get(e, "kv_bits")));
         if (conv)
-            snprintf(detail, sizeof detail, "KV converted %lld -> %lld bits in %.1f ms",
+            snprintf(detail, sizeof detail, "live; KV converted %lld -> %lld bits in %.1f ms",
                      (long long)json_integer_value(json_object_get(conv, "from_bits")),
                      (long long)json_integer_value(json_object_get(conv, "to_bits")),
                      json_number_value(json_object_get(conv, "ms")));
@@ -484,45 +522,140 @@ static int set_rows(cli_table *t, const char *name, const struct answer *a, int 
     return 0;
 }
 
-static int print_set_table(const struct session *s, const int *to, int all)
+/* What `set` did: the live answers (ans, NULL when no inferd node was
+ * asked) and the restarts (rs[i].job > 0 for the nodes restarted). */
+struct set_done {
+    const struct cluster *c;
+    const int *live;
+    const struct answer *ans;
+    const struct restart *rs;
+    const proto_set_args *want;
+};
+
+static int print_set_table(const struct set_done *d, int all)
 {
     static const char *const headers[] = {"NODE", "RESULT", "PREFILL_STEP", "KV_BITS", "DETAIL"};
     cli_table *t = cli_table_new(5, headers);
     if (!t)
         return -1;
     int rc = 0;
-    for (int i = 0; i < s->c->n_nodes && rc == 0; i++)
-        if (to[i])
-            rc = set_rows(t, s->c->nodes[i].name, &s->ans[i], all);
+    for (int i = 0; i < d->c->n_nodes && rc == 0; i++)
+        if (d->live[i])
+            rc = set_rows(t, d->c->nodes[i].name, &d->ans[i], all);
+        else if (d->rs[i].job > 0)
+            rc = restart_row(t, d->c->nodes[i].name, &d->rs[i], d->want);
     if (rc == 0)
         cli_table_print(t, stdout);
     cli_table_free(t);
     return rc;
 }
 
-static int print_set_json(const struct session *s, const int *to, int all_ok)
+static json_t *set_entry(const struct set_done *d, int i)
+{
+    const char *name = d->c->nodes[i].name;
+    const struct restart *rs = &d->rs[i];
+    if (!d->live[i])
+        return rs->r.ok ? json_pack("{s:s, s:b, s:s, s:f, s:s}", "name", name, "ok", 1, "applied",
+                                    "restart", "took_s", rs->r.took_s, "start", rs->line)
+                        : json_pack("{s:s, s:b, s:{s:s, s:s}}", "name", name, "ok", 0, "error",
+                                    "code", "restart_failed", "message", rs->r.error);
+    const struct answer *a = &d->ans[i];
+    return a->ok == 1 ? json_pack("{s:s, s:b, s:s, s:O}", "name", name, "ok", 1, "applied", "live",
+                                  "stages", json_object_get(a->json, "stages"))
+                      : json_pack("{s:s, s:b, s:{s:s, s:s}}", "name", name, "ok", 0, "error",
+                                  "code", a->code, "message", a->message);
+}
+
+static int print_set_json(const struct set_done *d, int all_ok)
 {
     json_t *nodes = json_array();
     json_t *o = json_pack("{s:b, s:o}", "ok", all_ok, "nodes", nodes);
     if (!o)
         return -1;
-    for (int i = 0; i < s->c->n_nodes; i++) {
-        const struct answer *a = &s->ans[i];
-        if (!to[i])
+    for (int i = 0; i < d->c->n_nodes; i++) {
+        if ((!d->live[i] && d->rs[i].job <= 0) ||
+            json_array_append_new(nodes, set_entry(d, i)) == 0)
             continue;
-        json_t *e = a->ok == 1
-                        ? json_pack("{s:s, s:b, s:O}", "name", s->c->nodes[i].name, "ok", 1,
-                                    "stages", json_object_get(a->json, "stages"))
-                        : json_pack("{s:s, s:b, s:{s:s, s:s}}", "name", s->c->nodes[i].name, "ok",
-                                    0, "error", "code", a->code, "message", a->message);
-        if (json_array_append_new(nodes, e) != 0) {
-            json_decref(o);
-            return -1;
-        }
+        json_decref(o);
+        return -1;
     }
     int rc = json_dumpf(o, stdout, JSON_COMPACT);
     json_decref(o);
     return rc != 0 || putchar('\n') == EOF ? -1 : 0;
+}
+
+/* --dry-run: per node, the start line it would restart with, or the live
+ * request it would be sent. */
+static int print_dry_run(const struct cluster *c, const int *to, const struct restart *rs,
+                         const proto_set_args *want)
+{
+    json_t *args = links_set_args_json(want);
+    char *live = args ? json_dumps(args, JSON_COMPACT) : NULL;
+    json_decref(args);
+    if (!live)
+        return -1;
+    for (int i = 0; i < c->n_nodes; i++)
+        if (to[i] && cluster_node_is_inferd(c, i))
+            printf("%s: live: set %s\n", c->nodes[i].name, live);
+        else if (to[i])
+            printf("%s: restart: %s\n", c->nodes[i].name, rs[i].line);
+    free(live);
+    return fflush(stdout) == 0 ? 0 : -1;
+}
+
+/* Restarts the nodes with a new line (rs[i].line[0]) in parallel over SSH,
+ * each ending when its engine answers again. */
+static int restart_nodes(const struct cluster *c, struct restart *rs, char *err, size_t errlen)
+{
+    nodepool *pool;
+    nodepool_opts o = {.timeout_ms = c->connect_timeout_s * 1000};
+    if (nodepool_new(c, &o, &pool, err, errlen) != 0)
+        return -1;
+    int left = 0, rc = 0;
+    for (int i = 0; i < c->n_nodes && rc == 0; i++) {
+        nodectl_req req = {.op = NODECTL_RESTART, .start = rs[i].line};
+        if (!rs[i].line[0])
+            continue;
+        rs[i].job = nodepool_submit(pool, i, &req, err, errlen);
+        rc = rs[i].job > 0 ? 0 : -1;
+        left += rc == 0;
+    }
+    while (left > 0) {
+        struct pollfd pfd = {.fd = nodepool_fd(pool), .events = POLLIN};
+        if (poll(&pfd, 1, -1) < 0 && errno != EINTR) {
+            snprintf(err, errlen, "poll: %s", strerror(errno));
+            rc = -1;
+            break;
+        }
+        nodepool_event ev;
+        while (nodepool_next(pool, &ev)) {
+            if (ev.kind == NODEPOOL_DONE && !rs[ev.node].done) {
+                rs[ev.node].r = ev.result;
+                rs[ev.node].done = 1;
+                left--;
+            }
+            nodepool_event_free(&ev);
+        }
+    }
+    nodepool_free(pool);
+    return rc;
+}
+
+/* The nodes NODE|all names; -1 after saying there is no such node. */
+static int set_targets(const struct cluster *c, const char *target, int *to)
+{
+    int all = strcmp(target, "all") == 0;
+    const struct cluster_node *one = cluster_node_find(c, target);
+    if (!all && !one) {
+        fprintf(stderr, "infertop set: no node \"%s\" in %s; its nodes:", target, c->path);
+        for (int i = 0; i < c->n_nodes; i++)
+            fprintf(stderr, " %s", c->nodes[i].name);
+        fputs(" (or all)\n", stderr);
+        return -1;
+    }
+    for (int i = 0; i < c->n_nodes; i++)
+        to[i] = all || &c->nodes[i] == one;
+    return 0;
 }
 
 int cli_set(int argc, char **argv)
@@ -530,7 +663,7 @@ int cli_set(int argc, char **argv)
     struct cmd cmd;
     opt_vals v;
     proto_set_args want = {0};
-    char err[512];
+    char err[1024], path[CLUSTER_PATH_MAX];
     int rc = parse_cmd(OPT_V_SET, argc, argv, &cmd, &v);
     if (rc >= 0)
         return rc;
@@ -540,35 +673,54 @@ int cli_set(int argc, char **argv)
         if (cli_set_parse(cmd.pos[k], &want, err, sizeof err) != 0)
             return cli_usage_error(cmd.verb, "%s", err);
 
-    struct session s;
-    if (session_open(&s, &cmd) != 0) {
-        session_close(&s);
+    /* The nodes of other engines need no link: the file alone says how
+     * they take the set, and a set one of them refuses changes nothing. */
+    struct cluster *c;
+    if (cluster_locate(cmd.config, path, sizeof path, err, sizeof err) != 0 ||
+        cluster_load(path, &c, err, sizeof err) != 0) {
+        fprintf(stderr, "infertop set: %s\n", err);
         return CLI_ERROR;
     }
-    int all = strcmp(cmd.pos[0], "all") == 0;
-    const struct cluster_node *target = cluster_node_find(s.c, cmd.pos[0]);
-    if (!all && !target) {
-        fprintf(stderr, "infertop set: no node \"%s\" in %s; its nodes:", cmd.pos[0], s.c->path);
-        for (int i = 0; i < s.c->n_nodes; i++)
-            fprintf(stderr, " %s", s.c->nodes[i].name);
-        fputs(" (or all)\n", stderr);
-        session_close(&s);
-        return CLI_USAGE;
+    int n = c->n_nodes > 0 ? c->n_nodes : 1, all = strcmp(cmd.pos[0], "all") == 0;
+    int to[n], live[n], any_live = 0;
+    struct restart *rs = calloc((size_t)n, sizeof *rs);
+    struct session s = {0};
+    rc = !rs ? CLI_ERROR : set_targets(c, cmd.pos[0], to) != 0 ? CLI_USAGE : CLI_OK;
+    for (int i = 0; rc == CLI_OK && i < c->n_nodes; i++) {
+        live[i] = to[i] && cluster_node_is_inferd(c, i);
+        any_live |= live[i];
+        if (to[i] && !live[i] &&
+            knobs_start_line(&c->nodes[i], NULL, &want, rs[i].line, sizeof rs[i].line, err,
+                             sizeof err) != 0) {
+            fprintf(stderr, "infertop set: %s\n", err);
+            rc = CLI_ERROR;
+        }
     }
-    int to[s.c->n_nodes > 0 ? s.c->n_nodes : 1];
-    for (int i = 0; i < s.c->n_nodes; i++)
-        to[i] = all || &s.c->nodes[i] == target;
-    json_t *args = links_set_args_json(&want);
-    rc = CLI_ERROR;
-    if (args && ask(&s, &cmd, "set", args, to) == 0) {
-        int all_ok = 1;
-        for (int i = 0; i < s.c->n_nodes; i++)
-            if (to[i] && s.ans[i].ok != 1)
-                all_ok = 0;
-        if ((cmd.json ? print_set_json(&s, to, all_ok) : print_set_table(&s, to, all)) == 0)
-            rc = all_ok ? CLI_OK : CLI_ERROR;
+    if (rc == CLI_OK && opt_given(&v, OPT_DRY_RUN)) {
+        rc = print_dry_run(c, to, rs, &want) == 0 ? CLI_OK : CLI_ERROR;
+        goto done;
     }
+    if (rc == CLI_OK && restart_nodes(c, rs, err, sizeof err) != 0) {
+        fprintf(stderr, "infertop set: %s\n", err);
+        rc = CLI_ERROR;
+    }
+    json_t *args = rc == CLI_OK && any_live ? links_set_args_json(&want) : NULL;
+    if (any_live && rc == CLI_OK &&
+        (!args || session_open(&s, &cmd) != 0 || ask(&s, &cmd, "set", args, live) != 0))
+        rc = CLI_ERROR;
     json_decref(args);
+    if (rc == CLI_OK) {
+        int all_ok = 1;
+        for (int i = 0; i < c->n_nodes; i++)
+            all_ok &= live[i] ? s.ans[i].ok == 1 : rs[i].job <= 0 || rs[i].r.ok;
+        struct set_done d = {c, live, s.ans, rs, &want};
+        rc = (cmd.json ? print_set_json(&d, all_ok) : print_set_table(&d, all)) != 0 ? CLI_ERROR
+             : all_ok                                                                ? CLI_OK
+                                                                                     : CLI_ERROR;
+    }
+done:
     session_close(&s);
+    free(rs);
+    cluster_free(c);
     return rc;
 }

@@ -152,6 +152,32 @@ static void apply_plan(struct loop *lp)
         ui_message(lp->u, "applying the plan: every node restarts; progress in the Plan view");
 }
 
+/* inferd nodes take a set live over their links; the nodes of other
+ * engines by restart over SSH, through the hooks (tui/ssh/knobs.h). */
+static void set_config(struct loop *lp, const struct action *a, double now)
+{
+    const struct cluster *c = lp->uo->cluster;
+    char err[256] = "";
+    int failed = 0;
+    for (int i = 0; i < state_node_count(lp->st); i++) {
+        if (a->node != ACT_ALL_NODES && a->node != i)
+            continue;
+        if (!c || cluster_node_is_inferd(c, i))
+            failed += links_set(lp->l, i, &a->set, now) > 0;
+        else if (!lp->hooks || !lp->hooks->set_knobs)
+            snprintf(err, sizeof err,
+                     "node %s takes a set by restart, which is not available "
+                     "for this cluster",
+                     c->nodes[i].name);
+        else
+            lp->hooks->set_knobs(lp->hooks->ctx, i, &a->set, now, err, sizeof err);
+    }
+    if (err[0])
+        ui_message(lp->u, "%s", err);
+    else if (failed)
+        ui_message(lp->u, "set could not be sent to every node: see the events");
+}
+
 static void act(struct loop *lp, const struct action *a, double now)
 {
     char err[256];
@@ -164,8 +190,7 @@ static void act(struct loop *lp, const struct action *a, double now)
             ui_message(lp->u, "read-only console (--readonly): config changes are off");
             return;
         }
-        if (links_set(lp->l, a->node == ACT_ALL_NODES ? -1 : a->node, &a->set, now) > 0)
-            ui_message(lp->u, "set could not be sent to every node: see the events");
+        set_config(lp, a, now);
         ui_mark_dirty(lp->u);
         return;
     case ACT_NODE_START:

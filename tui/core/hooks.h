@@ -23,6 +23,12 @@ struct app_hooks {
      * NULL: node control is not available for this cluster. */
     int (*node_action)(void *ctx, enum action_kind kind, int node, double now, char *err,
                        size_t errlen);
+    /* A set of the Config view for a node that takes it by restart (an
+     * engine other than inferd, tui/ssh/knobs.h): 0 once asked (the outcome
+     * goes to the node's events), or -1 with err filled (a value the engine
+     * cannot express, no `ssh` or `start`). NULL: not available. */
+    int (*set_knobs)(void *ctx, int node, const proto_set_args *want, double now, char *err,
+                     size_t errlen);
     /* A descriptor polled with the rest, for results that other threads
      * post; -1 when there is none. Asked on every turn. */
     int (*fd)(void *ctx);

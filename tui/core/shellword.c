@@ -75,3 +75,9 @@ int shellword_next(const char **p, char *word, size_t len, const char **start)
     *p = s;
     return 1;
 }
+
+int shellword_assignment(const char *w)
+{
+    size_t n = strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789");
+    return n > 0 && !(w[0] >= '0' && w[0] <= '9') && w[n] == '=';
+}

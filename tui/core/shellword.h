@@ -18,4 +18,8 @@ size_t shellword_quote(const char *w, char *buf, size_t len);
  * double quotes and backslashes, so every word shellword_quote writes. */
 int shellword_next(const char **p, char *word, size_t len, const char **start);
 
+/* 1 when the (unquoted) word is an assignment NAME=VALUE, which sets the
+ * environment of the command it comes before. */
+int shellword_assignment(const char *word);
+
 #endif

@@ -4,9 +4,13 @@
  * nothing but sh, coreutils and procps. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/proto/opt.h"
+#include "engine/sys/clock.h"
 #include "nodectl.h"
+#include "tui/core/shellword.h"
+#include "tui/engine/ewatch.h"
 
 /* How long each operation may take on the node before it is abandoned.
  * Stop waits its grace period and then up to 5 s after SIGKILL. */
@@ -44,6 +48,29 @@ int nodectl_shquote(FILE *out, const char *s)
     return fputc('\'', out) == EOF ? -1 : 0;
 }
 
+int nodectl_connect(const struct cluster_node *n, const char *ssh_config, int accept_new,
+                    int timeout_ms, sshconn **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!n->ssh_host[0]) {
+        snprintf(err, errlen,
+                 "node %s has no SSH target: its section of the cluster file has no `ssh` key",
+                 n->name);
+        return -1;
+    }
+    sshconn_target t = {
+        .host = n->ssh_host,
+        .user = n->ssh_user,
+        .port = n->ssh_port,
+        .identity = n->identity,
+        .known_hosts = n->known_hosts,
+        .ssh_config = ssh_config,
+        .accept_new = accept_new || n->accept_new == 1,
+        .timeout_ms = timeout_ms,
+    };
+    return sshconn_open(&t, out, err, errlen);
+}
+
 /* ---- scripts ------------------------------------------------------------ */
 
 /* A remote path as a shell word: "~/" becomes the node's $HOME, an empty
@@ -63,9 +90,18 @@ static void put_path(FILE *out, const char *path, const char *node, const char *
 
 /* Shared by every script about the node's process. `running PID` is
  * false for a zombie too: an orphan whose reaper is slow must not look
- * alive after it was killed. `alive` sets $pid from the pidfile. */
+ * alive after it was killed. `alive` sets $pid from the pidfile. The
+ * version is inferd's: another engine's binary may not take --version
+ * (vLLM's is python), and its watcher asks the engine itself. */
 static void put_prelude(FILE *out, const struct cluster_node *n)
 {
+    const char *version = n->engine != ENG_INFERD
+                              ? ""
+                              : "    case $(cat \"/proc/$pid/comm\" 2>/dev/null) in\n"
+                                "    inferd*) echo \"version=$(\"/proc/$pid/exe\" --version "
+                                "2>/dev/null)\";;\n"
+                                "    *) echo \"version=$(inferd --version 2>/dev/null)\";;\n"
+                                "    esac\n";
     fputs("pf=", out);
     put_path(out, n->pidfile, n->name, "pid");
     fputs("; log=", out);
@@ -78,20 +114,29 @@ static void put_prelude(FILE *out, const struct cluster_node *n)
           "report() {\n"
           "  if alive; then\n"
           "    echo running=1; echo \"pid=$pid\"\n"
-          "    echo \"uptime=$(ps -o etimes= -p \"$pid\" 2>/dev/null | tr -d ' ')\"\n"
-          "    case $(cat \"/proc/$pid/comm\" 2>/dev/null) in\n"
-          "    inferd*) echo \"version=$(\"/proc/$pid/exe\" --version 2>/dev/null)\";;\n"
-          "    *) echo \"version=$(inferd --version 2>/dev/null)\";;\n"
-          "    esac\n"
-          "  else echo running=0; fi\n"
-          "}\n",
+          "    echo \"uptime=$(ps -o etimes= -p \"$pid\" 2>/dev/null | tr -d ' ')\"\n",
           out);
+    fprintf(out, "%s  else echo running=0; fi\n}\n", version);
+}
+
+/* How many bytes of `line` are environment assignments before its
+ * command (Ollama's OLLAMA_KV_CACHE_TYPE=q8_0 ollama serve). */
+static size_t env_prefix(const char *line)
+{
+    char word[CLUSTER_START_MAX];
+    const char *p = line, *start;
+    while (shellword_next(&p, word, sizeof word, &start) == 1)
+        if (!shellword_assignment(word))
+            return (size_t)(start - line);
+    return 0;
 }
 
 /* The start line runs under `setsid sh -c`, which writes its own pid to
- * the pidfile and then execs the line: the pid is inferd's whether or not
- * the line passes --pidfile itself. */
-static void put_start(FILE *out, const struct cluster_node *n)
+ * the pidfile and then execs the line: the pid is the engine's whether or
+ * not the line passes --pidfile itself, and the process group setsid made
+ * is the one stop signals. Assignments in front of the command go before
+ * `exec`, where they still set the command's environment. */
+static void put_start(FILE *out, const char *line)
 {
     fputs("if alive; then echo \"already running (pid $pid)\" >&2; exit 3; fi\n"
           "mkdir -p \"$(dirname \"$pf\")\" \"$(dirname \"$log\")\" || exit 1\n"
@@ -99,10 +144,10 @@ static void put_start(FILE *out, const struct cluster_node *n)
           "setsid sh -c ",
           out);
     char *inner = NULL;
-    size_t len = 0;
+    size_t len = 0, env = env_prefix(line);
     FILE *f = open_memstream(&inner, &len);
     if (f) {
-        fprintf(f, "echo $$ >\"$1\" && exec %s", n->start);
+        fprintf(f, "echo $$ >\"$1\" && %.*sexec %s", (int)env, line, line + env);
         fclose(f);
     }
     nodectl_shquote(out, inner ? inner : "false");
@@ -117,15 +162,25 @@ static void put_start(FILE *out, const struct cluster_node *n)
           out);
 }
 
+/* After a start, while an HTTP engine loads: still running, or why not. */
+static void put_check(FILE *out)
+{
+    fputs("if alive; then exit 0; fi\n"
+          "echo \"it exited before its URL answered; the end of $log:\" >&2\n"
+          "tail -n 5 \"$log\" >&2\n"
+          "exit 4\n",
+          out);
+}
+
 static void put_stop(FILE *out, int grace_s)
 {
     fprintf(out,
             "if ! alive; then rm -f \"$pf\"; echo was_running=0; exit 0; fi\n"
-            "kill -TERM \"$pid\" || exit 1\n"
+            "kill -TERM \"-$pid\" 2>/dev/null || kill -TERM \"$pid\" || exit 1\n"
             "i=0; while running \"$pid\" && [ $i -lt %d ]; do sleep 0.1; i=$((i + 1)); done\n"
             "sig=TERM\n"
             "if running \"$pid\"; then\n"
-            "  sig=KILL; kill -KILL \"$pid\"\n"
+            "  sig=KILL; kill -KILL \"-$pid\" 2>/dev/null || kill -KILL \"$pid\"\n"
             "  i=0; while running \"$pid\" && [ $i -lt %d ]; do sleep 0.1; i=$((i + 1)); done\n"
             "fi\n"
             "if running \"$pid\"; then echo \"pid $pid is still alive after SIGKILL\" >&2; exit 5; "
@@ -157,7 +212,9 @@ static void put_facts(FILE *out)
           out);
 }
 
-char *nodectl_script(const struct cluster_node *n, const nodectl_req *req)
+/* The script of req, or with `check` the readiness check that follows a
+ * start. */
+static char *build_script(const struct cluster_node *n, const nodectl_req *req, int check)
 {
     if (req->op == NODECTL_EXEC)
         return strdup(req->command ? req->command : "");
@@ -168,9 +225,9 @@ char *nodectl_script(const struct cluster_node *n, const nodectl_req *req)
         return NULL;
     if (req->op != NODECTL_FACTS)
         put_prelude(out, n);
-    switch (req->op) {
+    switch (check ? NODECTL_EXEC : req->op) {
     case NODECTL_START:
-        put_start(out, n);
+        put_start(out, req->start ? req->start : n->start);
         break;
     case NODECTL_STOP:
     case NODECTL_RESTART:
@@ -186,6 +243,7 @@ char *nodectl_script(const struct cluster_node *n, const nodectl_req *req)
         put_facts(out);
         break;
     case NODECTL_EXEC:
+        put_check(out);
         break;
     }
     int bad = ferror(out);
@@ -194,6 +252,11 @@ char *nodectl_script(const struct cluster_node *n, const nodectl_req *req)
         return NULL;
     }
     return text;
+}
+
+char *nodectl_script(const struct cluster_node *n, const nodectl_req *req)
+{
+    return build_script(n, req, 0);
 }
 
 /* ---- answers ------------------------------------------------------------ */
@@ -310,12 +373,13 @@ static void error_from(nodectl_result *r, const char *err_text, int status)
         snprintf(r->error, sizeof r->error, "exit status %d", status);
 }
 
-/* Runs one script. Returns 0 with r->ok set from the exit status, -1 when
- * the connection failed mid-way, NODECTL_NOT_RUN when no command ran. */
-static int run_script(sshconn *c, const struct cluster_node *n, const nodectl_req *req,
+/* Runs one script (with `check`, the readiness check of build_script).
+ * Returns 0 with r->ok set from the exit status, -1 when the connection
+ * failed mid-way, NODECTL_NOT_RUN when no command ran. */
+static int run_script(sshconn *c, const struct cluster_node *n, const nodectl_req *req, int check,
                       const sshconn_io *io, nodectl_result *r, char **out_text)
 {
-    char *script = nodectl_script(n, req);
+    char *script = build_script(n, req, check);
     capture cap = {.pass = io,
                    .stream = req->op == NODECTL_LOGS || req->op == NODECTL_EXEC,
                    .keep_err = req->op != NODECTL_EXEC};
@@ -333,7 +397,10 @@ static int run_script(sshconn *c, const struct cluster_node *n, const nodectl_re
     int deadline = unbounded ? 0 : DEADLINE_MS;
     if (req->op == NODECTL_STOP || req->op == NODECTL_RESTART)
         deadline += (req->grace_s > 0 ? req->grace_s : (int)opt_default_int(OPT_GRACE)) * 1000;
-    sshconn_io cio = {.output = capture_output, .cancelled = capture_cancelled, .ctx = &cap};
+    /* Only streams may be cut short: a start or stop script always runs
+     * to its end, so a node is never left half-changed. */
+    sshconn_io cio = {
+        .output = capture_output, .cancelled = cap.stream ? capture_cancelled : NULL, .ctx = &cap};
     int status = -1;
     rc = sshconn_exec(c, script, deadline, &cio, &status, r->error, sizeof r->error);
     if (rc == SSHCONN_STOPPED) {
@@ -375,7 +442,7 @@ static int run_one(sshconn *c, const struct cluster_node *n, const nodectl_req *
                    const sshconn_io *io, nodectl_result *r)
 {
     char *text = NULL;
-    int rc = run_script(c, n, req, io, r, &text);
+    int rc = run_script(c, n, req, 0, io, r, &text);
     if (rc != 0 || !r->ok || r->cancelled) {
         free(text);
         return rc != 0 ? rc : r->ok ? 0 : -1;
@@ -417,13 +484,79 @@ static int run_one(sshconn *c, const struct cluster_node *n, const nodectl_req *
     return 0;
 }
 
-int nodectl_run(sshconn *c, const struct cluster_node *n, const nodectl_req *req,
-                const sshconn_io *io, nodectl_result *r)
+static const char *health_words(const struct eng_view *v)
 {
-    memset(r, 0, sizeof *r);
-    r->exit_status = -1;
-    r->status.uptime_s = -1;
-    if ((req->op == NODECTL_START || req->op == NODECTL_RESTART) && !n->start[0]) {
+    static const char *const words[] = {[ENG_UNKNOWN] = "not polled",
+                                        [ENG_UP] = "up",
+                                        [ENG_LOADING] = "loading",
+                                        [ENG_ERROR] = "answering with an error",
+                                        [ENG_DOWN] = "not answering"};
+    return v->problem[0] ? v->problem : words[v->health];
+}
+
+static int cancelled(const sshconn_io *io)
+{
+    return io && io->cancelled && io->cancelled(io->ctx);
+}
+
+/* A started HTTP engine is up when its URL answers as ready: polled until
+ * then, with the process checked between polls so that an engine that
+ * exits (a flag it refuses, a model it cannot load) fails at once. */
+static int wait_ready(sshconn *c, const struct cluster_node *n, const nodectl_req *req,
+                      const sshconn_io *io, nodectl_result *r)
+{
+    struct ewatch_target t = {
+        .kind = (eng_kind)n->engine, .url = n->url, .api_key_file = n->api_key_file};
+    double until = clock_ms() / 1000.0 + NODECTL_READY_S;
+    struct eng_view v;
+    char err[512];
+    for (;;) {
+        if (ewatch_once(&t, 1, 1, 0, &v, err, sizeof err) != 0) {
+            r->ok = 0;
+            snprintf(r->error, sizeof r->error, "node %s: %s", n->name, err);
+            return -1;
+        }
+        if (v.health == ENG_UP)
+            return 0;
+        if (cancelled(io)) {
+            r->cancelled = 1;
+            snprintf(r->detail + strlen(r->detail), sizeof r->detail - strlen(r->detail),
+                     "; no longer waiting for %s", n->url);
+            return 0;
+        }
+        nodectl_result check = {0};
+        int rc = run_script(c, n, req, 1, NULL, &check, NULL);
+        if (rc != 0 || !check.ok) {
+            r->ok = 0;
+            snprintf(r->error, sizeof r->error, "%s", check.error);
+            return rc != 0 ? rc : -1;
+        }
+        if (clock_ms() / 1000.0 > until) {
+            r->ok = 0;
+            snprintf(r->error, sizeof r->error,
+                     "node %s: started, but %s did not answer as ready within %d s (%s)", n->name,
+                     n->url, NODECTL_READY_S, health_words(&v));
+            return -1;
+        }
+        nanosleep(&(struct timespec){.tv_nsec = 250 * 1000 * 1000}, NULL);
+    }
+}
+
+/* Runs `req` (not restart); a start of an HTTP engine waits for it. */
+static int run_step(sshconn *c, const struct cluster_node *n, const nodectl_req *req,
+                    const sshconn_io *io, nodectl_result *r)
+{
+    int rc = run_one(c, n, req, io, r);
+    if (rc != 0 || req->op != NODECTL_START || n->engine == ENG_INFERD)
+        return rc;
+    return wait_ready(c, n, req, io, r);
+}
+
+static int run_op(sshconn *c, const struct cluster_node *n, const nodectl_req *req,
+                  const sshconn_io *io, nodectl_result *r)
+{
+    const char *line = req->start ? req->start : n->start;
+    if ((req->op == NODECTL_START || req->op == NODECTL_RESTART) && !line[0]) {
         snprintf(r->error, sizeof r->error,
                  "node %s has no command line to start: `infertop nodes command %s` says what "
                  "the cluster file lacks",
@@ -431,7 +564,7 @@ int nodectl_run(sshconn *c, const struct cluster_node *n, const nodectl_req *req
         return -1;
     }
     if (req->op != NODECTL_RESTART)
-        return run_one(c, n, req, io, r);
+        return run_step(c, n, req, io, r);
     nodectl_req step = *req;
     step.op = NODECTL_STOP;
     int rc = run_one(c, n, &step, io, r);
@@ -441,8 +574,21 @@ int nodectl_run(sshconn *c, const struct cluster_node *n, const nodectl_req *req
     char stopped[128];
     snprintf(stopped, sizeof stopped, "%.100s", r->detail);
     step.op = NODECTL_START;
-    rc = run_one(c, n, &step, io, r);
+    rc = run_step(c, n, &step, io, r);
     if (rc == 0)
-        snprintf(r->detail, sizeof r->detail, "%s; started, pid %ld", stopped, r->status.pid);
+        snprintf(r->detail, sizeof r->detail, "%s; started, pid %ld%s", stopped, r->status.pid,
+                 r->cancelled ? " (not waiting for its URL)" : "");
+    return rc;
+}
+
+int nodectl_run(sshconn *c, const struct cluster_node *n, const nodectl_req *req,
+                const sshconn_io *io, nodectl_result *r)
+{
+    double t0 = clock_ms();
+    memset(r, 0, sizeof *r);
+    r->exit_status = -1;
+    r->status.uptime_s = -1;
+    int rc = run_op(c, n, req, io, r);
+    r->took_s = (clock_ms() - t0) / 1000.0;
     return rc;
 }

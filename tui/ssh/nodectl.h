@@ -12,10 +12,15 @@
  *   start    refuses when the pidfile's process is alive; runs the `start`
  *            line detached (setsid, stdin from /dev/null, stdout and
  *            stderr appended to the log), writes the pidfile, and checks
- *            the process is still alive a second later
- *   stop     SIGTERM, up to `grace_s` seconds for it to exit, then
- *            SIGKILL; verifies the process is gone and removes the pidfile.
- *            A node that is not running is stopped already: not an error.
+ *            the process is still alive a second later. A node of an HTTP
+ *            engine has started when its URL answers as ready (ewatch.h):
+ *            until then, up to NODECTL_READY_S, the start waits, and fails
+ *            at once with the log's end if the process exits meanwhile
+ *   stop     SIGTERM to the process group the start made (an engine's
+ *            workers with it: vLLM's engine core), up to `grace_s` seconds
+ *            for the process to exit, then SIGKILL; verifies the process
+ *            is gone and removes the pidfile. A node that is not running
+ *            is stopped already: not an error.
  *   restart  stop, then start
  *   status   running or not, pid, uptime, the running binary's version
  *   logs     the last `lines` lines of the log; `follow` streams new ones
@@ -30,6 +35,10 @@
 
 #include "sshconn.h"
 #include "tui/core/cluster.h"
+
+/* How long a start waits for an HTTP engine's URL to answer: loading a
+ * model (vLLM's compile and CUDA graphs too) may take minutes. */
+#define NODECTL_READY_S 600
 
 typedef enum nodectl_op {
     NODECTL_START,
@@ -47,13 +56,16 @@ typedef struct nodectl_req {
     int follow;          /* logs: keep streaming until cancelled */
     int grace_s;         /* stop, restart: <= 0: nodes stop --grace's default */
     const char *command; /* exec: the shell command line */
+    const char *start;   /* start, restart: this line instead of the node's `start`
+                            (a set applied by restart, knobs.h); NULL: the node's */
 } nodectl_req;
 
 typedef struct nodectl_status {
     int running;
     long pid;          /* 0 when not running */
     long uptime_s;     /* -1 when unknown */
-    char version[128]; /* `inferd --version` of the running binary, "" if unknown */
+    char version[128]; /* `inferd --version` of the running binary, "" if unknown
+                          or another engine (its watcher asks the engine) */
 } nodectl_status;
 
 typedef struct nodectl_facts {
@@ -73,16 +85,26 @@ typedef struct nodectl_result {
     char detail[256];      /* when ok: what happened ("stopped pid 12 with SIGTERM"),
                               "" when the fields below say it all (status, facts) */
     int exit_status;       /* exec: the command's exit status; -1 otherwise */
+    double took_s;         /* how long the operation took, waits for readiness included */
     nodectl_status status; /* start, restart, status */
     nodectl_facts facts;   /* facts */
 } nodectl_result;
+
+/* Opens an SSH connection to node n (its `ssh` target and trust
+ * settings; ssh_config NULL: ~/.ssh/config; accept_new also when the node
+ * says so). -1 with err naming the node when it has no `ssh` key, or what
+ * failed. */
+int nodectl_connect(const struct cluster_node *n, const char *ssh_config, int accept_new,
+                    int timeout_ms, sshconn **out, char *err, size_t errlen);
 
 /* NODECTL_NOT_RUN: nothing was run because the connection is unusable;
  * the caller may reconnect and run the request again. */
 enum { NODECTL_NOT_RUN = -2 };
 
 /* Runs `req` on node `n` over `c`. Output of logs and exec goes to io as
- * it arrives (io may be NULL for the other operations). Returns 0 when
+ * it arrives (io may be NULL for the other operations); io's `cancelled`
+ * ends a logs or exec job, and a start's wait for readiness (the start
+ * itself stays done: ok, with `cancelled` set). Returns 0 when
  * the operation succeeded, -1 when it failed (r->error says why), or
  * NODECTL_NOT_RUN. */
 int nodectl_run(sshconn *c, const struct cluster_node *n, const nodectl_req *req,

@@ -18,6 +18,7 @@ typedef struct job {
     long id;
     nodectl_req req;
     char *command;            /* req.command points here */
+    char *start;              /* req.start points here */
     struct cluster_node node; /* the node as it was when the job was asked for */
     atomic_int cancel;
     struct job *next;
@@ -50,6 +51,15 @@ struct nodepool {
     int n_nodes;
     worker *workers;
 };
+
+static void job_free(job *j)
+{
+    if (!j)
+        return;
+    free(j->command);
+    free(j->start);
+    free(j);
+}
 
 /* ---- events ------------------------------------------------------------- */
 
@@ -164,23 +174,8 @@ static int job_cancelled(void *ctx)
 static void connect_node(worker *w, const struct cluster_node *n, nodectl_result *r)
 {
     const nodepool *p = w->pool;
-    if (!n->ssh_host[0]) {
-        snprintf(r->error, sizeof r->error,
-                 "node %s has no SSH target: its section of the cluster file has no `ssh` key",
-                 n->name);
-        return;
-    }
-    sshconn_target t = {
-        .host = n->ssh_host,
-        .user = n->ssh_user,
-        .port = n->ssh_port,
-        .identity = n->identity,
-        .known_hosts = n->known_hosts,
-        .ssh_config = p->opts.ssh_config,
-        .accept_new = p->opts.accept_new || n->accept_new == 1,
-        .timeout_ms = p->opts.timeout_ms,
-    };
-    sshconn_open(&t, &w->conn, r->error, sizeof r->error);
+    nodectl_connect(n, p->opts.ssh_config, p->opts.accept_new, p->opts.timeout_ms, &w->conn,
+                    r->error, sizeof r->error);
 }
 
 /* Runs a job on the node's connection, opening it first when there is
@@ -190,11 +185,9 @@ static void run_job(worker *w, job *j, nodectl_result *r)
 {
     const struct cluster_node *n = &j->node;
     job_io ctx = {.pool = w->pool, .node = w->node, .j = j};
-    /* Only streams may be cut short: a start or stop script always runs
-     * to its end, so a node is never left half-changed. */
-    int streams = j->req.op == NODECTL_LOGS || j->req.op == NODECTL_EXEC;
-    sshconn_io io = {
-        .output = job_output, .cancelled = streams ? job_cancelled : NULL, .ctx = &ctx};
+    /* nodectl_run lets a cancel cut short only what may be: a stream, a
+     * wait for readiness, never a start or stop script. */
+    sshconn_io io = {.output = job_output, .cancelled = job_cancelled, .ctx = &ctx};
     for (int attempt = 0; attempt < 2; attempt++) {
         int fresh = 0;
         if (w->conn && !sshconn_alive(w->conn)) {
@@ -250,8 +243,7 @@ static void *worker_main(void *arg)
         w->current = NULL;
         if (e)
             post_locked(p, e);
-        free(j->command);
-        free(j);
+        job_free(j);
     }
     pthread_mutex_unlock(&p->mu);
     sshconn_close(w->conn);
@@ -305,13 +297,15 @@ long nodepool_submit(nodepool *p, int node, const nodectl_req *req, char *err, s
         return -1;
     }
     job *j = calloc(1, sizeof *j);
-    if (!j || (req->command && !(j->command = strdup(req->command)))) {
-        free(j);
+    if (!j || (req->command && !(j->command = strdup(req->command))) ||
+        (req->start && !(j->start = strdup(req->start)))) {
+        job_free(j);
         snprintf(err, errlen, "out of memory for a job");
         return -1;
     }
     j->req = *req;
     j->req.command = j->command;
+    j->req.start = j->start;
     worker *w = &p->workers[node];
     pthread_mutex_lock(&p->mu);
     j->node = p->nodes[node];
@@ -321,8 +315,7 @@ long nodepool_submit(nodepool *p, int node, const nodectl_req *req, char *err, s
             pthread_mutex_unlock(&p->mu);
             snprintf(err, errlen, "cannot start the worker of node %s: %s", p->nodes[node].name,
                      strerror(rc));
-            free(j->command);
-            free(j);
+            job_free(j);
             return -1;
         }
         w->started = 1;
@@ -367,8 +360,7 @@ void nodepool_cancel(nodepool *p, long id)
             if (w->tail == j)
                 w->tail = prev;
             post_cancelled_locked(p, i, j);
-            free(j->command);
-            free(j);
+            job_free(j);
             break;
         }
     }
@@ -395,8 +387,7 @@ void nodepool_free(nodepool *p)
         while (w->head) {
             job *j = w->head;
             w->head = j->next;
-            free(j->command);
-            free(j);
+            job_free(j);
         }
         pthread_cond_destroy(&w->wake);
     }

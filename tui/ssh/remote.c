@@ -14,9 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "knobs.h"
 #include "nodepool.h"
 #include "tui/core/cluster.h"
 #include "tui/core/hooks.h"
+#include "tui/engine/eng_knob.h"
 
 /* Lines of a node's log kept, and how many a follow starts with: enough
  * for a tall log pane. */
@@ -30,13 +32,15 @@
  * keys. The rest keeps the pool's fd readable for the next turn. */
 #define REMOTE_EVENTS_PER_TURN 256
 
-enum job_kind { JOB_ACTION, JOB_FACTS, JOB_FOLLOW };
+enum job_kind { JOB_ACTION, JOB_FACTS, JOB_FOLLOW, JOB_KNOBS };
 
 struct job {
     long id;
     int node;
     enum job_kind kind;
     enum action_kind action; /* JOB_ACTION only */
+    proto_set_args want;     /* JOB_KNOBS: the set */
+    char *line;              /* JOB_KNOBS: the start line it restarts with (owned) */
 };
 
 enum facts_state { FACTS_NONE, FACTS_ASKED, FACTS_KNOWN, FACTS_FAILED };
@@ -48,6 +52,9 @@ struct rnode {
     enum facts_state facts_state;
     nodectl_facts facts;
     char facts_error[sizeof(((nodectl_result *)0)->error)];
+    /* The start line the last set restarted the node with, which its
+     * later starts and restarts use too; "" = the cluster file's. */
+    char start[CLUSTER_START_MAX];
 };
 
 struct remote {
@@ -179,6 +186,20 @@ static void action_done(remote *r, const struct job *j, const nodectl_result *re
         state_mark_starting(r->st, j->node, now);
 }
 
+static void knobs_done(remote *r, const struct job *j, const nodectl_result *res, double now)
+{
+    char what[sizeof res->error];
+    if (!res->ok) {
+        state_event_add(r->st, j->node, "set_failed", now, "%s", res->error);
+        state_config_reply(r->st, j->node, 0, res->error, now);
+        return;
+    }
+    snprintf(r->nodes[j->node].start, sizeof r->nodes[j->node].start, "%s", j->line);
+    knobs_applied(&j->want, res->took_s, what, sizeof what);
+    state_event_add(r->st, j->node, "set", now, "%s", what);
+    state_config_reply(r->st, j->node, 1, NULL, now);
+}
+
 static void facts_done(remote *r, int node, const nodectl_result *res, double now)
 {
     struct rnode *n = &r->nodes[node];
@@ -233,7 +254,11 @@ static void on_event(remote *r, const nodepool_event *ev, double now)
     case JOB_FOLLOW:
         follow_done(r, j.id, j.node, &ev->result, now);
         break;
+    case JOB_KNOBS:
+        knobs_done(r, &j, &ev->result, now);
+        break;
     }
+    free(j.line);
 }
 
 /* ---- the app's hooks ------------------------------------------------------ */
@@ -250,36 +275,75 @@ static double remote_tick(void *ctx, double now, int *changed)
     return INFINITY;
 }
 
+/* Submits a job that changes the node's process: the log follow, which
+ * would hold it back for ever, is cancelled, and started again behind
+ * it, to show what the job did. The job id, or -1 with err filled. */
+static long submit_change(remote *r, const nodectl_req *req, struct job what, double now, char *err,
+                          size_t errlen)
+{
+    if (what.node < 0 || what.node >= r->c->n_nodes) {
+        snprintf(err, errlen, "pick one node for this action");
+        return -1;
+    }
+    int refollow = what.node == r->watched;
+    if (r->n_jobs + 1 + refollow > REMOTE_JOBS_MAX) {
+        snprintf(err, errlen, "%d SSH jobs are waiting already: let some finish", r->n_jobs);
+        return -1;
+    }
+    follow_stop(r, what.node);
+    long id = submit(r, req, what, err, errlen);
+    if (refollow)
+        follow_start(r, what.node, now);
+    return id;
+}
+
 static int remote_action(void *ctx, enum action_kind kind, int node, double now, char *err,
                          size_t errlen)
 {
     remote *r = ctx;
     const struct action_words *w = action_words(kind);
     char target[CLUSTER_HOST_MAX + CLUSTER_NAME_MAX + 16];
+    nodectl_req req = {.op = w->op};
+    if (node >= 0 && node < r->c->n_nodes && r->nodes[node].start[0])
+        req.start = r->nodes[node].start;
+    long id = submit_change(r, &req, (struct job){.node = node, .kind = JOB_ACTION, .action = kind},
+                            now, err, errlen);
+    if (id < 0)
+        return -1;
+    ssh_target(&r->c->nodes[node], target, sizeof target);
+    state_event_add(r->st, node, w->asked, now, "asked over SSH (%s)", target);
+    if (kind == ACT_NODE_START)
+        state_mark_starting(r->st, node, now);
+    return 0;
+}
+
+static int remote_set_knobs(void *ctx, int node, const proto_set_args *want, double now, char *err,
+                            size_t errlen)
+{
+    remote *r = ctx;
+    char target[CLUSTER_HOST_MAX + CLUSTER_NAME_MAX + 16], what[64];
+    struct job j = {.node = node, .kind = JOB_KNOBS, .want = *want};
     if (node < 0 || node >= r->c->n_nodes) {
         snprintf(err, errlen, "pick one node for this action");
         return -1;
     }
-    /* The follow would hold the action back for ever: it is cancelled,
-     * and started again behind the action, to show what the action did. */
-    int refollow = node == r->watched;
-    if (r->n_jobs + 1 + refollow > REMOTE_JOBS_MAX) {
-        snprintf(err, errlen, "%d SSH jobs are waiting already: let some finish", r->n_jobs);
+    const char *from = r->nodes[node].start[0] ? r->nodes[node].start : NULL;
+    if (!(j.line = malloc(CLUSTER_START_MAX))) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
-    follow_stop(r, node);
-    nodectl_req req = {.op = w->op};
-    long id = submit(r, &req, (struct job){.node = node, .kind = JOB_ACTION, .action = kind}, err,
-                     errlen);
-    if (id > 0) {
-        ssh_target(&r->c->nodes[node], target, sizeof target);
-        state_event_add(r->st, node, w->asked, now, "asked over SSH (%s)", target);
-        if (kind == ACT_NODE_START)
-            state_mark_starting(r->st, node, now);
+    nodectl_req req = {.op = NODECTL_RESTART, .start = j.line};
+    if (knobs_start_line(&r->c->nodes[node], from, want, j.line, CLUSTER_START_MAX, err, errlen) !=
+            0 ||
+        submit_change(r, &req, j, now, err, errlen) < 0) {
+        free(j.line);
+        return -1;
     }
-    if (refollow)
-        follow_start(r, node, now);
-    return id > 0 ? 0 : -1;
+    ssh_target(&r->c->nodes[node], target, sizeof target);
+    eng_knob_describe(want, what, sizeof what);
+    state_event_add(r->st, node, "set", now, "%s by restart, over SSH (%s)", what, target);
+    state_config_request(r->st, node, want, now);
+    return 0;
 }
 
 static int remote_fd(void *ctx)
@@ -306,6 +370,7 @@ void remote_hooks(remote *r, struct app_hooks *h)
         .ctx = r,
         .tick = remote_tick,
         .node_action = remote_action,
+        .set_knobs = remote_set_knobs,
         .fd = remote_fd,
         .watch = remote_watch,
     };
@@ -353,6 +418,8 @@ void remote_free(remote *r)
     if (!r)
         return;
     nodepool_free(r->pool);
+    for (int i = 0; i < r->n_jobs; i++)
+        free(r->jobs[i].line);
     for (int i = 0; i < r->c->n_nodes; i++)
         nodelog_free(r->nodes[i].log);
     free(r->nodes);
