@@ -86,10 +86,7 @@ int console_runs_http_target(const struct cluster *c, const char *name, stress_t
     t->http = 1;
     snprintf(t->cluster, sizeof t->cluster, "%s", c->name);
     snprintf(h->name, sizeof h->name, "%s", n->name);
-    /* The base URL, so that paths append to it. */
-    snprintf(h->url, sizeof h->url, "%s", n->url);
-    for (size_t l = strlen(h->url); l > 0 && h->url[l - 1] == '/'; l--)
-        h->url[l - 1] = '\0';
+    snprintf(h->url, sizeof h->url, "%s", n->url); /* without a trailing / (cluster.c) */
     h->engine = (eng_kind)n->engine;
     h->kv_bits = n->kv_bits;
     h->prefill_step = n->prefill_step;
