@@ -33,11 +33,12 @@ static json_t *jopt_int(int64_t v)
 /* The JSON form of one run, an element of store_run_list_json's array. */
 static json_t *store_run_json(const store_run *r)
 {
-    return json_pack("{sI ss ss ss ss ss so so sf so so* so so sI sI sI sI}", "id",
+    return json_pack("{sI ss ss ss ss ss ss so so so sf so so* so so sI sI sI sI}", "id",
                      (json_int_t)r->id, "name", r->name, "notes", r->notes, "mode", r->mode,
-                     "status", r->status, "model", r->model, "params", jparsed(r->params),
-                     "cluster", jparsed(r->cluster), "started", r->started, "ended",
-                     r->ended > 0 ? json_real(r->ended) : json_null(), "failure",
+                     "status", r->status, "model", r->model, "engine", r->engine, "engine_version",
+                     r->engine_version ? json_string(r->engine_version) : json_null(), "params",
+                     jparsed(r->params), "cluster", jparsed(r->cluster), "started", r->started,
+                     "ended", r->ended > 0 ? json_real(r->ended) : json_null(), "failure",
                      r->failure ? json_string(r->failure) : NULL, "max_context",
                      jopt_int(r->max_context), "last_context", jopt_int(r->last_context),
                      "dropped_rows", (json_int_t)r->dropped_rows, "legs", (json_int_t)r->n_legs,
@@ -128,8 +129,8 @@ static json_t *jopt_real(double v)
 static json_t *best_row_json(const store_best *b, const store_best_row *r)
 {
     json_t *row =
-        json_pack("{ss ss si si so sI}", "model", r->model, "cluster", r->cluster, "kv_bits",
-                  r->kv_bits, "prefill_step", r->prefill_step, "run",
+        json_pack("{ss ss ss si si so sI}", "model", r->model, "cluster", r->cluster, "engine",
+                  r->engine, "kv_bits", r->kv_bits, "prefill_step", r->prefill_step, "run",
                   r->run > 0 ? json_integer(r->run) : json_null(), "runs", (json_int_t)r->runs);
     int bad = !row;
     if (!bad && b->by == STORE_BEST_AGG_TPS)

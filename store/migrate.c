@@ -134,8 +134,18 @@ static const char migration_5[] =
  * column. It rewrites every row of steps, once. */
 static const char migration_6[] = "ALTER TABLE steps DROP COLUMN comm_ms;";
 
-static const char *const migrations[STORE_SCHEMA_VERSION] = {migration_1, migration_2, migration_3,
-                                                             migration_4, migration_5, migration_6};
+/* v7: runs of other engines than inferd (llama.cpp, vLLM, Ollama, any
+ * OpenAI-compatible server, driven over HTTP): which engine a run drove
+ * and the version it reported, so that history can filter and compare by
+ * engine. Older runs all drove inferd, whose version cluster.engine held. */
+static const char migration_7[] =
+    "ALTER TABLE runs ADD COLUMN engine TEXT NOT NULL DEFAULT 'inferd';"
+    "ALTER TABLE runs ADD COLUMN engine_version TEXT;"
+    "UPDATE runs SET engine_version = json_extract(cluster, '$.engine')"
+    " WHERE json_type(cluster, '$.engine') = 'text';";
+
+static const char *const migrations[STORE_SCHEMA_VERSION] = {
+    migration_1, migration_2, migration_3, migration_4, migration_5, migration_6, migration_7};
 
 int store_schema_version(sqlite3 *db, int *version, char *err, size_t errlen)
 {

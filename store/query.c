@@ -18,7 +18,8 @@
     " coalesce(r.last_context, -1), r.dropped_rows,"                                               \
     " (SELECT count(*) FROM legs l WHERE l.run = r.id),"                                           \
     " (SELECT count(*) FROM requests q WHERE q.run = r.id),"                                       \
-    " (SELECT count(*) FROM requests q WHERE q.run = r.id AND q.status <> 'ok')"                   \
+    " (SELECT count(*) FROM requests q WHERE q.run = r.id AND q.status <> 'ok'),"                  \
+    " r.engine, r.engine_version"                                                                  \
     " FROM runs r "
 
 void store_run_free(store_run *r)
@@ -33,6 +34,8 @@ void store_run_free(store_run *r)
     free(r->params);
     free(r->cluster);
     free(r->failure);
+    free(r->engine);
+    free(r->engine_version);
     memset(r, 0, sizeof *r);
 }
 
@@ -54,6 +57,9 @@ static int run_from_row(sqlite3_stmt *st, store_run *r)
     r->n_legs = sqlite3_column_int64(st, 14);
     r->n_requests = sqlite3_column_int64(st, 15);
     r->n_failed = sqlite3_column_int64(st, 16);
+    oom |= !(r->engine = store_col_strdup(st, 17));
+    if (sqlite3_column_type(st, 18) != SQLITE_NULL)
+        oom |= !(r->engine_version = store_col_strdup(st, 18));
     if (oom) {
         store_run_free(r);
         return -1;
@@ -153,6 +159,7 @@ int store_runs_list(store *s, const store_run_filter *f, store_run_list *out, ch
                       " AND (?3 IS NULL OR json_extract(r.cluster, '$.model') = ?3)"
                       " AND (?4 IS NULL OR instr(lower(r.name || ' ' || r.notes), lower(?4)))"
                       " AND (?5 IS NULL OR r.started >= ?5) AND (?6 IS NULL OR r.started < ?6)"
+                      " AND (?9 IS NULL OR r.engine = ?9)"
                       " ORDER BY r.started DESC, r.id DESC LIMIT ?7 OFFSET ?8",
                       &st, err, errlen) != 0)
         goto out;
@@ -166,6 +173,8 @@ int store_runs_list(store *s, const store_run_filter *f, store_run_list *out, ch
         sqlite3_bind_double(st, 6, f->until);
     sqlite3_bind_int(st, 7, f->limit ? f->limit : 50);
     sqlite3_bind_int(st, 8, f->offset);
+    if (f->engine)
+        sqlite3_bind_text(st, 9, f->engine, -1, SQLITE_STATIC);
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -532,60 +541,65 @@ void store_best_free(store_best *b)
     for (size_t i = 0; i < b->n; i++) {
         free(b->rows[i].model);
         free(b->rows[i].cluster);
+        free(b->rows[i].engine);
     }
     free(b->rows);
     b->rows = NULL;
     b->n = 0;
 }
 
-/* Every leg with its run's model and cluster name, filtered by ?1 and ?2. */
+/* Every leg with its run's model, cluster name and engine, filtered by ?1,
+ * ?2 and ?3. */
 #define BEST_LEGS                                                                                  \
     "WITH legs_of AS ("                                                                            \
     " SELECT coalesce(json_extract(r.cluster, '$.model'), '') AS model,"                           \
-    "  coalesce(json_extract(r.cluster, '$.name'), '') AS cluster,"                                \
+    "  coalesce(json_extract(r.cluster, '$.name'), '') AS cluster, r.engine,"                      \
     "  legs.run, legs.idx, legs.kv_bits, legs.prefill_step,"                                       \
     "  coalesce(legs.concurrency, 1) AS concurrency,"                                              \
     "  coalesce(legs.agg_tps, " LEG_AGG_TPS ") AS agg_tps"                                         \
     " FROM legs JOIN runs r ON r.id = legs.run),"                                                  \
     "f AS (SELECT * FROM legs_of WHERE (?1 IS NULL OR model = ?1)"                                 \
-    " AND (?2 IS NULL OR cluster = ?2)),"
+    " AND (?2 IS NULL OR cluster = ?2) AND (?3 IS NULL OR engine = ?3)),"
 
 /* Both rankings return: model, cluster, kv_bits, prefill_step,
- * concurrency, max_context, decode_tps, agg_tps, run, runs. */
+ * concurrency, max_context, decode_tps, agg_tps, run, runs, engine. A
+ * setting is one per engine: q4_0 KV on llama.cpp is not kv_bits 4 on
+ * inferd. */
 static const char best_context_sql[] =
     /* tried: every setting a leg ran with; ranked: the requests that
      * succeeded, per setting by context reached, then decode speed. */
     BEST_LEGS
-    "tried AS (SELECT model, cluster, kv_bits, prefill_step, count(DISTINCT run) AS runs"
-    " FROM f GROUP BY 1, 2, 3, 4),"
-    "ranked AS (SELECT f.model, f.cluster, f.kv_bits, f.prefill_step, q.ctx_after,"
-    "  q.decode_tps, q.run, row_number() OVER (PARTITION BY f.model, f.cluster, f.kv_bits,"
-    "  f.prefill_step ORDER BY q.ctx_after DESC, q.decode_tps DESC, q.run DESC) AS rn"
+    "tried AS (SELECT model, cluster, engine, kv_bits, prefill_step,"
+    " count(DISTINCT run) AS runs FROM f GROUP BY 1, 2, 3, 4, 5),"
+    "ranked AS (SELECT f.model, f.cluster, f.engine, f.kv_bits, f.prefill_step, q.ctx_after,"
+    "  q.decode_tps, q.run, row_number() OVER (PARTITION BY f.model, f.cluster, f.engine,"
+    "  f.kv_bits, f.prefill_step ORDER BY q.ctx_after DESC, q.decode_tps DESC, q.run DESC) AS rn"
     " FROM f JOIN requests q ON q.run = f.run AND q.leg = f.idx WHERE q.status = 'ok')"
     "SELECT t.model, t.cluster, t.kv_bits, t.prefill_step, 0, coalesce(b.ctx_after, -1),"
-    " coalesce(b.decode_tps, -1), -1, coalesce(b.run, 0), t.runs"
+    " coalesce(b.decode_tps, -1), -1, coalesce(b.run, 0), t.runs, t.engine"
     " FROM tried t LEFT JOIN ranked b ON b.rn = 1 AND b.model = t.model"
-    " AND b.cluster = t.cluster AND b.kv_bits = t.kv_bits AND b.prefill_step = t.prefill_step"
-    " ORDER BY t.model, t.cluster, 6 DESC, 7 DESC, t.kv_bits, t.prefill_step";
+    " AND b.cluster = t.cluster AND b.engine = t.engine AND b.kv_bits = t.kv_bits"
+    " AND b.prefill_step = t.prefill_step"
+    " ORDER BY t.model, t.cluster, 6 DESC, 7 DESC, t.engine, t.kv_bits, t.prefill_step";
 
 static const char best_agg_sql[] =
     /* ranked: the legs of each setting, concurrency included (it is what
      * moves aggregate throughput most), by aggregate tok/s. */
     BEST_LEGS
-    "tried AS (SELECT model, cluster, kv_bits, prefill_step, concurrency,"
-    " count(DISTINCT run) AS runs FROM f GROUP BY 1, 2, 3, 4, 5),"
-    "ranked AS (SELECT model, cluster, kv_bits, prefill_step, concurrency, agg_tps, run,"
-    "  row_number() OVER (PARTITION BY model, cluster, kv_bits, prefill_step, concurrency"
-    "  ORDER BY agg_tps DESC, run DESC) AS rn FROM f WHERE agg_tps IS NOT NULL)"
+    "tried AS (SELECT model, cluster, engine, kv_bits, prefill_step, concurrency,"
+    " count(DISTINCT run) AS runs FROM f GROUP BY 1, 2, 3, 4, 5, 6),"
+    "ranked AS (SELECT model, cluster, engine, kv_bits, prefill_step, concurrency, agg_tps, run,"
+    "  row_number() OVER (PARTITION BY model, cluster, engine, kv_bits, prefill_step,"
+    "  concurrency ORDER BY agg_tps DESC, run DESC) AS rn FROM f WHERE agg_tps IS NOT NULL)"
     "SELECT t.model, t.cluster, t.kv_bits, t.prefill_step, t.concurrency, -1, -1,"
-    " coalesce(b.agg_tps, -1), coalesce(b.run, 0), t.runs"
+    " coalesce(b.agg_tps, -1), coalesce(b.run, 0), t.runs, t.engine"
     " FROM tried t LEFT JOIN ranked b ON b.rn = 1 AND b.model = t.model"
-    " AND b.cluster = t.cluster AND b.kv_bits = t.kv_bits AND b.prefill_step = t.prefill_step"
-    " AND b.concurrency = t.concurrency"
-    " ORDER BY t.model, t.cluster, 8 DESC, t.kv_bits, t.prefill_step, t.concurrency";
+    " AND b.cluster = t.cluster AND b.engine = t.engine AND b.kv_bits = t.kv_bits"
+    " AND b.prefill_step = t.prefill_step AND b.concurrency = t.concurrency"
+    " ORDER BY t.model, t.cluster, 8 DESC, t.engine, t.kv_bits, t.prefill_step, t.concurrency";
 
-int store_best_settings(store *s, const char *model, const char *cluster, store_best_by by,
-                        store_best *out, char *err, size_t errlen)
+int store_best_settings(store *s, const char *model, const char *cluster, const char *engine,
+                        store_best_by by, store_best *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     out->by = by;
@@ -599,6 +613,8 @@ int store_best_settings(store *s, const char *model, const char *cluster, store_
         sqlite3_bind_text(st, 1, model, -1, SQLITE_STATIC);
     if (cluster)
         sqlite3_bind_text(st, 2, cluster, -1, SQLITE_STATIC);
+    if (engine)
+        sqlite3_bind_text(st, 3, engine, -1, SQLITE_STATIC);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_best_row *grown = realloc(out->rows, (out->n + 1) * sizeof *grown);
         if (!grown)
@@ -607,9 +623,11 @@ int store_best_settings(store *s, const char *model, const char *cluster, store_
         store_best_row *r = &out->rows[out->n];
         r->model = store_col_strdup(st, 0);
         r->cluster = store_col_strdup(st, 1);
-        if (!r->model || !r->cluster) {
+        r->engine = store_col_strdup(st, 10);
+        if (!r->model || !r->cluster || !r->engine) {
             free(r->model);
             free(r->cluster);
+            free(r->engine);
             break;
         }
         out->n++;

@@ -68,7 +68,8 @@ int store_run_begin(store *s, const store_run_info *info, int64_t *run_id, char 
     int rc = -1;
     if (store_prepare(s->db,
                       "INSERT INTO runs(name, notes, mode, status, started, params, cluster,"
-                      " owner_pid, owner_start) VALUES (?,?,?,'running',?,?,?,?,?)",
+                      " owner_pid, owner_start, engine, engine_version)"
+                      " VALUES (?,?,?,'running',?,?,?,?,?,?,?)",
                       &st, err, errlen) == 0) {
         sqlite3_bind_text(st, 1, info->name ? info->name : "", -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, info->notes ? info->notes : "", -1, SQLITE_STATIC);
@@ -78,6 +79,9 @@ int store_run_begin(store *s, const store_run_info *info, int64_t *run_id, char 
         sqlite3_bind_text(st, 6, info->cluster ? info->cluster : "{}", -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 7, getpid());
         sqlite3_bind_int64(st, 8, store_process_start(getpid()));
+        sqlite3_bind_text(st, 9, info->engine ? info->engine : "inferd", -1, SQLITE_STATIC);
+        if (info->engine_version)
+            sqlite3_bind_text(st, 10, info->engine_version, -1, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_DONE) {
             a->id = sqlite3_last_insert_rowid(s->db);
             rc = 0;

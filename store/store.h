@@ -85,8 +85,10 @@ typedef struct store_run_info {
     const char *name;  /* may be NULL */
     const char *notes; /* may be NULL */
     store_mode mode;
-    const char *params;  /* JSON object of the run's parameters, or NULL */
-    const char *cluster; /* JSON object: name, model, engine, nodes[], or NULL */
+    const char *params;         /* JSON object of the run's parameters, or NULL */
+    const char *cluster;        /* JSON object: name, model, engine, nodes[], or NULL */
+    const char *engine;         /* the engine driven ("inferd", "llama.cpp", ...); NULL: inferd */
+    const char *engine_version; /* as the engine reported it; may be NULL */
 } store_run_info;
 
 /* The one recording call that writes synchronously: it inserts the runs
@@ -164,6 +166,8 @@ typedef struct store_run {
     int64_t id;
     char *name, *notes, *mode, *status, *model, *params, *cluster,
         *failure;          /* failure may be NULL */
+    char *engine;          /* "inferd", "llama.cpp", "vllm", "ollama", "openai" */
+    char *engine_version;  /* may be NULL: not reported */
     double started, ended; /* ended 0 while running */
     int64_t max_context;   /* largest ctx_after of an ok request; -1 none */
     int64_t last_context;  /* furthest context (max step pos) reached; -1 none */
@@ -179,6 +183,7 @@ typedef struct store_run_list {
 typedef struct store_run_filter {
     const char *mode, *status; /* NULL: any */
     const char *model;         /* exact cluster model name; NULL: any */
+    const char *engine;        /* exact engine name; NULL: any */
     const char *text;          /* substring of name or notes; NULL: any */
     double since, until;       /* started in [since, until); 0: unbounded */
     int limit;                 /* 0: 50 */
@@ -294,7 +299,7 @@ typedef enum store_best_by {
 } store_best_by;
 
 typedef struct store_best_row {
-    char *model, *cluster;
+    char *model, *cluster, *engine;
     int kv_bits, prefill_step;
     int concurrency;     /* STORE_BEST_AGG_TPS; 0 in the context ranking (any) */
     int64_t max_context; /* STORE_BEST_CONTEXT: largest ctx_after of an ok request; -1 none */
@@ -310,10 +315,10 @@ typedef struct store_best {
     size_t n;
 } store_best;
 
-/* Per model, cluster name and setting, best first by `by`. model and
- * cluster filter when not NULL. */
-int store_best_settings(store *s, const char *model, const char *cluster, store_best_by by,
-                        store_best *out, char *err, size_t errlen);
+/* Per model, cluster name, engine and setting, best first by `by`.
+ * model, cluster and engine filter when not NULL. */
+int store_best_settings(store *s, const char *model, const char *cluster, const char *engine,
+                        store_best_by by, store_best *out, char *err, size_t errlen);
 void store_best_free(store_best *b);
 
 /* Deletes finished runs started before `before` with all their rows;

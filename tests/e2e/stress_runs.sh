@@ -108,7 +108,7 @@ infertop history --db "$DB" best >"$tmp/best"
 n=0
 for kp in "16 64" "16 256" "4 64" "4 256"; do
     set -- $kp
-    awk -v k="$1" -v p="$2" '$3 == k && $4 == p && $7 == 2' "$tmp/best" | grep -q . && n=$((n + 1))
+    awk -v k="$1" -v p="$2" '$3 == "inferd" && $4 == k && $5 == p && $8 == 2' "$tmp/best" | grep -q . && n=$((n + 1))
 done
 check "history best lists the four settings of the sweep" [ "$n" = 4 ]
 
@@ -216,6 +216,6 @@ check "history best --by agg-tps ranks more than one setting" \
     [ "$(bq "SELECT count(*) > 1 FROM r WHERE cluster = 'local' AND agg > 0")" = 1 ]
 infertop history --db "$DB" best --by agg-tps >"$tmp/best.txt"
 check "history best --by agg-tps: its table names concurrency and aggregate tok/s" \
-    grep -qE '^MODEL +CLUSTER +KV_BITS +PREFILL_STEP +CONCURRENCY +AGG_TPS +RUN +RUNS$' "$tmp/best.txt"
+    grep -qE '^MODEL +CLUSTER +ENGINE +KV_BITS +PREFILL_STEP +CONCURRENCY +AGG_TPS +RUN +RUNS$' "$tmp/best.txt"
 
 finish

@@ -189,6 +189,69 @@ Test(store_migrate, version_6_drops_comm_ms_and_keeps_the_steps)
     fx_close(&f);
 }
 
+/* v7: runs say which engine they drove. Older runs are inferd's, their
+ * version taken from the cluster; a run recorded now keeps its engine and
+ * version, and list and best filter by engine. */
+Test(store_migrate, version_7_records_the_engine)
+{
+    fx f;
+    open_upgraded(&f, 6,
+                  "INSERT INTO runs(id, name, mode, status, started, ended, cluster)"
+                  " VALUES (1, 'old', 'fixed', 'completed', 100, 200,"
+                  "  '{\"model\":\"m1\",\"engine\":\"inferd 0.9\"}'),"
+                  " (2, 'bare', 'fixed', 'completed', 300, 400, '{}');"
+                  "INSERT INTO legs VALUES (1, 0, 4, 512, 'completed', 100, 200, 80, 1, 10);");
+    char err[512];
+    store_run run;
+    cr_assert_eq(store_run_get(f.s, 1, &run, err, sizeof err), 0, "%s", err);
+    cr_expect_str_eq(run.engine, "inferd");
+    cr_expect_str_eq(run.engine_version, "inferd 0.9");
+    store_run_free(&run);
+    cr_assert_eq(store_run_get(f.s, 2, &run, err, sizeof err), 0, "%s", err);
+    cr_expect_null(run.engine_version);
+    store_run_free(&run);
+
+    store_run_info info = {.mode = STORE_MODE_FIXED,
+                           .cluster = "{\"model\":\"m1\"}",
+                           .engine = "llama.cpp",
+                           .engine_version = "b4321"};
+    int64_t id;
+    cr_assert_eq(store_run_begin(f.s, &info, &id, err, sizeof err), 0, "%s", err);
+    store_leg_info leg = {.kv_bits = 4, .prefill_step = 512, .concurrency = 1};
+    store_leg_start(f.s, id, 0, &leg);
+    store_leg_end(f.s, id, 0, STORE_COMPLETED);
+    store_run_end(f.s, id, STORE_COMPLETED, NULL);
+    cr_assert_eq(store_flush(f.s, err, sizeof err), 0, "%s", err);
+
+    store_run_filter filter = {.engine = "llama.cpp"};
+    store_run_list l;
+    cr_assert_eq(store_runs_list(f.s, &filter, &l, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(l.n, 1);
+    cr_expect_eq(l.runs[0].id, id);
+    cr_expect_str_eq(l.runs[0].engine_version, "b4321");
+    json_t *j = store_run_list_json(&l);
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(j, 0), "engine")),
+                     "llama.cpp");
+    json_decref(j);
+    store_run_list_free(&l);
+
+    /* The same kv_bits on two engines are two settings. */
+    store_best b;
+    cr_assert_eq(
+        store_best_settings(f.s, "m1", NULL, NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
+        "%s", err);
+    cr_assert_eq(b.n, 2);
+    cr_expect_neq(strcmp(b.rows[0].engine, b.rows[1].engine), 0);
+    store_best_free(&b);
+    cr_assert_eq(
+        store_best_settings(f.s, "m1", NULL, "inferd", STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
+        "%s", err);
+    cr_assert_eq(b.n, 1);
+    cr_expect_str_eq(b.rows[0].engine, "inferd");
+    store_best_free(&b);
+    fx_close(&f);
+}
+
 Test(store_migrate, newer_database_is_refused_untouched)
 {
     fx f;

@@ -372,8 +372,9 @@ Test(store_query, best_settings)
     build(&h);
     store_best b;
     char err[256];
-    cr_assert_eq(store_best_settings(h.f.s, "m1", "lab", STORE_BEST_CONTEXT, &b, err, sizeof err),
-                 0, "%s", err);
+    cr_assert_eq(
+        store_best_settings(h.f.s, "m1", "lab", NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
+        "%s", err);
     struct {
         int kv, ps;
         int64_t ctx;
@@ -397,12 +398,14 @@ Test(store_query, best_settings)
         cr_assert_eq(b.rows[i].runs, want[i].runs, "row %zu", i);
     }
     store_best_free(&b);
-    cr_assert_eq(store_best_settings(h.f.s, NULL, NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
-                 "%s", err);
+    cr_assert_eq(
+        store_best_settings(h.f.s, NULL, NULL, NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
+        "%s", err);
     cr_assert_eq(b.n, 5, "m2's one setting joins");
     store_best_free(&b);
-    cr_assert_eq(store_best_settings(h.f.s, "nope", NULL, STORE_BEST_CONTEXT, &b, err, sizeof err),
-                 0, "%s", err);
+    cr_assert_eq(
+        store_best_settings(h.f.s, "nope", NULL, NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
+        "%s", err);
     cr_assert_eq(b.n, 0);
     store_best_free(&b);
     fx_close(&h.f);
@@ -560,8 +563,9 @@ Test(store_query, best_by_aggregate_throughput)
     agg_build(&d);
     store_best b;
     char err[256];
-    cr_assert_eq(store_best_settings(d.f.s, "m1", NULL, STORE_BEST_AGG_TPS, &b, err, sizeof err), 0,
-                 "%s", err);
+    cr_assert_eq(
+        store_best_settings(d.f.s, "m1", NULL, NULL, STORE_BEST_AGG_TPS, &b, err, sizeof err), 0,
+        "%s", err);
     struct {
         int conc;
         double agg;
@@ -585,8 +589,9 @@ Test(store_query, best_by_aggregate_throughput)
     json_decref(j);
     store_best_free(&b);
 
-    cr_assert_eq(store_best_settings(d.f.s, "m1", NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
-                 "%s", err);
+    cr_assert_eq(
+        store_best_settings(d.f.s, "m1", NULL, NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
+        "%s", err);
     cr_assert_eq(b.n, 1, "one (kv_bits, prefill_step) whatever the concurrency");
     cr_expect_eq(b.rows[0].runs, 3);
     cr_expect_eq(b.rows[0].max_context, 64 + 30);

@@ -17,7 +17,7 @@
 typedef struct hopts {
     const char *db;
     int json;
-    const char *mode, *status, *model, *cluster, *grep, *since, *until;
+    const char *mode, *status, *model, *cluster, *engine, *grep, *since, *until;
     int limit, page;
     store_export_what what;
     const char *format, *out;
@@ -129,6 +129,7 @@ static int run_list(store *s, const hopts *o, const int64_t *runs)
     store_run_filter f = {.mode = o->mode,
                           .status = o->status,
                           .model = o->model,
+                          .engine = o->engine,
                           .text = o->grep,
                           .limit = o->limit};
     if (o->since && parse_date(o->since, &f.since) != 0)
@@ -150,9 +151,9 @@ static int run_list(store *s, const hopts *o, const int64_t *runs)
         store_run_list_free(&l);
         return rc;
     }
-    static const char *const head[] = {"ID",   "STARTED", "MODE",    "STATUS",  "MODEL", "LEGS",
-                                       "REQS", "FAILED",  "MAX_CTX", "SECONDS", "NAME"};
-    cli_table *t = cli_table_new(11, head);
+    static const char *const head[] = {"ID",   "STARTED", "MODE",   "STATUS",  "ENGINE",  "MODEL",
+                                       "LEGS", "REQS",    "FAILED", "MAX_CTX", "SECONDS", "NAME"};
+    cli_table *t = cli_table_new(12, head);
     int rc = t ? CLI_OK : CLI_ERROR;
     for (size_t i = 0; t && i < l.n; i++) {
         const store_run *r = &l.runs[i];
@@ -168,6 +169,7 @@ static int run_list(store *s, const hopts *o, const int64_t *runs)
                              started,
                              r->mode,
                              r->status,
+                             r->engine,
                              r->model[0] ? r->model : "-",
                              legs,
                              reqs,
@@ -258,6 +260,7 @@ static void show_header(const store_summary *sum)
     printf("run %lld  %s  %s  %s\n", (long long)r->id, r->name[0] ? r->name : "-", r->mode,
            r->status);
     printf("model      %s\n", r->model[0] ? r->model : "-");
+    printf("engine     %s %s\n", r->engine, r->engine_version ? r->engine_version : "");
     printf("started    %s   ended %s\n", started, ended);
     printf("context    max %s (ok requests), last %s (steps)\n", ctx, last);
     printf("requests   %lld, %lld failed; dropped rows %lld\n", (long long)r->n_requests,
@@ -332,6 +335,19 @@ static int run_show(store *s, const hopts *o, const int64_t *runs)
 
 /* ---- compare ---- */
 
+/* One side of a comparison: the run, its engine and the first leg's
+ * settings, so that runs of two engines read side by side. */
+static void compare_side(char side, const store_summary *sum)
+{
+    const store_run *r = &sum->run;
+    printf("%c: run %lld  %s  %s  %s  %s  %s%s%s", side, (long long)r->id, r->name, r->mode,
+           r->status, r->model, r->engine, r->engine_version ? " " : "",
+           r->engine_version ? r->engine_version : "");
+    if (sum->n_legs)
+        printf("  kv_bits %d  prefill_step %d", sum->legs[0].kv_bits, sum->legs[0].prefill_step);
+    putchar('\n');
+}
+
 static int run_compare(store *s, const hopts *o, const int64_t *runs)
 {
     store_compare c;
@@ -344,10 +360,9 @@ static int run_compare(store *s, const hopts *o, const int64_t *runs)
         store_compare_free(&c);
         return rc;
     }
-    printf("A: run %lld  %s  %s  %s  %s\n", (long long)c.a.run.id, c.a.run.name, c.a.run.mode,
-           c.a.run.status, c.a.run.model);
-    printf("B: run %lld  %s  %s  %s  %s\n\n", (long long)c.b.run.id, c.b.run.name, c.b.run.mode,
-           c.b.run.status, c.b.run.model);
+    compare_side('A', &c.a);
+    compare_side('B', &c.b);
+    putchar('\n');
     static const char *const head[] = {"KEY", "METRIC", "A", "B", "B-A", "B/A"};
     cli_table *t = cli_table_new(6, head);
     rc = t ? CLI_OK : CLI_ERROR;
@@ -394,6 +409,7 @@ static int best_table_add(cli_table *t, const store_best *b, const store_best_ro
     snprintf(c[5], 32, "%lld", (long long)r->runs);
     const char *row[] = {r->model[0] ? r->model : "-",
                          r->cluster[0] ? r->cluster : "-",
+                         r->engine,
                          c[0],
                          c[1],
                          c[2],
@@ -409,18 +425,20 @@ static int run_best(store *s, const hopts *o, const int64_t *runs)
     store_best_by by = o->by;
     store_best b;
     char err[512];
-    if (store_best_settings(s, o->model, o->cluster, by, &b, err, sizeof err) != 0)
+    if (store_best_settings(s, o->model, o->cluster, o->engine, by, &b, err, sizeof err) != 0)
         return store_failed(-1, err);
     if (o->json) {
         int rc = print_json(store_best_json(&b));
         store_best_free(&b);
         return rc;
     }
-    static const char *const by_context[] = {"MODEL",   "CLUSTER",    "KV_BITS", "PREFILL_STEP",
-                                             "MAX_CTX", "DECODE_TPS", "RUN",     "RUNS"};
-    static const char *const by_agg[] = {"MODEL",       "CLUSTER", "KV_BITS", "PREFILL_STEP",
-                                         "CONCURRENCY", "AGG_TPS", "RUN",     "RUNS"};
-    cli_table *t = cli_table_new(8, by == STORE_BEST_AGG_TPS ? by_agg : by_context);
+    static const char *const by_context[] = {"MODEL",      "CLUSTER",      "ENGINE",
+                                             "KV_BITS",    "PREFILL_STEP", "MAX_CTX",
+                                             "DECODE_TPS", "RUN",          "RUNS"};
+    static const char *const by_agg[] = {"MODEL",   "CLUSTER",      "ENGINE",
+                                         "KV_BITS", "PREFILL_STEP", "CONCURRENCY",
+                                         "AGG_TPS", "RUN",          "RUNS"};
+    cli_table *t = cli_table_new(9, by == STORE_BEST_AGG_TPS ? by_agg : by_context);
     int rc = t ? CLI_OK : CLI_ERROR;
     for (size_t i = 0; t && i < b.n; i++)
         if (best_table_add(t, &b, &b.rows[i]) != 0)
@@ -536,6 +554,7 @@ static void take_options(const opt_vals *v, hopts *o)
                  .status = opt_str(v, OPT_RUN_STATUS),
                  .model = opt_str(v, OPT_RUN_MODEL),
                  .cluster = opt_str(v, OPT_RUN_CLUSTER),
+                 .engine = opt_str(v, OPT_RUN_ENGINE),
                  .grep = opt_str(v, OPT_GREP),
                  .since = opt_str(v, OPT_SINCE),
                  .until = opt_str(v, OPT_UNTIL),

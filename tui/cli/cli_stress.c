@@ -21,6 +21,7 @@ typedef struct sopts {
     stress_opts run;
     const char *config;
     const char *control, *telemetry;
+    const char *node; /* --node: an HTTP node of the cluster file */
     const char *db;
     int json;
 } sopts;
@@ -106,6 +107,7 @@ static int parse_options(int argc, char **argv, sopts *o)
     *o = (sopts){.config = opt_str(&v, OPT_CONFIG),
                  .control = opt_str(&v, OPT_STRESS_CONTROL),
                  .telemetry = opt_str(&v, OPT_STRESS_TELEMETRY),
+                 .node = opt_str(&v, OPT_STRESS_NODE),
                  .db = opt_str(&v, OPT_DB),
                  .json = opt_given(&v, OPT_JSON)};
     stress_opts_init(r);
@@ -153,6 +155,9 @@ static int split_endpoints(const char *list, stress_target *t, int telemetry)
 static int load_target(const sopts *o, stress_target *t)
 {
     memset(t, 0, sizeof *t);
+    if (o->node && (o->control || o->telemetry))
+        return cli_usage_error("stress", "--node and --control/--telemetry exclude each other%s",
+                               "");
     if (o->control || o->telemetry) {
         if (o->config)
             return cli_usage_error("stress", "-c and --control/--telemetry exclude each other%s",
@@ -181,11 +186,15 @@ static int load_target(const sopts *o, stress_target *t)
         return CLI_ERROR;
     }
     int rc = -1;
-    if (console_runs_target(c, t, err, sizeof err) != 0) {
+    if (o->node ? console_runs_http_target(c, o->node, t, err, sizeof err) != 0
+                : console_runs_target(c, t, err, sizeof err) != 0) {
         fprintf(stderr, "infertop stress: %s\n", err);
         rc = CLI_ERROR;
     }
     cluster_free(c);
+    /* HTTP sweeps: where the restart that applies a leg's kv_bits and
+     * prefill_step to the node is wired (t->apply_knobs, t->knobs_ctx).
+     * Without it, stress_start refuses a sweep that changes them. */
     return rc;
 }
 

@@ -39,13 +39,60 @@ int console_runs_target(const struct cluster *c, stress_target *t, char *err, si
         snprintf(err, errlen, "%s has %d nodes; at most %d", c->path, c->n_nodes, STRESS_NODES_MAX);
         return -1;
     }
+    /* The ring is the inferd nodes: the others have no endpoint to drive. */
     for (int i = 0; i < c->n_nodes; i++) {
-        snprintf(t->nodes[i].control, STRESS_EP_MAX, "%s", c->nodes[i].control);
-        snprintf(t->nodes[i].telemetry, STRESS_EP_MAX, "%s", c->nodes[i].telemetry);
+        if (!cluster_node_is_inferd(c, i))
+            continue;
+        snprintf(t->nodes[t->n_nodes].control, STRESS_EP_MAX, "%s", c->nodes[i].control);
+        snprintf(t->nodes[t->n_nodes].telemetry, STRESS_EP_MAX, "%s", c->nodes[i].telemetry);
+        t->n_nodes++;
     }
-    t->n_nodes = c->n_nodes;
     snprintf(t->cluster, sizeof t->cluster, "%s", c->name);
     return 0;
+}
+
+/* The first line of an api_key_file, without its line end. */
+static int read_key(const char *path, char *out, size_t len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "api_key_file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!fgets(out, (int)len, f))
+        out[0] = '\0';
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+    return 0;
+}
+
+int console_runs_http_target(const struct cluster *c, const char *name, stress_target *t, char *err,
+                             size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    const struct cluster_node *n = cluster_node_find(c, name);
+    if (!n) {
+        snprintf(err, errlen, "%s has no node '%s'", c->path, name);
+        return -1;
+    }
+    if (!n->url[0]) {
+        snprintf(err, errlen,
+                 "node '%s' has no HTTP endpoint: give it `url = http://HOST:PORT` in %s (an "
+                 "inferd node serves one with --http)",
+                 name, c->path);
+        return -1;
+    }
+    stress_http_node *h = &t->http_node;
+    t->http = 1;
+    snprintf(t->cluster, sizeof t->cluster, "%s", c->name);
+    snprintf(h->name, sizeof h->name, "%s", n->name);
+    snprintf(h->url, sizeof h->url, "%s", n->url); /* without a trailing / (cluster.c) */
+    h->engine = (eng_kind)n->engine;
+    h->kv_bits = n->kv_bits;
+    h->prefill_step = n->prefill_step;
+    return n->api_key_file[0]
+               ? read_key(n->api_key_file, h->api_key, sizeof h->api_key, err, errlen)
+               : 0;
 }
 
 console_runs *console_runs_open(const char *db_path, const struct cluster *c, char *err,

@@ -31,6 +31,11 @@ typedef struct console_runs console_runs;
 /* The nodes of a cluster file as the stress runner's target. -1 with err
  * when the cluster has too many nodes. */
 int console_runs_target(const struct cluster *c, stress_target *t, char *err, size_t errlen);
+/* Node `name` of a cluster file as an HTTP target (its url, engine, key
+ * and settings). -1 with err naming the node when it has no url, or its
+ * api_key_file cannot be read. */
+int console_runs_http_target(const struct cluster *c, const char *name, stress_target *t, char *err,
+                             size_t errlen);
 
 /* Opens the store at db_path (NULL: the default path) and takes the
  * cluster's nodes as the target of the runs started here. NULL with err. */

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <curl/curl.h>
+
 #include "engine/sys/clock.h"
 #include "stress_int.h"
 
@@ -174,11 +176,16 @@ static void *run_main(void *arg)
     int connected = st_connect(r, err, sizeof err) == 0;
     char *cluster = connected ? st_cluster_json(r) : NULL;
     char *params = params_json(&r->o);
+    if (connected && !r->target.http)
+        snprintf(r->engine_version, sizeof r->engine_version, "%s", r->nodes[0].status.version);
     store_run_info info = {.name = r->o.name[0] ? r->o.name : NULL,
                            .notes = r->o.notes[0] ? r->o.notes : NULL,
                            .mode = r->o.mode,
                            .params = params,
-                           .cluster = cluster};
+                           .cluster = cluster,
+                           .engine =
+                               r->target.http ? eng_name(r->target.http_node.engine) : "inferd",
+                           .engine_version = r->engine_version[0] ? r->engine_version : NULL};
     store_status status = STORE_FAILED;
     if (store_run_begin(r->db, &info, &r->run, why, sizeof why) != 0) {
         snprintf(r->failure, sizeof r->failure, "recording the run: %s", why);
@@ -208,19 +215,49 @@ static void *run_main(void *arg)
     return NULL;
 }
 
+/* An HTTP node takes its settings at start: a sweep that changes them
+ * needs the target's way to restart it. */
+static int check_http_sweep(const stress_opts *o, const stress_target *t, char *err, size_t errlen)
+{
+    const stress_http_node *n = &t->http_node;
+    if (o->mode != STORE_MODE_SWEEP || t->apply_knobs)
+        return 0;
+    for (int i = 0; i < o->n_kv_bits; i++)
+        if (o->kv_bits[i] != n->kv_bits)
+            goto refuse;
+    for (int i = 0; i < o->n_prefill_step; i++)
+        if (o->prefill_step[i] != n->prefill_step)
+            goto refuse;
+    return 0;
+refuse:
+    snprintf(err, errlen,
+             "a sweep over kv_bits or prefill_step on node '%s' (%s, over HTTP) needs a restart "
+             "of the node between legs, and this infertop has no way to restart it: sweep "
+             "only --concurrency, at the node's kv_bits %d and prefill_step %d",
+             n->name, eng_name(n->engine), n->kv_bits, n->prefill_step);
+    return -1;
+}
+
 int stress_start(stress_run **out, const stress_opts *o, const stress_target *t, store *db,
                  char *err, size_t errlen)
 {
     *out = NULL;
     if (stress_opts_check(o, err, errlen) != 0)
         return -1;
-    if (t->n_nodes < 1 || t->n_nodes > STRESS_NODES_MAX) {
+    if (!t->http && (t->n_nodes < 1 || t->n_nodes > STRESS_NODES_MAX)) {
         snprintf(err, errlen, "%d nodes given: expected 1..%d", t->n_nodes, STRESS_NODES_MAX);
         return -1;
     }
+    if (t->http && check_http_sweep(o, t, err, errlen) != 0)
+        return -1;
     stress_run *r = calloc(1, sizeof *r);
     if (!r) {
         snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (t->http && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        snprintf(err, errlen, "libcurl cannot start");
+        free(r);
         return -1;
     }
     r->o = *o;
@@ -238,6 +275,8 @@ int stress_start(stress_run **out, const stress_opts *o, const stress_target *t,
     if (pthread_create(&r->thread, NULL, run_main, r) != 0) {
         snprintf(err, errlen, "cannot start the run's thread");
         pthread_mutex_destroy(&r->mu);
+        if (t->http)
+            curl_global_cleanup();
         free(r);
         return -1;
     }
@@ -264,6 +303,8 @@ void stress_free(stress_run *r)
         pthread_join(r->thread, NULL);
     }
     pthread_mutex_destroy(&r->mu);
+    if (r->target.http)
+        curl_global_cleanup();
     free(r->soak_v);
     free(r);
 }

@@ -4,6 +4,13 @@
  * row per request (client-side timings and the node's own stats), every
  * step message of every node and every event.
  *
+ * Or it drives one node of any engine (llama.cpp, vLLM, Ollama, any
+ * OpenAI-compatible server, inferd started with --http) through its OpenAI
+ * streaming API (stress_http.c): the same modes, with what a client sees
+ * (TTFT, the gaps between content chunks) and what the engine reports of
+ * itself (`usage`, llama.cpp's `timings`). A growth leg there sends each
+ * level as one request of that many tokens (the API has no sessions).
+ *
  * Modes:
  *   growth  one session whose context grows from `from` to `to` (by
  *           `factor`, or by `step` tokens), each request appending a
@@ -40,6 +47,7 @@
 
 #include "engine/proto/opt.h" /* OPT_CONCURRENCY_MAX, OPT_RUN_TEXT_MAX */
 #include "store/store.h"
+#include "tui/engine/engine.h"
 
 /* Values in a sweep's kv_bits / prefill_step / concurrency list. */
 #define STRESS_LIST_MAX 8
@@ -101,10 +109,35 @@ typedef struct stress_node_ep {
     char telemetry[STRESS_EP_MAX];
 } stress_node_ep;
 
+#define STRESS_KEY_MAX 512 /* an API key, with its NUL */
+
+/* A node driven through its OpenAI HTTP API. kv_bits and prefill_step are
+ * its settings as the cluster file gives them (0: not given, the engine's
+ * default), recorded with each leg. */
+typedef struct stress_http_node {
+    char name[64];
+    char url[STRESS_EP_MAX];      /* base URL, without a trailing / */
+    char api_key[STRESS_KEY_MAX]; /* "" = none */
+    eng_kind engine;
+    int kv_bits, prefill_step;
+} stress_http_node;
+
+/* Applies a sweep leg's settings to an HTTP node by restarting it, and
+ * waits until it answers again: 0 with *took_s the time it took, else -1
+ * with err. It runs on the run's thread and blocks it. */
+typedef int (*stress_apply_knobs_fn)(void *ctx, int kv_bits, int prefill_step, double *took_s,
+                                     char *err, size_t errlen);
+
 typedef struct stress_target {
     char cluster[OPT_RUN_TEXT_MAX]; /* the cluster's label, recorded with the run */
-    int n_nodes;
+    int n_nodes;                    /* a ring's nodes; 0 with http */
     stress_node_ep nodes[STRESS_NODES_MAX];
+    int http; /* drive http_node instead of a ring */
+    stress_http_node http_node;
+    /* HTTP: how a sweep changes the node's settings; NULL refuses a sweep
+     * whose settings differ from the node's. */
+    stress_apply_knobs_fn apply_knobs;
+    void *knobs_ctx;
 } stress_target;
 
 typedef enum stress_state {
@@ -210,5 +243,44 @@ double stress_eta(double elapsed_s, double done, double total);
  * and the last decile. */
 void stress_drift_of(const double *ttft, const double *e2e, const double *decode, size_t n,
                      stress_drift *d);
+
+/* ---- the OpenAI stream, read as it comes (stress_sse.c) ---- */
+
+#define STRESS_SSE_LINE_MAX 65536 /* a longer event is an engine's bug: dropped */
+
+/* What a server-sent event stream of completion chunks told so far. The
+ * counts and rates are < 0 until the engine reports them. */
+typedef struct stress_sse {
+    char line[STRESS_SSE_LINE_MAX];
+    size_t len;
+    int overlong;              /* the current line did not fit: skipped to its end */
+    int done;                  /* `data: [DONE]` */
+    int finished;              /* a chunk with a finish_reason */
+    int64_t chunks;            /* chunks that carried content */
+    int64_t prompt_tokens;     /* usage */
+    int64_t completion_tokens; /* usage */
+    double prompt_ms;          /* llama.cpp timings */
+    double prompt_tps, decode_tps;
+    int error;     /* an error event came: code and message say what */
+    char code[64]; /* its error.code (a string or a number), else its type */
+    char message[256];
+} stress_sse;
+
+void stress_sse_init(stress_sse *s);
+/* Takes len more bytes of the stream; returns how many content chunks
+ * they completed (for the caller to time). */
+int stress_sse_feed(stress_sse *s, const char *data, size_t len);
+
+/* The store's error_code of a failed request over HTTP, and its message:
+ *  - status >= 400, or an error event in the stream (body: its JSON, or
+ *    the response body): `context_overflow` when the engine says the
+ *    prompt does not fit (llama.cpp's exceed_context_size_error or its
+ *    "exceeds the available context size", vLLM's "maximum context
+ *    length", inferd's ctx_limit and kv_oom), else `http_status` with
+ *    "HTTP <status>: <message>" (an error event on a 200 stream: `error`);
+ *  - otherwise a transfer that ended before [DONE] or a finish:
+ *    `disconnect`, with transport saying why ("" when it ended cleanly). */
+void stress_http_classify(long status, const char *body, const char *transport, char *code,
+                          size_t codelen, char *message, size_t msglen);
 
 #endif

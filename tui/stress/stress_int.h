@@ -47,6 +47,7 @@ typedef struct st_req {
      * (0 prefill, 1 decode), summed as they come. */
     double step_sum[STRESS_NODES_MAX][2];
     int step_n[STRESS_NODES_MAX][2];
+    struct st_http_call *call; /* HTTP: its transfer (stress_http.c) */
 } st_req;
 
 /* A request that ended, for the leg that sent it. */
@@ -67,9 +68,12 @@ struct stress_run {
     store *db;
     int64_t run;
 
+    char engine_version[128]; /* as the engine reported it, "" when it did not */
+
     void *zctx;
-    client *ctl; /* the head's control socket */
-    void *sub;   /* every node's telemetry */
+    client *ctl;          /* the head's control socket */
+    struct st_http *http; /* driving an HTTP node (target.http): its transfers */
+    void *sub;            /* every node's telemetry */
     int n_nodes;
     st_node nodes[STRESS_NODES_MAX]; /* in ring order once connected */
     int64_t telemetry_lost;
@@ -145,6 +149,20 @@ int st_call(stress_run *r, const char *op, json_t *args, proto_reply *out, int t
 /* Ends every request in flight with code and message (recorded as failed)
  * and cancels them on the head. */
 void st_end_all(stress_run *r, const char *code, const char *message);
+
+/* ---- stress_http.c: the same calls for an HTTP node ---- */
+
+/* Asks the engine for its model, version and tokenizer (a node that does
+ * not answer fails the run here), and sets up the transfers. */
+int st_http_connect(stress_run *r, char *err, size_t errlen);
+void st_http_disconnect(stress_run *r);
+char *st_http_cluster_json(const stress_run *r);
+int st_http_pump(stress_run *r, int timeout_ms, char *err, size_t errlen);
+/* Sends a completion request of prompt_tokens tokens (exact where the
+ * engine tokenizes) generating gen. */
+int st_http_send(stress_run *r, int64_t ctx_before, int64_t ctx_target, int prompt_tokens, int gen,
+                 char *err, size_t errlen);
+void st_http_end_all(stress_run *r, const char *code, const char *message);
 
 /* ---- stress_record.c ---- */
 

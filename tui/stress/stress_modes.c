@@ -79,12 +79,17 @@ static json_t *generate_args(const stress_run *r, int64_t prompt, const char *se
 static int send_request(stress_run *r, int64_t prompt, const char *session, int64_t ctx_before,
                         int64_t ctx_target)
 {
-    char err[256];
-    json_t *a = generate_args(r, prompt, session);
-    int rc = a ? st_send(r, a, ctx_before, ctx_target, (int)prompt, r->o.gen, err, sizeof err) : -1;
-    json_decref(a);
+    char err[256] = "out of memory";
+    int rc;
+    if (r->target.http) {
+        rc = st_http_send(r, ctx_before, ctx_target, (int)prompt, r->o.gen, err, sizeof err);
+    } else {
+        json_t *a = generate_args(r, prompt, session);
+        rc = a ? st_send(r, a, ctx_before, ctx_target, (int)prompt, r->o.gen, err, sizeof err) : -1;
+        json_decref(a);
+    }
     if (rc != 0)
-        note_failure(r, "leg %d: cannot send a request: %s", r->leg, a ? err : "out of memory");
+        note_failure(r, "leg %d: cannot send a request: %s", r->leg, err);
     return rc;
 }
 
@@ -115,8 +120,10 @@ static store_status leg_growth(stress_run *r)
     int64_t ctx = 0;
     for (int64_t level = o->from;; level = stress_growth_next(level, o->to, o->factor, o->step)) {
         /* From the context the node reports, not the plan: a level the
-         * context already passed is skipped. */
-        int64_t prompt = stress_prompt_for(ctx, level, o->gen);
+         * context already passed is skipped. Over HTTP each level is a
+         * request of its own, of the level's size. */
+        int64_t prompt = r->target.http ? (level > o->gen ? level - o->gen : 1)
+                                        : stress_prompt_for(ctx, level, o->gen);
         if (prompt >= 1) {
             if (send_request(r, prompt, session, ctx, level) != 0) {
                 status = STORE_FAILED;
@@ -142,7 +149,7 @@ static store_status leg_growth(stress_run *r)
     }
     /* After an abort the cancelled request may still hold the session:
      * leave it to the node's eviction rather than wait. */
-    if (status != STORE_ABORTED)
+    if (status != STORE_ABORTED && !r->target.http)
         drop_session(r, session);
     return status;
 }
@@ -263,10 +270,39 @@ static int every_node_shows(const stress_run *r, int kv_bits, int prefill_step, 
     return 1;
 }
 
+/* Applies a grid point to an HTTP node by the target's restart (the
+ * engines take their settings at start), unless it runs with them
+ * already; the restart and its time are an event of the run. */
+static int restart_with(stress_run *r, int kv_bits, int prefill_step)
+{
+    st_node *n = &r->nodes[0];
+    if (n->kv_bits == kv_bits && n->prefill_step == prefill_step)
+        return 0;
+    char err[256] = "";
+    double took = 0.0;
+    int rc =
+        r->target.apply_knobs(r->target.knobs_ctx, kv_bits, prefill_step, &took, err, sizeof err);
+    json_t *d = json_pack("{si si sb sf}", "kv_bits", kv_bits, "prefill_step", prefill_step, "ok",
+                          rc == 0, "took_s", took);
+    if (rc != 0) {
+        json_object_set_new(d, "error", json_string(err));
+        note_failure(r, "leg %d: restarting node '%s' with kv_bits %d, prefill_step %d: %s", r->leg,
+                     n->name, kv_bits, prefill_step, err);
+    } else {
+        n->kv_bits = kv_bits;
+        n->prefill_step = prefill_step;
+        n->down = 0;
+    }
+    st_event(r, n->name, "restart", d);
+    return rc == 0 ? 0 : -1;
+}
+
 /* Applies a grid point through the head (which passes it around the ring)
  * and waits until every node's own telemetry reports it. */
 static int apply_settings(stress_run *r, int kv_bits, int prefill_step)
 {
+    if (r->target.http)
+        return restart_with(r, kv_bits, prefill_step);
     for (int i = 0; i < r->n_nodes; i++)
         r->nodes[i].kv_bits = r->nodes[i].prefill_step = -1;
     double t0 = clock_ms();

@@ -116,7 +116,10 @@ void st_finish(stress_run *r, int i, int ok, const json_t *stats, const char *co
     st_outcome out = {.idx = q->idx, .ok = ok, .ctx_before = q->ctx_before};
     json_int_t ctx = json_integer_value(json_object_get(stats, "ctx"));
     out.ctx_after = ok && ctx > 0 ? ctx : q->ctx_target;
-    out.gen_tokens = q->n_tokens;
+    /* The engine's own count where it gives one (over HTTP, `usage`: chunks
+     * may carry more than a token each), else the token frames heard. */
+    json_t *gen = json_object_get(stats, "gen_tokens");
+    out.gen_tokens = ok && json_is_integer(gen) ? (int)json_integer_value(gen) : q->n_tokens;
     out.ttft_ms = q->t_first > 0 ? q->t_first - q->t_sent : -1.0;
     out.e2e_ms = now - q->t_sent;
     out.decode_tps = ok ? or_unknown(stats, "decode_tps") : -1.0;
@@ -136,7 +139,7 @@ void st_finish(stress_run *r, int i, int ok, const json_t *stats, const char *co
         .ctx_after = out.ctx_after,
         .prompt_tokens =
             ok ? json_integer_value(json_object_get(stats, "prompt_tokens")) : q->prompt_tokens,
-        .gen_tokens = q->n_tokens,
+        .gen_tokens = out.gen_tokens,
         .ttft_ms = out.ttft_ms,
         .prefill_ms = ok ? or_unknown(stats, "prefill_ms") : -1.0,
         .prefill_tps = ok ? or_unknown(stats, "prefill_tps") : -1.0,
@@ -164,7 +167,7 @@ void st_finish(stress_run *r, int i, int ok, const json_t *stats, const char *co
 
     if (ok) {
         r->ok_requests++;
-        r->gen_tokens_ok += q->n_tokens;
+        r->gen_tokens_ok += out.gen_tokens;
     } else {
         r->failed_requests++;
     }

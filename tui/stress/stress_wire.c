@@ -114,6 +114,8 @@ static int open_telemetry(stress_run *r, char *err, size_t errlen)
 
 int st_connect(stress_run *r, char *err, size_t errlen)
 {
+    if (r->target.http)
+        return st_http_connect(r, err, errlen);
     r->zctx = zmq_ctx_new();
     if (!r->zctx) {
         snprintf(err, errlen, "zmq: %s", zmq_strerror(errno));
@@ -160,6 +162,10 @@ int st_connect(stress_run *r, char *err, size_t errlen)
 
 void st_disconnect(stress_run *r)
 {
+    if (r->target.http) {
+        st_http_disconnect(r);
+        return;
+    }
     for (int i = 0; i < r->n_inflight; i++)
         free(r->inflight[i].itl);
     r->n_inflight = 0;
@@ -175,6 +181,8 @@ void st_disconnect(stress_run *r)
 
 char *st_cluster_json(const stress_run *r)
 {
+    if (r->target.http)
+        return st_http_cluster_json(r);
     json_t *nodes = json_array();
     for (int i = 0; nodes && i < r->n_nodes; i++) {
         const st_node *n = &r->nodes[i];
@@ -207,6 +215,10 @@ static void cancel(stress_run *r, const char *id)
 
 void st_end_all(stress_run *r, const char *code, const char *message)
 {
+    if (r->target.http) {
+        st_http_end_all(r, code, message);
+        return;
+    }
     while (r->n_inflight > 0) {
         cancel(r, r->inflight[0].id);
         st_finish(r, 0, 0, NULL, code, message);
@@ -364,6 +376,8 @@ static void check_timers(stress_run *r)
 
 int st_pump(stress_run *r, int timeout_ms, char *err, size_t errlen)
 {
+    if (r->target.http)
+        return st_http_pump(r, timeout_ms, err, errlen);
     zmq_pollitem_t items[2] = {{r->sub, 0, ZMQ_POLLIN, 0}, {NULL, 0, ZMQ_POLLIN, 0}};
     int n_items = 1;
     if (r->ctl) {
