@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "tui/core/cluster.h"
+#include "tui/ssh/knobs.h"
 #include "tui/stress/console_runs.h"
 #include "tui/stress/stress.h"
 
@@ -152,9 +153,31 @@ static int split_endpoints(const char *list, stress_target *t, int telemetry)
     return n;
 }
 
-static int load_target(const sopts *o, stress_target *t)
+/* The node a sweep over HTTP restarts between legs: the cluster stays
+ * loaded for the run. */
+struct knob_node {
+    struct cluster *c;
+    int node;
+};
+
+/* stress_apply_knobs_fn: the leg's values by restart over SSH (knobs.h);
+ * 0 means "not swept". */
+static int apply_knobs(void *ctx, int kv_bits, int prefill_step, double *took_s, char *err,
+                       size_t errlen)
+{
+    const struct knob_node *k = ctx;
+    proto_set_args want = {.has_kv_bits = kv_bits != 0,
+                           .kv_bits = kv_bits,
+                           .has_prefill_step = prefill_step != 0,
+                           .prefill_step = prefill_step};
+    return knobs_apply(k->c, k->node, &want, took_s, err, errlen);
+}
+
+/* Fills t; for --node, k keeps the cluster (the caller frees k->c). */
+static int load_target(const sopts *o, stress_target *t, struct knob_node *k)
 {
     memset(t, 0, sizeof *t);
+    memset(k, 0, sizeof *k);
     if (o->node && (o->control || o->telemetry))
         return cli_usage_error("stress", "--node and --control/--telemetry exclude each other%s",
                                "");
@@ -185,17 +208,22 @@ static int load_target(const sopts *o, stress_target *t)
         fprintf(stderr, "infertop stress: %s\n", err);
         return CLI_ERROR;
     }
-    int rc = -1;
     if (o->node ? console_runs_http_target(c, o->node, t, err, sizeof err) != 0
                 : console_runs_target(c, t, err, sizeof err) != 0) {
         fprintf(stderr, "infertop stress: %s\n", err);
-        rc = CLI_ERROR;
+        cluster_free(c);
+        return CLI_ERROR;
     }
-    cluster_free(c);
-    /* HTTP sweeps: where the restart that applies a leg's kv_bits and
-     * prefill_step to the node is wired (t->apply_knobs, t->knobs_ctx).
-     * Without it, stress_start refuses a sweep that changes them. */
-    return rc;
+    if (!o->node) {
+        cluster_free(c);
+        return -1;
+    }
+    /* A sweep over the node's knobs restarts it between legs. */
+    k->c = c;
+    k->node = (int)(cluster_node_find(c, o->node) - c->nodes);
+    t->apply_knobs = apply_knobs;
+    t->knobs_ctx = k;
+    return -1;
 }
 
 /* ---- progress ---- */
@@ -418,20 +446,11 @@ static int report(store *db, const stress_result *res, int json)
     return exit_code(res);
 }
 
-int cli_stress(int argc, char **argv)
+/* Runs the stress on target and reports it. */
+static int drive(const sopts *o, const stress_target *target)
 {
-    sopts o;
-    int rc = parse_options(argc, argv, &o);
-    if (rc >= 0)
-        return rc;
     char err[1024];
-    if (stress_opts_check(&o.run, err, sizeof err) != 0)
-        return cli_usage_error("stress", "%s", err);
-    stress_target target;
-    if ((rc = load_target(&o, &target)) >= 0)
-        return rc;
-
-    store *db = store_open(o.db, NULL, err, sizeof err);
+    store *db = store_open(o->db, NULL, err, sizeof err);
     if (!db) {
         fprintf(stderr, "infertop stress: %s\n", err);
         return CLI_NO_DB;
@@ -446,7 +465,7 @@ int cli_stress(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
 
     stress_run *run;
-    if (stress_start(&run, &o.run, &target, db, err, sizeof err) != 0) {
+    if (stress_start(&run, &o->run, target, db, err, sizeof err) != 0) {
         fprintf(stderr, "infertop stress: %s\n", err);
         store_close(db);
         return CLI_ERROR;
@@ -455,9 +474,27 @@ int cli_stress(int argc, char **argv)
     stress_result res;
     stress_wait(run, &res);
     stress_free(run);
-    if (res.failure[0] && !o.json)
+    if (res.failure[0] && !o->json)
         fprintf(stderr, "infertop stress: %s\n", res.failure);
-    rc = report(db, &res, o.json);
+    int rc = report(db, &res, o->json);
     store_close(db);
+    return rc;
+}
+
+int cli_stress(int argc, char **argv)
+{
+    sopts o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    char err[1024];
+    if (stress_opts_check(&o.run, err, sizeof err) != 0)
+        return cli_usage_error("stress", "%s", err);
+    stress_target target;
+    struct knob_node knobs;
+    if ((rc = load_target(&o, &target, &knobs)) >= 0)
+        return rc;
+    rc = drive(&o, &target);
+    cluster_free(knobs.c);
     return rc;
 }

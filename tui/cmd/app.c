@@ -436,6 +436,9 @@ int app_main(const opt_vals *v)
     if (rc == 0) {
         remote *r = NULL;
         struct app_hooks hooks;
+        struct alert_settings alerts;
+        alerts_read(v, &alerts);
+        state_alert_settings(st, &alerts);
         rc = remote_new(c, st, &r, err, sizeof err);
         if (rc == 0 && !(uo.plan = plan_job_new(c, r))) {
             snprintf(err, sizeof err, "out of memory");

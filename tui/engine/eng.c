@@ -25,18 +25,6 @@ const char *eng_name(eng_kind k)
     return k >= 0 && k < ENG_COUNT ? names[k] : "?";
 }
 
-int eng_parse(const char *name, eng_kind *out, char *err, size_t errlen)
-{
-    opt_value v = {0};
-    char why[256];
-    if (opt_check_text(OPT_CF_ENGINE, name, &v, why, sizeof why) != 0) {
-        snprintf(err, errlen, "engine `%s`: %s", name, why);
-        return -1;
-    }
-    *out = (eng_kind)v.i;
-    return 0;
-}
-
 void eng_view_init(struct eng_view *v, eng_kind k)
 {
     memset(v, 0, sizeof *v);

@@ -27,8 +27,6 @@ typedef enum eng_kind { ENG_INFERD, ENG_LLAMACPP, ENG_VLLM, ENG_OLLAMA, ENG_OPEN
 
 /* "inferd", "llama.cpp", ... */
 const char *eng_name(eng_kind k);
-/* 0 and *out for a name of the list, else -1 with err listing them. */
-int eng_parse(const char *name, eng_kind *out, char *err, size_t errlen);
 
 typedef enum eng_health {
     ENG_UNKNOWN, /* not polled yet */
