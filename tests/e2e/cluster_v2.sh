@@ -62,7 +62,7 @@ pids="$pids $!"
 for p in $BASE $((BASE + 3)); do up "$(ep "$p")" || { fail "node on $p up"; finish; exit 1; }; done
 
 infertop -c "$conf" status >"$tmp/status" 2>&1
-check "infertop -c FILE status: both nodes up" [ "$(grep -cE '^(a|b) +up ' "$tmp/status")" = 2 ]
+check "infertop -c FILE status: both nodes up" [ "$(grep -cE '^(a|b) +inferd +up ' "$tmp/status")" = 2 ]
 infertop status --json -c "$conf" >"$tmp/status.json"
 check "infertop status -c FILE: b holds layers 2:4" \
     [ "$(get nodes.1.model.layers <"$tmp/status.json")" = "[2,4]" ]

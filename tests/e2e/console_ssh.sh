@@ -72,7 +72,7 @@ EOF
 
 cap() { T capture-pane -p -t C; }
 says() { cap | grep -qF -- "$1"; }
-row_is() { cap | grep -qE "$1 +$2 "; } # NODE STATE on the dashboard
+row_is() { cap | grep -qE "$1 +(inferd +)?$2 "; } # NODE [ENGINE] STATE on the dashboard
 # Established TCP connections to 127.0.0.5:PORT (hangd), from /proc/net/tcp:
 # the remote address column in hex, state 01.
 hang_conns() {

@@ -25,7 +25,7 @@ says() { cap | grep -q -e "$1"; }
 says_e() { cap | grep -qE "$1"; }
 # Braille is U+2800..U+28FF: bytes E2 A0..A3 and one more in UTF-8.
 has_braille() { cap | LC_ALL=C grep -q "$(printf '\342[\240-\243]')"; }
-both_up() { [ "$(cap | grep -cE 'stage[01] +up ')" = 2 ]; }
+both_up() { [ "$(cap | grep -cE 'stage[01] +(inferd +)?up ')" = 2 ]; }
 
 DB="$tmp/history.db"
 CONF="$tmp/demo.conf"

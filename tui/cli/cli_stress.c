@@ -218,9 +218,32 @@ static int load_target(const sopts *o, stress_target *t, struct knob_node *k)
         cluster_free(c);
         return -1;
     }
-    /* A sweep over the node's knobs restarts it between legs. */
+    /* A sweep over the node's knobs restarts it between legs: every value
+     * it will restart with is checked now (the engine takes it, the node
+     * has `ssh` and `start`), before anything is recorded. */
+    const struct cluster_node *n = cluster_node_find(c, o->node);
+    const stress_http_node *h = &t->http_node;
+    char line[CLUSTER_START_MAX];
+    const stress_opts *r = &o->run;
+    int nk = r->n_kv_bits ? r->n_kv_bits : 1, ns = r->n_prefill_step ? r->n_prefill_step : 1;
+    for (int i = 0; r->mode == STORE_MODE_SWEEP && i < nk; i++)
+        for (int j = 0; j < ns; j++) {
+            int kv = r->n_kv_bits ? r->kv_bits[i] : h->kv_bits;
+            int step = r->n_prefill_step ? r->prefill_step[j] : h->prefill_step;
+            proto_set_args want = {.has_kv_bits = kv != h->kv_bits,
+                                   .kv_bits = kv,
+                                   .has_prefill_step = step != h->prefill_step,
+                                   .prefill_step = step};
+            if ((want.has_kv_bits || want.has_prefill_step) &&
+                knobs_start_line(n, NULL, &want, line, sizeof line, err, sizeof err) != 0) {
+                fprintf(stderr, "infertop stress: the sweep restarts node '%s' between legs: %s\n",
+                        n->name, err);
+                cluster_free(c);
+                return CLI_USAGE;
+            }
+        }
     k->c = c;
-    k->node = (int)(cluster_node_find(c, o->node) - c->nodes);
+    k->node = (int)(n - c->nodes);
     t->apply_knobs = apply_knobs;
     t->knobs_ctx = k;
     return -1;

@@ -105,7 +105,11 @@ static unsigned holding(const alerts *a, struct node_alerts *na, int down, const
         on |= ALERT_BIT(ALERT_LOADING);
     if (queue_growing(na, e->requests_waiting, a->set.queue_s, now))
         on |= ALERT_BIT(ALERT_QUEUE);
-    if (e->kv_usage > ALERTS_KV_HIGH)
+    /* Raised over HIGH, cleared under CLEAR: a cache that hovers around
+     * 90% (llama.cpp's does while its slots fill and free) is one alert,
+     * not an event a second. */
+    if (e->kv_usage > ALERTS_KV_HIGH ||
+        ((na->active & ALERT_BIT(ALERT_KV)) && e->kv_usage > ALERTS_KV_CLEAR))
         on |= ALERT_BIT(ALERT_KV);
     if (e->hist_p95[ENG_H_TTFT] > a->set.ttft_ms)
         on |= ALERT_BIT(ALERT_TTFT);
@@ -144,7 +148,7 @@ static void describe(const alerts *a, const struct node_alerts *na, enum alert_k
             snprintf(buf, len, "kv: cache %.0f%% used, over %.0f%%", 100 * e->kv_usage,
                      100 * ALERTS_KV_HIGH);
         else
-            snprintf(buf, len, "kv: cleared, cache back under %.0f%%", 100 * ALERTS_KV_HIGH);
+            snprintf(buf, len, "kv: cleared, cache back under %.0f%%", 100 * ALERTS_KV_CLEAR);
         return;
     case ALERT_TTFT:
         if (raised)

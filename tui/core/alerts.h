@@ -5,7 +5,8 @@
  *   loading  an HTTP engine answers but is not ready (llama.cpp's 503)
  *   queue    its waiting requests rose and have not fallen for
  *            --alert-queue-s seconds
- *   kv       its KV cache is over ALERTS_KV_HIGH full
+ *   kv       its KV cache is over ALERTS_KV_HIGH full (until it is back
+ *            under ALERTS_KV_CLEAR)
  *   ttft     its windowed TTFT p95 is over --alert-ttft-ms
  *
  * The last three need an engine that reports the number (NaN clears
@@ -23,6 +24,7 @@
 #include "tui/engine/engine.h"
 
 #define ALERTS_KV_HIGH 0.90
+#define ALERTS_KV_CLEAR 0.80
 /* A node not heard from since the console started is down only after
  * this long: the first heartbeat takes up to a second, and a start-up
  * full of raised-and-cleared alerts would hide the real ones. */

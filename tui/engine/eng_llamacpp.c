@@ -59,16 +59,22 @@ static const struct eng_gauge_row gauges[] = {
     {offsetof(struct eng_view, batch), {"llamacpp:n_busy_slots_per_decode"}, ENG_MEAN},
 };
 
-enum { PROMPT_TOKENS, PREDICTED_TOKENS, PREDICTED_SECONDS };
+/* llama-server adds a request's tokens to tokens_predicted_total when the
+ * request ends, so during a long stream that counter stands still. Busy
+ * slots summed over decode calls move at every call: n_decode_total x
+ * n_busy_slots_per_decode, which equals tokens_predicted_total once the
+ * streams end (433 x 3.76905 = 1632 in metrics-after.txt). */
+enum { PROMPT_TOKENS, PREDICTED_TOKENS, PREDICTED_SECONDS, SLOT_DECODES };
 static const struct eng_counter_row counters[] = {
     [PROMPT_TOKENS] = {{"llamacpp:prompt_tokens_total"}},
     [PREDICTED_TOKENS] = {{"llamacpp:tokens_predicted_total"}},
     [PREDICTED_SECONDS] = {{"llamacpp:tokens_predicted_seconds_total"}},
+    [SLOT_DECODES] = {{"llamacpp:n_decode_total"}, .times = "llamacpp:n_busy_slots_per_decode"},
 };
 
 static const struct eng_delta_row deltas[] = {
     {offsetof(struct eng_view, prompt_tps), PROMPT_TOKENS, ENG_PER_SECOND, 1},
-    {offsetof(struct eng_view, decode_tps), PREDICTED_TOKENS, ENG_PER_SECOND, 1},
+    {offsetof(struct eng_view, decode_tps), SLOT_DECODES, ENG_PER_SECOND, 1},
     /* The closest it exports to inferd's model_ms: decode time per token
      * (summed over slots, so per stream). */
     {offsetof(struct eng_view, ms_per_token), PREDICTED_SECONDS, PREDICTED_TOKENS, 1000},

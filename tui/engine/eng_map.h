@@ -42,6 +42,9 @@ struct eng_gauge_row {
 #define ENG_COUNTERS_MAX 8
 struct eng_counter_row {
     const char *names[ENG_NAMES];
+    /* When given, the counter is NAME times the mean of this series (a
+     * count kept as calls x average per call). */
+    const char *times;
 };
 
 /* field = scale * delta(counter num) / (seconds of the window, or

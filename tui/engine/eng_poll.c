@@ -167,8 +167,18 @@ static void read_metrics(eng_poll *p, const char *path, const char *body, size_t
     s->t = p->began;
     for (int i = 0; i < t->n_counters && i < ENG_COUNTERS_MAX; i++) {
         s->ctr[i] = NAN;
-        for (int a = 0; a < ENG_NAMES && t->counters[i].names[a] && isnan(s->ctr[i]); a++)
-            s->ctr[i] = prom_sum(d, t->counters[i].names[a], NULL, NULL, NULL);
+        const struct eng_counter_row *c = &t->counters[i];
+        for (int a = 0; a < ENG_NAMES && c->names[a] && isnan(s->ctr[i]); a++) {
+            int n;
+            s->ctr[i] = prom_sum(d, c->names[a], NULL, NULL, &n);
+            if (!n)
+                s->ctr[i] = NAN;
+        }
+        if (c->times) {
+            int n;
+            double mean = prom_sum(d, c->times, NULL, NULL, &n);
+            s->ctr[i] = n ? s->ctr[i] * mean / n : NAN;
+        }
     }
     for (int i = 0; i < t->n_hists; i++) {
         eng_hist h = t->hists[i].h;
@@ -192,9 +202,13 @@ void eng_poll_answer(eng_poll *p, int ep, long status, const char *body, size_t 
     }
     char what[160];
     if (status == 0) {
+        /* Only the first endpoint says whether the engine is there: a
+         * busy llama-server may answer /health and /metrics at once and
+         * /slots (which waits for its task loop) late. */
         first_line(body, len, what, sizeof what);
-        problem(p, P_DOWN, row->path, what[0] ? what : "no answer");
-        p->cur.health = ENG_DOWN;
+        problem(p, ep == 0 ? P_DOWN : P_OTHER, row->path, what[0] ? what : "no answer");
+        if (ep == 0)
+            p->cur.health = ENG_DOWN;
         return;
     }
     if (isnan(p->cur.latency_ms) || latency_ms > p->cur.latency_ms)
@@ -264,7 +278,9 @@ static void push(eng_poll *p, const struct snap *s)
         p->n--;
     }
     *ring_at(p, p->n++) = *s;
-    while (p->n > 1 && ring_at(p, 0)->t < s->t - ENG_WINDOW_S) {
+    /* The oldest kept is the newest at or before the window's start, so
+     * that polls further apart than the window still give rates. */
+    while (p->n > 2 && ring_at(p, 1)->t <= s->t - ENG_WINDOW_S) {
         p->first = (p->first + 1) % ENG_SNAPS;
         p->n--;
     }

@@ -90,9 +90,15 @@ Test(alerts, kv_over_90_percent)
     cr_expect_eq(ch[0].kind, ALERT_KV);
     cr_expect(ch[0].raised);
     cr_expect_neq(strstr(ch[0].message, "91%"), NULL, "%s", ch[0].message);
+    /* Hovering between 80% and 90% holds it: no event. */
+    ev.kv_usage = 0.86;
+    cr_assert_eq(note(2), 0);
+    ev.kv_usage = 0.93;
+    cr_assert_eq(note(3), 0);
     ev.kv_usage = 0.5;
-    cr_assert_eq(note(2), 1);
+    cr_assert_eq(note(4), 1);
     cr_expect_not(ch[0].raised);
+    cr_expect_neq(strstr(ch[0].message, "under 80%"), NULL, "%s", ch[0].message);
 }
 
 Test(alerts, ttft_p95_over_the_threshold)

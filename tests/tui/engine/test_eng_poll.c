@@ -99,7 +99,9 @@ Test(eng_poll, llamacpp_idle_busy_after_give_rates)
     v = llama_round(101, "health-busy.http", "metrics-busy.txt", "slots-busy.json", 0);
     cr_assert_eq(v.health, ENG_UP);
     cr_assert_eq(v.prompt_tps, 192.0, "192 prompt tokens in 1 s");
-    cr_assert_eq(v.decode_tps, 0.0);
+    /* tokens_predicted_total is still 0 (added when a request ends): the
+     * rate comes from the decode calls' busy slots, 24 x 3.91667. */
+    cr_assert_float_eq(v.decode_tps, 24 * 3.91667, 1e-9);
     cr_assert(isnan(v.ms_per_token), "no token decoded in the window");
     cr_assert_eq(v.requests_running, 4);
     cr_assert_eq(v.requests_waiting, 0);
@@ -117,21 +119,41 @@ Test(eng_poll, llamacpp_idle_busy_after_give_rates)
     v = llama_round(102, "health-idle.http", "metrics-after.txt", "slots-idle.json", 0);
     /* The window runs from the idle poll, 2 s before. */
     cr_assert_eq(v.prompt_tps, 98.0);
-    cr_assert_eq(v.decode_tps, 816.0);
+    cr_assert_float_eq(v.decode_tps, 433 * 3.76905 / 2, 1e-9, "about 1632 tokens in 2 s");
     cr_assert_float_eq(v.ms_per_token, 25153.0 / 1632.0, 1e-9);
     cr_assert_eq(v.slots_busy, 0);
     cr_assert_float_eq(v.kv_usage, 0.672363, 1e-9);
 }
 
-Test(eng_poll, window_keeps_polls_at_most_its_length_old)
+Test(eng_poll, window_starts_at_the_newest_poll_at_or_before_its_length)
 {
     p = eng_poll_new(ENG_LLAMACPP);
     llama_round(0, "health-idle.http", "metrics-idle.txt", NULL, 0);
     llama_round(3, "health-busy.http", "metrics-busy.txt", NULL, 0);
     struct eng_view v = llama_round(6, "health-idle.http", "metrics-after.txt", NULL, 0);
-    /* The idle poll is 6 s old, past ENG_WINDOW_S: from the busy one. */
-    cr_assert_float_eq(v.prompt_tps, 4.0 / 3.0, 1e-12);
-    cr_assert_eq(v.decode_tps, 1632.0 / 3.0);
+    /* The window would start at 1 s: the idle poll at 0 is the newest
+     * at or before it, so the rates are over 6 s. */
+    cr_assert_float_eq(v.prompt_tps, 196.0 / 6.0, 1e-12);
+    v = llama_round(9, "health-idle.http", "metrics-after.txt", NULL, 0);
+    /* Now from the busy poll at 3 s (the one at 6 s is inside). */
+    cr_assert_float_eq(v.prompt_tps, 4.0 / 6.0, 1e-12);
+    /* Polls further apart than the window still give a rate. */
+    v = llama_round(30, "health-idle.http", "metrics-after.txt", NULL, 0);
+    cr_assert_eq(v.prompt_tps, 0.0);
+}
+
+Test(eng_poll, a_late_secondary_endpoint_is_a_problem_not_down)
+{
+    p = eng_poll_new(ENG_LLAMACPP);
+    eng_poll_begin(p, 0);
+    answer_file(ENG_LLAMACPP, "/health", "health-busy.http");
+    answer_file(ENG_LLAMACPP, "/metrics", "metrics-busy.txt");
+    answer(ENG_LLAMACPP, "/slots", 0, "Operation timed out after 2000 milliseconds");
+    struct eng_view v;
+    eng_poll_end(p, 0, &v);
+    cr_assert_eq(v.health, ENG_UP, "/health answered");
+    cr_assert(strstr(v.problem, "GET /slots: Operation timed out"), "%s", v.problem);
+    cr_assert_eq(v.requests_running, 4);
 }
 
 Test(eng_poll, counter_going_down_is_a_restart_not_a_negative_rate)
