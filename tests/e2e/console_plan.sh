@@ -84,7 +84,7 @@ T send-keys -t C a
 check "a is refused in --readonly" wait_for 30 says "read-only: plan applies are disabled"
 T send-keys -t C q
 check "it quits" wait_for 50 test -s "$tmp/ro.rc"
-T kill-server 2>/dev/null
+tmux_kill
 
 # ---- the view: current and planned, a bar per node
 T -f "$tmp/tmux.conf" new-session -d -s C -x 160 -y 40 \

@@ -36,3 +36,11 @@ wait_for() {
     done
     return 1
 }
+
+# tmux_kill: ends the private server and waits until its socket is gone:
+# a new-session sent while the old server still exits reaches the dying
+# server and fails (seen on a loaded machine).
+tmux_kill() {
+    T kill-server 2>/dev/null
+    wait_for 100 test ! -S "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$SOCK"
+}
