@@ -171,6 +171,14 @@ static void raw_lines(const struct view_ctx *v, struct lines *l)
     else
         add_line(l, "no status heard from this node yet");
     free(json);
+    /* The envelope's seq and t are the heartbeat's, which the state does
+     * not keep: the zeros h carries would read as the node's. */
+    int kept = 0;
+    for (int i = 0; i < l->n; i++)
+        if (strncmp(l->line[i].text, "  \"seq\": ", 9) != 0 &&
+            strncmp(l->line[i].text, "  \"t\": ", 7) != 0)
+            l->line[kept++] = l->line[i];
+    l->n = kept;
 }
 
 static void overlay_lines(const struct view_ctx *v, const struct view_keys *const *t, int nt,
