@@ -171,6 +171,7 @@ typedef enum opt_id {
     OPT_NO_COLOR,
     OPT_ASCII,
     OPT_READONLY,
+    OPT_DELAY,
     OPT_ALERT_QUEUE_S,
     OPT_ALERT_TTFT_MS,
     OPT_STAGES,

@@ -633,6 +633,17 @@ const opt_def opt_defs[OPT_COUNT] = {
                       .type = OPT_T_SWITCH,
                       .help = "refuse config changes and node actions",
                       .verbs = DASHBOARD},
+    /* The console's refresh (ui.h) and the HTTP nodes' polls. */
+    [OPT_DELAY] = {.flag = "delay",
+                   .short_flag = 'd',
+                   .type = OPT_T_NUM,
+                   .dlo = 0.1,
+                   .dhi = 10,
+                   .def = "1",
+                   .arg = "SECONDS",
+                   .help = "seconds between screen refreshes and HTTP node polls (+ and - "
+                           "change the refresh while running)",
+                   .verbs = DASHBOARD},
     /* The console's alerts (tui/core/alerts.h). */
     [OPT_ALERT_QUEUE_S] = {.flag = "alert-queue-s",
                            .type = OPT_T_NUM,

@@ -30,7 +30,7 @@ both_up() { [ "$(cap | grep -cE 'stage[01] +(inferd +)?up ')" = 2 ]; }
 DB="$tmp/history.db"
 CONF="$tmp/demo.conf"
 T -f "$tmp/tmux.conf" new-session -d -s A -x 140 -y 40 -c "$tmp" \
-    "env LC_ALL=C.UTF-8 XDG_RUNTIME_DIR=$tmp infertop demo --stages 2 --db $DB --write-config $CONF; echo \$? >$tmp/a.rc"
+    "env LC_ALL=C.UTF-8 XDG_RUNTIME_DIR=$tmp infertop demo --stages 2 -d 0.1 --db $DB --write-config $CONF; echo \$? >$tmp/a.rc"
 check "demo: both stages up" wait_for 300 both_up
 
 # Stress view; the `to` field (the fourth) set to 1024; start (the last row).
@@ -61,7 +61,7 @@ freeze() { kill -"$1" $(stages) 2>/dev/null; }
 slice_ms=10
 last=""
 sample_slice() {
-    sleep 0.2 # the console redraws from the frozen state
+    sleep 0.2 # the console redraws from the frozen state (-d 0.1)
     now=$(cap | sed -n 's/.*context \([0-9]*\) \/ 1024.*/\1/p')
     echo "$now" >>"$tmp/contexts"
     says 'growth completed' && return 0
@@ -100,12 +100,12 @@ check "run 1 is listed completed" \
 check "the selected run's summary shows its nodes' step times" says 'step ms p50/p99'
 check "the bottleneck node is marked" says 'bottleneck'
 
-T send-keys -t A g
-check "g charts the selected run against context" wait_for 30 says 'step ms on the slowest node'
+T send-keys -t A v
+check "v charts the selected run against context" wait_for 30 says 'step ms on the slowest node'
 check "the run's chart spans its contexts, 64 to 512 (8x: a linear scale)" \
     says_e ' 64 +context +512'
-T send-keys -t A g
-check "g again brings the summary back" wait_for 30 says 'step ms p50/p99'
+T send-keys -t A v
+check "v again brings the summary back" wait_for 30 says 'step ms p50/p99'
 
 # Newest first: run 2 is selected. Mark it, select run 1, compare.
 T send-keys -t A m j C
@@ -113,11 +113,11 @@ check "the comparison names both runs" wait_for 30 says 'compare run 2 .* with r
 check "the comparison has both runs' columns and a delta" \
     says_e 'key +metric +run 2 +run 1 +delta +ratio'
 check "the comparison has rows" says 'decode_tps'
-T send-keys -t A g
-check "g charts both runs on shared axes" wait_for 30 says 'decode tok/s .* run 2 .* run 1'
+T send-keys -t A v
+check "v charts both runs on shared axes" wait_for 30 says 'decode tok/s .* run 2 .* run 1'
 check "the compared charts span both runs' contexts, 64 to 1024" \
     says_e ' 64 +context \(log\) +1024'
-T send-keys -t A g
+T send-keys -t A v
 
 T send-keys -t A x
 check "x exports the shown run as CSV" wait_for 30 test -s "$tmp/infertop-run-1.csv"

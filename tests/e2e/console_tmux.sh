@@ -14,7 +14,11 @@
 #   - kills one stage's process and sees it down before heartbeats alone
 #     would mark it (the demo reaps it);
 #   - resizes to 80x24 and 200x60 and checks the layout fills the window;
-#   - quits with q: exit status 0, no inferd left;
+#   - drives the navigation keys: -d and +/- (the header shows the
+#     interval), / filters rows, > and I sort and reverse, p freezes the
+#     numbers (and unfreezes them), y shows a node's raw status, digits
+#     switch views outside a field and are typed inside one (Config, Plan);
+#   - quits with F10: exit status 0, no inferd left;
 # then a second demo with --no-color --ascii --readonly shows no byte
 # >= 0x80 and no colour, refuses a config change, and when the console is
 # killed outright (SIGKILL) its stages die with it.
@@ -93,7 +97,7 @@ A_CONF="$tmp/a.conf"
 # The exit status goes to a file: tmux does not always reap a console
 # built with the sanitizers (make asan) in time to report it.
 T -f "$tmp/tmux.conf" new-session -d -s A -x 120 -y 40 \
-    "env LC_ALL=C.UTF-8 XDG_RUNTIME_DIR=$tmp infertop demo --stages 2 --write-config $A_CONF; echo \$? >$tmp/a.rc"
+    "env LC_ALL=C.UTF-8 XDG_RUNTIME_DIR=$tmp infertop demo --stages 2 -d 0.5 --write-config $A_CONF; echo \$? >$tmp/a.rc"
 
 check "demo: both stages up with non-zero steps/s" wait_for 300 both_stepping A
 check "dashboard: a busy percentage on both rows" wait_for 100 both_busy A
@@ -108,10 +112,61 @@ wait_for 30 says A 'events ──'
 # The same pattern as the --no-color check below, which this shows can match.
 check "colour by default" sh -c "tmux -L $SOCK capture-pane -p -e -t A | grep -qE \"$COLOUR_SGR\""
 
-# Config view, the all-nodes row (last), the kv_bits field, 4, Enter.
+# ---- navigation keys (issue 28) ----
+check "-d 0.5: the header shows the refresh interval" says A 'every 0\.5s'
+T send-keys -t A +
+check "+ lengthens the refresh interval" wait_for 30 says A 'every 1\.0s'
+T send-keys -t A -
+wait_for 30 says A 'every 0\.5s'
+# The node rows, top to bottom, are named NAMES (e.g. "stage1 stage0 ").
+rows_are() { # SESSION NAMES
+    [ "$(cap "$1" | grep -oE '^.?stage[0-9]+ ' | tr -dc 'stage0-9\n' | tr '\n' ' ')" = "$2" ]
+}
+T send-keys -t A / s t a g e 1 Enter
+check "/ stage1: the filter leaves one row" wait_for 30 rows_are A 'stage1 '
+T send-keys -t A Escape
+check "Esc clears the filter" wait_for 30 rows_are A 'stage0 stage1 '
+T send-keys -t A '>' I
+check "> then I: sorted by name, reversed" wait_for 30 rows_are A 'stage1 stage0 '
+check "the sort column's title is marked" says A 'node▾ '
+T send-keys -t A '<' I
+check "< back to the cluster's order" wait_for 30 rows_are A 'stage0 stage1 '
+# Paused, two captures 2 s apart show the same numbers; running, not.
+node_rows() { cap "$1" | grep -E '^.?stage[01] '; }
+T send-keys -t A p
+wait_for 30 says A PAUSED
+node_rows A >"$tmp/p1"
+sleep 2
+node_rows A >"$tmp/p2"
+check "p: paused, the numbers stay put" cmp -s "$tmp/p1" "$tmp/p2"
+T send-keys -t A p
+wait_for 30 sh -c "! tmux -L $SOCK capture-pane -p -t A | grep -q PAUSED"
+node_rows A >"$tmp/p1"
+sleep 2
+node_rows A >"$tmp/p2"
+check "p again: the numbers move" sh -c "! cmp -s $tmp/p1 $tmp/p2"
+# The filter left stage1 selected (its row was the only one).
+T send-keys -t A y
+check "y: the selected node's raw status" wait_for 30 says A '"node": "stage1"'
+T send-keys -t A Escape
+wait_for 30 sh -c "! tmux -L $SOCK capture-pane -p -t A | grep -q 'raw status'"
+# Digits: outside a field they switch views, in a focused field they are typed.
+T send-keys -t A 7
+wait_for 30 says A 'target context \['
+T send-keys -t A 1
+check "Plan: 1 outside a field switches to the dashboard" wait_for 30 says A 'events ──'
+T send-keys -t A 7 Enter 1 2
+check "Plan: in the focused field digits are typed" wait_for 30 says A 'target context \[12_\]'
+T send-keys -t A Escape c
+wait_for 30 says A 'all nodes'
+T send-keys -t A 1
+check "Config: 1 outside a field switches to the dashboard" wait_for 30 says A 'events ──'
+
+# Config view, the all-nodes row (last), the kv_bits field, Enter to
+# edit it, 4, Enter.
 T send-keys -t A c
 wait_for 30 says A 'all nodes'
-T send-keys -t A G l 4 Enter
+T send-keys -t A G l Enter 4 Enter
 check "keys: config view shows kv_bits 4 confirmed on both stages" \
     wait_for 100 sh -c "tmux -L $SOCK capture-pane -p -t A | grep -cE 'stage[01] .*confirmed kv_bits=4' | grep -qx 2"
 T send-keys -t A Escape d
@@ -134,8 +189,8 @@ check "a killed stage shows down before its heartbeats could say so" wait_for 80
 check "80x24 keeps a correct layout" resized A 80 24
 check "200x60 keeps a correct layout" resized A 200 60
 
-T send-keys -t A q
-check "q exits the console" wait_for 100 test -s "$tmp/a.rc"
+T send-keys -t A F10
+check "F10 exits the console" wait_for 100 test -s "$tmp/a.rc"
 check "the console exits with status 0" [ "$(cat "$tmp/a.rc")" = 0 ]
 check "no inferd is left after q" wait_for 30 no_stages_left
 
@@ -151,7 +206,7 @@ check "--no-color: no colour escapes on the screen" \
 
 T send-keys -t B c
 wait_for 30 says B 'all nodes'
-T send-keys -t B G l 4 Enter
+T send-keys -t B G l Enter
 check "--readonly: the config change is refused on screen" wait_for 50 says B 'read-only'
 check "--readonly: the nodes keep kv_bits 16" status_kv_is "$B_CONF" 16
 

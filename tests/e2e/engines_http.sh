@@ -100,8 +100,11 @@ check "infertop metrics stops cleanly on SIGTERM" [ $? = 0 ]
 cap() { T capture-pane -p -t "$1"; }
 # The node's row, whatever columns come between its name and its state.
 row_says() { cap D | grep -qE "^.?$1 .*[^a-z]$2( |\$)"; }
+# -d 0.5: polls and redraws twice a second, so that a hung node's poll
+# timeout and the next frame fit the 3 s below with room on a loaded host
+# (at the default 1 s they take up to 3 s between them).
 T -f "$tmp/tmux.conf" new-session -d -s D -x 160 -y 40 \
-    "env LC_ALL=C.UTF-8 infertop -c $CONF --db $tmp/runs.db; echo \$? >$tmp/d.rc"
+    "env LC_ALL=C.UTF-8 infertop -c $CONF -d 0.5 --db $tmp/runs.db; echo \$? >$tmp/d.rc"
 check "dashboard: the HTTP node's row says up" wait_for 100 row_says web up
 check "dashboard: the ring's rows say up" wait_for 100 sh -c \
     "tmux -L $SOCK capture-pane -p -t D | grep -qE '^.?head .*[^a-z]up( |\$)'"

@@ -23,9 +23,6 @@
 /* The longest the loop sleeps with nothing due: a resize that lands just
  * before zmq_poll is seen by then at the latest. */
 #define APP_MAX_WAIT_S 1.0
-/* How often the nodes of other engines are polled over HTTP: the
- * dashboard's refresh (its rates are per second). */
-#define APP_ENGINE_POLL_S 1.0
 /* Freed heap malloc keeps rather than returns to the kernel (see
  * keep_freed_heap): about 16 frames' worth of telemetry at 8 nodes x 100
  * steps/s. */
@@ -41,6 +38,7 @@ void app_ui_options(const opt_vals *v, struct ui_options *o)
     o->no_color = opt_given(v, OPT_NO_COLOR);
     o->ascii = opt_given(v, OPT_ASCII);
     o->readonly = opt_given(v, OPT_READONLY);
+    o->delay = opt_num(v, OPT_DELAY);
 }
 
 /* ---- signals -------------------------------------------------------------- */
@@ -240,9 +238,11 @@ static int take_polls(struct loop *lp, double now)
     return got;
 }
 
-/* Starts polling the cluster's HTTP nodes, if it has any (the demo's has
- * none). -1 with err when a node's key file cannot be read. */
-static int watch_start(const struct cluster *c, ewatch **w, char *err, size_t errlen)
+/* Starts polling the cluster's HTTP nodes every interval_s (the
+ * dashboard's refresh, -d), if it has any (the demo's has none). -1 with err when a node's key file
+ * cannot be read. */
+static int watch_start(const struct cluster *c, double interval_s, ewatch **w, char *err,
+                       size_t errlen)
 {
     *w = NULL;
     if (!c || cluster_ring_size(c) == c->n_nodes)
@@ -251,7 +251,7 @@ static int watch_start(const struct cluster *c, ewatch **w, char *err, size_t er
     for (int i = 0; i < c->n_nodes; i++)
         t[i] =
             (struct ewatch_target){c->nodes[i].engine, c->nodes[i].url, c->nodes[i].api_key_file};
-    return ewatch_start(w, t, c->n_nodes, APP_ENGINE_POLL_S, err, errlen);
+    return ewatch_start(w, t, c->n_nodes, interval_s, err, errlen);
 }
 
 /* The poll timeout: up to the first thing due, at most APP_MAX_WAIT_S. */
@@ -358,7 +358,7 @@ int app_run(const struct ui_options *uo, state *st, links *l, const struct app_h
 
     keep_freed_heap();
 
-    if (watch_start(uo->cluster, &lp.w, err, errlen) != 0)
+    if (watch_start(uo->cluster, uo->delay, &lp.w, err, errlen) != 0)
         return -1;
     /* Before ui_open: curses installs its own SIGINT and SIGTERM handlers
      * only where it finds the default one, so these stay ours. */

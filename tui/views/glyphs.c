@@ -17,6 +17,8 @@ static const struct glyphs utf8_set = {
     .fp_differs = "FP\u2260",
     .solid = "\u2500\u2500",
     .dashed = "\u2504\u2504",
+    .sort_up = "\u25b4",
+    .sort_down = "\u25be",
 };
 
 /* ASCII levels rise from the baseline to a full cell. */
@@ -33,6 +35,8 @@ static const struct glyphs ascii_set = {
     .fp_differs = "FP!=",
     .solid = "--",
     .dashed = "- ",
+    .sort_up = "^",
+    .sort_down = "v",
 };
 
 const struct glyphs *glyphs_get(int utf8)

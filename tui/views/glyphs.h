@@ -25,6 +25,7 @@ struct glyphs {
     const char *arrow;          /* "from -> to" in the config editor */
     const char *fp_differs;     /* the fingerprint highlight */
     const char *solid, *dashed; /* chart legend samples (two columns) */
+    const char *sort_up, *sort_down; /* beside the sort column's title: ascending, descending */
 };
 
 /* The UTF-8 set when utf8 is non-zero, else the ASCII set. */

@@ -30,6 +30,9 @@
 #define ESC_DELAY_MS 25 /* Esc alone is a key here, not the start of a sequence to wait for */
 #define HEADER_TAB_ROW 1
 #define WIDE_HEADER_COLS 100
+/* The refresh intervals + and - step through, in seconds. */
+static const double delay_steps[] = {0.1, 0.2, 0.5, 1, 2, 3, 5, 10};
+#define N_DELAY_STEPS ((int)(sizeof delay_steps / sizeof delay_steps[0]))
 
 static const struct ui_view *const views[LAYOUT_VIEW_COUNT] = {
     [LAYOUT_DASHBOARD] = &view_dashboard, [LAYOUT_NODE] = &view_node,
@@ -38,12 +41,65 @@ static const struct ui_view *const views[LAYOUT_VIEW_COUNT] = {
     [LAYOUT_PLAN] = &view_plan,
 };
 
+/* The keys every view shares; a view's own come first. The jumps' commands
+ * are the views they go to. */
+enum { G_TAB = LAYOUT_VIEW_COUNT, G_BTAB, G_HELP, G_QUIT, G_PAUSE, G_SLOWER, G_FASTER, G_REDRAW };
+
+static const struct view_key view_keys[] = {
+    {{'1', 'd'},
+     "1 d",
+     NULL,
+     "dashboard: a row per node, cluster totals, events",
+     LAYOUT_DASHBOARD},
+    {{'2', 'n'},
+     "2 n",
+     NULL,
+     "node detail of the selected node (Enter on its row too)",
+     LAYOUT_NODE},
+    {{'3', 'c'}, "3 c", NULL, "config: prefill_step and kv_bits, live", LAYOUT_CONFIG},
+    {{'4', 'e'}, "4 e", NULL, "events of all nodes", LAYOUT_EVENTS},
+    {{'5', 's'}, "5 s", NULL, "stress: set up a run, start it, watch it, abort it", LAYOUT_STRESS},
+    {{'6', 'H'},
+     "6 H",
+     NULL,
+     "history: recorded runs, a run's summary, compare, export",
+     LAYOUT_HISTORY},
+    {{'7', 'P'},
+     "7 P",
+     NULL,
+     "plan: layers placed so a target context fits; apply it",
+     LAYOUT_PLAN},
+    {{'\t'}, "Tab", NULL, "next view", G_TAB},
+    {{KEY_BTAB}, "S-Tab", NULL, "previous view", G_BTAB},
+};
+static const struct view_key any_keys[] = {
+    {{0}, "j k arrows", NULL, "select a row or scroll", -1},
+    {{0}, "g G", NULL, "first / last;  PgUp PgDn: a page", -1},
+    {{0}, "mouse", NULL, "click a row to select it, a tab to switch", -1},
+    {{0}, "digits", NULL, "switch views, except in a field: Enter edits, Esc leaves", -1},
+    {{'p', ' '},
+     "p",
+     "pause",
+     "pause: the screen stops following the nodes (space too); again resumes",
+     G_PAUSE},
+    {{'+', '='}, "+ -", NULL, "refresh interval longer / shorter (-d at start)", G_SLOWER},
+    {{'-'}, "", NULL, NULL, G_FASTER},
+    {{'?', KEY_F(1)}, "?", "help", "this help (F1 too)", G_HELP},
+    {{KEY_CTRL_L}, "Ctrl-L", NULL, "redraw", G_REDRAW},
+    {{'q', KEY_F(10)}, "q", "quit", "quit (F10 too)", G_QUIT},
+};
+static const struct view_keys global_tables[] = {KEYS_TABLE("Views", view_keys),
+                                                 KEYS_TABLE("Anywhere", any_keys)};
+
 struct ui {
     struct ui_options opt;
     SCREEN *screen;
     struct palette pal;
     const struct ui_view *view;
-    int help;
+    int help;     /* an overlay is open (what the layout was made for) */
+    int paused;   /* the state's changes are not drawn */
+    int stale;    /* the state changed since the last frame */
+    double delay; /* seconds between frames for the state's changes */
 
     struct layout lay;
     int lay_nodes, lay_help, lay_engines; /* what lay was computed for, besides size and view */
@@ -89,6 +145,7 @@ static int has_engines(const ui *u)
 static void ensure_layout(ui *u)
 {
     int n = layout_nodes(u), engines = has_engines(u);
+    u->help = u->v.overlay != VIEW_OVERLAY_NONE;
     if (u->have_layout && u->lay.cols == COLS && u->lay.rows == LINES &&
         u->lay.view == u->view->layout && u->lay_nodes == n && u->lay_help == u->help &&
         u->lay_engines == engines)
@@ -170,6 +227,7 @@ ui *ui_open(const struct ui_options *o, char *err, size_t errlen)
     u->dirty = 1;
     u->need_clear = 1;
     u->last_frame = -1e9;
+    u->delay = o->delay > 0 ? o->delay : UI_DELAY_DEFAULT;
     return u;
 }
 
@@ -202,7 +260,7 @@ static void bind_state(ui *u, const state *st, double now)
 
 void ui_mark_dirty(ui *u)
 {
-    u->dirty = 1;
+    u->stale = 1;
 }
 
 void ui_message(ui *u, const char *fmt, ...)
@@ -221,18 +279,22 @@ int ui_node_shown(const ui *u)
 
 double ui_frame_due(const ui *u, double now)
 {
-    if (!u->dirty)
+    /* A key is answered at once (at UI_FPS); the state's changes wait for
+     * the refresh interval, and while paused for nothing. */
+    double at = u->dirty ? u->last_frame + 1.0 / UI_FPS : INFINITY;
+    if (u->stale && !u->paused)
+        at = fmin(at, u->last_frame + u->delay);
+    if (isinf(at))
         return -1;
-    double wait = u->last_frame + 1.0 / UI_FPS - now;
-    return wait > 0 ? wait : 0;
+    return at > now ? at - now : 0;
 }
 
 /* ---- keys ---- */
 
 static void click(ui *u, const MEVENT *ev)
 {
-    if (u->help) {
-        u->help = 0;
+    if (u->v.overlay) {
+        u->v.overlay = VIEW_OVERLAY_NONE;
         return;
     }
     if (ev->y == HEADER_TAB_ROW && !u->lay.too_small) {
@@ -245,44 +307,73 @@ static void click(ui *u, const MEVENT *ev)
         u->view->click(&u->v, ev->y, ev->x);
 }
 
+/* The help's tables: the views, each view's keys, then the keys of any. */
+#define HELP_TABLES (LAYOUT_VIEW_COUNT + 2)
+static int help_tables(const struct view_keys **t)
+{
+    int n = 0;
+    t[n++] = &global_tables[0];
+    for (int i = 0; i < LAYOUT_VIEW_COUNT; i++)
+        t[n++] = views[i]->keys;
+    t[n++] = &global_tables[1];
+    return n;
+}
+
+/* The next refresh interval of the steps, longer (dir 1) or shorter (-1). */
+static double step_delay(double d, int dir)
+{
+    for (int i = 0; i < N_DELAY_STEPS; i++) {
+        int k = dir > 0 ? i : N_DELAY_STEPS - 1 - i;
+        if (dir > 0 ? delay_steps[k] > d + 1e-9 : delay_steps[k] < d - 1e-9)
+            return delay_steps[k];
+    }
+    return d;
+}
+
 /* Keys no view took. */
 static void global_key(ui *u, int key)
 {
-    static const struct {
-        int key;
-        enum layout_view view;
-    } jumps[] = {{'1', LAYOUT_DASHBOARD}, {'d', LAYOUT_DASHBOARD}, {'2', LAYOUT_NODE},
-                 {'n', LAYOUT_NODE},      {'3', LAYOUT_CONFIG},    {'c', LAYOUT_CONFIG},
-                 {'4', LAYOUT_EVENTS},    {'e', LAYOUT_EVENTS},    {'5', LAYOUT_STRESS},
-                 {'s', LAYOUT_STRESS},    {'6', LAYOUT_HISTORY},   {'H', LAYOUT_HISTORY},
-                 {'7', LAYOUT_PLAN},      {'P', LAYOUT_PLAN}};
-    if (key == 'q') {
+    int cmd = -1;
+    for (int t = 0; t < 2 && cmd < 0; t++)
+        cmd = keys_cmd(&global_tables[t], key);
+    if (cmd >= 0 && cmd < LAYOUT_VIEW_COUNT) {
+        set_view(u, (enum layout_view)cmd);
+        return;
+    }
+    switch (cmd) {
+    case G_QUIT: {
         struct action a = {.kind = ACT_QUIT, .node = ACT_ALL_NODES};
         view_emit(&u->v, &a);
-        return;
+        break;
     }
-    if (key == '?' || key == KEY_F(1)) {
-        u->help = 1;
-        u->v.help_top = 0;
-        return;
-    }
-    if (key == '\t' || key == KEY_BTAB) {
-        int step = key == '\t' ? 1 : LAYOUT_VIEW_COUNT - 1;
+    case G_HELP:
+        u->v.overlay = VIEW_OVERLAY_HELP;
+        u->v.overlay_top = 0;
+        break;
+    case G_TAB:
+    case G_BTAB: {
+        int step = cmd == G_TAB ? 1 : LAYOUT_VIEW_COUNT - 1;
         enum layout_view to = (enum layout_view)((u->view->layout + step) % LAYOUT_VIEW_COUNT);
         if (to == LAYOUT_NODE && u->v.n_nodes == 0)
             to = (enum layout_view)((to + step) % LAYOUT_VIEW_COUNT);
         set_view(u, to);
-        return;
+        break;
     }
-    for (size_t i = 0; i < sizeof jumps / sizeof jumps[0]; i++)
-        if (key == jumps[i].key)
-            set_view(u, jumps[i].view);
+    case G_PAUSE:
+        u->paused = !u->paused;
+        break;
+    case G_SLOWER:
+    case G_FASTER:
+        u->delay = step_delay(u->delay, cmd == G_SLOWER ? 1 : -1);
+        view_message(&u->v, 0, "refresh every %.1f s", u->delay);
+        break;
+    }
 }
 
 static void handle_key(ui *u, int key)
 {
     struct view_ctx *v = &u->v;
-    if (key == KEY_RESIZE || key == KEY_CTRL_L) {
+    if (key == KEY_RESIZE || keys_cmd(&global_tables[1], key) == G_REDRAW) {
         u->need_clear = 1;
         u->dirty = 1;
         ensure_layout(u);
@@ -304,9 +395,10 @@ static void handle_key(ui *u, int key)
             view_message(v, 0, "cancelled");
         return;
     }
-    if (u->help) {
-        if (!view_help_key(v, key))
-            u->help = 0;
+    if (v->overlay) {
+        const struct view_keys *t[HELP_TABLES];
+        if (!view_overlay_key(v, t, help_tables(t), key))
+            v->overlay = VIEW_OVERLAY_NONE;
         return;
     }
     v->goto_view = -1;
@@ -460,9 +552,13 @@ static void draw_header(ui *u)
              1;
     }
     u->tab_x[LAYOUT_VIEW_COUNT] = x;
-    if (u->opt.readonly && getmaxx(w) - x > 12)
+    /* How the screen is refreshed, right of the tabs where it fits. */
+    snprintf(buf, sizeof buf, "%severy %.1fs%s", u->paused ? "PAUSED  " : "", u->delay,
+             u->opt.readonly ? "  READ-ONLY" : "");
+    if (getmaxx(w) - x > (int)strlen(buf))
         draw_rjust(w, u->v.g, HEADER_TAB_ROW, x, getmaxx(w) - x - 1,
-                   palette_attr(&u->pal, PAL_PENDING), "READ-ONLY");
+                   palette_attr(&u->pal, u->paused || u->opt.readonly ? PAL_PENDING : PAL_DIM),
+                   buf);
 }
 
 /* "key:what|key:what" with the keys in their own colour. */
@@ -484,7 +580,15 @@ static void draw_footer(ui *u)
                   palette_attr(&u->pal, v->message_error ? PAL_ERROR : PAL_PENDING), v->message);
         return;
     }
-    const char *hints = u->help ? "j/k:scroll|any key:close" : u->view->footer;
+    char hints[VIEW_MESSAGE_MAX];
+    if (v->overlay) {
+        snprintf(hints, sizeof hints, "j/k:scroll|any key:close");
+    } else {
+        const struct view_keys *t[] = {u->view->keys, &global_tables[1]};
+        keys_footer(t, 2, hints, sizeof hints);
+    }
+    if (v->prompt[0])
+        x += draw_text(w, v->g, 0, 0, width, palette_attr(&u->pal, PAL_PENDING), v->prompt) + 2;
     for (const char *p = hints; *p && x < width;) {
         const char *colon = strchr(p, ':'), *bar = strchr(p, '|');
         if (!bar)
@@ -539,8 +643,10 @@ int ui_draw(ui *u, const state *st, double now)
         draw_header(u);
         draw_footer(u);
         u->view->draw(&u->v);
-        if (u->help)
-            view_help_draw(&u->v);
+        if (u->v.overlay) {
+            const struct view_keys *t[HELP_TABLES];
+            view_overlay_draw(&u->v, t, help_tables(t));
+        }
         for (int p = 0; p < LAYOUT_PANE_COUNT; p++)
             if (u->win[p] && p != LAYOUT_HELP)
                 wnoutrefresh(u->win[p]);
@@ -550,6 +656,7 @@ int ui_draw(ui *u, const state *st, double now)
     doupdate();
     u->v.fresh = u->help; /* the overlay covers rows a view would leave alone */
     u->dirty = 0;
+    u->stale = 0;
     u->last_frame = now;
     return 1;
 }

@@ -16,8 +16,9 @@
  *       ui_draw(u, st, now)   -- draws only when dirty and the frame is due
  *   ui_close(u);
  *
- * Frame limiting lives here: at most UI_FPS frames a second, and a frame
- * only when something changed. Each frame writes every window with
+ * Frame limiting lives here: a frame only when something changed, at most
+ * UI_FPS a second after a key and one every refresh interval (-d) for the
+ * state's changes, none for those while paused (p). Each frame writes every window with
  * wnoutrefresh and ends with one doupdate; the screen is cleared only on
  * a resize and on Ctrl-L.
  *
@@ -38,6 +39,8 @@ struct plan_job;
 struct remote;
 
 #define UI_FPS 10
+/* Seconds between frames drawn for the state's changes, unless -d says. */
+#define UI_DELAY_DEFAULT 1.0
 /* Enough room for every action one call can produce from a burst of keys. */
 #define UI_ACTIONS_MAX 16
 
@@ -48,6 +51,8 @@ struct ui_options {
     int ascii;    /* --ascii; otherwise ASCII unless the locale's codeset is UTF-8 */
     int readonly; /* --readonly: config edits and node actions are refused */
     int mouse;    /* report mouse clicks (select rows, switch views) */
+    double delay; /* -d: seconds between frames for the state's changes; 0: UI_DELAY_DEFAULT.
+                   * + and - change it while running; keys are answered at once. */
     /* Optional: shown in node detail (SSH target, endpoints, start
      * command). NULL when there is no cluster file (e.g. a demo). Borrowed:
      * must outlive the ui. */
@@ -79,7 +84,8 @@ void ui_close(ui *u);
  * dirty when a key changed what is shown; handles KEY_RESIZE and Ctrl-L. */
 int ui_handle_input(ui *u, const state *st, double now, struct action *out, int max);
 
-/* The state changed: the next due frame redraws. */
+/* The state changed: the frame due at the refresh interval redraws (none
+ * while paused). */
 void ui_mark_dirty(ui *u);
 
 /* Shows a one-line message in the footer until the next key (e.g. the
@@ -90,12 +96,12 @@ void ui_message(ui *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  * follows that node's log while it is shown. */
 int ui_node_shown(const ui *u);
 
-/* Seconds until ui_draw would draw: 0 when due now, a small positive wait
- * when dirty but the last frame was less than 1/UI_FPS s ago, -1 when
- * nothing is to be drawn. A poll timeout for the app. */
+/* Seconds until ui_draw would draw: 0 when due now, a positive wait when
+ * the last frame was too recent (see above), -1 when nothing is to be
+ * drawn. A poll timeout for the app. */
 double ui_frame_due(const ui *u, double now);
 
-/* Draws a frame when dirty and at least 1/UI_FPS s after the last one.
+/* Draws a frame when one is due (ui_frame_due).
  * Returns 1 when it drew, 0 when not. now: the app's monotonic clock in
  * seconds, the same clock the state is fed with. */
 int ui_draw(ui *u, const state *st, double now);

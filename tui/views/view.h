@@ -13,6 +13,7 @@
 #include <stdarg.h>
 
 #include "glyphs.h"
+#include "keys.h"
 #include "layout.h"
 #include "palette.h"
 #include "tui/core/action.h"
@@ -86,6 +87,17 @@ struct view_plan_pos {
     enum plan_from from[PLAN_NODES_MAX];
 };
 
+/* The dashboard's filter (typed after '/') and sort. */
+struct view_dash_pos {
+    char filter[VIEW_FILTER_MAX];
+    int editing; /* typing into the filter */
+    int sort_by; /* 1 + the layout_col rows are sorted by; 0 (zeroed): the cluster file's order */
+    int rev;     /* the sort reversed */
+};
+
+/* What is drawn over the view: the help, or the selected node's raw status. */
+enum view_overlay { VIEW_OVERLAY_NONE, VIEW_OVERLAY_HELP, VIEW_OVERLAY_RAW };
+
 struct view_ctx {
     /* Set by ui.c before each draw and key. */
     const state *st;
@@ -104,8 +116,10 @@ struct view_ctx {
     int node_top; /* the dashboard's first shown node */
     struct view_config_edit cfg;
     struct view_events_pos ev;
-    int help_top;
-    uint64_t events_key; /* what the dashboard's events rows show (own_erase) */
+    struct view_dash_pos dash;
+    enum view_overlay overlay; /* set by a view (y) or ui.c (?) */
+    int overlay_top;           /* the overlay's first line shown */
+    uint64_t events_key;       /* what the dashboard's events rows show (own_erase) */
     struct view_stress_form form;
     struct view_history_pos hist;
     struct view_plan_pos plan;
@@ -116,7 +130,8 @@ struct view_ctx {
     int n_out, max_out;
     char message[VIEW_MESSAGE_MAX];
     int message_error;
-    int confirm; /* a question is asked: confirm_act on 'y' */
+    char prompt[VIEW_MESSAGE_MAX]; /* a field's text or a filter in force, first in the footer */
+    int confirm;                   /* a question is asked: confirm_act on 'y' */
     struct action confirm_act;
     char question[VIEW_MESSAGE_MAX];
 };
@@ -129,8 +144,8 @@ struct ui_view {
     int (*key)(struct view_ctx *v, int key);
     /* A click at the screen's (y, x); 1 when it meant something. NULL: none. */
     int (*click)(struct view_ctx *v, int y, int x);
-    /* "key:what" pairs separated by '|'. */
-    const char *footer;
+    /* Its keys: what they do, the footer, its part of the help (keys.h). */
+    const struct view_keys *keys;
     /* 1: draw erases what it redraws, so that rows whose data did not change
      * are left alone (fresh says when everything must be drawn); 0: ui.c
      * erases every pane before draw. */
@@ -145,9 +160,16 @@ extern const struct ui_view view_stress;
 extern const struct ui_view view_history;
 extern const struct ui_view view_plan;
 
-/* The help overlay, over any view; its keys scroll it (1) or close it (0). */
-void view_help_draw(struct view_ctx *v);
-int view_help_key(struct view_ctx *v, int key);
+/* The overlay (help or raw status) over any view; its keys scroll it (1)
+ * or close it (0). The help lists the tables of keys t[0..n). */
+void view_overlay_draw(struct view_ctx *v, const struct view_keys *const *t, int n);
+int view_overlay_key(struct view_ctx *v, const struct view_keys *const *t, int n, int key);
+/* A key typed into the text field buf: Backspace erases, a printable key
+ * (a digit only when digits) is added. 1 when the key was Enter, -1 Esc
+ * (the field gives focus back in both cases), 0 otherwise. */
+int view_type_key(char *buf, size_t len, int key, int digits);
+/* Whether key is Enter (the terminal's or the keypad's). */
+int view_enter(int key);
 
 /* ---- requests back to ui.c, in view_common.c ---- */
 

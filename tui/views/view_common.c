@@ -290,3 +290,25 @@ int view_refuse_readonly(struct view_ctx *v, const char *what)
     view_message(v, 1, "read-only: %s are disabled (--readonly)", what);
     return 1;
 }
+
+int view_enter(int key)
+{
+    return key == '\n' || key == '\r' || key == KEY_ENTER;
+}
+
+int view_type_key(char *buf, size_t len, int key, int digits)
+{
+    size_t n = strlen(buf);
+    if (view_enter(key))
+        return 1;
+    if (key == 27)
+        return -1;
+    if (key == KEY_BACKSPACE || key == 127 || key == 8) {
+        if (n)
+            buf[n - 1] = '\0';
+    } else if ((digits ? key >= '0' && key <= '9' : key >= 0x20 && key < 0x7F) && n + 1 < len) {
+        buf[n] = (char)key;
+        buf[n + 1] = '\0';
+    }
+    return 0;
+}

@@ -1,8 +1,9 @@
 /* view_config.c: prefill_step and kv_bits of every node, edited live.
  *
  * A row per node and a last row for all nodes. Keys edit a draft of the
- * selected row (typed digits, +/- to double or halve prefill_step or to
- * step kv_bits, `a` for auto, `b` to cycle kv_bits); Enter hands the
+ * selected row: Enter focuses the field (digits are then typed into it;
+ * outside a field they switch views), +/- double or halve prefill_step or
+ * step kv_bits, `a` sets auto, `b` cycles kv_bits; Enter again hands the
  * draft to the app as a set action and Esc drops it. What happens next is
  * the state's: the row says pending until the node acknowledges and its
  * telemetry shows the values, or shows the node's error as it came.
@@ -174,11 +175,14 @@ static void draw_row(struct view_ctx *v, WINDOW *w, int y, int row, int width)
         snprintf(cur_k, sizeof cur_k, "%d", kv_bits);
     else
         snprintf(cur_k, sizeof cur_k, "-");
-    if (drafting && v->cfg.typed[0] && v->cfg.field == VIEW_CFG_PREFILL)
+    /* The focused field shows a cursor until it holds a value. */
+    if (drafting && v->cfg.field == VIEW_CFG_PREFILL &&
+        (v->cfg.typed[0] || !v->cfg.draft.has_prefill_step))
         snprintf(new_p, sizeof new_p, "%s_", v->cfg.typed);
     else
         view_fmt_prefill(v->cfg.draft.prefill_step, new_p, sizeof new_p);
-    if (drafting && v->cfg.typed[0] && v->cfg.field == VIEW_CFG_KV_BITS)
+    if (drafting && v->cfg.field == VIEW_CFG_KV_BITS &&
+        (v->cfg.typed[0] || !v->cfg.draft.has_kv_bits))
         snprintf(new_k, sizeof new_k, "%s_", v->cfg.typed);
     else
         snprintf(new_k, sizeof new_k, "%d", v->cfg.draft.kv_bits);
@@ -248,8 +252,8 @@ static void draw_edit(struct view_ctx *v)
     if (v->cfg.editing) {
         describe_set(&v->cfg.draft, want, sizeof want);
         draw_textf(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_PENDING), "%s: %s%s",
-                   row_name(v, v->cfg.row), want[0] ? want : "(no change yet)",
-                   want[0] ? "   Enter: apply   Esc: cancel" : "");
+                   row_name(v, v->cfg.row), want[0] ? want : "type digits, or + - a b",
+                   "   Enter: apply   Esc: cancel");
     } else if (!all_row(v)) {
         const struct state_config *c = state_node_config(v->st, v->cfg.row);
         if (c->stage == STATE_CFG_FAILED)
@@ -419,10 +423,44 @@ static void apply_edit(struct view_ctx *v)
     cancel_edit(v);
 }
 
-static int is_edit_key(int key)
+enum { C_LEFT, C_RIGHT, C_ENTER, C_CANCEL, C_BACKSPACE, C_PLUS, C_MINUS, C_AUTO, C_BITS };
+
+static const struct view_key config_keys[] = {
+    {{0}, "j/k", "row", "choose a node, or all nodes (the last row)", -1},
+    {{KEY_LEFT, 'h'}, "h/l", "field", "prefill_step or kv_bits", C_LEFT},
+    {{KEY_RIGHT, 'l'}, "", NULL, NULL, C_RIGHT},
+    {{'\n', '\r', KEY_ENTER},
+     "Enter",
+     "edit/apply",
+     "edit the field (digits are then typed); again: apply the change",
+     C_ENTER},
+    {{27}, "Esc", "cancel", "drop the change and leave the field", C_CANCEL},
+    {{0}, "0-9", NULL, "in a field: prefill_step or kv_bits; Backspace erases", -1},
+    {{KEY_BACKSPACE, 127, 8}, "", NULL, NULL, C_BACKSPACE},
+    {{'+', '='}, "+ -", "step", "prefill_step x2 or /2; kv_bits up/down", C_PLUS},
+    {{'-'}, "", NULL, NULL, C_MINUS},
+    {{'a'}, "a", NULL, "prefill_step auto", C_AUTO},
+    {{'b'}, "b", NULL, "cycle kv_bits", C_BITS},
+};
+static const struct view_keys config_table = KEYS_TABLE("Config", config_keys);
+
+/* A key that changes the draft: the field takes focus first. */
+static void edit_step(struct view_ctx *v, int cmd)
 {
-    return (key >= '0' && key <= '9') || key == '+' || key == '=' || key == '-' || key == 'a' ||
-           key == 'b';
+    begin_edit(v);
+    v->cfg.typed[0] = '\0';
+    if (cmd == C_AUTO) {
+        v->cfg.field = VIEW_CFG_PREFILL;
+        v->cfg.draft.prefill_step = PROTO_PREFILL_AUTO;
+        v->cfg.draft.has_prefill_step = 1;
+    } else if (cmd == C_BITS) {
+        v->cfg.field = VIEW_CFG_KV_BITS;
+        step_kv_bits(v, 0);
+    } else if (v->cfg.field == VIEW_CFG_PREFILL) {
+        step_prefill(v, cmd == C_PLUS);
+    } else {
+        step_kv_bits(v, cmd == C_MINUS ? -1 : 1);
+    }
 }
 
 static int config_key(struct view_ctx *v, int key)
@@ -437,54 +475,38 @@ static int config_key(struct view_ctx *v, int key)
             v->node = to;
         return 1;
     }
-    switch (key) {
-    case KEY_LEFT:
-    case 'h':
-        v->cfg.field = VIEW_CFG_PREFILL;
-        v->cfg.typed[0] = '\0';
-        return 1;
-    case KEY_RIGHT:
-    case 'l':
-        v->cfg.field = VIEW_CFG_KV_BITS;
-        v->cfg.typed[0] = '\0';
-        return 1;
-    case 27:
-        cancel_edit(v);
-        return 1;
-    case '\n':
-    case '\r':
-    case KEY_ENTER:
-        apply_edit(v);
-        return 1;
-    case KEY_BACKSPACE:
-    case 127:
-    case 8:
-        backspace(v);
-        return 1;
-    }
-    if (!is_edit_key(key))
-        return 0;
-    if (view_refuse_readonly(v, "config changes"))
-        return 1;
-    begin_edit(v);
-    if (key >= '0' && key <= '9') {
+    if (v->cfg.editing && key >= '0' && key <= '9') {
         type_digit(v, key);
         return 1;
     }
-    v->cfg.typed[0] = '\0';
-    if (key == 'a') {
-        v->cfg.field = VIEW_CFG_PREFILL;
-        v->cfg.draft.prefill_step = PROTO_PREFILL_AUTO;
-        v->cfg.draft.has_prefill_step = 1;
-    } else if (key == 'b') {
-        v->cfg.field = VIEW_CFG_KV_BITS;
-        step_kv_bits(v, 0);
-    } else if (v->cfg.field == VIEW_CFG_PREFILL) {
-        step_prefill(v, key != '-');
-    } else {
-        step_kv_bits(v, key == '-' ? -1 : 1);
+    int cmd = keys_cmd(&config_table, key);
+    switch (cmd) {
+    case C_LEFT:
+    case C_RIGHT:
+        v->cfg.field = cmd == C_LEFT ? VIEW_CFG_PREFILL : VIEW_CFG_KV_BITS;
+        v->cfg.typed[0] = '\0';
+        return 1;
+    case C_CANCEL:
+        cancel_edit(v);
+        return 1;
+    case C_BACKSPACE:
+        backspace(v);
+        return 1;
+    case C_ENTER:
+        if (v->cfg.editing)
+            apply_edit(v);
+        else if (!view_refuse_readonly(v, "config changes"))
+            begin_edit(v);
+        return 1;
+    case C_PLUS:
+    case C_MINUS:
+    case C_AUTO:
+    case C_BITS:
+        if (!view_refuse_readonly(v, "config changes"))
+            edit_step(v, cmd);
+        return 1;
     }
-    return 1;
+    return 0;
 }
 
 static int config_click(struct view_ctx *v, int y, int x)
@@ -511,5 +533,5 @@ const struct ui_view view_config = {
     .draw = config_draw,
     .key = config_key,
     .click = config_click,
-    .footer = "j/k:row|h/l:field|0-9 + - a b:edit|Enter:apply|Esc:cancel|?:help|q:quit",
+    .keys = &config_table,
 };

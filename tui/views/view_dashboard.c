@@ -6,6 +6,10 @@
  * the requests for a growing queue, the KV use when over 90%), and the
  * events pane's title lists the reasons in words, so they show without
  * colour too.
+ *
+ * The rows can be filtered (`/`, a substring of the name, engine or
+ * state) and sorted by any column (`<` `>` F6, `I` reverses; the title
+ * is marked); the selection is a node, so it follows its row.
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +17,31 @@
 
 #include "draw.h"
 #include "meter.h"
+#include "rows.h"
 #include "view.h"
+
+enum { D_DETAIL, D_FILTER, D_CLEAR, D_SORT_PREV, D_SORT_NEXT, D_REVERSE, D_RAW };
+
+static const struct view_key dashboard_keys[] = {
+    {{0}, "j/k", "select", "select a node (its row follows it when sorted)", -1},
+    {{'\n', '\r', KEY_ENTER}, "Enter", "detail", "the selected node's detail", D_DETAIL},
+    {{'/'},
+     "/",
+     "filter",
+     "filter rows by name, engine or state; Enter keeps it, Esc clears it",
+     D_FILTER},
+    {{27}, "Esc", NULL, "clear the filter", D_CLEAR},
+    {{'<'},
+     "< >",
+     "sort",
+     "sort by the column to the left / right (F6 too); the title is marked",
+     D_SORT_PREV},
+    {{'>', KEY_F(6)}, "", NULL, NULL, D_SORT_NEXT},
+    {{'I'}, "I", NULL, "reverse the sort", D_REVERSE},
+    {{'y'}, "y", "raw", "the selected node's raw status: its last heartbeat or poll", D_RAW},
+    {{0}, "S X R", NULL, "start / stop / restart the selected node (X, R ask y/n)", -1},
+};
+static const struct view_keys dashboard_table = KEYS_TABLE("Dashboard", dashboard_keys);
 
 static int cfg_pending(const struct state_config *c)
 {
@@ -59,11 +87,25 @@ static void put(struct view_ctx *v, WINDOW *w, int y, int x0, enum layout_col c,
         draw_text(w, v->g, y, r->x - x0, r->w, a, text);
 }
 
+/* The sort column's title is marked beside it: before a right-aligned
+ * one (in the gap before the column), after a left-aligned one. */
 static void draw_titles(struct view_ctx *v, WINDOW *w, int x0)
 {
-    for (int c = 0; c < LAYOUT_COL_COUNT; c++)
-        put(v, w, 0, x0, (enum layout_col)c, palette_attr(v->pal, PAL_TITLE),
-            layout_col_title((enum layout_col)c));
+    for (int c = 0; c < LAYOUT_COL_COUNT; c++) {
+        const char *title = layout_col_title((enum layout_col)c);
+        attr_t a = palette_attr(v->pal, PAL_TITLE);
+        const struct layout_rect *r = cell(v, (enum layout_col)c);
+        if (!r)
+            continue;
+        if (c == v->dash.sort_by - 1) {
+            int len = (int)strlen(title);
+            int x = right_aligned((enum layout_col)c) ? r->x + r->w - len - 1 : r->x + len;
+            draw_text(w, v->g, 0, x - x0, 1, a | A_BOLD,
+                      v->dash.rev ? v->g->sort_down : v->g->sort_up);
+            a |= A_BOLD | A_UNDERLINE;
+        }
+        put(v, w, 0, x0, (enum layout_col)c, a, title);
+    }
 }
 
 static void draw_num(struct view_ctx *v, WINDOW *w, int y, int x0, enum layout_col c, double val,
@@ -222,18 +264,83 @@ static void draw_node_row(struct view_ctx *v, WINDOW *w, int y, int x0, int node
         draw_inferd_cells(v, w, y, x0, node, nv);
 }
 
+/* What the filter and the sort read of node i: what its row shows. */
+static void row_key(struct view_ctx *v, int i, const struct state_node_view *nv, struct rows_key *k)
+{
+    const struct eng_view *e = state_node_engine(v->st, i);
+    const proto_status *s = state_node_status(v->st, i);
+    const struct state_config *cfg = state_node_config(v->st, i);
+    struct view_state vs;
+    view_node_state(v->st, i, v->now, &vs);
+    k->name = state_node_name(v->st, i);
+    k->engine = eng_name(e ? e->kind : ENG_INFERD);
+    k->state = vs.word;
+    for (int c = 0; c < LAYOUT_COL_COUNT; c++)
+        k->num[c] = NAN;
+    if (e) {
+        k->num[LAYOUT_COL_BATCH] = e->batch;
+        k->num[LAYOUT_COL_TPS] = e->decode_tps;
+        k->num[LAYOUT_COL_REQS] = e->requests_running + e->requests_waiting;
+        k->num[LAYOUT_COL_MODEL] = e->ms_per_token;
+        k->num[LAYOUT_COL_KV_USE] = e->kv_usage;
+        k->num[LAYOUT_COL_MEMORY] = e->mem_bytes;
+        return;
+    }
+    k->num[LAYOUT_COL_LAYERS] = nv->layer_first >= 0 ? nv->layer_first : NAN;
+    k->num[LAYOUT_COL_PHASE] = nv->phase;
+    k->num[LAYOUT_COL_BUSY] = nv->busy;
+    k->num[LAYOUT_COL_BATCH] = nv->batch;
+    k->num[LAYOUT_COL_TPS] = decode_tps(v, i);
+    k->num[LAYOUT_COL_REQS] = s ? (double)s->active + s->queued : NAN;
+    k->num[LAYOUT_COL_STEPS] = nv->steps_per_s;
+    k->num[LAYOUT_COL_MODEL] = nv->model_p50;
+    k->num[LAYOUT_COL_EVAL] = nv->eval_p50;
+    k->num[LAYOUT_COL_MEMORY] =
+        nv->mem.known ? (double)(nv->mem.weights + nv->mem.kv + nv->mem.other) : NAN;
+    k->num[LAYOUT_COL_KV_BITS] = cfg->kv_bits > 0 ? cfg->kv_bits : NAN;
+    k->num[LAYOUT_COL_PREFILL] = cfg->prefill_step >= 0 ? cfg->prefill_step : NAN;
+}
+
+/* The nodes the rows show, in their order; the selection moves onto the
+ * first of them when its node is filtered out. Returns how many. */
+static int shown_nodes(struct view_ctx *v, const struct state_node_view *nv, int *order)
+{
+    struct rows_key keys[v->n_nodes > 0 ? v->n_nodes : 1];
+    for (int i = 0; i < v->n_nodes; i++)
+        row_key(v, i, &nv[i], &keys[i]);
+    int n = rows_order(keys, v->n_nodes, v->dash.filter, v->dash.sort_by - 1, v->dash.rev, order);
+    int at = 0;
+    while (at < n && order[at] != v->node)
+        at++;
+    if (at == n && n > 0)
+        v->node = order[0];
+    return n;
+}
+
+static void node_views(struct view_ctx *v, struct state_node_view *nv)
+{
+    for (int i = 0; i < v->n_nodes; i++)
+        state_node_view(v->st, i, v->now, &nv[i]);
+}
+
 static void draw_nodes(struct view_ctx *v, const struct state_node_view *nv)
 {
     WINDOW *w = v->win[LAYOUT_NODES];
     const struct layout_rect *p = &v->lay->pane[LAYOUT_NODES];
+    int order[v->n_nodes > 0 ? v->n_nodes : 1];
     if (!w)
         return;
-    int rows = p->h - 1;
+    int rows = p->h - 1, n = shown_nodes(v, nv, order), at = 0;
     werase(w);
     draw_titles(v, w, p->x);
-    view_scroll_to(v->node, rows, &v->node_top);
-    for (int i = 0; i < rows && v->node_top + i < v->n_nodes; i++)
-        draw_node_row(v, w, 1 + i, p->x, v->node_top + i, &nv[v->node_top + i]);
+    while (at < n && order[at] != v->node)
+        at++;
+    view_scroll_to(at, rows, &v->node_top);
+    for (int i = 0; i < rows && v->node_top + i < n; i++)
+        draw_node_row(v, w, 1 + i, p->x, order[v->node_top + i], &nv[order[v->node_top + i]]);
+    if (n == 0)
+        draw_text(w, v->g, 1, 1, p->w - 1, palette_attr(v->pal, PAL_DIM),
+                  "no node matches the filter (Esc clears it)");
 }
 
 /* "alerts: b EVAL>MODEL  c LOW MEM NaN  d QUEUE" after the pane title. */
@@ -312,37 +419,107 @@ static void draw_events_pane(struct view_ctx *v, const struct state_node_view *n
 static void dashboard_draw(struct view_ctx *v)
 {
     struct state_node_view nv[v->n_nodes > 0 ? v->n_nodes : 1];
-    for (int i = 0; i < v->n_nodes; i++)
-        state_node_view(v->st, i, v->now, &nv[i]);
+    node_views(v, nv);
     draw_nodes(v, nv);
     draw_events_pane(v, nv);
+}
+
+/* The filter in force, first in the footer; while typed, with a cursor. */
+static void filter_prompt(struct view_ctx *v)
+{
+    if (v->dash.editing)
+        snprintf(v->prompt, sizeof v->prompt, "filter: %s_  (Enter keeps, Esc clears)",
+                 v->dash.filter);
+    else if (v->dash.filter[0])
+        snprintf(v->prompt, sizeof v->prompt, "filter: %s", v->dash.filter);
+    else
+        v->prompt[0] = '\0';
+}
+
+/* The next column shown to the right (dir 1) or left (-1) of the sort
+ * column, or -1 (the cluster file's order) past the last. The sparkline
+ * has nothing to sort by. */
+static int next_sort(const struct view_ctx *v, int dir)
+{
+    int c = v->dash.sort_by - 1;
+    for (int i = 0; i <= LAYOUT_COL_COUNT; i++) {
+        c += dir;
+        if (c >= LAYOUT_COL_COUNT)
+            c = -1;
+        else if (c < -1)
+            c = LAYOUT_COL_COUNT - 1;
+        if (c < 0 || (v->lay->col[c].w && c != LAYOUT_COL_SPARK))
+            return c;
+    }
+    return -1;
 }
 
 static int dashboard_key(struct view_ctx *v, int key)
 {
     const struct layout_rect *p = &v->lay->pane[LAYOUT_NODES];
-    int to = view_move(key, v->node, v->n_nodes, p->h - 1);
-    if (to >= 0) {
-        v->node = to;
+    if (v->dash.editing) {
+        int end = view_type_key(v->dash.filter, sizeof v->dash.filter, key, 0);
+        if (end)
+            v->dash.editing = 0;
+        if (end < 0)
+            v->dash.filter[0] = '\0';
+        filter_prompt(v);
         return 1;
     }
-    if (key == '\n' || key == '\r' || key == KEY_ENTER) {
-        if (v->n_nodes > 0)
+    struct state_node_view nv[v->n_nodes > 0 ? v->n_nodes : 1];
+    int order[v->n_nodes > 0 ? v->n_nodes : 1], at = 0;
+    node_views(v, nv);
+    int n = shown_nodes(v, nv, order);
+    while (at < n && order[at] != v->node)
+        at++;
+    int to = view_move(key, at, n, p->h - 1);
+    if (to >= 0) {
+        v->node = order[to];
+        return 1;
+    }
+    switch (keys_cmd(&dashboard_table, key)) {
+    case D_DETAIL:
+        if (n > 0)
             v->goto_view = LAYOUT_NODE;
         return 1;
+    case D_FILTER:
+        v->dash.editing = 1;
+        break;
+    case D_CLEAR:
+        v->dash.filter[0] = '\0';
+        break;
+    case D_SORT_PREV:
+    case D_SORT_NEXT:
+        v->dash.sort_by = 1 + next_sort(v, keys_cmd(&dashboard_table, key) == D_SORT_NEXT ? 1 : -1);
+        return 1;
+    case D_REVERSE:
+        v->dash.rev = !v->dash.rev;
+        return 1;
+    case D_RAW:
+        if (n > 0) {
+            v->overlay = VIEW_OVERLAY_RAW;
+            v->overlay_top = 0;
+        }
+        return 1;
+    default:
+        return view_node_action_key(v, key, v->node);
     }
-    return view_node_action_key(v, key, v->node);
+    filter_prompt(v);
+    return 1;
 }
 
 static int dashboard_click(struct view_ctx *v, int y, int x)
 {
     const struct layout_rect *p = &v->lay->pane[LAYOUT_NODES];
+    struct state_node_view nv[v->n_nodes > 0 ? v->n_nodes : 1];
+    int order[v->n_nodes > 0 ? v->n_nodes : 1];
     int row = y - p->y - 1;
     if (x < p->x || x >= p->x + p->w || row < 0 || row >= p->h - 1)
         return 0;
-    if (v->node_top + row >= v->n_nodes)
+    node_views(v, nv);
+    if (v->node_top + row >= shown_nodes(v, nv, order))
         return 0;
-    v->node = v->node_top + row;
+    v->node = order[v->node_top + row];
     return 1;
 }
 
@@ -352,6 +529,6 @@ const struct ui_view view_dashboard = {
     .draw = dashboard_draw,
     .key = dashboard_key,
     .click = dashboard_click,
-    .footer = "j/k:select|Enter:detail|Tab:view|c:config|e:events|?:help|q:quit",
+    .keys = &dashboard_table,
     .own_erase = 1,
 };

@@ -65,35 +65,31 @@ static void events_draw(struct view_ctx *v)
                   v->ev.filter[0] ? "no event matches the filter" : "no events yet");
 }
 
-static void filter_key(struct view_ctx *v, int key)
-{
-    size_t n = strlen(v->ev.filter);
-    if (key == '\n' || key == '\r' || key == KEY_ENTER) {
-        v->ev.editing = 0;
-    } else if (key == 27) {
-        v->ev.editing = 0;
-        v->ev.filter[0] = '\0';
-    } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
-        if (n)
-            v->ev.filter[n - 1] = '\0';
-    } else if (key >= 0x20 && key < 0x7F && n + 1 < sizeof v->ev.filter) {
-        v->ev.filter[n] = (char)key;
-        v->ev.filter[n + 1] = '\0';
-    }
-    v->ev.skip = 0;
-}
+enum { E_FILTER, E_CLEAR };
+
+static const struct view_key events_keys[] = {
+    {{0}, "j/k", "scroll", "scroll; g G: newest / oldest", -1},
+    {{'/'}, "/", "filter", "type a filter (Enter keeps it, Esc clears it)", E_FILTER},
+    {{27}, "Esc", "clear", "clear the filter", E_CLEAR},
+};
+static const struct view_keys events_table = KEYS_TABLE("Events", events_keys);
 
 static int events_key(struct view_ctx *v, int key)
 {
     if (v->ev.editing) {
-        filter_key(v, key);
+        int end = view_type_key(v->ev.filter, sizeof v->ev.filter, key, 0);
+        if (end)
+            v->ev.editing = 0;
+        if (end < 0)
+            v->ev.filter[0] = '\0';
+        v->ev.skip = 0;
         return 1;
     }
-    if (key == '/') {
+    switch (keys_cmd(&events_table, key)) {
+    case E_FILTER:
         v->ev.editing = 1;
         return 1;
-    }
-    if (key == 27) {
+    case E_CLEAR:
         v->ev.filter[0] = '\0';
         v->ev.skip = 0;
         return 1;
@@ -113,5 +109,5 @@ const struct ui_view view_events = {
     .draw = events_draw,
     .key = events_key,
     .click = NULL,
-    .footer = "j/k:scroll|g/G:newest/oldest|/:filter|Esc:clear|Tab:view|?:help|q:quit",
+    .keys = &events_table,
 };

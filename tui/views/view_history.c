@@ -288,53 +288,83 @@ static void export_shown(struct view_ctx *v)
         view_message(v, 0, "run %lld's requests written to %s", (long long)id, path);
 }
 
+enum {
+    H_SUMMARY,
+    H_MARK,
+    H_COMPARE,
+    H_EXPORT,
+    H_CHARTS,
+    H_LEG,
+    H_RELOAD,
+    H_STATUS,
+    H_SORT,
+    H_DOWN,
+    H_UP
+};
+
+static const struct view_key history_keys[] = {
+    {{0}, "j/k", "run", "choose a run", -1},
+    {{'\n', '\r', KEY_ENTER},
+     "Enter",
+     "summary",
+     "the selected run's legs and nodes (bottleneck marked)",
+     H_SUMMARY},
+    {{'v'}, "v", "charts", "chart tok/s and step ms against context (again: the table)", H_CHARTS},
+    {{'l'}, "l", "leg", "the next leg charted", H_LEG},
+    {{'m'}, "m", "mark", "mark a run", H_MARK},
+    {{'C'}, "C", "compare", "compare the marked run with the selected one", H_COMPARE},
+    {{'x'}, "x", "export", "write the shown run's requests to ./infertop-run-ID.csv", H_EXPORT},
+    {{'f'}, "f", "status", "cycle the status filter", H_STATUS},
+    {{'o'}, "o", "sort", "sort by max context (again: by time)", H_SORT},
+    {{'r'}, "r", "reload", "list the runs again", H_RELOAD},
+    {{']'}, "[ ]", NULL, "scroll the comparison", H_DOWN},
+    {{'['}, "", NULL, NULL, H_UP},
+};
+static const struct view_keys history_table = KEYS_TABLE("History", history_keys);
+
 static int history_key(struct view_ctx *v, int key)
 {
     if (!v->opt->runs)
         return 0;
-    switch (key) {
-    case '\n':
-    case '\r':
-    case KEY_ENTER:
+    switch (keys_cmd(&history_table, key)) {
+    case H_SUMMARY:
         v->hist.detail = VIEW_HIST_SUMMARY;
         return 1;
-    case 'm':
+    case H_MARK:
         mark(v);
         return 1;
-    case 'C':
+    case H_COMPARE:
         compare(v);
         return 1;
-    case 'x':
+    case H_EXPORT:
         export_shown(v);
         return 1;
-    case 'g':
+    case H_CHARTS:
         v->hist.charts = !v->hist.charts;
         return 1;
-    case 'l':
+    case H_LEG:
         v->hist.leg++;
         return 1; /* back to 0 past the last (leg_scope) */
-    case 'r':
+    case H_RELOAD:
         reload(v);
         return 1;
-    case 'f':
+    case H_STATUS:
         v->hist.status = (v->hist.status + 1) % N_STATUSES;
         v->hist.sel = 0;
         reload(v);
         return 1;
-    case 'o':
+    case H_SORT:
         v->hist.sort_context = !v->hist.sort_context;
         v->hist.sel = 0;
         reload(v);
         return 1;
-    case ']':
+    case H_DOWN:
         v->hist.detail_top++;
         return 1;
-    case '[':
+    case H_UP:
         if (v->hist.detail_top > 0)
             v->hist.detail_top--;
         return 1;
-    default:
-        break;
     }
     int rows = v->lay->pane[LAYOUT_RUNS].h - 1;
     int to = view_move(key, v->hist.sel, (int)listed(v)->n, rows);
@@ -352,7 +382,5 @@ const struct ui_view view_history = {
     .draw = history_draw,
     .key = history_key,
     .click = NULL,
-    .footer = "j/"
-              "k:run|Enter:summary|g:charts|l:leg|m:mark|C:compare|x:export|f:status|o:sort|r:"
-              "reload|?:help",
+    .keys = &history_table,
 };

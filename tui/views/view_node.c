@@ -516,21 +516,38 @@ static void node_draw(struct view_ctx *v)
     draw_log(v, v->node);
 }
 
+enum { N_PREV, N_NEXT, N_BACK, N_RAW };
+
+static const struct view_key node_keys[] = {
+    {{KEY_LEFT, 'h'}, "h/l", "node", "previous / next node (arrows, j/k too)", N_PREV},
+    {{KEY_RIGHT, 'l'}, "", NULL, NULL, N_NEXT},
+    {{27}, "Esc", "back", "back to the dashboard", N_BACK},
+    {{'y'}, "y", "raw", "the node's raw status: its last heartbeat or poll", N_RAW},
+    {{0}, "S/X/R", "start/stop/restart", "start / stop / restart the node (X, R ask y/n)", -1},
+    {{0}, "log", NULL, "follows the node's log over SSH, shows its host facts", -1},
+};
+static const struct view_keys node_table = KEYS_TABLE("Node detail", node_keys);
+
 static int node_key(struct view_ctx *v, int key)
 {
-    int to = -1;
-    if (key == KEY_LEFT || key == 'h')
+    int to = view_move(key, v->node, v->n_nodes, 1);
+    switch (keys_cmd(&node_table, key)) {
+    case N_PREV:
         to = v->node > 0 ? v->node - 1 : 0;
-    else if (key == KEY_RIGHT || key == 'l')
+        break;
+    case N_NEXT:
         to = v->node + 1 < v->n_nodes ? v->node + 1 : v->node;
-    else
-        to = view_move(key, v->node, v->n_nodes, 1);
-    if (to >= 0) {
-        v->node = to;
+        break;
+    case N_BACK:
+        v->goto_view = LAYOUT_DASHBOARD;
+        return 1;
+    case N_RAW:
+        v->overlay = VIEW_OVERLAY_RAW;
+        v->overlay_top = 0;
         return 1;
     }
-    if (key == 27) {
-        v->goto_view = LAYOUT_DASHBOARD;
+    if (to >= 0) {
+        v->node = to;
         return 1;
     }
     return view_node_action_key(v, key, v->node);
@@ -542,5 +559,5 @@ const struct ui_view view_node = {
     .draw = node_draw,
     .key = node_key,
     .click = NULL,
-    .footer = "h/l:node|Esc:back|S/X/R:start/stop/restart|Tab:view|?:help|q:quit",
+    .keys = &node_table,
 };

@@ -354,20 +354,11 @@ static void set_ctx(struct view_ctx *v, long long ctx)
 static void edit_key(struct view_ctx *v, int key)
 {
     struct view_plan_pos *p = &v->plan;
-    size_t n = strlen(p->typed);
-    if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+    int end = view_type_key(p->typed, sizeof p->typed, key, 1);
+    if (end)
         p->editing = 0;
-        if (n)
-            set_ctx(v, atoll(p->typed));
-    } else if (key == 27) {
-        p->editing = 0;
-    } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
-        if (n)
-            p->typed[n - 1] = '\0';
-    } else if (key >= '0' && key <= '9' && n + 1 < sizeof p->typed) {
-        p->typed[n] = (char)key;
-        p->typed[n + 1] = '\0';
-    }
+    if (end > 0 && p->typed[0])
+        set_ctx(v, atoll(p->typed));
 }
 
 /* kv_bits one step along its row's choices (dir 1) or back (dir -1),
@@ -382,6 +373,22 @@ static void cycle_bits(struct view_plan_pos *p, int dir)
     p->kv_bits = (int)all[((i < n ? i : 0) + dir + n) % n];
 }
 
+enum { P_APPLY, P_ENTER, P_PLUS, P_MINUS };
+
+static const struct view_key plan_keys[] = {
+    {{0}, "j/k", "field", "choose target context or kv_bits", -1},
+    {{'\n', '\r', KEY_ENTER},
+     "Enter",
+     "edit",
+     "type the context (digits; Enter sets it, Esc leaves); cycle kv_bits",
+     P_ENTER},
+    {{'+', '='}, "+/-", "x2 /2", "target context x2 or /2; kv_bits up/down", P_PLUS},
+    {{'-'}, "", NULL, NULL, P_MINUS},
+    {{'a'}, "a", "apply", "apply the plan: restart every node over SSH (asks y/n)", P_APPLY},
+    {{0}, "bars", NULL, "weights, KV at target, reserve+scratch+runtime, free", -1},
+};
+static const struct view_keys plan_table = KEYS_TABLE("Plan", plan_keys);
+
 static int plan_key(struct view_ctx *v, int key)
 {
     struct view_plan_pos *p = &v->plan;
@@ -390,30 +397,30 @@ static int plan_key(struct view_ctx *v, int key)
         return 1;
     }
     int ctx_field = p->field == VIEW_PLAN_CTX;
-    if (key == 'a') {
+    switch (keys_cmd(&plan_table, key)) {
+    case P_APPLY:
         ask_apply(v);
-    } else if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+        return 1;
+    case P_ENTER:
         if (ctx_field) {
             p->editing = 1;
             p->typed[0] = '\0';
         } else {
             cycle_bits(p, 1);
         }
-    } else if (key >= '0' && key <= '9' && ctx_field) {
-        p->editing = 1;
-        p->typed[0] = (char)key;
-        p->typed[1] = '\0';
-    } else if (key == '+' || key == '-') {
+        return 1;
+    case P_PLUS:
+    case P_MINUS:
         if (ctx_field)
-            set_ctx(v, key == '+' ? 2LL * p->ctx : p->ctx / 2);
+            set_ctx(v, key == '-' ? p->ctx / 2 : 2LL * p->ctx);
         else
-            cycle_bits(p, key == '+' ? -1 : 1);
-    } else {
-        int to = view_move(key, p->field, VIEW_PLAN_FIELDS, VIEW_PLAN_FIELDS);
-        if (to < 0)
-            return 0;
-        p->field = (enum view_plan_field)to;
+            cycle_bits(p, key == '-' ? 1 : -1);
+        return 1;
     }
+    int to = view_move(key, p->field, VIEW_PLAN_FIELDS, VIEW_PLAN_FIELDS);
+    if (to < 0)
+        return 0;
+    p->field = (enum view_plan_field)to;
     return 1;
 }
 
@@ -423,5 +430,5 @@ const struct ui_view view_plan = {
     .draw = plan_draw,
     .key = plan_key,
     .click = NULL,
-    .footer = "j/k:field|Enter:edit|+/-:x2 /2|a:apply|Tab:view|?:help|q:quit",
+    .keys = &plan_table,
 };

@@ -360,21 +360,12 @@ static void start(struct view_ctx *v)
 
 static void edit_key(struct view_ctx *v, int key)
 {
-    size_t n = strlen(v->form.text);
-    if (key == '\n' || key == '\r' || key == KEY_ENTER) {
-        char err[256];
+    int end = view_type_key(v->form.text, sizeof v->form.text, key, 0);
+    char err[256];
+    if (end)
         v->form.editing = 0;
-        if (field_set(form_opts(v), v->form.field, v->form.text, err, sizeof err) != 0)
-            view_message(v, 1, "%s", err);
-    } else if (key == 27) {
-        v->form.editing = 0;
-    } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
-        if (n)
-            v->form.text[n - 1] = '\0';
-    } else if (key >= 0x20 && key < 0x7F && n + 1 < sizeof v->form.text) {
-        v->form.text[n] = (char)key;
-        v->form.text[n + 1] = '\0';
-    }
+    if (end > 0 && field_set(form_opts(v), v->form.field, v->form.text, err, sizeof err) != 0)
+        view_message(v, 1, "%s", err);
 }
 
 /* Mode, sweep legs and stop on failure cycle through their values. */
@@ -392,6 +383,19 @@ static void cycle(stress_opts *o, enum field f)
     }
 }
 
+enum { S_ABORT, S_ENTER };
+
+static const struct view_key stress_keys[] = {
+    {{0}, "j/k", "field", "choose a field", -1},
+    {{'\n', '\r', KEY_ENTER, ' '},
+     "Enter",
+     "edit/start",
+     "edit the field (choices cycle); on start, run; Esc leaves a field",
+     S_ENTER},
+    {{'a'}, "a", "abort", "abort the run going (kept in the history as aborted)", S_ABORT},
+};
+static const struct view_keys stress_table = KEYS_TABLE("Stress", stress_keys);
+
 static int stress_key(struct view_ctx *v, int key)
 {
     if (!v->opt->runs)
@@ -400,12 +404,12 @@ static int stress_key(struct view_ctx *v, int key)
         edit_key(v, key);
         return 1;
     }
-    if (key == 'a') {
+    switch (keys_cmd(&stress_table, key)) {
+    case S_ABORT:
         console_runs_abort(v->opt->runs);
         view_message(v, 0, "abort asked: the run stops and is recorded as aborted");
         return 1;
-    }
-    if (key == '\n' || key == '\r' || key == KEY_ENTER || key == ' ') {
+    case S_ENTER: {
         enum field f = v->form.field;
         if (f == F_START) {
             start(v);
@@ -416,6 +420,7 @@ static int stress_key(struct view_ctx *v, int key)
             v->form.text[0] = '\0';
         }
         return 1;
+    }
     }
     int to = view_move(key, v->form.field, F_COUNT, F_COUNT);
     if (to < 0)
@@ -430,5 +435,5 @@ const struct ui_view view_stress = {
     .draw = stress_draw,
     .key = stress_key,
     .click = NULL,
-    .footer = "j/k:field|Enter:edit/start|a:abort|Tab:view|?:help|q:quit",
+    .keys = &stress_table,
 };

@@ -96,7 +96,7 @@ Test(view_config, prefill_step_stops_at_8192)
 
 Test(view_config, typed_digits_and_auto)
 {
-    keys("j2048\n");
+    keys("j\n2048\n");
     cr_assert_eq(v.n_out, 1);
     cr_expect_eq(out[0].node, 1);
     cr_expect_eq(out[0].set.prefill_step, 2048);
@@ -115,14 +115,16 @@ Test(view_config, last_row_is_every_node)
 
 Test(view_config, escape_drops_the_draft)
 {
-    keys("lbE\n");
+    keys("lbE");
+    cr_expect_not(v.cfg.editing);
+    keys("\n\n"); /* focus, then apply an empty draft */
     cr_expect_eq(v.n_out, 0);
     cr_expect_neq(strstr(v.message, "nothing to apply"), NULL, "message: %s", v.message);
 }
 
 Test(view_config, bad_kv_bits_are_refused_before_sending)
 {
-    keys("l5\n");
+    keys("l\n5\n");
     cr_expect_eq(v.n_out, 0);
     cr_expect(v.message_error);
     cr_expect_neq(strstr(v.message, "kv_bits 5"), NULL, "message: %s", v.message);
@@ -131,9 +133,10 @@ Test(view_config, bad_kv_bits_are_refused_before_sending)
 Test(view_config, readonly_refuses_every_edit)
 {
     opt.readonly = 1;
-    keys("lb\n+\n1\n");
+    keys("lb\n+\n\n");
     cr_expect_eq(v.n_out, 0);
     cr_expect_not(v.cfg.editing);
+    cr_expect_not(view_config.key(&v, '1')); /* no field took focus: a view switch */
 }
 
 Test(view_config, readonly_says_so)
@@ -141,6 +144,21 @@ Test(view_config, readonly_says_so)
     opt.readonly = 1;
     keys("b");
     cr_expect_neq(strstr(v.message, "read-only"), NULL, "message: %s", v.message);
+}
+
+/* Digits switch views until Enter gives the field focus, and again after
+ * Esc gives it back. */
+Test(view_config, digits_are_typed_only_into_a_focused_field)
+{
+    cr_expect_not(view_config.key(&v, '1'));
+    cr_expect_not(v.cfg.editing);
+    keys("\n1");
+    cr_expect(v.cfg.editing);
+    cr_expect_str_eq(v.cfg.typed, "1");
+    keys("E");
+    cr_expect_not(v.cfg.editing);
+    cr_expect_not(view_config.key(&v, '7'));
+    cr_expect_eq(v.n_out, 0);
 }
 
 Test(view_config, other_keys_are_left_to_the_ui)
@@ -155,7 +173,7 @@ Test(view_config, other_keys_are_left_to_the_ui)
 Test(view_config, typed_values_are_checked_by_the_table_rows)
 {
     char range[64];
-    keys("99999\n");
+    keys("\n99999\n");
     cr_expect_eq(v.n_out, 0);
     cr_expect(v.message_error);
     opt_range(OPT_PREFILL_STEP, range, sizeof range);
@@ -163,10 +181,10 @@ Test(view_config, typed_values_are_checked_by_the_table_rows)
     cr_expect_neq(strstr(v.message, "prefill_step 99999"), NULL, "message: %s", v.message);
     cr_expect_neq(strstr(v.message, range), NULL, "message: %s", v.message);
     /* The row's largest value goes through. */
-    keys("E65536\n");
+    keys("E\n65536\n");
     cr_assert_eq(v.n_out, 1);
     cr_expect_eq(out[0].set.prefill_step, PROTO_PREFILL_STEP_MAX);
-    keys("l7\n");
+    keys("l\n7\n");
     cr_expect_eq(v.n_out, 1);
     cr_expect_neq(strstr(v.message, "kv_bits 7 is not valid: 32, 16, 8 or 4"), NULL, "message: %s",
                   v.message);
