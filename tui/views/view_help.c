@@ -1,5 +1,6 @@
 /* view_help.c: the help overlay (F1 or ?), drawn over the current view. */
 #include "draw.h"
+#include "legend.h"
 #include "view.h"
 
 /* "key\tmeaning"; a line without a tab is a heading. */
@@ -45,22 +46,25 @@ static const char *const help_lines[] = {
     "detail\tfollows the node's log over SSH, shows its host facts",
     "Anywhere",
     "? F1\tthis help;  Ctrl-L redraw;  q quit",
-    "Highlights",
-    "EVAL>MODEL\teval_ms p50 above model_ms p50: orchestration-bound",
-    "LOW MEM\theadroom under 10% of the budget",
-    "NaN  ACT!\tnon-finite activations; act_max far above its level",
-    "FP!=\tthis stage's model fingerprint differs from the others",
-    "Memory bar\tweights, KV, other, headroom against the budget",
-    "Load",
-    "busy\tmodel time / wall time, last 2 s: 40% means the node",
-    "\tcomputes 40% of the time and waits 60%; idle: no step 2 s",
-    "batch\tsequences per step over 5 s (a prefill chunk is 1)",
-    "\t1.0: requests run one at a time; more: decode batches",
-    "node view\tboth charted per second; requests running, queued",
 };
 
-#define HELP_LINES ((int)(sizeof help_lines / sizeof help_lines[0]))
+#define KEY_LINES ((int)(sizeof help_lines / sizeof help_lines[0]))
 #define KEY_COLS 12
+
+/* The keys, then the legend (legend.h). */
+static int help_count(void)
+{
+    int n;
+    legend_lines(&n);
+    return KEY_LINES + n;
+}
+
+static const char *help_line(int i)
+{
+    int n;
+    const char *const *legend = legend_lines(&n);
+    return i < KEY_LINES ? help_lines[i] : legend[i - KEY_LINES];
+}
 
 static int help_rows(const struct view_ctx *v)
 {
@@ -76,11 +80,11 @@ void view_help_draw(struct view_ctx *v)
     draw_box(w, v->g, palette_attr(v->pal, PAL_TITLE));
     draw_text(w, v->g, 0, 2, p->w - 4, palette_attr(v->pal, PAL_TITLE),
               " infertop help: j/k scroll, any other key closes ");
-    int rows = help_rows(v), inner = p->w - 4;
-    if (v->help_top > HELP_LINES - rows)
-        v->help_top = HELP_LINES - rows > 0 ? HELP_LINES - rows : 0;
-    for (int i = 0; i < rows && v->help_top + i < HELP_LINES; i++) {
-        const char *line = help_lines[v->help_top + i];
+    int rows = help_rows(v), inner = p->w - 4, total = help_count();
+    if (v->help_top > total - rows)
+        v->help_top = total - rows > 0 ? total - rows : 0;
+    for (int i = 0; i < rows && v->help_top + i < total; i++) {
+        const char *line = help_line(v->help_top + i);
         const char *tab = line;
         while (*tab && *tab != '\t')
             tab++;
@@ -100,7 +104,7 @@ void view_help_draw(struct view_ctx *v)
 
 int view_help_key(struct view_ctx *v, int key)
 {
-    int to = view_move(key, v->help_top, HELP_LINES - help_rows(v) + 1, help_rows(v));
+    int to = view_move(key, v->help_top, help_count() - help_rows(v) + 1, help_rows(v));
     if (to < 0)
         return 0;
     v->help_top = to;
