@@ -29,7 +29,7 @@
 #define KEY_ESC 27
 #define ESC_DELAY_MS 25 /* Esc alone is a key here, not the start of a sequence to wait for */
 #define HEADER_TAB_ROW 1
-#define WIDE_HEADER_COLS 100
+#define WIDE_HEADER_COLS 140
 #define HEADER_NUM_COLS 5 /* meter_fmt_num's widest: "99.9k" */
 #define HEADER_CTX_COLS 6 /* a context of up to 999999 */
 

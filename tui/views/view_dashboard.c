@@ -18,7 +18,7 @@
 /* The sparkline's peak before it ("12.3" and a blank), when the column is
  * this wide. */
 #define SPARK_SCALE_COLS 6
-#define SPARK_SCALE_MIN_COLS 16
+#define SPARK_SCALE_MIN_COLS 14
 
 static int cfg_pending(const struct state_config *c)
 {
