@@ -106,7 +106,7 @@ check "b is over its budget in the current layout" wait_for 30 sh -c \
     "tmux -L $SOCK capture-pane -p -t C | grep -E '^b ' | grep -q OVER"
 check "the plan gives b one layer" wait_for 30 ranges_are b 2:4 2:3
 check "... and a and c the rest" ranges_are a 0:2 0:2 && ranges_are c 4:6 3:6
-check "the max-context table compares the layouts" says_e "^planned layout +[0-9]+ +[0-9]+ +[0-9]+"
+check "the max-context table compares the layouts" says_e "^planned layout +[0-9.]+[kM]? +[0-9.]+[kM]? +[0-9.]+[kM]?"
 
 # ---- a applies, with confirmation
 T send-keys -t C a

@@ -179,8 +179,9 @@ check "the console sees the node" wait_for 100 console_up
 curl -s -N -o /dev/null -X POST "http://$HS/v1/completions" --data-binary \
     '{"model":"synth:110m","prompt":"x","max_tokens":5000,"stream":true}' &
 long=$!
-http_req_shown() { T capture-pane -p -t A | head -n 1 | grep -qE 'req [^ ]+ \(http\)'; }
-check "the console's header shows the request in flight as an HTTP one" wait_for 100 http_req_shown
+# On the right of the events pane's title (the header keeps fixed fields).
+http_req_shown() { T capture-pane -p -t A | grep -qE '^events .* req [^ ]+ \(http\) *$'; }
+check "the console shows the request in flight as an HTTP one" wait_for 100 http_req_shown
 kill $long 2>/dev/null
 wait $long 2>/dev/null
 T send-keys -t A q

@@ -110,6 +110,7 @@ static int exporter_open(struct exporter *x, const struct cluster *c, char *err,
     }
     for (int i = 0; i < c->n_nodes; i++)
         state_node_set_engine(x->st, i, c->nodes[i].engine);
+    state_alert_settings(x->st, &c->alerts);
     if (links_open(&x->l, c, x->st, now_s(), err, errlen) != 0)
         return -1;
     if (cluster_ring_size(c) < c->n_nodes &&

@@ -89,6 +89,7 @@ static int session_open(struct session *s, const struct cmd *cmd)
         fprintf(stderr, "infertop %s: out of memory\n", cmd->verb);
         return -1;
     }
+    state_alert_settings(s->st, &s->c->alerts);
     if (links_open(&s->l, s->c, s->st, clock_ms() / 1000.0, err, sizeof err) != 0) {
         fprintf(stderr, "infertop %s: %s\n", cmd->verb, err);
         return -1;

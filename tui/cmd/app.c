@@ -400,6 +400,7 @@ int app_connect(const struct cluster *c, double now, state **st, links **l, char
     }
     for (int i = 0; i < c->n_nodes; i++)
         state_node_set_engine(*st, i, c->nodes[i].engine);
+    state_alert_settings(*st, &c->alerts);
     if (links_open(l, c, *st, now, err, errlen) != 0) {
         state_free(*st);
         *st = NULL;
@@ -436,7 +437,8 @@ int app_main(const opt_vals *v)
     if (rc == 0) {
         remote *r = NULL;
         struct app_hooks hooks;
-        struct alert_settings alerts;
+        /* The flags given over the cluster file's. */
+        struct alert_settings alerts = c->alerts;
         alerts_read(v, &alerts);
         state_alert_settings(st, &alerts);
         rc = remote_new(c, st, &r, err, sizeof err);

@@ -2,6 +2,7 @@
 #include "alerts.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,6 +14,7 @@ struct node_alerts {
     /* The waiting requests of the last poll, and the run they belong to:
      * since when the queue has not fallen, and its level then. */
     double waiting, since, base;
+    struct alert_hold ttft, eval;
 };
 
 struct alerts {
@@ -21,16 +23,66 @@ struct alerts {
     struct node_alerts *nodes;
 };
 
+/* Each setting and its row of the settings table. */
+static const struct {
+    opt_id id;
+    size_t off;
+} rows[] = {
+    {OPT_ALERT_QUEUE_S, offsetof(struct alert_settings, queue_s)},
+    {OPT_ALERT_TTFT_MS, offsetof(struct alert_settings, ttft_ms)},
+    {OPT_ALERT_EVAL_RATIO, offsetof(struct alert_settings, eval_ratio)},
+    {OPT_ALERT_EVAL_FLOOR_MS, offsetof(struct alert_settings, eval_floor_ms)},
+    {OPT_ALERT_HOLD, offsetof(struct alert_settings, hold)},
+    {OPT_ALERT_BUSY_PCT, offsetof(struct alert_settings, busy_pct)},
+    {OPT_ALERT_HEADROOM_PCT, offsetof(struct alert_settings, headroom_pct)},
+};
+#define N_ROWS (sizeof rows / sizeof rows[0])
+
+static double *field(struct alert_settings *s, size_t row)
+{
+    return (double *)((char *)s + rows[row].off);
+}
+
+static double value_of(opt_id id, const opt_value *v)
+{
+    return opt_defs[id].type == OPT_T_INT ? (double)v->i : v->d;
+}
+
 void alerts_defaults(struct alert_settings *s)
 {
-    s->queue_s = opt_default_num(OPT_ALERT_QUEUE_S);
-    s->ttft_ms = opt_default_num(OPT_ALERT_TTFT_MS);
+    for (size_t r = 0; r < N_ROWS; r++) {
+        opt_id id = rows[r].id;
+        *field(s, r) =
+            opt_defs[id].type == OPT_T_INT ? (double)opt_default_int(id) : opt_default_num(id);
+    }
 }
 
 void alerts_read(const opt_vals *v, struct alert_settings *s)
 {
-    s->queue_s = opt_num(v, OPT_ALERT_QUEUE_S);
-    s->ttft_ms = opt_num(v, OPT_ALERT_TTFT_MS);
+    for (size_t r = 0; r < N_ROWS; r++)
+        if (opt_given(v, rows[r].id))
+            *field(s, r) = value_of(rows[r].id, &v->v[rows[r].id]);
+}
+
+int alerts_set(struct alert_settings *s, opt_id id, const opt_value *val)
+{
+    for (size_t r = 0; r < N_ROWS; r++)
+        if (rows[r].id == id) {
+            *field(s, r) = value_of(id, val);
+            return 0;
+        }
+    return -1;
+}
+
+int alerts_hold_step(struct alert_hold *h, int holds, int hold)
+{
+    if (!holds == !h->on)
+        h->run = 0;
+    else if (++h->run >= hold) {
+        h->on = holds != 0;
+        h->run = 0;
+    }
+    return h->on;
 }
 
 alerts *alerts_new(int n_nodes)
@@ -63,6 +115,11 @@ void alerts_configure(alerts *a, const struct alert_settings *s)
     a->set = *s;
 }
 
+const struct alert_settings *alerts_settings(const alerts *a)
+{
+    return &a->set;
+}
+
 /* Whether the queue has grown for queue_s: a poll below the last one
  * starts a new run, and so does one at the run's level while it has not
  * risen yet, so that the run's time counts from the last poll before the
@@ -81,26 +138,39 @@ static int queue_growing(struct node_alerts *na, double waiting, double queue_s,
     return waiting > na->base && now - na->since >= queue_s;
 }
 
+/* Whether an inferd node's orchestration takes its time: the ratio alone
+ * would flag eval 0.05 ms against model 0.04 ms. */
+static int eval_bound(const struct alert_settings *set, const struct alert_sample *smp)
+{
+    return !smp->e && smp->eval_ms > set->eval_ratio * smp->model_ms &&
+           smp->eval_ms >= set->eval_floor_ms;
+}
+
 /* Which alerts hold for the node now. */
-static unsigned holding(const alerts *a, struct node_alerts *na, int down, const struct eng_view *e,
+static unsigned holding(const alerts *a, struct node_alerts *na, const struct alert_sample *smp,
                         double now)
 {
+    const struct eng_view *e = smp->e;
+    int down = e ? e->health == ENG_DOWN : smp->down;
+    int hold = (int)a->set.hold;
     if (isnan(na->first_t))
         na->first_t = now;
-    if (e)
-        down = e->health == ENG_DOWN;
     if (down) {
-        /* The queue's run ends with the node. An engine's poll that had
-         * no answer is news at once; an inferd node's first heartbeat may
-         * still be on its way. */
+        /* The queue's run ends with the node, and the measured alerts
+         * start again from off. An engine's poll that had no answer is
+         * news at once; an inferd node's first heartbeat may still be on
+         * its way. */
         na->waiting = NAN;
+        na->ttft = na->eval = (struct alert_hold){0, 0};
         return e || na->heard || now - na->first_t >= ALERTS_GRACE_S ? ALERT_BIT(ALERT_DOWN) : 0;
     }
     if (!e || e->health != ENG_UNKNOWN)
         na->heard = 1;
-    if (!e)
-        return 0;
     unsigned on = 0;
+    if (alerts_hold_step(&na->eval, eval_bound(&a->set, smp), hold))
+        on |= ALERT_BIT(ALERT_EVAL);
+    if (!e)
+        return on;
     if (e->health == ENG_LOADING)
         on |= ALERT_BIT(ALERT_LOADING);
     if (queue_growing(na, e->requests_waiting, a->set.queue_s, now))
@@ -111,15 +181,16 @@ static unsigned holding(const alerts *a, struct node_alerts *na, int down, const
     if (e->kv_usage > ALERTS_KV_HIGH ||
         ((na->active & ALERT_BIT(ALERT_KV)) && e->kv_usage > ALERTS_KV_CLEAR))
         on |= ALERT_BIT(ALERT_KV);
-    if (e->hist_p95[ENG_H_TTFT] > a->set.ttft_ms)
+    if (alerts_hold_step(&na->ttft, e->hist_p95[ENG_H_TTFT] > a->set.ttft_ms, hold))
         on |= ALERT_BIT(ALERT_TTFT);
     return on;
 }
 
 /* The event's text: what crossed which threshold, with the numbers. */
 static void describe(const alerts *a, const struct node_alerts *na, enum alert_kind k, int raised,
-                     const struct eng_view *e, double now, char *buf, size_t len)
+                     const struct alert_sample *smp, double now, char *buf, size_t len)
 {
+    const struct eng_view *e = smp->e;
     switch (k) {
     case ALERT_DOWN:
         if (!raised)
@@ -152,10 +223,19 @@ static void describe(const alerts *a, const struct node_alerts *na, enum alert_k
         return;
     case ALERT_TTFT:
         if (raised)
-            snprintf(buf, len, "ttft: p95 %.0f ms over %g ms (--alert-ttft-ms)",
+            snprintf(buf, len, "ttft: p95 %.0f ms over %g ms (alert_ttft_ms)",
                      e->hist_p95[ENG_H_TTFT], a->set.ttft_ms);
         else
             snprintf(buf, len, "ttft: cleared, p95 back under %g ms", a->set.ttft_ms);
+        return;
+    case ALERT_EVAL:
+        if (raised)
+            snprintf(buf, len,
+                     "eval: eval ms p50 %.2f over %g x model ms p50 %.2f and over %g ms "
+                     "(alert_eval_ratio, alert_eval_floor_ms)",
+                     smp->eval_ms, a->set.eval_ratio, smp->model_ms, a->set.eval_floor_ms);
+        else
+            snprintf(buf, len, "eval: cleared, eval ms p50 back under the thresholds");
         return;
     case ALERT_COUNT:
         break;
@@ -163,20 +243,20 @@ static void describe(const alerts *a, const struct node_alerts *na, enum alert_k
     buf[0] = '\0';
 }
 
-int alerts_note(alerts *a, int node, int down, const struct eng_view *e, double now,
+int alerts_note(alerts *a, int node, const struct alert_sample *smp, double now,
                 struct alert_change *out)
 {
     if (node < 0 || node >= a->n)
         return 0;
     struct node_alerts *na = &a->nodes[node];
-    unsigned on = holding(a, na, down, e, now), changed = on ^ na->active;
+    unsigned on = holding(a, na, smp, now), changed = on ^ na->active;
     int n = 0;
     for (int k = 0; k < ALERT_COUNT; k++) {
         if (!(changed & ALERT_BIT(k)))
             continue;
         out[n].kind = (enum alert_kind)k;
         out[n].raised = (on & ALERT_BIT(k)) != 0;
-        describe(a, na, (enum alert_kind)k, out[n].raised, e, now, out[n].message,
+        describe(a, na, (enum alert_kind)k, out[n].raised, smp, now, out[n].message,
                  sizeof out[n].message);
         n++;
     }
@@ -202,7 +282,7 @@ void alerts_text(unsigned bits, char *buf, size_t len)
 {
     char kv[16];
     snprintf(kv, sizeof kv, "KV>%.0f%%", 100 * ALERTS_KV_HIGH);
-    const char *word[ALERT_COUNT] = {"DOWN", "LOADING", "QUEUE", kv, "TTFT"};
+    const char *word[ALERT_COUNT] = {"DOWN", "LOADING", "QUEUE", kv, "TTFT", "EVAL>MODEL"};
     size_t n = 0;
     buf[0] = '\0';
     for (int k = 0; k < ALERT_COUNT; k++) {

@@ -7,10 +7,18 @@
  *            --alert-queue-s seconds
  *   kv       its KV cache is over ALERTS_KV_HIGH full (until it is back
  *            under ALERTS_KV_CLEAR)
- *   ttft     its windowed TTFT p95 is over --alert-ttft-ms
+ *   ttft     its windowed TTFT p95 is over alert_ttft_ms
+ *   eval     an inferd node's eval ms p50 is over alert_eval_ratio times
+ *            its model ms p50 and over alert_eval_floor_ms: the ring's
+ *            orchestration, not the model, takes its time (EVAL>MODEL)
  *
- * The last three need an engine that reports the number (NaN clears
- * them); inferd nodes get `down` only. The state owns one alerts and moves
+ * Queue, kv and ttft need an engine that reports the number (NaN clears
+ * them). The measured alerts (ttft, eval) hold for alert_hold samples
+ * (state ticks) before they are raised, and are gone for as many before
+ * they clear, so that a number hovering at its threshold is one alert,
+ * not one a second; down and loading are facts and raised at once.
+ * The thresholds are rows of the settings table, [cluster] keys, and
+ * (queue, ttft) flags of the dashboard too. The state owns one alerts and moves
  * it on at each state_tick (state.c's one call), logging every raise and
  * clear as an event; the views read what is active. This module knows
  * nothing of the state: it is given each node's liveness and view.
@@ -30,17 +38,50 @@
  * full of raised-and-cleared alerts would hide the real ones. */
 #define ALERTS_GRACE_S 10.0
 
-enum alert_kind { ALERT_DOWN, ALERT_LOADING, ALERT_QUEUE, ALERT_KV, ALERT_TTFT, ALERT_COUNT };
+enum alert_kind {
+    ALERT_DOWN,
+    ALERT_LOADING,
+    ALERT_QUEUE,
+    ALERT_KV,
+    ALERT_TTFT,
+    ALERT_EVAL,
+    ALERT_COUNT
+};
 #define ALERT_BIT(k) (1u << (k))
 
+/* Each a row of the settings table (alerts.c maps them). */
 struct alert_settings {
-    double queue_s; /* --alert-queue-s */
-    double ttft_ms; /* --alert-ttft-ms */
+    double queue_s;       /* alert_queue_s */
+    double ttft_ms;       /* alert_ttft_ms: also where TTFT turns red */
+    double eval_ratio;    /* alert_eval_ratio */
+    double eval_floor_ms; /* alert_eval_floor_ms */
+    double hold;          /* alert_hold: samples */
+    double busy_pct;      /* alert_busy_pct: busy turns yellow at or above */
+    double headroom_pct;  /* alert_headroom_pct: LOW MEM under it */
 };
 
-/* The settings table's defaults, and what a command line gave. */
+/* The settings table's defaults. */
 void alerts_defaults(struct alert_settings *s);
+/* What a command line gave, over what s holds (a cluster file's). */
 void alerts_read(const opt_vals *v, struct alert_settings *s);
+/* Sets the setting of row id from a value its row checked; -1 when id
+ * is not an alert setting. */
+int alerts_set(struct alert_settings *s, opt_id id, const opt_value *val);
+
+/* One node's sample, for the measured alerts: its eval and model ms p50
+ * (NaN when it has not stepped lately). */
+struct alert_sample {
+    int down;                 /* its liveness says down */
+    const struct eng_view *e; /* its engine's last poll, NULL for inferd */
+    double model_ms, eval_ms;
+};
+
+/* A condition held for `hold` samples before it turns on, and gone for
+ * as many before it turns off. */
+struct alert_hold {
+    int on, run; /* run: samples in a row that disagree with `on` */
+};
+int alerts_hold_step(struct alert_hold *h, int holds, int hold);
 
 typedef struct alerts alerts;
 
@@ -56,18 +97,19 @@ struct alert_change {
     char message[ENG_TEXT_MAX + 64];
 };
 
-/* Moves node's alerts on to `now`: down is what its liveness says, e its
- * engine's last poll (NULL for inferd). Writes the changes to out (room
- * for ALERT_COUNT) and returns how many. */
-int alerts_note(alerts *a, int node, int down, const struct eng_view *e, double now,
+/* Moves node's alerts on to `now` with its sample. Writes the changes to
+ * out (room for ALERT_COUNT) and returns how many. */
+int alerts_note(alerts *a, int node, const struct alert_sample *smp, double now,
                 struct alert_change *out);
+/* The settings in force, for the views' colours. */
+const struct alert_settings *alerts_settings(const alerts *a);
 
 /* The node's active alerts (ALERT_BIT of each), and their count over
  * every node. */
 unsigned alerts_active(const alerts *a, int node);
 int alerts_total(const alerts *a);
 
-/* "DOWN LOADING QUEUE KV>90% TTFT": the short words of bits. */
+/* "DOWN LOADING QUEUE KV>90% TTFT EVAL>MODEL": the short words of bits. */
 void alerts_text(unsigned bits, char *buf, size_t len);
 
 #endif

@@ -31,8 +31,9 @@ enum dest {
     D_BOOL,
     D_SECONDS, /* the cluster's connect_timeout */
     D_HOST,
-    D_URL, /* http://host[:port][/path] of an HTTP node */
-    D_RING /* not a key: derived from the ring (--listen, --next) */
+    D_URL,   /* http://host[:port][/path] of an HTTP node */
+    D_ALERT, /* a threshold of the console's alerts (alerts.h) */
+    D_RING   /* not a key: derived from the ring (--listen, --next) */
 };
 
 /* Where a key may appear. */
@@ -84,9 +85,22 @@ static const struct key keys[] = {
     {OPT_CF_ENGINE, IN_CLUSTER | IN_NODE, 0, D_INT, FIELD(engine), 0},
     {OPT_CF_URL, IN_NODE, 0, D_URL, FIELD(url), 0},
     {OPT_CF_API_KEY_FILE, IN_CLUSTER | IN_NODE, 0, D_TEXT, FIELD(api_key_file), 0},
+    {OPT_ALERT_QUEUE_S, IN_CLUSTER, 0, D_ALERT, 0, 0, 0},
+    {OPT_ALERT_TTFT_MS, IN_CLUSTER, 0, D_ALERT, 0, 0, 0},
+    {OPT_ALERT_EVAL_RATIO, IN_CLUSTER, 0, D_ALERT, 0, 0, 0},
+    {OPT_ALERT_EVAL_FLOOR_MS, IN_CLUSTER, 0, D_ALERT, 0, 0, 0},
+    {OPT_ALERT_HOLD, IN_CLUSTER, 0, D_ALERT, 0, 0, 0},
+    {OPT_ALERT_BUSY_PCT, IN_CLUSTER, 0, D_ALERT, 0, 0, 0},
+    {OPT_ALERT_HEADROOM_PCT, IN_CLUSTER, 0, D_ALERT, 0, 0, 0},
 };
 #define N_KEYS ((int)(sizeof keys / sizeof keys[0]))
-_Static_assert(sizeof keys / sizeof keys[0] <= 32, "struct cluster_node's given has a bit per key");
+_Static_assert(sizeof keys / sizeof keys[0] <= 64, "struct cluster_node's given has a bit per key");
+
+/* Key ki's bit of struct cluster_node's given. */
+static uint64_t key_bit(int ki)
+{
+    return (uint64_t)1 << ki;
+}
 
 static int command_missing(const struct cluster *c, int i, char *err, size_t errlen);
 
@@ -103,6 +117,7 @@ struct loader {
     int cluster_seen; /* a [cluster] section was already read */
     struct cluster_node defaults;
     int connect_timeout_s;
+    struct alert_settings alerts;
     struct cluster *c;
     int cap;
     int failed;
@@ -355,6 +370,8 @@ static int set_value(struct loader *ld, const struct key *k, struct cluster_node
     case D_SECONDS:
         ld->connect_timeout_s = (int)val->i;
         return 0;
+    case D_ALERT:
+        return alerts_set(&ld->alerts, k->id, val);
     case D_INT:
         store_int(member, k->size, val->i);
         return 0;
@@ -439,7 +456,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
     int ki = find_key(name);
     unsigned where = ld->sec == SEC_CLUSTER ? IN_CLUSTER : IN_NODE;
     if (ki < 0 || !(keys[ki].where & where)) {
-        char known[256] = "";
+        char known[512] = "";
         for (int i = 0; i < N_KEYS; i++)
             if (keys[i].where & where)
                 snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
@@ -451,7 +468,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
     int rc;
     if (ld->indented && ki == ld->last_key) {
         rc = continue_value(&keys[ki], n, value, &why);
-    } else if (n->given & (1u << ki)) {
+    } else if (n->given & key_bit(ki)) {
         fail(ld, ld->lineno, "%s key `%s`: given twice in this section", label, name);
         return 0;
     } else {
@@ -461,7 +478,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
         fail(ld, ld->lineno, "%s key `%s`: %s (got `%s`)", label, name, why, value);
         return 0;
     }
-    n->given |= 1u << ki;
+    n->given |= key_bit(ki);
     ld->last_key = ki;
     return 1;
 }
@@ -595,7 +612,7 @@ static void apply_defaults(struct loader *ld, const struct cluster_node *d)
         struct cluster_node *n = &ld->c->nodes[i];
         for (int ki = 0; ki < N_KEYS; ki++) {
             const struct key *k = &keys[ki];
-            unsigned bit = 1u << ki;
+            uint64_t bit = key_bit(ki);
             if (k->where != (IN_CLUSTER | IN_NODE) || !(d->given & bit))
                 continue;
             if (k->id == OPT_CF_FLAGS && (n->given & bit)) {
@@ -633,13 +650,13 @@ static void check_engine_keys(struct loader *ld, const struct cluster_node *d)
 {
     for (int i = 0; i < ld->c->n_nodes && !ld->failed; i++) {
         struct cluster_node *n = &ld->c->nodes[i];
-        unsigned engine_bit = 1u << find_key(opt_defs[OPT_CF_ENGINE].key);
+        uint64_t engine_bit = key_bit(find_key(opt_defs[OPT_CF_ENGINE].key));
         if (!(n->given & engine_bit))
             n->engine = d->engine;
         if (n->engine == ENG_INFERD)
             continue;
         for (size_t j = 0; j < sizeof inferd_only / sizeof inferd_only[0]; j++)
-            if (n->given & (1u << find_key(opt_defs[inferd_only[j]].key)))
+            if (n->given & key_bit(find_key(opt_defs[inferd_only[j]].key)))
                 fail(ld, n->line,
                      "[node %s] key `%s`: only an inferd node takes it (this one is "
                      "engine = %s)",
@@ -741,6 +758,7 @@ static void check_distinct(struct loader *ld)
 int cluster_load(const char *path, struct cluster **out, char *err, size_t errlen)
 {
     struct loader ld = {.path = path, .err = err, .errlen = errlen, .last_key = -1};
+    alerts_defaults(&ld.alerts);
     ld.defaults.accept_new = CLUSTER_UNSET;
     if (strlen(path) >= CLUSTER_PATH_MAX) {
         snprintf(err, errlen, "%s: path too long", path);
@@ -793,6 +811,7 @@ int cluster_load(const char *path, struct cluster **out, char *err, size_t errle
     strcpy(ld.c->path, path);
     strcpy(ld.c->name, ld.defaults.name[0] ? ld.defaults.name : "cluster");
     ld.c->connect_timeout_s = ld.connect_timeout_s;
+    ld.c->alerts = ld.alerts;
     ld.c->base_port = ld.defaults.port;
     *out = ld.c;
     return 0;
@@ -934,7 +953,7 @@ static int node_value(const struct cluster *c, int i, int ki, char *buf, size_t 
         v.i2 = (unsigned long long)n->layer_last;
         break;
     case D_INT:
-        if (!(n->given & (1u << ki)))
+        if (!(n->given & key_bit(ki)))
             return 0;
         v.i = load_int(member, k->size);
         break;

@@ -61,6 +61,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alerts.h"
 #include "tui/engine/engine.h"
 
 #define CLUSTER_NAME_MAX 64
@@ -107,14 +108,15 @@ struct cluster_node {
     char url[CLUSTER_URL_MAX]; /* base URL, "" when not given (an inferd node may give it) */
     char api_key_file[CLUSTER_PATH_MAX]; /* "" = no bearer token */
     int line;                            /* line of the [node NAME] header, for later messages */
-    unsigned given; /* a bit per key of cluster.c's table: given here or by [cluster] */
+    uint64_t given; /* a bit per key of cluster.c's table: given here or by [cluster] */
 };
 
 struct cluster {
     char path[CLUSTER_PATH_MAX];
     char name[CLUSTER_NAME_MAX];
-    int connect_timeout_s; /* [cluster] connect_timeout; 0 when not given */
-    int base_port;         /* [cluster] base_port; 0 when not given */
+    int connect_timeout_s;        /* [cluster] connect_timeout; 0 when not given */
+    int base_port;                /* [cluster] base_port; 0 when not given */
+    struct alert_settings alerts; /* [cluster] alert_*, else their defaults */
     int n_nodes;
     struct cluster_node *nodes; /* in file order */
 };

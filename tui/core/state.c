@@ -792,13 +792,12 @@ static int fingerprint_differs(const state *st, int node)
     return 0;
 }
 
-static unsigned flags_of(const state *st, int node, double now, double model_p50, double eval_p50)
+static unsigned flags_of(const state *st, int node, double now)
 {
     const struct node *n = &st->nodes[node];
     unsigned f = 0;
-    if (eval_p50 > model_p50)
-        f |= STATE_FLAG_ORCH_BOUND;
-    if (n->mem_known && n->budget > 0 && n->headroom < STATE_HEADROOM_LOW * (double)n->budget)
+    double low = alerts_settings(st->alerts)->headroom_pct / 100;
+    if (n->mem_known && n->budget > 0 && n->headroom < low * (double)n->budget)
         f |= STATE_FLAG_LOW_HEADROOM;
     if (now - n->last_nonfinite_t < STATE_ACT_BASE_S)
         f |= STATE_FLAG_NONFINITE;
@@ -811,8 +810,7 @@ static unsigned flags_of(const state *st, int node, double now, double model_p50
 
 unsigned state_node_flags(const state *st, int node, double now)
 {
-    return flags_of(st, node, now, p50(st, node, STATE_MODEL_MS, now),
-                    p50(st, node, STATE_EVAL_MS, now));
+    return flags_of(st, node, now);
 }
 
 /* ---- views ------------------------------------------------------------ */
@@ -876,7 +874,7 @@ void state_node_view(const state *st, int node, double now, struct state_node_vi
     out->model_p50 = p50(st, node, STATE_MODEL_MS, now);
     out->eval_p50 = p50(st, node, STATE_EVAL_MS, now);
     out->mem = memory_of(n);
-    out->flags = flags_of(st, node, now, out->model_p50, out->eval_p50);
+    out->flags = flags_of(st, node, now);
     out->received = n->received;
     out->lost = n->lost;
     out->restarts = n->restarts;
@@ -1038,8 +1036,11 @@ static void tick_alerts(state *st, double now)
     struct alert_change ch[ALERT_COUNT];
     for (int i = 0; i < st->n; i++) {
         const struct node *n = &st->nodes[i];
-        int c = alerts_note(st->alerts, i, live_at(n, now) == STATE_DOWN, state_node_engine(st, i),
-                            now, ch);
+        struct alert_sample smp = {.down = live_at(n, now) == STATE_DOWN,
+                                   .e = state_node_engine(st, i),
+                                   .model_ms = p50(st, i, STATE_MODEL_MS, now),
+                                   .eval_ms = p50(st, i, STATE_EVAL_MS, now)};
+        int c = alerts_note(st->alerts, i, &smp, now, ch);
         for (int k = 0; k < c; k++)
             state_event_add(st, i, ch[k].raised ? "alert" : "alert_clear", now, "%s",
                             ch[k].message);

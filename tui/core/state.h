@@ -50,9 +50,6 @@
 #define STATE_ACT_BASE_S 60
 #define STATE_ACT_MIN_BASE 10
 #define STATE_ACT_SPIKE 8.0
-/* Headroom below this fraction of the budget is highlighted. */
-#define STATE_HEADROOM_LOW 0.10
-
 typedef struct state state;
 
 enum state_live { STATE_DOWN, STATE_STARTING, STATE_UP, STATE_STALE };
@@ -89,8 +86,8 @@ enum state_series {
 };
 
 /* Highlights of a node (bits). */
-#define STATE_FLAG_ORCH_BOUND 1u   /* eval_ms p50 > model_ms p50 */
-#define STATE_FLAG_LOW_HEADROOM 2u /* headroom < STATE_HEADROOM_LOW of budget */
+/* (Orchestration-bound is an alert, with hysteresis: alerts.h.) */
+#define STATE_FLAG_LOW_HEADROOM 2u /* headroom < alert_headroom_pct of budget */
 #define STATE_FLAG_NONFINITE 4u    /* NaN/Inf activations lately */
 #define STATE_FLAG_ACT_SPIKE 8u    /* act_max far above its recent level */
 #define STATE_FLAG_FINGERPRINT 16u /* model differs from the other stages' */

@@ -7,7 +7,8 @@
  * follow what an operator looks at first: is the node alive, is it
  * compute- or orchestration-bound, how much of the time it computes at
  * all and in batches of what size, does it have memory left, how is it
- * configured; the phase, rates, sparkline and layer range come last. A
+ * configured, which layers it holds; the phase, steps/s and sparkline
+ * come last, as the man page says (infertop.1, THE DASHBOARD). A
  * cluster with HTTP engine nodes ranks what every engine reports (its
  * engine, tok/s, requests, KV use, memory) right after the state: those
  * are all such a row has; a cluster of inferd nodes only ranks them last.
@@ -17,9 +18,13 @@
 #define HEADER_ROWS 2
 #define FOOTER_ROWS 1
 #define CONFIG_EDIT_ROWS 3
-#define FACTS_COLS 36 /* the node facts beside the charts, when wide */
-#define FACTS_ROWS 4  /* ... or above them when narrow */
+/* The node facts beside the charts, when wide: a share of the width
+ * between these, so that a wide screen shows a fact whole. */
+#define FACTS_MIN_COLS 36
+#define FACTS_MAX_COLS 64
+#define FACTS_ROWS 4 /* ... or above them when narrow */
 #define WIDE_COLS 120
+#define SIDE_CHART_MIN_COLS 40 /* a chart beside another */
 #define LOG_MIN_ROWS 8
 
 struct col_spec {
@@ -28,14 +33,14 @@ struct col_spec {
 };
 
 static const struct col_spec col_specs[LAYOUT_COL_COUNT] = {
-    [LAYOUT_COL_NAME] = {"node", 10, 16},      [LAYOUT_COL_ENGINE] = {"engine", 9, 9},
-    [LAYOUT_COL_STATE] = {"state", 8, 8},      [LAYOUT_COL_MODEL] = {"model ms", 8, 8},
-    [LAYOUT_COL_EVAL] = {"eval ms", 8, 8},     [LAYOUT_COL_BUSY] = {"busy", 4, 4},
-    [LAYOUT_COL_MEMORY] = {"memory", 12, 48},  [LAYOUT_COL_BATCH] = {"batch", 5, 5},
-    [LAYOUT_COL_KV_BITS] = {"kv", 4, 4},       [LAYOUT_COL_PREFILL] = {"prefill", 7, 7},
-    [LAYOUT_COL_PHASE] = {"phase", 7, 7},      [LAYOUT_COL_STEPS] = {"steps/s", 7, 7},
-    [LAYOUT_COL_SPARK] = {"step time", 10, 0}, [LAYOUT_COL_LAYERS] = {"layers", 7, 7},
-    [LAYOUT_COL_TPS] = {"tok/s", 6, 6},        [LAYOUT_COL_REQS] = {"reqs", 6, 6},
+    [LAYOUT_COL_NAME] = {"node", 10, 16},     [LAYOUT_COL_ENGINE] = {"engine", 9, 9},
+    [LAYOUT_COL_STATE] = {"state", 8, 8},     [LAYOUT_COL_MODEL] = {"model ms", 8, 8},
+    [LAYOUT_COL_EVAL] = {"eval ms", 8, 8},    [LAYOUT_COL_BUSY] = {"busy", 4, 4},
+    [LAYOUT_COL_MEMORY] = {"memory", 12, 48}, [LAYOUT_COL_BATCH] = {"batch", 5, 5},
+    [LAYOUT_COL_KV_BITS] = {"kv", 4, 4},      [LAYOUT_COL_PREFILL] = {"prefill", 7, 7},
+    [LAYOUT_COL_PHASE] = {"phase", 7, 7},     [LAYOUT_COL_STEPS] = {"steps/s", 7, 7},
+    [LAYOUT_COL_SPARK] = {"step ms", 10, 0},  [LAYOUT_COL_LAYERS] = {"layers", 7, 7},
+    [LAYOUT_COL_TPS] = {"tok/s", 6, 6},       [LAYOUT_COL_REQS] = {"reqs", 6, 6},
     [LAYOUT_COL_KV_USE] = {"kv%", 4, 4},
 };
 
@@ -43,14 +48,14 @@ static const struct col_spec col_specs[LAYOUT_COL_COUNT] = {
  * nodes, and for one with HTTP engine nodes. */
 static const enum layout_col rank_inferd[LAYOUT_COL_COUNT] = {
     LAYOUT_COL_NAME,   LAYOUT_COL_STATE, LAYOUT_COL_MODEL,   LAYOUT_COL_EVAL,    LAYOUT_COL_BUSY,
-    LAYOUT_COL_MEMORY, LAYOUT_COL_BATCH, LAYOUT_COL_KV_BITS, LAYOUT_COL_PREFILL, LAYOUT_COL_PHASE,
-    LAYOUT_COL_STEPS,  LAYOUT_COL_SPARK, LAYOUT_COL_LAYERS,  LAYOUT_COL_TPS,     LAYOUT_COL_REQS,
+    LAYOUT_COL_MEMORY, LAYOUT_COL_BATCH, LAYOUT_COL_KV_BITS, LAYOUT_COL_PREFILL, LAYOUT_COL_LAYERS,
+    LAYOUT_COL_PHASE,  LAYOUT_COL_STEPS, LAYOUT_COL_SPARK,   LAYOUT_COL_TPS,     LAYOUT_COL_REQS,
     LAYOUT_COL_ENGINE, LAYOUT_COL_KV_USE};
 static const enum layout_col rank_engines[LAYOUT_COL_COUNT] = {
-    LAYOUT_COL_NAME,   LAYOUT_COL_STATE,   LAYOUT_COL_ENGINE,  LAYOUT_COL_TPS,   LAYOUT_COL_REQS,
-    LAYOUT_COL_KV_USE, LAYOUT_COL_MEMORY,  LAYOUT_COL_MODEL,   LAYOUT_COL_EVAL,  LAYOUT_COL_BUSY,
-    LAYOUT_COL_BATCH,  LAYOUT_COL_KV_BITS, LAYOUT_COL_PREFILL, LAYOUT_COL_PHASE, LAYOUT_COL_STEPS,
-    LAYOUT_COL_SPARK,  LAYOUT_COL_LAYERS};
+    LAYOUT_COL_NAME,   LAYOUT_COL_STATE,   LAYOUT_COL_ENGINE,  LAYOUT_COL_TPS,    LAYOUT_COL_REQS,
+    LAYOUT_COL_KV_USE, LAYOUT_COL_MEMORY,  LAYOUT_COL_MODEL,   LAYOUT_COL_EVAL,   LAYOUT_COL_BUSY,
+    LAYOUT_COL_BATCH,  LAYOUT_COL_KV_BITS, LAYOUT_COL_PREFILL, LAYOUT_COL_LAYERS, LAYOUT_COL_PHASE,
+    LAYOUT_COL_STEPS,  LAYOUT_COL_SPARK};
 
 const char *layout_col_title(enum layout_col c)
 {
@@ -61,6 +66,11 @@ static struct layout_rect rect(int x, int y, int w, int h)
 {
     struct layout_rect r = {x, y, w, h};
     return r;
+}
+
+static int shown_rect(struct layout_rect r)
+{
+    return r.w > 0 && r.h > 0;
 }
 
 static int clamp(int v, int lo, int hi)
@@ -128,14 +138,13 @@ static void layout_dashboard(struct layout *l, struct layout_rect body, int n_no
 /* Facts beside the charts when wide, above them when not; the log tail
  * below the charts when two rows of them keep their minimum. The charts
  * in three rows (timing, load, memory) when each keeps its minimum, else
- * the load charts share the memory row, on its right. */
+ * the load charts share the memory row, on its right, and the facts give
+ * them the width two charts need. */
 static void layout_node(struct layout *l, struct layout_rect body)
 {
     struct layout_rect charts = body;
-    if (body.w >= WIDE_COLS) {
-        l->pane[LAYOUT_FACTS] = rect(body.x + body.w - FACTS_COLS, body.y, FACTS_COLS, body.h);
-        charts.w -= FACTS_COLS;
-    } else {
+    int wide = body.w >= WIDE_COLS;
+    if (!wide) {
         l->pane[LAYOUT_FACTS] = rect(body.x, body.y, body.w, FACTS_ROWS);
         charts.y += FACTS_ROWS;
         charts.h -= FACTS_ROWS;
@@ -146,6 +155,15 @@ static void layout_node(struct layout *l, struct layout_rect body)
         l->pane[LAYOUT_LOG] = rect(charts.x, charts.y + charts.h, charts.w, log_h);
     }
     int rows = charts.h >= 3 * LAYOUT_CHART_MIN_ROWS ? 3 : 2;
+    if (wide) {
+        int facts = clamp(body.w * 3 / 8, FACTS_MIN_COLS, FACTS_MAX_COLS);
+        if (rows == 2)
+            facts = clamp(body.w - 2 * SIDE_CHART_MIN_COLS, FACTS_MIN_COLS, facts);
+        l->pane[LAYOUT_FACTS] = rect(body.x + body.w - facts, body.y, facts, body.h);
+        charts.w -= facts;
+        if (shown_rect(l->pane[LAYOUT_LOG]))
+            l->pane[LAYOUT_LOG].w = charts.w;
+    }
     int h = charts.h / rows, y = charts.y;
     l->pane[LAYOUT_TIMING] = rect(charts.x, y, charts.w, h);
     y += h;

@@ -41,8 +41,14 @@ void meter_fmt_num(double v, char *buf, size_t len)
         snprintf(buf, len, "%.0f", v);
     else if (a < 99950)
         snprintf(buf, len, "%.1fk", v / 1000);
-    else
+    else if (a < 999500)
         snprintf(buf, len, "%.0fk", v / 1000);
+    else if (a < 9.995e6)
+        snprintf(buf, len, "%.2fM", v / 1e6);
+    else if (a < 99.95e6)
+        snprintf(buf, len, "%.1fM", v / 1e6);
+    else
+        snprintf(buf, len, "%.0fM", v / 1e6);
 }
 
 void meter_fmt_duration(double s, char *buf, size_t len)

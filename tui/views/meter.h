@@ -17,8 +17,9 @@
  * "999M", "1.0G". */
 void meter_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 
-/* A rate or duration in ms with 3 significant digits where they fit:
- * "0.52", "12.3", "1234", "12.3k" (for 12 300); "-" for NaN or infinity. */
+/* A rate, a duration in ms or a context with 3 significant digits where
+ * they fit, in at most 5 columns: "0.52", "12.3", "1234", "12.3k" (for
+ * 12 300), "60.2M"; "-" for NaN or infinity. */
 void meter_fmt_num(double v, char *buf, size_t len);
 
 /* Seconds as the two largest units: "45s", "12m05s", "3h12m", "2d03h". */

@@ -29,7 +29,9 @@
 #define KEY_ESC 27
 #define ESC_DELAY_MS 25 /* Esc alone is a key here, not the start of a sequence to wait for */
 #define HEADER_TAB_ROW 1
-#define WIDE_HEADER_COLS 100
+#define WIDE_HEADER_COLS 140
+#define HEADER_NUM_COLS 5 /* meter_fmt_num's widest: "99.9k" */
+#define HEADER_CTX_COLS 6 /* a context of up to 999999 */
 /* The refresh intervals + and - step through, in seconds. */
 static const double delay_steps[] = {0.1, 0.2, 0.5, 1, 2, 3, 5, 10};
 #define N_DELAY_STEPS ((int)(sizeof delay_steps / sizeof delay_steps[0]))
@@ -429,8 +431,10 @@ int ui_handle_input(ui *u, const state *st, double now, struct action *out, int 
 
 /* ---- drawing ---- */
 
+/* A label and its value, the value given `cols` columns however long it
+ * is, so that the fields after it stay where they are. */
 static void header_item(ui *u, WINDOW *w, int *x, const char *label, const char *value,
-                        attr_t value_attr)
+                        attr_t value_attr, int cols)
 {
     int width = getmaxx(w);
     if (*x >= width)
@@ -439,7 +443,8 @@ static void header_item(ui *u, WINDOW *w, int *x, const char *label, const char 
         *x += draw_text(w, u->v.g, 0, *x, width - *x, palette_attr(&u->pal, PAL_DIM), label) + 1;
     if (*x >= width)
         return;
-    *x += draw_text(w, u->v.g, 0, *x, width - *x, value_attr, value) + 2;
+    int n = draw_text(w, u->v.g, 0, *x, width - *x, value_attr, value);
+    *x += (n > cols ? n : cols) + 2;
 }
 
 /* The HTTP engines' decode tok/s summed (NaN when none reports it), the
@@ -469,30 +474,29 @@ static void count_nodes(const ui *u, struct header_counts *c)
     }
 }
 
-/* What the inferd ring is doing: its request, context, rates and TTFT.
+/* What the inferd ring is doing: its context, rates and TTFT (the request
+ * in flight, whose id has no fixed width, is in the events pane's title).
  * Beside HTTP engines its rates say "ring", so that they are not read as
  * the cluster's. */
 static void ring_items(ui *u, WINDOW *w, int *x, const struct state_cluster_view *cv, int mixed)
 {
     char buf[64], tps[32];
-    /* The sender beside the id when it is not the control socket (the
-     * usual case, left unsaid): "g1 (http)" for an HTTP client's. */
-    char req[2 * PROTO_ID_MAX + 8];
-    if (cv->req[0] && cv->req_source[0] && strcmp(cv->req_source, "control") != 0)
-        snprintf(req, sizeof req, "%s (%s)", cv->req, cv->req_source);
-    else
-        snprintf(req, sizeof req, "%s", cv->req[0] ? cv->req : "-");
-    header_item(u, w, x, "req", req, A_BOLD);
-    snprintf(buf, sizeof buf, "%d", cv->ctx_pos);
-    header_item(u, w, x, "ctx", buf, A_BOLD);
+    const struct alert_settings *set = alerts_settings(state_alerts(u->v.st));
+    view_fmt_count(cv->ctx_pos, buf, sizeof buf);
+    header_item(u, w, x, "ctx", buf, A_BOLD, HEADER_CTX_COLS);
     meter_fmt_num(cv->prefill_tps, tps, sizeof tps);
-    header_item(u, w, x, mixed ? "ring tok/s prefill" : "tok/s prefill", tps, A_BOLD);
+    header_item(u, w, x, mixed ? "ring tok/s prefill" : "tok/s prefill", tps, A_BOLD,
+                HEADER_NUM_COLS);
     *x -= 1;
     meter_fmt_num(cv->decode_tps, tps, sizeof tps);
-    header_item(u, w, x, "decode", tps, A_BOLD);
+    header_item(u, w, x, "decode", tps, A_BOLD, HEADER_NUM_COLS);
     meter_fmt_num(cv->last_ttft_ms, tps, sizeof tps);
     snprintf(buf, sizeof buf, "%s%s", tps, isnan(cv->last_ttft_ms) ? "" : " ms");
-    header_item(u, w, x, "TTFT", buf, A_BOLD);
+    header_item(
+        u, w, x, "TTFT", buf,
+        palette_attr(&u->pal, view_grade(cv->last_ttft_ms, set->ttft_ms / 2, set->ttft_ms)) |
+            A_BOLD,
+        HEADER_NUM_COLS + 3);
 }
 
 static void draw_header(ui *u)
@@ -509,32 +513,33 @@ static void draw_header(ui *u)
 
     /* The program's name only where it does not push the numbers out. */
     if (getmaxx(w) >= WIDE_HEADER_COLS)
-        header_item(u, w, &x, "", "infertop", palette_attr(&u->pal, PAL_TITLE));
-    header_item(u, w, &x, "", cv.name, A_BOLD);
+        header_item(u, w, &x, "", "infertop", palette_attr(&u->pal, PAL_TITLE), 0);
+    header_item(u, w, &x, "", cv.name, A_BOLD, 0);
     snprintf(buf, sizeof buf, "%d/%d up", hc.up, cv.nodes_total);
     header_item(u, w, &x, "nodes", buf,
-                palette_attr(&u->pal, hc.up == cv.nodes_total ? PAL_UP : PAL_STALE));
+                palette_attr(&u->pal, hc.up == cv.nodes_total ? PAL_UP : PAL_STALE), 8);
     int n_alerts = alerts_total(state_alerts(u->v.st));
-    if (n_alerts) {
-        snprintf(buf, sizeof buf, "%d", n_alerts);
-        header_item(u, w, &x, "alerts", buf, palette_attr(&u->pal, PAL_ERROR) | A_BOLD);
-    }
+    snprintf(buf, sizeof buf, "%d", n_alerts);
+    header_item(
+        u, w, &x, "alerts", buf,
+        n_alerts ? palette_attr(&u->pal, PAL_ERROR) | A_BOLD : palette_attr(&u->pal, PAL_OK), 2);
     if (hc.engines) {
         meter_fmt_num(hc.engines_tps, tps, sizeof tps);
-        header_item(u, w, &x, "engines tok/s", tps, A_BOLD);
+        header_item(u, w, &x, "engines tok/s", tps, A_BOLD, HEADER_NUM_COLS);
     }
     if (hc.inferd)
         ring_items(u, w, &x, &cv, hc.engines > 0);
-    if (cv.lost) {
-        snprintf(buf, sizeof buf, "%llu", (unsigned long long)cv.lost);
-        header_item(u, w, &x, "lost", buf, palette_attr(&u->pal, PAL_PENDING));
-    }
     if (cv.model[0]) {
         /* The file type ("Q4_K_M") says the weights' precision in a word;
          * the node view lists every tensor type. */
         int type_len = (int)strcspn(cv.weight_types, ":");
         snprintf(buf, sizeof buf, "%s %.*s", cv.model, type_len, cv.weight_types);
-        header_item(u, w, &x, "model", buf, A_BOLD);
+        header_item(u, w, &x, "model", buf, A_BOLD, 0);
+    }
+    /* Rare, and last so that it moves nothing when it comes. */
+    if (cv.lost) {
+        snprintf(buf, sizeof buf, "%llu", (unsigned long long)cv.lost);
+        header_item(u, w, &x, "lost", buf, palette_attr(&u->pal, PAL_PENDING), 0);
     }
 
     x = 0;

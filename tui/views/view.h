@@ -214,6 +214,9 @@ void view_event_line(struct view_ctx *v, WINDOW *w, int y, int width, const stru
 void view_fmt_prefill(int prefill, char *buf, size_t len);
 /* A busy fraction as shown: "73%", "idle" for an idle node, "-" for NaN. */
 void view_fmt_busy(double busy, int idle, char *buf, size_t len);
+/* How a number reads against its thresholds (warn <= bad): PAL_OK under
+ * warn, PAL_PENDING under bad, PAL_ALERT from bad on, PAL_DIM for NaN. */
+enum palette_role view_grade(double v, double warn, double bad);
 /* A count an engine reports (requests, slots, tokens): "12", "-" for NaN. */
 void view_fmt_count(double n, char *buf, size_t len);
 /* Sequences per step as shown: "1.0", "12.5", "64", or "-" for NaN. */

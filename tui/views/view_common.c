@@ -79,9 +79,9 @@ void view_node_alerts_text(const struct view_ctx *v, int node, unsigned flags, c
 
 void view_flags_text(const struct glyphs *g, unsigned flags, char *buf, size_t len)
 {
-    const char *reason[] = {"EVAL>MODEL", "LOW MEM", "NaN", "ACT!", g->fp_differs};
-    const unsigned bit[] = {STATE_FLAG_ORCH_BOUND, STATE_FLAG_LOW_HEADROOM, STATE_FLAG_NONFINITE,
-                            STATE_FLAG_ACT_SPIKE, STATE_FLAG_FINGERPRINT};
+    const char *reason[] = {"LOW MEM", "NaN", "ACT!", g->fp_differs};
+    const unsigned bit[] = {STATE_FLAG_LOW_HEADROOM, STATE_FLAG_NONFINITE, STATE_FLAG_ACT_SPIKE,
+                            STATE_FLAG_FINGERPRINT};
     size_t n = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof bit / sizeof bit[0]; i++) {
@@ -230,6 +230,11 @@ void view_fmt_busy(double busy, int idle, char *buf, size_t len)
         snprintf(buf, len, "idle");
     else
         snprintf(buf, len, "%.0f%%", 100.0 * fmin(fmax(busy, 0.0), 1.0));
+}
+
+enum palette_role view_grade(double v, double warn, double bad)
+{
+    return isnan(v) ? PAL_DIM : v < warn ? PAL_OK : v < bad ? PAL_PENDING : PAL_ALERT;
 }
 
 void view_fmt_count(double n, char *buf, size_t len)

@@ -43,6 +43,11 @@ static const struct view_key dashboard_keys[] = {
 };
 static const struct view_keys dashboard_table = KEYS_TABLE("Dashboard", dashboard_keys);
 
+/* The sparkline's peak before it ("12.3" and a blank), when the column is
+ * this wide. */
+#define SPARK_SCALE_COLS 6
+#define SPARK_SCALE_MIN_COLS 14
+
 static int cfg_pending(const struct state_config *c)
 {
     return c->stage == STATE_CFG_REQUESTED || c->stage == STATE_CFG_ACKED;
@@ -156,6 +161,7 @@ static void draw_inferd_cells(struct view_ctx *v, WINDOW *w, int y, int x0, int 
     int live = nv->live == STATE_UP || nv->live == STATE_STALE;
     attr_t alert = palette_attr(v->pal, PAL_ALERT);
     attr_t dim = palette_attr(v->pal, PAL_DIM);
+    const struct alert_settings *set = alerts_settings(state_alerts(v->st));
 
     if (nv->layer_first >= 0)
         snprintf(buf, sizeof buf, "%d:%d", nv->layer_first, nv->layer_last);
@@ -168,7 +174,13 @@ static void draw_inferd_cells(struct view_ctx *v, WINDOW *w, int y, int x0, int 
                                                   : "idle";
     put(v, w, y, x0, LAYOUT_COL_PHASE, nv->phase < 0 ? dim : A_NORMAL, ph);
     view_fmt_busy(live ? nv->busy : NAN, nv->phase < 0, buf, sizeof buf);
-    put(v, w, y, x0, LAYOUT_COL_BUSY, nv->phase < 0 ? dim : A_NORMAL, buf);
+    /* Busy is neither good nor bad until it saturates the node. */
+    double busy_pct = 100 * nv->busy;
+    put(v, w, y, x0, LAYOUT_COL_BUSY,
+        nv->phase < 0 || !live      ? dim
+        : busy_pct >= set->busy_pct ? palette_attr(v->pal, PAL_PENDING)
+                                    : A_NORMAL,
+        buf);
     view_fmt_batch(live ? nv->batch : NAN, buf, sizeof buf);
     put(v, w, y, x0, LAYOUT_COL_BATCH, nv->phase < 0 ? dim : A_NORMAL, buf);
     if (cell(v, LAYOUT_COL_TPS))
@@ -176,8 +188,13 @@ static void draw_inferd_cells(struct view_ctx *v, WINDOW *w, int y, int x0, int 
     draw_reqs(v, w, y, x0, s && live ? s->active : NAN, s && live ? s->queued : NAN, A_NORMAL);
     draw_num(v, w, y, x0, LAYOUT_COL_STEPS, nv->steps_per_s, A_NORMAL);
     draw_num(v, w, y, x0, LAYOUT_COL_MODEL, nv->model_p50, A_NORMAL);
+    /* Eval within the alert's ratio of model time is the ring doing its
+     * job; over it (held: the alert) it is not. */
+    unsigned alerts = alerts_active(state_alerts(v->st), node);
     draw_num(v, w, y, x0, LAYOUT_COL_EVAL, nv->eval_p50,
-             nv->flags & STATE_FLAG_ORCH_BOUND ? alert : A_NORMAL);
+             alerts & ALERT_BIT(ALERT_EVAL)                    ? alert
+             : nv->eval_p50 <= set->eval_ratio * nv->model_p50 ? palette_attr(v->pal, PAL_OK)
+                                                               : A_NORMAL);
     /* inferd holds no KV cache of a fixed size: the memory bar says it. */
     put(v, w, y, x0, LAYOUT_COL_KV_USE, dim, "-");
     if ((r = cell(v, LAYOUT_COL_MEMORY)))
@@ -197,10 +214,21 @@ static void draw_inferd_cells(struct view_ctx *v, WINDOW *w, int y, int x0, int 
                      buf, sizeof buf);
     put(v, w, y, x0, LAYOUT_COL_PREFILL, cfg_a, buf);
     if ((r = cell(v, LAYOUT_COL_SPARK))) {
+        /* Each row is scaled to its own peak: the peak leads the line when
+         * the column has room for it (the legend, `?`, says so). */
         double series[DRAW_CHART_MAX_COLS];
-        int n = r->w - 1 < DRAW_CHART_MAX_COLS ? r->w - 1 : DRAW_CHART_MAX_COLS;
+        int scale = r->w >= SPARK_SCALE_MIN_COLS ? SPARK_SCALE_COLS : 0;
+        int n = r->w - 1 - scale < DRAW_CHART_MAX_COLS ? r->w - 1 - scale : DRAW_CHART_MAX_COLS;
         state_series(v->st, node, STATE_SERIES_STEP_MS, STATE_ANY, n, v->now, series);
-        draw_spark(w, v->g, v->pal, y, r->x - x0 + 1, n, series, n);
+        if (scale) {
+            double peak = NAN;
+            for (int i = 0; i < n; i++)
+                if (isfinite(series[i]) && !(series[i] <= peak))
+                    peak = series[i];
+            meter_fmt_num(peak, buf, sizeof buf);
+            draw_rjust(w, v->g, y, r->x - x0, scale - 1, dim, buf);
+        }
+        draw_spark(w, v->g, v->pal, y, r->x - x0 + 1 + scale, n, series, n);
     }
 }
 
@@ -399,7 +427,21 @@ static void draw_events_pane(struct view_ctx *v, const struct state_node_view *n
     wclrtoeol(w);
     int x = draw_text(w, v->g, 0, 0, p->w, palette_attr(v->pal, PAL_TITLE), "events ");
     draw_repeat(w, 0, x, 2, palette_attr(v->pal, PAL_DIM), v->g->hline);
-    draw_alerts(v, w, x + 3, p->w - x - 3, nv);
+    /* The request in flight on the right (its events carry its id too). */
+    struct state_cluster_view cv;
+    char req[2 * PROTO_ID_MAX + 16] = "";
+    state_cluster_view(v->st, v->now, &cv);
+    /* The sender when it is not the control socket (the usual case). */
+    int src = cv.req_source[0] && strcmp(cv.req_source, "control") != 0;
+    if (cv.req[0])
+        snprintf(req, sizeof req, "req %s%s%s%s", cv.req, src ? " (" : "", src ? cv.req_source : "",
+                 src ? ")" : "");
+    int req_w = req[0] ? (int)strlen(req) + 2 : 0;
+    if (req_w && req_w < p->w - x - 3)
+        draw_rjust(w, v->g, 0, p->w - req_w, req_w, A_BOLD, req);
+    else
+        req_w = 0;
+    draw_alerts(v, w, x + 3, p->w - x - 3 - req_w, nv);
     int max = p->h - 1 < 256 ? p->h - 1 : 256;
     int n = state_events(v->st, &all, 0, max, ev);
     uint64_t key = events_key(ev, n, p->w, p->h);

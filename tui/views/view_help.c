@@ -8,26 +8,9 @@
 #include <string.h>
 
 #include "draw.h"
+#include "legend.h"
 #include "view.h"
 
-/* What the screen's words and figures mean, after the keys: "term\tmeaning";
- * a line without a tab is a heading. */
-static const char *const legend[] = {
-    "Highlights",
-    "EVAL>MODEL\teval_ms p50 above model_ms p50: orchestration-bound",
-    "LOW MEM\theadroom under 10% of the budget",
-    "NaN  ACT!\tnon-finite activations; act_max far above its level",
-    "FP!=\tthis stage's model fingerprint differs from the others",
-    "Memory bar\tweights, KV, other, headroom against the budget",
-    "Load",
-    "busy\tmodel time / wall time, last 2 s: 40% means the node",
-    "\tcomputes 40% of the time and waits 60%; idle: no step 2 s",
-    "batch\tsequences per step over 5 s (a prefill chunk is 1)",
-    "\t1.0: requests run one at a time; more: decode batches",
-    "node view\tboth charted per second; requests running, queued",
-};
-
-#define LEGEND_LINES ((int)(sizeof legend / sizeof legend[0]))
 #define KEY_COLS 12
 #define RAW_MAX 65536 /* the raw status's text, at most */
 #define LINES_MAX 1024
@@ -41,12 +24,15 @@ struct lines {
     char *raw_text;
 };
 
+/* The keys (keys.h), then the legend (legend.h). */
 static void help_lines(const struct view_keys *const *t, int nt, struct lines *l)
 {
-    l->n = keys_help(t, nt, l->line, LINES_MAX - LEGEND_LINES);
-    if (l->n > LINES_MAX - LEGEND_LINES)
-        l->n = LINES_MAX - LEGEND_LINES;
-    for (int i = 0; i < LEGEND_LINES; i++) {
+    int n_legend;
+    const char *const *legend = legend_lines(&n_legend);
+    l->n = keys_help(t, nt, l->line, LINES_MAX - n_legend);
+    if (l->n > LINES_MAX - n_legend)
+        l->n = LINES_MAX - n_legend;
+    for (int i = 0; i < n_legend; i++) {
         const char *tab = strchr(legend[i], '\t');
         l->line[l->n++] =
             tab ? (struct keys_line){legend[i], tab + 1} : (struct keys_line){NULL, legend[i]};

@@ -210,7 +210,7 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
         fact_bytes(fs, "kv", nv.mem.kv);
         fact_bytes(fs, "other", nv.mem.other);
         meter_fmt_bytes(nv.mem.headroom, buf, sizeof buf);
-        fact(fs, "headroom", nv.flags & STATE_FLAG_LOW_HEADROOM ? PAL_ALERT : PAL_TEXT, "%s%s",
+        fact(fs, "headroom", nv.flags & STATE_FLAG_LOW_HEADROOM ? PAL_ALERT : PAL_OK, "%s%s",
              nv.mem.headroom_signed < 0 ? "over by " : "", buf);
     }
     if (s) {
@@ -255,7 +255,7 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
             fact(fs, "ssh", PAL_TEXT, "%s%s%s", cn->ssh_user, cn->ssh_user[0] ? "@" : "",
                  cn->ssh_host);
         else
-            fact(fs, "ssh", PAL_DIM, "none (no `ssh` in the cluster file)");
+            fact(fs, "ssh", PAL_DIM, "none (no `ssh` key)");
         fact(fs, "control", PAL_TEXT, "%s", cn->control);
         fact(fs, "telemetry", PAL_TEXT, "%s", cn->telemetry);
     }
@@ -361,10 +361,12 @@ static void draw_memory(struct view_ctx *v, int node)
     state_series(v->st, node, STATE_SERIES_RSS, STATE_ANY, n, v->now, rss);
     state_series(v->st, node, STATE_SERIES_KV_BYTES, STATE_ANY, n, v->now, kv);
     struct draw_series s[2] = {{"rss", rss, n}, {"kv", kv, n}};
+    /* Scaled to what it shows (its axis says how far): 17 MiB of a 23 GiB
+     * budget would be a flat line. The budget is in the title. */
     meter_fmt_bytes(nv.mem.budget, budget, sizeof budget);
-    snprintf(title, sizeof title, "memory of %s budget", budget);
-    draw_chart(w, v->g, v->pal, 0, 0, p->w - 1, p->h, nv.mem.budget ? title : "memory", s, 2,
-               (double)nv.mem.budget, fmt_bytes);
+    snprintf(title, sizeof title, "memory (budget %s)", budget);
+    draw_chart(w, v->g, v->pal, 0, 0, p->w - 1, p->h, nv.mem.budget ? title : "memory", s, 2, 0,
+               fmt_bytes);
 }
 
 /* The newest lines of the node's log that fit, the oldest on top. */

@@ -16,7 +16,8 @@
 #include "ui.h"
 #include "view.h"
 
-#define NAME_COLS 16 /* the node's name, and its budget in the last 5 */
+#define NAME_COLS 17  /* the node's name, its budget, a blank */
+#define BUDGET_COLS 6 /* the budget, right-aligned before the blank */
 #define LAYERS_COLS 8
 #define CTX_COLS 12
 #define CTX_DEFAULT 4096
@@ -176,7 +177,8 @@ static void draw_stage(struct view_ctx *v, WINDOW *w, int y, int x, int width, c
         .headroom_signed = s->headroom,
         .known = 1,
     };
-    int low = s->headroom >= 0 && (double)s->headroom < STATE_HEADROOM_LOW * (double)budget;
+    double low_pct = alerts_settings(state_alerts(v->st))->headroom_pct;
+    int low = s->headroom >= 0 && (double)s->headroom < low_pct / 100 * (double)budget;
     draw_membar(w, v->g, v->pal, y, x + LAYERS_COLS, width - LAYERS_COLS, &m, low);
 }
 
@@ -203,7 +205,8 @@ static void draw_bars(struct view_ctx *v)
     int width = getmaxx(w), rows = getmaxy(w);
     int half = (width - NAME_COLS) / 2;
     attr_t title = palette_attr(v->pal, PAL_TITLE);
-    draw_text(w, v->g, 0, 0, NAME_COLS, title, "node      budget");
+    draw_text(w, v->g, 0, 0, NAME_COLS - BUDGET_COLS - 1, title, "node");
+    draw_rjust(w, v->g, 0, NAME_COLS - BUDGET_COLS - 1, BUDGET_COLS, title, "budget");
     if (!p->ok)
         return;
     const plan_result *r = &p->result;
@@ -216,8 +219,8 @@ static void draw_bars(struct view_ctx *v)
     for (int i = 0; i < n; i++) {
         char budget[16];
         meter_fmt_bytes(p->in.nodes[i].budget, budget, sizeof budget);
-        draw_text(w, v->g, 1 + i, 0, NAME_COLS - 6, A_NORMAL, p->in.nodes[i].name);
-        draw_rjust(w, v->g, 1 + i, NAME_COLS - 6, 5,
+        draw_text(w, v->g, 1 + i, 0, NAME_COLS - BUDGET_COLS - 2, A_NORMAL, p->in.nodes[i].name);
+        draw_rjust(w, v->g, 1 + i, NAME_COLS - BUDGET_COLS - 1, BUDGET_COLS,
                    palette_attr(v->pal, p->from[i] == PLAN_FROM_STATUS ? PAL_TEXT : PAL_DIM),
                    budget);
         draw_stage(v, w, 1 + i, NAME_COLS, half - 1, &r->current, i);
@@ -230,10 +233,13 @@ static void ctx_cell(char *buf, size_t len, int known, int ctx)
 {
     if (!known)
         snprintf(buf, len, "-");
-    else if (ctx >= OPT_PLAN_CTX_MAX)
-        snprintf(buf, len, ">=%d", OPT_PLAN_CTX_MAX);
-    else
-        snprintf(buf, len, "%d", ctx);
+    else if (ctx >= OPT_PLAN_CTX_MAX) {
+        char max[16];
+        meter_fmt_num(OPT_PLAN_CTX_MAX, max, sizeof max);
+        snprintf(buf, len, ">=%s", max);
+    } else {
+        meter_fmt_num(ctx, buf, len);
+    }
 }
 
 static void ctx_row(struct view_ctx *v, WINDOW *w, int y, const char *what, int known,

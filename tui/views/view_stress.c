@@ -298,8 +298,12 @@ static void draw_progress(struct view_ctx *v, const stress_progress *pr)
     draw_textf(w, v->g, 1, 0, width, A_NORMAL,
                "leg %d/%d  kv_bits %d  prefill_step %d  concurrency %d", pr->leg + 1, pr->n_legs,
                pr->kv_bits, pr->prefill_step, pr->concurrency);
-    draw_textf(w, v->g, 2, 0, width, A_BOLD, "context %lld / %lld", (long long)pr->ctx,
-               (long long)pr->ctx_target);
+    /* A fixed run has no target context (-1): the context alone. */
+    if (pr->ctx_target > 0)
+        draw_textf(w, v->g, 2, 0, width, A_BOLD, "context %lld / %lld", (long long)pr->ctx,
+                   (long long)pr->ctx_target);
+    else
+        draw_textf(w, v->g, 2, 0, width, A_BOLD, "context %lld", (long long)pr->ctx);
     draw_textf(w, v->g, 3, 0, width, A_NORMAL, "requests %lld ok  %lld failed  %d in flight",
                (long long)pr->requests_done, (long long)pr->requests_failed, pr->in_flight);
     draw_textf(w, v->g, 4, 0, width, A_NORMAL,

@@ -177,6 +177,23 @@ Test(cluster, connect_timeout)
     expect_error(NODE_A "connect_timeout = 5\n", ":6:", "`connect_timeout`", "unknown key");
 }
 
+/* The alerts' thresholds: [cluster] keys over their defaults. */
+Test(cluster, alert_thresholds)
+{
+    const char *path = write_file(
+        "t.conf", "[cluster]\nalert_hold = 3\nalert_ttft_ms = 500\nalert_eval_ratio = 2\n" NODE_A);
+    char err[512];
+    struct cluster *c;
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(c->alerts.hold, 3);
+    cr_expect_eq(c->alerts.ttft_ms, 500);
+    cr_expect_eq(c->alerts.eval_ratio, 2);
+    cr_expect_eq(c->alerts.eval_floor_ms, 1, "not given: the default");
+    cluster_free(c);
+    expect_error("[cluster]\nalert_hold = 0\n" NODE_A, ":2:", "`alert_hold`", "1..1000");
+    expect_error(NODE_A "alert_hold = 2\n", ":6:", "`alert_hold`", "unknown key");
+}
+
 Test(cluster, errors_name_line_and_key)
 {
     expect_error(NODE_A "bogus = 1\n", ":6:", "`bogus`", "unknown key");

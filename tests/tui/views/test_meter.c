@@ -60,6 +60,10 @@ Test(meter, numbers_keep_three_significant_digits)
     check_num(1234.4, "1234");
     check_num(12300, "12.3k");
     check_num(250000, "250k");
+    /* Contexts of the Plan view. */
+    check_num(1.2e6, "1.20M");
+    check_num(60214016, "60.2M");
+    check_num(1 << 30, "1074M");
 }
 
 Test(meter, durations_show_two_units)
@@ -326,10 +330,10 @@ Test(glyphs, flag_reasons_in_ascii)
 {
     char buf[128];
     view_flags_text(glyphs_get(0),
-                    STATE_FLAG_ORCH_BOUND | STATE_FLAG_LOW_HEADROOM | STATE_FLAG_NONFINITE |
-                        STATE_FLAG_ACT_SPIKE | STATE_FLAG_FINGERPRINT,
+                    STATE_FLAG_LOW_HEADROOM | STATE_FLAG_NONFINITE | STATE_FLAG_ACT_SPIKE |
+                        STATE_FLAG_FINGERPRINT,
                     buf, sizeof buf);
-    cr_expect_str_eq(buf, "EVAL>MODEL LOW MEM NaN ACT! FP!=");
+    cr_expect_str_eq(buf, "LOW MEM NaN ACT! FP!=");
     view_flags_text(glyphs_get(1), STATE_FLAG_FINGERPRINT, buf, sizeof buf);
     cr_expect_str_eq(buf, "FP\u2260");
     view_flags_text(glyphs_get(0), 0, buf, sizeof buf);
