@@ -85,12 +85,13 @@ infertop stress fixed --control "$(ep "$P1")" --telemetry "$(ep "$P2")" --reques
     --prompt-tokens 24 --gen 8 --db "$DB" >/dev/null 2>"$tmp/zmq.err"
 check "a ZeroMQ run of the same node records engine inferd" \
     [ "$(q "SELECT engine FROM runs WHERE id = 3")" = inferd ]
-infertop history compare 1 3 --db "$DB" >"$tmp/compare.out" 2>&1
+infertop history compare 1 3 --full --db "$DB" >"$tmp/compare.out" 2>&1
 rc=$?
 check "history compare of the HTTP and the ZeroMQ run (exit 0)" [ "$rc" = 0 ]
 check "compare names both engines" \
     sh -c "grep -q '^A: run 1 .* openai' '$tmp/compare.out' && grep -q '^B: run 3 .* inferd' '$tmp/compare.out'"
-check "compare has TTFT figures of both" grep -Eq 'leg 0 +ttft_ms p50 +[0-9.]+ +[0-9.]+' \
+check "compare pairs the legs of both engines by concurrency: TTFT figures of both" \
+    grep -Eq 'conc 1 +ttft_ms p50 +[0-9.]+ +[0-9.]+' \
     "$tmp/compare.out"
 check "history list shows the ENGINE column" \
     sh -c "infertop history list --db '$DB' | head -1 | grep -q ENGINE"
