@@ -207,7 +207,7 @@ static int draw_pairs(struct view_ctx *v, WINDOW *w, int y, int width, int h,
             store_leg_ratio_of(a, b, &rows[n++].ln);
         }
     }
-    y = draw_leg_rows(v, w, y, width, h, "run", rows, n);
+    y = draw_leg_rows(v, w, y, width, h, "RUN", rows, n);
     free(rows);
     return y;
 }
