@@ -265,6 +265,7 @@ Test(stress_points, watchers_get_each_ok_request_once_in_order)
     cr_assert_eq(stress_points_since(r, &from, got, 10), 10);
     cr_expect_eq(got[0].idx, 113);
     pthread_mutex_destroy(&r->mu);
+    free(r->leg_decode);
     free(r);
 }
 
@@ -392,6 +393,7 @@ Test(stress_sweep, progress_reports_the_legs_aggregate_throughput)
     stress_progress_get(r, &p);
     cr_expect_eq(p.agg_tps, 0, "a new leg starts from nothing");
     pthread_mutex_destroy(&r->mu);
+    free(r->leg_decode);
     free(r);
 }
 
