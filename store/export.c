@@ -64,13 +64,13 @@ json_t *store_run_list_json(const store_run_list *l)
 
 static json_t *leg_json(const store_leg_summary *l)
 {
-    return json_pack("{si si si si ss so so sI sI so so so so so}", "idx", l->idx, "kv_bits",
-                     l->kv_bits, "prefill_step", l->prefill_step, "concurrency", l->concurrency,
-                     "status", l->status, "max_context", jopt_int(l->max_context), "agg_tps",
-                     jnum(l->agg_tps), "requests", (json_int_t)l->requests, "failed",
-                     (json_int_t)l->failed, "ttft_ms", jdist(&l->ttft_ms), "tpot_ms",
-                     jdist(&l->tpot_ms), "decode_tps", jdist(&l->decode_tps), "prefill_tps",
-                     jdist(&l->prefill_tps), "e2e_ms", jdist(&l->e2e_ms));
+    return json_pack(
+        "{si si si si ss so so sI sI so so so so so so}", "idx", l->idx, "kv_bits", l->kv_bits,
+        "prefill_step", l->prefill_step, "concurrency", l->concurrency, "status", l->status,
+        "max_context", jopt_int(l->max_context), "agg_tps", jnum(l->agg_tps), "requests",
+        (json_int_t)l->requests, "failed", (json_int_t)l->failed, "ttft_ms", jdist(&l->ttft_ms),
+        "ttft_p95_ms", jnum(l->ttft_p95_ms), "tpot_ms", jdist(&l->tpot_ms), "decode_tps",
+        jdist(&l->decode_tps), "prefill_tps", jdist(&l->prefill_tps), "e2e_ms", jdist(&l->e2e_ms));
 }
 
 static json_t *group_json(const store_step_group *g)
@@ -103,8 +103,23 @@ fail:
     return NULL;
 }
 
+/* A side of a pair: the leg's idx, or null. */
+static json_t *jleg_of(const store_summary *s, int i)
+{
+    return i >= 0 ? json_integer(s->legs[i].idx) : json_null();
+}
+
 json_t *store_compare_json(const store_compare *c)
 {
+    json_t *pairs = json_array();
+    for (size_t i = 0; pairs && i < c->n_pairs; i++) {
+        const store_leg_pair *p = &c->pairs[i];
+        if (jappend(pairs, json_pack("{so so}", "a_leg", jleg_of(&c->a, p->a), "b_leg",
+                                     jleg_of(&c->b, p->b))) != 0) {
+            json_decref(pairs);
+            return NULL;
+        }
+    }
     json_t *rows = json_array();
     for (size_t i = 0; rows && i < c->n; i++) {
         const store_delta *d = &c->rows[i];
@@ -112,11 +127,12 @@ json_t *store_compare_json(const store_compare *c)
                                     jnum(d->a), "b", jnum(d->b), "delta", jnum(d->delta), "ratio",
                                     jnum(d->ratio))) != 0) {
             json_decref(rows);
+            json_decref(pairs);
             return NULL;
         }
     }
-    return json_pack("{so so so}", "a", store_summary_json(&c->a), "b", store_summary_json(&c->b),
-                     "deltas", rows);
+    return json_pack("{so so so so}", "a", store_summary_json(&c->a), "b",
+                     store_summary_json(&c->b), "pairs", pairs, "deltas", rows);
 }
 
 static json_t *jopt_real(double v)

@@ -254,6 +254,7 @@ static int summary_legs(store *s, int64_t run, store_summary *out, char *err, si
         l->max_context = sqlite3_column_int64(st, 6);
         l->concurrency = sqlite3_column_int(st, 7);
         l->agg_tps = sqlite3_column_type(st, 8) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 8);
+        l->ttft_p95_ms = NAN; /* summary_requests' */
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
@@ -290,6 +291,8 @@ static int summary_requests(store *s, int64_t run, store_summary *out, char *err
         if (leg && (rc != SQLITE_ROW || idx != leg->idx)) {
             store_dist *d[N_REQ_METRICS] = {&leg->ttft_ms, &leg->tpot_ms, &leg->decode_tps,
                                             &leg->prefill_tps, &leg->e2e_ms};
+            if (v[M_TTFT].n)
+                leg->ttft_p95_ms = store_percentile(v[M_TTFT].v, v[M_TTFT].n, 95);
             for (int m = 0; m < N_REQ_METRICS; m++) {
                 store_dist_of(&v[m], d[m]);
                 v[m].n = 0;
@@ -433,10 +436,16 @@ static void delta_dist(delta_list *l, const char *key, const char *name, const s
     }
 }
 
-static void delta_legs(delta_list *l, const store_leg_summary *a, const store_leg_summary *b)
+/* A pair's settings as the key of its rows. */
+static void pair_key(const store_compare *c, const store_leg_pair *p, char *buf, size_t len)
 {
-    char key[32];
-    snprintf(key, sizeof key, "leg %d", a ? a->idx : b->idx);
+    const store_leg_summary *l = p->a >= 0 ? &c->a.legs[p->a] : &c->b.legs[p->b];
+    snprintf(buf, len, "kv %d prefill %d conc %d", l->kv_bits, l->prefill_step, l->concurrency);
+}
+
+static void delta_legs(delta_list *l, const char *key, const store_leg_summary *a,
+                       const store_leg_summary *b)
+{
     delta_add(l, key, "max_context", a && a->max_context >= 0, a ? a->max_context : 0,
               b && b->max_context >= 0, b ? b->max_context : 0);
     delta_add(l, key, "concurrency", a != NULL, a ? a->concurrency : 0, b != NULL,
@@ -446,17 +455,20 @@ static void delta_legs(delta_list *l, const store_leg_summary *a, const store_le
     delta_add(l, key, "requests", a != NULL, a ? a->requests : 0, b != NULL, b ? b->requests : 0);
     delta_add(l, key, "failed", a != NULL, a ? a->failed : 0, b != NULL, b ? b->failed : 0);
     delta_dist(l, key, "ttft_ms", a ? &a->ttft_ms : NULL, b ? &b->ttft_ms : NULL, 0);
+    delta_add(l, key, "ttft_ms p95", a && !isnan(a->ttft_p95_ms), a ? a->ttft_p95_ms : 0,
+              b && !isnan(b->ttft_p95_ms), b ? b->ttft_p95_ms : 0);
     delta_dist(l, key, "tpot_ms", a ? &a->tpot_ms : NULL, b ? &b->tpot_ms : NULL, 0);
     delta_dist(l, key, "decode_tps", a ? &a->decode_tps : NULL, b ? &b->decode_tps : NULL, 0);
     delta_dist(l, key, "prefill_tps", a ? &a->prefill_tps : NULL, b ? &b->prefill_tps : NULL, 0);
     delta_dist(l, key, "e2e_ms", a ? &a->e2e_ms : NULL, b ? &b->e2e_ms : NULL, 0);
 }
 
-static void delta_groups(delta_list *l, const store_step_group *a, const store_step_group *b)
+static void delta_groups(delta_list *l, const char *pair, const store_step_group *a,
+                         const store_step_group *b)
 {
     const store_step_group *g = a ? a : b;
-    char key[STORE_NODE_MAX + 32];
-    snprintf(key, sizeof key, "leg %d %s %s", g->leg, g->node, g->phase);
+    char key[STORE_NODE_MAX + 64];
+    snprintf(key, sizeof key, "%s %s %s", pair, g->node, g->phase);
     delta_add(l, key, "steps", a != NULL, a ? a->step_ms.count : 0, b != NULL,
               b ? b->step_ms.count : 0);
     delta_dist(l, key, "step_ms", a ? &a->step_ms : NULL, b ? &b->step_ms : NULL, 1);
@@ -464,20 +476,63 @@ static void delta_groups(delta_list *l, const store_step_group *a, const store_s
     delta_dist(l, key, "eval_ms", a ? &a->eval_ms : NULL, b ? &b->eval_ms : NULL, 0);
 }
 
-static const store_leg_summary *leg_in(const store_summary *s, int idx)
+/* The step group of s for leg idx with g's node and phase. */
+static const store_step_group *group_in(const store_summary *s, int leg, const store_step_group *g)
 {
-    for (size_t i = 0; i < s->n_legs; i++)
-        if (s->legs[i].idx == idx)
-            return &s->legs[i];
+    for (size_t i = 0; i < s->n_groups; i++) {
+        const store_step_group *h = &s->groups[i];
+        if (h->leg == leg && strcmp(h->node, g->node) == 0 && strcmp(h->phase, g->phase) == 0)
+            return h;
+    }
     return NULL;
 }
 
-static const store_step_group *group_in(const store_summary *s, const store_step_group *g)
+/* The step rows of a pair: A's groups of its leg with B's of the same
+ * node and phase, then B's left over. */
+static void delta_pair_groups(delta_list *l, const char *key, const store_summary *sa, int la,
+                              const store_summary *sb, int lb)
 {
-    for (size_t i = 0; i < s->n_groups; i++)
-        if (store_group_cmp(&s->groups[i], g) == 0)
-            return &s->groups[i];
-    return NULL;
+    for (size_t i = 0; la >= 0 && i < sa->n_groups; i++)
+        if (sa->groups[i].leg == la)
+            delta_groups(l, key, &sa->groups[i], lb >= 0 ? group_in(sb, lb, &sa->groups[i]) : NULL);
+    for (size_t i = 0; lb >= 0 && i < sb->n_groups; i++)
+        if (sb->groups[i].leg == lb && (la < 0 || !group_in(sa, la, &sb->groups[i])))
+            delta_groups(l, key, NULL, &sb->groups[i]);
+}
+
+static int same_settings(const store_leg_summary *a, const store_leg_summary *b, int knobs)
+{
+    return a->concurrency == b->concurrency &&
+           (!knobs || (a->kv_bits == b->kv_bits && a->prefill_step == b->prefill_step));
+}
+
+/* Pairs each leg of A with the first unpaired leg of B of the same
+ * settings; B's legs left over follow. */
+static int pair_legs(store_compare *c)
+{
+    const store_summary *sa = &c->a, *sb = &c->b;
+    int same_engine = strcmp(sa->run.engine, sb->run.engine) == 0;
+    size_t cap = sa->n_legs + sb->n_legs;
+    char *taken = calloc(sb->n_legs + 1, 1);
+    c->pairs = calloc(cap + 1, sizeof *c->pairs);
+    if (!taken || !c->pairs) {
+        free(taken);
+        return -1;
+    }
+    for (size_t i = 0; i < sa->n_legs; i++) {
+        store_leg_pair *p = &c->pairs[c->n_pairs++];
+        *p = (store_leg_pair){(int)i, -1};
+        for (size_t j = 0; j < sb->n_legs && p->b < 0; j++)
+            if (!taken[j] && same_settings(&sa->legs[i], &sb->legs[j], same_engine)) {
+                taken[j] = 1;
+                p->b = (int)j;
+            }
+    }
+    for (size_t j = 0; j < sb->n_legs; j++)
+        if (!taken[j])
+            c->pairs[c->n_pairs++] = (store_leg_pair){-1, (int)j};
+    free(taken);
+    return 0;
 }
 
 void store_compare_free(store_compare *c)
@@ -486,6 +541,7 @@ void store_compare_free(store_compare *c)
         return;
     store_summary_free(&c->a);
     store_summary_free(&c->b);
+    free(c->pairs);
     for (size_t i = 0; i < c->n; i++) {
         free(c->rows[i].key);
         free(c->rows[i].metric);
@@ -506,22 +562,26 @@ int store_run_compare(store *s, int64_t a, int64_t b, store_compare *out, char *
     }
     const store_summary *sa = &out->a, *sb = &out->b;
     delta_list l = {0};
+    l.oom = pair_legs(out) != 0;
     delta_add(&l, "run", "max_context", sa->run.max_context >= 0, sa->run.max_context,
               sb->run.max_context >= 0, sb->run.max_context);
     delta_add(&l, "run", "last_context", sa->run.last_context >= 0, sa->run.last_context,
               sb->run.last_context >= 0, sb->run.last_context);
     delta_add(&l, "run", "requests", 1, sa->run.n_requests, 1, sb->run.n_requests);
     delta_add(&l, "run", "failed", 1, sa->run.n_failed, 1, sb->run.n_failed);
-    for (size_t i = 0; i < sa->n_legs; i++)
-        delta_legs(&l, &sa->legs[i], leg_in(sb, sa->legs[i].idx));
-    for (size_t i = 0; i < sb->n_legs; i++)
-        if (!leg_in(sa, sb->legs[i].idx))
-            delta_legs(&l, NULL, &sb->legs[i]);
-    for (size_t i = 0; i < sa->n_groups; i++)
-        delta_groups(&l, &sa->groups[i], group_in(sb, &sa->groups[i]));
-    for (size_t i = 0; i < sb->n_groups; i++)
-        if (!group_in(sa, &sb->groups[i]))
-            delta_groups(&l, NULL, &sb->groups[i]);
+    for (size_t i = 0; i < out->n_pairs; i++) {
+        const store_leg_pair *p = &out->pairs[i];
+        char key[64];
+        pair_key(out, p, key, sizeof key);
+        delta_legs(&l, key, p->a >= 0 ? &sa->legs[p->a] : NULL, p->b >= 0 ? &sb->legs[p->b] : NULL);
+    }
+    for (size_t i = 0; i < out->n_pairs; i++) {
+        const store_leg_pair *p = &out->pairs[i];
+        char key[64];
+        pair_key(out, p, key, sizeof key);
+        delta_pair_groups(&l, key, sa, p->a >= 0 ? sa->legs[p->a].idx : -1, sb,
+                          p->b >= 0 ? sb->legs[p->b].idx : -1);
+    }
     out->rows = l.rows;
     out->n = l.n;
     if (l.oom) {

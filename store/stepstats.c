@@ -30,7 +30,9 @@ static int phase_rank(const char *p)
     return strcmp(p, "prefill") == 0 ? 0 : strcmp(p, "decode") == 0 ? 1 : 2;
 }
 
-int store_group_cmp(const store_step_group *a, const store_step_group *b)
+/* The order of a summary's groups: by leg, node, then phase in the order
+ * a request runs them. */
+static int group_cmp(const store_step_group *a, const store_step_group *b)
 {
     if (a->leg != b->leg)
         return a->leg < b->leg ? -1 : 1;
@@ -43,7 +45,7 @@ int store_group_cmp(const store_step_group *a, const store_step_group *b)
 
 static int group_qsort_cmp(const void *a, const void *b)
 {
-    return store_group_cmp(a, b);
+    return group_cmp(a, b);
 }
 
 static int same_group(const store_step_group *g, int leg, const char *node, const char *phase)

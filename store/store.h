@@ -231,6 +231,7 @@ typedef struct store_leg_summary {
     double agg_tps;
     int64_t requests, failed;
     store_dist ttft_ms, tpot_ms, decode_tps, prefill_tps, e2e_ms; /* over ok requests */
+    double ttft_p95_ms; /* the summary line's second TTFT figure; NaN without ok requests */
 } store_leg_summary;
 
 typedef struct store_failure {
@@ -282,15 +283,67 @@ typedef struct store_delta {
     double a, b, delta, ratio;
 } store_delta;
 
+/* A leg of each compared run with the same settings: kv_bits, prefill_step
+ * and concurrency, or concurrency alone between runs of two engines,
+ * whose kv_bits and prefill_step are each engine's own. Legs with equal
+ * settings pair in their order; a leg without a partner is a pair with
+ * -1 on the other side. */
+typedef struct store_leg_pair {
+    int a, b; /* indices into a.legs and b.legs; -1: none */
+} store_leg_pair;
+
 typedef struct store_compare {
     store_summary a, b;
+    store_leg_pair *pairs; /* A's legs in order, then B's unpaired ones */
+    size_t n_pairs;
     store_delta *rows;
     size_t n;
 } store_compare;
 
-/* Legs are matched by index, step groups by (leg, node, phase). */
+/* Legs are matched by their settings (store_leg_pair; a pair's key names
+ * them: "kv 16 prefill 64 conc 1"), step groups by (pair, node, phase). */
 int store_run_compare(store *s, int64_t a, int64_t b, store_compare *out, char *err, size_t errlen);
 void store_compare_free(store_compare *c);
+
+/* ---- a leg on one line: the figures the CLI and the console both print ---- */
+
+enum store_leg_col {
+    STORE_LEG_IDX,
+    STORE_LEG_KV,
+    STORE_LEG_PREFILL,
+    STORE_LEG_CONC,
+    STORE_LEG_REQS,
+    STORE_LEG_FAILED,
+    STORE_LEG_MAX_CTX,
+    STORE_LEG_DECODE, /* decode tok/s p50 over the ok requests */
+    STORE_LEG_AGG,    /* agg_tps */
+    STORE_LEG_TTFT50,
+    STORE_LEG_TTFT95,
+    STORE_LEG_COLS
+};
+
+#define STORE_CELL_MAX 24
+
+typedef struct store_leg_line {
+    char cell[STORE_LEG_COLS][STORE_CELL_MAX];
+} store_leg_line;
+
+/* The columns' titles, and two lines explaining them. */
+extern const char *const store_leg_heads[STORE_LEG_COLS];
+extern const char store_leg_legend[];
+
+/* A figure as text: "-" when not finite, an integer when whole, else
+ * `decimals` decimals. */
+void store_fmt_num(double v, int decimals, char *buf, size_t len);
+
+/* The leg's figures as text: counts as integers, rates and times with
+ * one decimal, "-" where there is none. */
+void store_leg_line_of(const store_leg_summary *l, store_leg_line *out);
+
+/* B's figures over A's in the rate and time columns ("1.25"), "" in the
+ * others. */
+void store_leg_ratio_of(const store_leg_summary *a, const store_leg_summary *b,
+                        store_leg_line *out);
 
 /* What store_best_settings ranks by. */
 typedef enum store_best_by {

@@ -177,7 +177,6 @@ void store_dist_of(store_dvec *d, store_dist *out);
  * from the steps and, for a run no longer running, stored. */
 int store_step_stats(sqlite3 *db, int64_t run, store_step_group **groups, size_t *n, char *err,
                      size_t errlen);
-int store_group_cmp(const store_step_group *a, const store_step_group *b);
 
 /* ---- query.c ---- */
 /* 0 exists, 1 not, -1 error; caller holds db_lock. */

@@ -226,6 +226,7 @@ typedef enum opt_id {
     OPT_OLDER_THAN,
     OPT_VACUUM,
     OPT_BY,
+    OPT_FULL,
     OPT_METRICS_LISTEN,
     OPT_CTX,
     OPT_PLAN_KV_BITS,

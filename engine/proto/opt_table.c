@@ -1033,6 +1033,11 @@ const opt_def opt_defs[OPT_COUNT] = {
                 .arg = "FIGURE",
                 .help = "the figure that ranks",
                 .verbs = HISTORY_MODE(OPT_V_HISTORY_BEST)},
+    [OPT_FULL] = {.flag = "full",
+                  .type = OPT_T_SWITCH,
+                  .help = "every figure (percentiles per leg, node and phase) instead of a "
+                          "line per leg",
+                  .verbs = HISTORY_MODE(OPT_V_HISTORY_SHOW) | OPT_VB(OPT_V_HISTORY_COMPARE)},
 
     /* ---- metrics ---- */
     [OPT_METRICS_LISTEN] = {.flag = "listen",

@@ -1,7 +1,9 @@
 #!/bin/sh
 # End-to-end test of `infertop history`: a database written by
 # tests/lib/store_fill (three runs: growth kv16 ok to 8192, growth kv4
-# failing at 8192, a 4-leg sweep), then every verb's output and exit code.
+# failing at 8192, a 4-leg sweep), then every verb's output and exit code;
+# `show` of the sweep on one screen, `compare` of it against its legs in
+# another order pairing the same settings.
 # JSON is checked with the sqlite3 shell's json functions.
 set -u
 root=${INFERTOP_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -73,8 +75,18 @@ has "misplaced option is named" "--vacuum" "$errout"
 
 run "show" 0 show 2
 has "show names the failure point" "failed at  leg 0, request 3, context 4096: timeout" "$out"
-has "show has step percentiles" "decode   step_ms" "$out"
-has "show gives each leg's concurrency and aggregate tok/s" "CONCURRENCY  STATUS  REQS  FAILED  MAX_CTX  AGG_TPS" "$out"
+has "show gives a line per leg: knobs, tok/s, TTFT, failures" \
+    "LEG  KV  PREFILL  CONC  REQS  FAILED  MAX_CTX  DEC_TPS  AGG_TPS  TTFT50  TTFT95" "$out"
+run "show of the 4-leg sweep" 0 show 3
+lines=$(printf '%s\n' "$out" | wc -l)
+[ "$lines" -le 24 ] && ok "show of a 4-leg sweep fits in 24 lines ($lines)" || bad "show of a 4-leg sweep is $lines lines"
+wide=$(printf '%s\n' "$out" | awk '{ if (length($0) > w) w = length($0) } END { print w }')
+[ "$wide" -le 80 ] && ok "and in 80 columns ($wide)" || bad "show is $wide columns wide"
+legs=$(printf '%s\n' "$out" | grep -cE '^ *[0-3] +(16|4) +(256|512) +1 +1 +0 ')
+[ "$legs" = 4 ] && ok "each leg on its line with its knobs" || bad "$legs leg lines in: $out"
+run "show --full" 0 show 2 --full
+has "show --full has step percentiles" "decode   step_ms" "$out"
+has "show --full gives each leg's concurrency and aggregate tok/s" "CONCURRENCY  STATUS  REQS  FAILED  MAX_CTX  AGG_TPS" "$out"
 run "show --json" 0 show 1 --json
 json_eq "show --json" "$dir/out" "json_extract(j, '\$.legs[0].max_context')" 8192
 run "unknown run" 3 show 99
@@ -83,11 +95,44 @@ run "run id not a number" 2 show abc
 run "show needs a run" 2 show
 
 run "compare" 0 compare 1 2
-has "compare has deltas" "max_context" "$out"
+has "compare: a kv 16 leg is not set beside a kv 4 leg" "A only    0  16" "$out"
+has "the kv 4 leg is listed alone" "B only    0   4" "$out"
+run "compare --full" 0 compare 1 2 --full
+has "compare --full has deltas" "max_context" "$out"
 run "compare --json" 0 compare 1 2 --json
 json_eq "compare ratio" "$dir/out" \
     "(select json_extract(value, '\$.ratio') from json_each(j, '\$.deltas') where json_extract(value, '\$.key') = 'run' and json_extract(value, '\$.metric') = 'max_context')" 0.5
 run "compare with an unknown run" 3 compare 1 42
+
+# The sweep again as run 4, its legs in the reverse order.
+sw="$dir/sweeps.db"
+cp "$db" "$sw"
+sqlite3 "$sw" "
+INSERT INTO runs (id, name, mode, status, started, ended, params, cluster, engine)
+  SELECT 4, 'reversed', mode, status, started + 1, ended + 1, params, cluster, engine
+  FROM runs WHERE id = 3;
+INSERT INTO legs (run, idx, kv_bits, prefill_step, status, started, ended, max_context,
+                  concurrency, agg_tps)
+  SELECT 4, 3 - idx, kv_bits, prefill_step, status, started, ended, max_context, concurrency,
+         agg_tps FROM legs WHERE run = 3;
+INSERT INTO requests (run, leg, idx, ctx_before, ctx_after, prompt_tokens, gen_tokens, ttft_ms,
+                      prefill_ms, prefill_tps, decode_tps, tpot_ms, e2e_ms, status, t)
+  SELECT 4, 3 - leg, idx, ctx_before, ctx_after, prompt_tokens, gen_tokens, ttft_ms, prefill_ms,
+         prefill_tps, decode_tps, tpot_ms, e2e_ms, status, t FROM requests WHERE run = 3;" >/dev/null
+infertop history --db "$sw" compare 3 4 >"$dir/out" 2>"$dir/err"
+[ $? -eq 0 ] && ok "compare of two differently ordered sweeps (exit 0)" || bad "compare 3 4: $(cat "$dir/err")"
+# Each A line and the B line after it: the same KV, PREFILL and CONC.
+pairs=$(awk '$1 == "A" { a = $3 " " $4 " " $5; next }
+             $1 == "B" && a != "" { n++; if ($3 " " $4 " " $5 == a) same++; a = "" }
+             END { print n + 0, same + 0 }' "$dir/out")
+[ "$pairs" = "4 4" ] && ok "compare pairs the same settings (4 pairs)" || bad "pairs, same: $pairs in $(cat "$dir/out")"
+grep -q "only" "$dir/out" && bad "no leg unpaired: $(cat "$dir/out")" || ok "no leg left unpaired"
+lines=$(wc -l <"$dir/out")
+[ "$lines" -le 24 ] && ok "compare of two 4-leg sweeps fits in 24 lines ($lines)" || bad "compare is $lines lines"
+infertop history --db "$sw" compare 3 4 --json >"$dir/out"
+json_eq "compare --json pairs legs 0-3, 1-2, 2-1, 3-0" "$dir/out" \
+    "(select group_concat(json_extract(value, '\$.a_leg') || '-' || json_extract(value, '\$.b_leg'), ' ') from json_each(j, '\$.pairs'))" \
+    "0-3 1-2 2-1 3-0"
 
 run "best" 0 best --model stories260K
 has "best lists settings" "PREFILL_STEP" "$out"

@@ -156,7 +156,7 @@ check "it reaches the target" \
 infertop history --db "$DB" list >"$tmp/list"
 check "both runs are in the history" \
     grep -qE "^ *1 .* failed .* even" "$tmp/list" && grep -qE "^ *2 .* completed .* planned" "$tmp/list"
-infertop history --db "$DB" compare 1 2 >"$tmp/compare"
+infertop history --db "$DB" compare 1 2 --full >"$tmp/compare"
 check "history compare shows the context reached, 2048 against $TARGET" \
     grep -qE "^run +max_context +2048 +$TARGET " "$tmp/compare"
 

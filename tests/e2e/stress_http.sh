@@ -7,8 +7,9 @@
 #    engine's usage counts in every request row;
 #  - growth 16 -> 128 over HTTP: one request per level, each recording the
 #    context the engine reports (usage: prompt + completion tokens);
-#  - the same model driven over ZeroMQ: `history compare` puts the two
-#    engines' runs side by side; list and best filter by engine;
+#  - the same model driven over ZeroMQ, also at concurrency 2: `history
+#    compare` pairs the two engines' legs by concurrency; list and best
+#    filter by engine;
 #  - a node without url, and a sweep over kv_bits that would need a
 #    restart nobody can do, are refused naming why;
 #  - the server killed mid-run: the requests in flight fail as disconnect
@@ -81,16 +82,17 @@ check "the contexts grow level by level" \
             WHERE a.run = 2 AND b.ctx_after > a.ctx_after")" = 3 ]
 
 # ---- the same model over ZeroMQ, compared
-infertop stress fixed --control "$(ep "$P1")" --telemetry "$(ep "$P2")" --requests 4 \
+infertop stress fixed --control "$(ep "$P1")" --telemetry "$(ep "$P2")" --requests 4 --concurrency 2 \
     --prompt-tokens 24 --gen 8 --db "$DB" >/dev/null 2>"$tmp/zmq.err"
 check "a ZeroMQ run of the same node records engine inferd" \
     [ "$(q "SELECT engine FROM runs WHERE id = 3")" = inferd ]
-infertop history compare 1 3 --db "$DB" >"$tmp/compare.out" 2>&1
+infertop history compare 1 3 --full --db "$DB" >"$tmp/compare.out" 2>&1
 rc=$?
 check "history compare of the HTTP and the ZeroMQ run (exit 0)" [ "$rc" = 0 ]
 check "compare names both engines" \
     sh -c "grep -q '^A: run 1 .* openai' '$tmp/compare.out' && grep -q '^B: run 3 .* inferd' '$tmp/compare.out'"
-check "compare has TTFT figures of both" grep -Eq 'leg 0 +ttft_ms p50 +[0-9.]+ +[0-9.]+' \
+check "compare pairs the legs of both engines by concurrency: TTFT figures of both" \
+    grep -Eq 'conc 2 +ttft_ms p50 +[0-9.]+ +[0-9.]+' \
     "$tmp/compare.out"
 check "history list shows the ENGINE column" \
     sh -c "infertop history list --db '$DB' | head -1 | grep -q ENGINE"

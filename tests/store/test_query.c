@@ -343,27 +343,100 @@ Test(store_query, compare_two_runs)
     cr_assert_eq(d->b, 4100);
     cr_assert_eq(d->delta, 4100 - 8192);
     cr_assert_eq(d->ratio, 4100.0 / 8192);
-    d = delta(&c, "leg 0", "requests");
+    /* The growth leg (kv 16, prefill 512) pairs the sweep's leg 1, not
+     * its leg 0; the sweep's other legs have no partner. */
+    cr_assert_eq(c.n_pairs, 4);
+    cr_expect(c.pairs[0].a == 0 && c.pairs[0].b == 1);
+    for (int i = 1; i < 4; i++)
+        cr_expect(c.pairs[i].a == -1 && c.pairs[i].b == (i == 1 ? 0 : i), "pair %d", i);
+    d = delta(&c, "kv 16 prefill 512 conc 1", "requests");
     cr_assert_eq(d->a, 5);
     cr_assert_eq(d->b, 3);
-    d = delta(&c, "leg 0", "ttft_ms p50");
+    d = delta(&c, "kv 16 prefill 512 conc 1", "ttft_ms p50");
     cr_assert_eq(d->a, 11);
     cr_assert_eq(d->b, 21);
     cr_assert_eq(d->ratio, 21.0 / 11);
-    d = delta(&c, "leg 2", "max_context");
+    d = delta(&c, "kv 4 prefill 256 conc 1", "max_context");
     cr_assert_eq(d->has_a, 0);
     cr_assert_eq(d->has_b, 1);
     cr_assert(isnan(d->delta) && isnan(d->ratio));
-    d = delta(&c, "leg 0 n2 decode", "step_ms p50");
+    d = delta(&c, "kv 16 prefill 512 conc 1 n2 decode", "step_ms p50");
     cr_assert_eq(d->has_a, 1);
     cr_assert_eq(d->has_b, 0);
-    d = delta(&c, "leg 0 n1 decode", "steps");
+    d = delta(&c, "kv 16 prefill 512 conc 1 n1 decode", "steps");
     cr_assert_eq(d->a, F_STEPS - F_PREFILL);
     cr_assert_eq(d->b, S_STEPS);
     store_compare_free(&c);
     cr_assert_eq(store_run_compare(h.f.s, h.fr, 777, &c, err, sizeof err), 1);
     cr_assert(strstr(err, "777"), "%s", err);
     fx_close(&h.f);
+}
+
+/* A sweep of the legs in `order` (indices into kv/ps), each leg's figures
+ * a function of its settings, so that a leg paired with another of the
+ * same settings has the same numbers. */
+static int64_t sweep_in(store *s, const char *name, const int *order)
+{
+    static const int kv[4] = {16, 16, 4, 4}, ps[4] = {256, 512, 256, 512};
+    int64_t run = fx_run(s, STORE_MODE_SWEEP, name, "m1");
+    for (int leg = 0; leg < 4; leg++) {
+        int k = order[leg];
+        store_leg_start(
+            s, run, leg,
+            &(store_leg_info){.kv_bits = kv[k], .prefill_step = ps[k], .concurrency = 1 + k % 2});
+        for (int j = 0; j < 3; j++)
+            fx_request(s, run, leg, 3 * leg + j, 0, 1000 + j, 1, 10 * (k + 1) + j, 5, 100 + 10 * k);
+        store_leg_end(s, run, leg, STORE_COMPLETED);
+    }
+    store_run_end(s, run, STORE_COMPLETED, NULL);
+    return run;
+}
+
+Test(store_query, compare_pairs_legs_by_their_settings)
+{
+    fx f;
+    fx_open(&f);
+    static const int fwd[4] = {0, 1, 2, 3}, rev[4] = {3, 1, 0, 2};
+    int64_t a = sweep_in(f.s, "forward", fwd), b = sweep_in(f.s, "shuffled", rev);
+    char err[256];
+    cr_assert_eq(store_flush(f.s, err, sizeof err), 0, "%s", err);
+    store_compare c;
+    cr_assert_eq(store_run_compare(f.s, a, b, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.n_pairs, 4, "every leg has a partner");
+    for (size_t i = 0; i < c.n_pairs; i++) {
+        const store_leg_summary *la = &c.a.legs[c.pairs[i].a], *lb = &c.b.legs[c.pairs[i].b];
+        cr_expect(la->kv_bits == lb->kv_bits && la->prefill_step == lb->prefill_step &&
+                      la->concurrency == lb->concurrency,
+                  "pair %zu: kv %d/%d prefill %d/%d conc %d/%d", i, la->kv_bits, lb->kv_bits,
+                  la->prefill_step, lb->prefill_step, la->concurrency, lb->concurrency);
+        cr_expect_eq(la->ttft_ms.p50, lb->ttft_ms.p50, "pair %zu", i);
+        cr_expect_eq(la->decode_tps.p50, lb->decode_tps.p50, "pair %zu", i);
+        cr_expect_eq(la->ttft_p95_ms, la->ttft_ms.max, "pair %zu: p95 of 3 is the largest", i);
+    }
+    cr_expect_eq(c.pairs[0].b, 2, "A's leg 0 (kv 16, prefill 256) is B's leg 2");
+    const store_delta *d = delta(&c, "kv 4 prefill 512 conc 2", "decode_tps p50");
+    cr_expect_eq(d->ratio, 1.0);
+    store_compare_free(&c);
+
+    /* Runs of two engines: kv_bits and prefill_step are each engine's
+     * own, so legs pair by concurrency alone. */
+    fx_sql(f.path, "UPDATE runs SET engine = 'llama.cpp' WHERE id = 2");
+    fx_sql(f.path, "UPDATE legs SET kv_bits = 8 WHERE run = 2");
+    cr_assert_eq(store_run_compare(f.s, a, b, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.n_pairs, 4);
+    for (size_t i = 0; i < c.n_pairs; i++)
+        cr_expect(c.pairs[i].a >= 0 && c.pairs[i].b >= 0 &&
+                      c.a.legs[c.pairs[i].a].concurrency == c.b.legs[c.pairs[i].b].concurrency,
+                  "pair %zu", i);
+    store_compare_free(&c);
+    /* The same engine with other knobs: nothing pairs. */
+    fx_sql(f.path, "UPDATE runs SET engine = 'inferd' WHERE id = 2");
+    cr_assert_eq(store_run_compare(f.s, a, b, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.n_pairs, 8);
+    for (size_t i = 0; i < c.n_pairs; i++)
+        cr_expect(c.pairs[i].a < 0 || c.pairs[i].b < 0, "pair %zu", i);
+    store_compare_free(&c);
+    fx_close(&f);
 }
 
 Test(store_query, best_settings)
@@ -536,21 +609,15 @@ Test(store_query, compare_shows_concurrency_and_aggregate_throughput)
     store_compare c;
     char err[256];
     cr_assert_eq(store_run_compare(d.f.s, d.a, d.b, &c, err, sizeof err), 0, "%s", err);
-    const store_delta *agg = NULL, *conc = NULL, *agg1 = NULL;
-    for (size_t i = 0; i < c.n; i++) {
-        if (!strcmp(c.rows[i].key, "leg 0") && !strcmp(c.rows[i].metric, "agg_tps"))
-            agg = &c.rows[i];
-        if (!strcmp(c.rows[i].key, "leg 0") && !strcmp(c.rows[i].metric, "concurrency"))
-            conc = &c.rows[i];
-        if (!strcmp(c.rows[i].key, "leg 1") && !strcmp(c.rows[i].metric, "agg_tps"))
-            agg1 = &c.rows[i];
-    }
-    cr_assert(agg && conc && agg1);
-    cr_expect_float_eq(agg->a, 10.0, 1e-9);
+    /* B's one leg, at concurrency 2, pairs A's leg at concurrency 2. */
+    const store_delta *agg = delta(&c, "kv 16 prefill 256 conc 2", "agg_tps");
+    const store_delta *conc = delta(&c, "kv 16 prefill 256 conc 2", "concurrency");
+    const store_delta *agg1 = delta(&c, "kv 16 prefill 256 conc 1", "agg_tps");
+    cr_expect_float_eq(agg->a, 20.0 / 1.5, 1e-9);
     cr_expect_float_eq(agg->b, 30.0, 1e-9);
-    cr_expect_float_eq(agg->ratio, 3.0, 1e-9);
-    cr_expect(conc->a == 1 && conc->b == 2);
-    cr_expect(agg1->has_a && !agg1->has_b, "B has no leg 1");
+    cr_expect_float_eq(agg->ratio, 30.0 / (20.0 / 1.5), 1e-9);
+    cr_expect(conc->a == 2 && conc->b == 2);
+    cr_expect(agg1->has_a && !agg1->has_b, "B has no leg at concurrency 1");
     store_compare_free(&c);
     fx_close(&d.f);
 }

@@ -25,6 +25,7 @@ typedef struct hopts {
     double older_than;
     int vacuum;
     store_best_by by;
+    int full; /* show, compare: every figure instead of a line per leg */
 } hopts;
 
 typedef int (*run_fn)(store *s, const hopts *o, const int64_t *runs);
@@ -86,12 +87,7 @@ static void fmt_time(double t, char *buf, size_t len)
 
 static void fmt_num(double v, char *buf, size_t len)
 {
-    if (!isfinite(v))
-        snprintf(buf, len, "-");
-    else if (v == floor(v) && fabs(v) < 1e15)
-        snprintf(buf, len, "%.0f", v);
-    else
-        snprintf(buf, len, "%.2f", v);
+    store_fmt_num(v, 2, buf, len);
 }
 
 static void fmt_ctx(int64_t v, char *buf, size_t len)
@@ -304,6 +300,70 @@ static int show_legs(const store_summary *sum)
     return 0;
 }
 
+/* ---- a line per leg (show, compare) ---- */
+
+/* A table of leg lines, after a first column when `lead` names it. */
+static cli_table *lines_new(const char *lead)
+{
+    const char *head[1 + STORE_LEG_COLS];
+    int k = 0;
+    if (lead)
+        head[k++] = lead;
+    for (int i = 0; i < STORE_LEG_COLS; i++)
+        head[k++] = store_leg_heads[i];
+    return cli_table_new(k, head);
+}
+
+static int lines_add(cli_table *t, const char *lead, const store_leg_line *ln)
+{
+    const char *row[1 + STORE_LEG_COLS];
+    int k = 0;
+    if (lead)
+        row[k++] = lead;
+    for (int i = 0; i < STORE_LEG_COLS; i++)
+        row[k++] = ln->cell[i];
+    return cli_table_add(t, row);
+}
+
+static int lines_leg(cli_table *t, const char *lead, const store_leg_summary *l)
+{
+    store_leg_line ln;
+    store_leg_line_of(l, &ln);
+    return lines_add(t, lead, &ln);
+}
+
+static void lines_print(cli_table *t)
+{
+    cli_table_print(t, stdout);
+    printf("\n%s\n", store_leg_legend);
+}
+
+/* Every figure of the run: the legs, then each distribution per leg,
+ * node and phase. */
+static int show_full(const store_summary *sum)
+{
+    table_sink k = {0};
+    int fail = show_legs(sum) != 0 || store_summary_each(sum, table_row, &k) != 0;
+    if (!fail && k.t) {
+        putchar('\n');
+        cli_table_print(k.t, stdout);
+    }
+    cli_table_free(k.t);
+    return fail ? -1 : 0;
+}
+
+static int show_lines(const store_summary *sum)
+{
+    cli_table *t = lines_new(NULL);
+    int fail = !t;
+    for (size_t i = 0; !fail && i < sum->n_legs; i++)
+        fail = lines_leg(t, NULL, &sum->legs[i]) != 0;
+    if (!fail)
+        lines_print(t);
+    cli_table_free(t);
+    return fail ? -1 : 0;
+}
+
 static int run_show(store *s, const hopts *o, const int64_t *runs)
 {
     store_summary sum;
@@ -318,13 +378,7 @@ static int run_show(store *s, const hopts *o, const int64_t *runs)
     }
     show_header(&sum);
     putchar('\n');
-    table_sink k = {0};
-    int fail = show_legs(&sum) != 0 || store_summary_each(&sum, table_row, &k) != 0;
-    if (!fail && k.t) {
-        putchar('\n');
-        cli_table_print(k.t, stdout);
-    }
-    cli_table_free(k.t);
+    int fail = o->full ? show_full(&sum) : show_lines(&sum);
     store_summary_free(&sum);
     if (fail) {
         fputs("infertop history: out of memory formatting the run\n", stderr);
@@ -335,17 +389,68 @@ static int run_show(store *s, const hopts *o, const int64_t *runs)
 
 /* ---- compare ---- */
 
-/* One side of a comparison: the run, its engine and the first leg's
- * settings, so that runs of two engines read side by side. */
+/* One side of a comparison: the run and its engine, so that runs of two
+ * engines read side by side. */
 static void compare_side(char side, const store_summary *sum)
 {
     const store_run *r = &sum->run;
     printf("%c: run %lld  %s  %s  %s  %s  %s%s%s", side, (long long)r->id, r->name, r->mode,
            r->status, r->model, r->engine, r->engine_version ? " " : "",
            r->engine_version ? r->engine_version : "");
-    if (sum->n_legs)
-        printf("  kv_bits %d  prefill_step %d", sum->legs[0].kv_bits, sum->legs[0].prefill_step);
     putchar('\n');
+}
+
+/* A line per leg, the legs of the same settings together with B's
+ * figures over A's below them; a leg without a partner on its own. */
+static int compare_lines(const store_compare *c)
+{
+    cli_table *t = lines_new("RUN");
+    int fail = !t;
+    for (size_t i = 0; !fail && i < c->n_pairs; i++) {
+        const store_leg_pair *p = &c->pairs[i];
+        const store_leg_summary *a = p->a >= 0 ? &c->a.legs[p->a] : NULL;
+        const store_leg_summary *b = p->b >= 0 ? &c->b.legs[p->b] : NULL;
+        if (a)
+            fail |= lines_leg(t, b ? "A" : "A only", a) != 0;
+        if (b)
+            fail |= lines_leg(t, a ? "B" : "B only", b) != 0;
+        if (a && b) {
+            store_leg_line ratio;
+            store_leg_ratio_of(a, b, &ratio);
+            fail |= lines_add(t, "B/A", &ratio) != 0;
+        }
+    }
+    if (!fail)
+        lines_print(t);
+    cli_table_free(t);
+    return fail ? -1 : 0;
+}
+
+static int compare_full(const store_compare *c)
+{
+    static const char *const head[] = {"KEY", "METRIC", "A", "B", "B-A", "B/A"};
+    cli_table *t = cli_table_new(6, head);
+    int fail = !t;
+    for (size_t i = 0; !fail && i < c->n; i++) {
+        const store_delta *d = &c->rows[i];
+        char a[32], b[32], delta[32], ratio[32];
+        fmt_num(d->a, a, sizeof a);
+        fmt_num(d->b, b, sizeof b);
+        if (isfinite(d->delta))
+            snprintf(delta, sizeof delta, "%+.2f", d->delta);
+        else
+            snprintf(delta, sizeof delta, "-");
+        if (isfinite(d->ratio))
+            snprintf(ratio, sizeof ratio, "%.3f", d->ratio);
+        else
+            snprintf(ratio, sizeof ratio, "-");
+        const char *row[] = {d->key, d->metric, a, b, delta, ratio};
+        fail = cli_table_add(t, row) != 0;
+    }
+    if (!fail)
+        cli_table_print(t, stdout);
+    cli_table_free(t);
+    return fail ? -1 : 0;
 }
 
 static int run_compare(store *s, const hopts *o, const int64_t *runs)
@@ -362,30 +467,13 @@ static int run_compare(store *s, const hopts *o, const int64_t *runs)
     }
     compare_side('A', &c.a);
     compare_side('B', &c.b);
+    if (strcmp(c.a.run.engine, c.b.run.engine) != 0)
+        puts("engines differ: legs paired by concurrency (kv_bits and prefill_step are each "
+             "engine's own)");
     putchar('\n');
-    static const char *const head[] = {"KEY", "METRIC", "A", "B", "B-A", "B/A"};
-    cli_table *t = cli_table_new(6, head);
-    rc = t ? CLI_OK : CLI_ERROR;
-    for (size_t i = 0; t && i < c.n; i++) {
-        const store_delta *d = &c.rows[i];
-        char a[32], b[32], delta[32], ratio[32];
-        fmt_num(d->a, a, sizeof a);
-        fmt_num(d->b, b, sizeof b);
-        if (isfinite(d->delta))
-            snprintf(delta, sizeof delta, "%+.2f", d->delta);
-        else
-            snprintf(delta, sizeof delta, "-");
-        if (isfinite(d->ratio))
-            snprintf(ratio, sizeof ratio, "%.3f", d->ratio);
-        else
-            snprintf(ratio, sizeof ratio, "-");
-        const char *row[] = {d->key, d->metric, a, b, delta, ratio};
-        if (cli_table_add(t, row) != 0)
-            rc = CLI_ERROR;
-    }
-    if (rc == CLI_OK)
-        cli_table_print(t, stdout);
-    cli_table_free(t);
+    rc = (o->full ? compare_full(&c) : compare_lines(&c)) == 0 ? CLI_OK : CLI_ERROR;
+    if (rc != CLI_OK)
+        fputs("infertop history: out of memory formatting the comparison\n", stderr);
     store_compare_free(&c);
     return rc;
 }
@@ -566,7 +654,8 @@ static void take_options(const opt_vals *v, hopts *o)
                  .out = opt_str(v, OPT_EXPORT_OUT),
                  .older_than = opt_num(v, OPT_OLDER_THAN),
                  .vacuum = opt_given(v, OPT_VACUUM),
-                 .by = (store_best_by)opt_int(v, OPT_BY)};
+                 .by = (store_best_by)opt_int(v, OPT_BY),
+                 .full = opt_given(v, OPT_FULL)};
 }
 
 /* The run ids the mode takes, as many as its nargs_max. */

@@ -297,7 +297,8 @@ static void draw_bar(const stress_progress *p)
     fprintf(stderr, "\r[%s] ", bar);
     if (p->n_legs > 1)
         fprintf(stderr, "leg %d/%d  ", p->leg + 1, p->n_legs);
-    fprintf(stderr, "%s  %.0f tok/s  %.0f agg tok/s  %s elapsed", where, p->tok_s, p->agg_tps, el);
+    fprintf(stderr, "%s  %.0f tok/s p50  %.0f agg tok/s  %s elapsed", where, p->decode_p50,
+            p->agg_tps, el);
     if (p->eta_s >= 0)
         fprintf(stderr, "  ETA %s", eta);
     if (p->requests_failed)
@@ -313,9 +314,9 @@ static void print_line(const stress_progress *p)
     fmt_clock(p->eta_s, eta, sizeof eta);
     fprintf(stderr,
             "stress: leg %d/%d (kv_bits %d, prefill_step %d, concurrency %d): request %lld ended, "
-            "%s, %.1f tok/s, %.1f aggregate tok/s, %s elapsed",
+            "%s, %.1f decode tok/s p50, %.1f aggregate tok/s, %s elapsed",
             p->leg + 1, p->n_legs, p->kv_bits, p->prefill_step, p->concurrency,
-            (long long)p->requests_done, where, p->tok_s, p->agg_tps, el);
+            (long long)p->requests_done, where, p->decode_p50, p->agg_tps, el);
     if (p->eta_s >= 0)
         fprintf(stderr, ", ETA %s", eta);
     if (p->requests_failed)

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,7 +73,7 @@ struct demo {
     struct child child[OPT_DEMO_STAGES_MAX];
     pid_t pgid;            /* the stages' process group, 0 when none runs */
     char config[PATH_MAX]; /* the cluster file */
-    const char *db;        /* --db: the run history; NULL for the default */
+    const char *db;        /* --db: the run history; NULL: the demo's own (demo_db_path) */
     state *st;
     links *l;
     /* The load. */
@@ -116,29 +117,60 @@ static int free_ports(int n, int *ports, char *err, size_t errlen)
     return rc;
 }
 
+/* The file `rel` beside this binary (rel starts with a /); 0 when it
+ * exists with `mode` (access(2)). */
+static int beside_self(const char *rel, int mode, char *out, size_t len)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    int k = snprintf(out, len, "%s%s", self, rel);
+    return k > 0 && (size_t)k < len && access(out, mode) == 0 ? 0 : -1;
+}
+
 /* inferd next to this binary (the build tree, an install prefix), else
  * whatever $PATH finds. */
 static void find_inferd(char *out, size_t len)
 {
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            int n = snprintf(out, len, "%s/inferd", self);
-            if (n > 0 && (size_t)n < len && access(out, X_OK) == 0)
-                return;
-        }
-    }
-    snprintf(out, len, "inferd");
+    if (beside_self("/inferd", X_OK, out, len) != 0)
+        snprintf(out, len, "inferd");
 }
 
 static const char *runtime_dir(void)
 {
     const char *d = getenv("XDG_RUNTIME_DIR");
     return d && d[0] == '/' && access(d, W_OK) == 0 ? d : "/tmp";
+}
+
+/* The demo's run history: a database of its own in a directory of the
+ * user's under the runtime directory, so that the demo's runs never mix
+ * with the user's (`history best`). The directory is checked to be the
+ * user's and private: /tmp is shared. */
+static int demo_db_path(char *out, size_t len, char *err, size_t errlen)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s/infertop-%u", runtime_dir(), (unsigned)getuid());
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+        (st.st_mode & 077)) {
+        snprintf(err, errlen, "%s is not a private directory of yours: give --db FILE", dir);
+        return -1;
+    }
+    if (snprintf(out, len, "%s/demo-history.db", dir) >= (int)len) {
+        snprintf(err, errlen, "%s: path too long", dir);
+        return -1;
+    }
+    return 0;
 }
 
 static void add_arg(struct child *ch, int *k, const char *fmt, ...)
@@ -461,7 +493,13 @@ static int demo_run(struct demo *d, struct ui_options *uo, char *err, size_t err
     if (write_config(d, err, errlen) != 0 || cluster_load(d->config, &c, err, errlen) != 0)
         return -1;
     double now = app_now();
-    int rc = app_open_runs(d->db, c, uo, err, errlen);
+    char db[PATH_MAX];
+    int rc = d->db ? snprintf(db, sizeof db, "%s", d->db) >= (int)sizeof db
+                   : demo_db_path(db, sizeof db, err, errlen);
+    if (rc != 0 && d->db)
+        snprintf(err, errlen, "--db: path too long");
+    if (rc == 0)
+        rc = app_open_runs(db, c, uo, err, errlen);
     if (rc == 0)
         rc = app_connect(c, now, &d->st, &d->l, err, errlen);
     for (int i = 0; rc == 0 && i < d->n; i++)
@@ -469,6 +507,7 @@ static int demo_run(struct demo *d, struct ui_options *uo, char *err, size_t err
     if (rc == 0) {
         struct app_hooks hooks = {.ctx = d, .tick = demo_tick, .node_action = node_action};
         state_event_add(d->st, -1, "demo", now, "cluster file %s", d->config);
+        state_event_add(d->st, -1, "demo", now, "run history %s", db);
         uo->cluster = c;
         rc = app_run(uo, d->st, d->l, &hooks, err, errlen);
     }
@@ -530,4 +569,36 @@ int demo_main(int argc, char **argv)
     int rc = demo_verb(d, argc, argv);
     free(d);
     return rc;
+}
+
+/* ---- first contact ------------------------------------------------------------ */
+
+int demo_offer(const char *why)
+{
+    char example[PATH_MAX], conf[PATH_MAX];
+    fprintf(stderr, "infertop: %s\n\n", why);
+    fputs("A cluster file names the nodes to watch. To start:\n"
+          "  infertop demo      a local ring of inferd stages under a light load, to try the\n"
+          "                     console (its runs go to a history of its own)\n",
+          stderr);
+    /* The build tree's copy when run from it (build/bin/infertop). */
+    char found[PATH_MAX];
+    if (beside_self("/../../contrib/cluster.example.conf", R_OK, found, sizeof found) != 0 ||
+        !realpath(found, example))
+        snprintf(example, sizeof example, "contrib/cluster.example.conf");
+    if (cluster_home_path(conf, sizeof conf) == 0)
+        fprintf(stderr,
+                "  mkdir -p %.*s && cp %s %s\n"
+                "                     then name your nodes in it (the example explains each key)\n",
+                (int)(strrchr(conf, '/') - conf), conf, example, conf);
+    fputs("  infertop -c FILE   any other cluster file\n", stderr);
+    if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO))
+        return CLI_ERROR;
+    fputs("\nStart the demo now? [y/N] ", stderr);
+    char answer[16];
+    if (!fgets(answer, sizeof answer, stdin) || (answer[0] != 'y' && answer[0] != 'Y'))
+        return CLI_ERROR;
+    char word[] = "demo";
+    char *argv[] = {word, NULL};
+    return demo_main(1, argv);
 }

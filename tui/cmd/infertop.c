@@ -12,6 +12,7 @@
 #include "engine/proto/opt.h"
 #include "engine/proto/version.h"
 #include "tui/cli/cli.h"
+#include "tui/core/cluster.h"
 
 /* Each verb of the settings table's (opt.h) and what runs it; argv[0] is
  * the verb. */
@@ -47,10 +48,15 @@ static int console(int argc, char **argv)
     int rc = cli_parse(OPT_V_CONSOLE, argc, argv, &v);
     if (rc >= 0)
         return rc;
-    if (!opt_given(&v, OPT_VERSION))
-        return app_main(&v);
-    puts("infertop " INFERD_VERSION);
-    return CLI_OK;
+    if (opt_given(&v, OPT_VERSION)) {
+        puts("infertop " INFERD_VERSION);
+        return CLI_OK;
+    }
+    /* No cluster file at all: a first contact, told how to get one. */
+    char path[CLUSTER_PATH_MAX], err[1024];
+    if (cluster_locate(opt_str(&v, OPT_CONFIG), path, sizeof path, err, sizeof err) != 0)
+        return demo_offer(err);
+    return app_main(&v);
 }
 
 int main(int argc, char **argv)

@@ -1083,7 +1083,7 @@ static int is_file(const char *path)
 }
 
 /* XDG: an unset, empty or relative XDG_CONFIG_HOME means ~/.config. */
-static int config_home_path(char *out, size_t outlen)
+int cluster_home_path(char *out, size_t outlen)
 {
     const char *xdg = getenv("XDG_CONFIG_HOME");
     int n;
@@ -1103,7 +1103,7 @@ int cluster_locate(const char *given, char *path, size_t pathlen, char *err, siz
     static const char local[] = "./infertop.conf";
     char conf[CLUSTER_PATH_MAX];
     const char *pick = NULL;
-    int have_conf = config_home_path(conf, sizeof conf) == 0;
+    int have_conf = cluster_home_path(conf, sizeof conf) == 0;
     if (given)
         pick = given;
     else if (is_file(local))

@@ -126,6 +126,9 @@ struct cluster {
  * ~/.config when XDG_CONFIG_HOME is unset or not absolute). The chosen
  * path goes to `path`. -1 when nothing is found; err lists where it looked. */
 int cluster_locate(const char *given, char *path, size_t pathlen, char *err, size_t errlen);
+/* The user's cluster file, $XDG_CONFIG_HOME/infertop/cluster.conf (or
+ * ~/.config/...), whether or not it exists; -1 without a home. */
+int cluster_home_path(char *out, size_t outlen);
 
 /* Parses and validates `path`. On success *out owns a new cluster. */
 int cluster_load(const char *path, struct cluster **out, char *err, size_t errlen);

@@ -306,5 +306,6 @@ void stress_free(stress_run *r)
     if (r->target.http)
         curl_global_cleanup();
     free(r->soak_v);
+    free(r->leg_decode);
     free(r);
 }

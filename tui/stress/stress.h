@@ -158,8 +158,10 @@ typedef struct stress_progress {
     int64_t requests_total; /* -1 when not known in advance (soak) */
     int in_flight;
     int64_t ctx, ctx_target; /* growth: context reached and the leg's target */
-    double tok_s;            /* decode tok/s of the last ok request */
-    double agg_tps;          /* the current leg's generated tokens / its time so far */
+    /* The p50 of the current leg's ok requests' decode tok/s: the
+     * History's DEC_TPS of the leg, computed the same way (store_percentile). */
+    double decode_p50;
+    double agg_tps; /* the current leg's generated tokens / its time so far */
     double elapsed_s;
     double eta_s;           /* < 0: unknown */
     int64_t telemetry_lost; /* messages lost, counted from seq gaps */

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/sys/clock.h"
@@ -25,6 +26,7 @@ void st_progress_leg(stress_run *r, int64_t requests_total, int64_t ctx_target)
     r->prog.prefill_step = r->prefill_step;
     r->prog.concurrency = r->concurrency;
     r->prog.agg_tps = 0.0;
+    r->prog.decode_p50 = 0.0;
     r->prog.requests_total = requests_total;
     r->prog.ctx = 0;
     r->prog.ctx_target = ctx_target;
@@ -32,6 +34,25 @@ void st_progress_leg(stress_run *r, int64_t requests_total, int64_t ctx_target)
     pthread_mutex_unlock(&r->mu);
     r->leg_t_first = 0.0;
     r->leg_gen_tokens = 0;
+    r->leg_decode_n = 0;
+}
+
+/* Takes an ok request's decode tok/s into the leg's p50, as the store
+ * keeps it (a negative one is unknown). Out of memory, the p50 stays as
+ * it was: a figure on screen, not one recorded. */
+static void leg_decode_add(stress_run *r, double tps)
+{
+    if (tps < 0)
+        return;
+    if (r->leg_decode_n == r->leg_decode_cap) {
+        size_t cap = r->leg_decode_cap ? 2 * r->leg_decode_cap : 64;
+        double *v = realloc(r->leg_decode, cap * sizeof *v);
+        if (!v)
+            return;
+        r->leg_decode = v;
+        r->leg_decode_cap = cap;
+    }
+    r->leg_decode[r->leg_decode_n++] = tps;
 }
 
 /* The leg's aggregate tok/s as the store will compute it at its end:
@@ -47,8 +68,11 @@ void st_progress_request(stress_run *r, const st_outcome *o, int64_t ctx)
     r->prog.requests_done++;
     r->prog.requests_failed += !o->ok;
     r->prog.ctx = ctx;
-    if (o->ok && o->decode_tps > 0)
-        r->prog.tok_s = o->decode_tps;
+    if (o->ok) {
+        leg_decode_add(r, o->decode_tps);
+        if (r->leg_decode_n)
+            r->prog.decode_p50 = store_percentile(r->leg_decode, r->leg_decode_n, 50);
+    }
     if (o->ok)
         r->points[r->n_points++ % STRESS_POINTS_MAX] = o->point;
     pthread_mutex_unlock(&r->mu);

@@ -9,6 +9,7 @@
  * is acceptable. The list is read again when the view opens and on r. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -100,6 +101,41 @@ static int bottleneck(const store_summary *s, int leg, const char *phase)
     return best;
 }
 
+/* A leg line of the History view: the cells store_leg_line_of gives the
+ * CLI too, after a lead (the run, in a comparison). */
+struct leg_row {
+    const char *lead;
+    store_leg_line ln;
+};
+
+/* Rows of leg lines under their titles from y, each column as wide as its
+ * widest cell; returns the row after the last drawn. */
+static int draw_leg_rows(struct view_ctx *v, WINDOW *w, int y, int width, int h,
+                         const char *lead_head, const struct leg_row *rows, size_t n)
+{
+    int cw[STORE_LEG_COLS], lw = lead_head ? (int)strlen(lead_head) : 0;
+    for (int c = 0; c < STORE_LEG_COLS; c++)
+        cw[c] = (int)strlen(store_leg_heads[c]);
+    for (size_t i = 0; i < n; i++) {
+        if (lead_head && (int)strlen(rows[i].lead) > lw)
+            lw = (int)strlen(rows[i].lead);
+        for (int c = 0; c < STORE_LEG_COLS; c++)
+            if ((int)strlen(rows[i].ln.cell[c]) > cw[c])
+                cw[c] = (int)strlen(rows[i].ln.cell[c]);
+    }
+    for (size_t i = 0; i <= n && y < h; i++) {
+        char line[512];
+        int k = 0;
+        if (lead_head)
+            k += snprintf(line, sizeof line, "%-*s", lw, i ? rows[i - 1].lead : lead_head);
+        for (int c = 0; c < STORE_LEG_COLS; c++)
+            k += snprintf(line + k, sizeof line - (size_t)k, "%s%*s", k ? "  " : "", cw[c],
+                          i ? rows[i - 1].ln.cell[c] : store_leg_heads[c]);
+        draw_text(w, v->g, y++, 0, width, i ? A_NORMAL : A_BOLD, line);
+    }
+    return y;
+}
+
 static void draw_summary(struct view_ctx *v, WINDOW *w, int width, int h)
 {
     const store_run *sel = selected(v);
@@ -115,21 +151,15 @@ static void draw_summary(struct view_ctx *v, WINDOW *w, int width, int h)
     draw_textf(w, v->g, y++, 0, width, palette_attr(v->pal, PAL_TITLE),
                "run %lld %s  %s %s  model %s  max context %lld", (long long)s->run.id, s->run.name,
                s->run.mode, s->run.status, s->run.model, (long long)s->run.max_context);
-    draw_textf(w, v->g, y++, 0, width, A_BOLD,
-               "%-4s %4s %7s %4s %-10s %8s %5s %6s %9s %11s %9s %9s %11s", "leg", "kv", "prefill",
-               "conc", "status", "max ctx", "reqs", "failed", "agg t/s", "decode t/s", "tpot ms",
-               "ttft ms", "prefill t/s");
-    for (size_t i = 0; i < s->n_legs && y < h; i++) {
-        const store_leg_summary *l = &s->legs[i];
-        char agg[16] = "-";
-        if (!isnan(l->agg_tps))
-            snprintf(agg, sizeof agg, "%.1f", l->agg_tps);
-        draw_textf(w, v->g, y++, 0, width, A_NORMAL,
-                   "%-4d %4d %7d %4d %-10s %8lld %5lld %6lld %9s %11.1f %9.1f %9.1f %11.1f", l->idx,
-                   l->kv_bits, l->prefill_step, l->concurrency, l->status,
-                   (long long)l->max_context, (long long)l->requests, (long long)l->failed, agg,
-                   l->decode_tps.p50, l->tpot_ms.p50, l->ttft_ms.p50, l->prefill_tps.p50);
+    struct leg_row *rows = calloc(s->n_legs + 1, sizeof *rows);
+    if (!rows) {
+        draw_text(w, v->g, y, 0, width, palette_attr(v->pal, PAL_ERROR), "out of memory");
+        return;
     }
+    for (size_t i = 0; i < s->n_legs; i++)
+        store_leg_line_of(&s->legs[i], &rows[i].ln);
+    y = draw_leg_rows(v, w, y, width, h, NULL, rows, s->n_legs);
+    free(rows);
     if (s->failure.found && y < h)
         draw_textf(w, v->g, y++, 0, width, palette_attr(v->pal, PAL_ERROR),
                    "first failure: leg %d request %lld at context %lld: %s %s", s->failure.leg,
@@ -149,12 +179,37 @@ static void draw_summary(struct view_ctx *v, WINDOW *w, int width, int h)
     }
 }
 
-static void fmt_cell(int has, double x, char *buf, size_t len)
+/* The legs of both runs as `history compare` prints them: a pair's A and
+ * B lines and B's figures over A's, a leg without a partner alone. */
+static int draw_pairs(struct view_ctx *v, WINDOW *w, int y, int width, int h,
+                      const store_compare *c)
 {
-    if (!has || isnan(x))
-        snprintf(buf, len, "-");
-    else
-        snprintf(buf, len, "%.2f", x);
+    struct leg_row *rows = calloc(3 * c->n_pairs + 1, sizeof *rows);
+    size_t n = 0;
+    if (!rows) {
+        draw_text(w, v->g, y, 0, width, palette_attr(v->pal, PAL_ERROR), "out of memory");
+        return y + 1;
+    }
+    for (size_t i = 0; i < c->n_pairs; i++) {
+        const store_leg_pair *p = &c->pairs[i];
+        const store_leg_summary *a = p->a >= 0 ? &c->a.legs[p->a] : NULL;
+        const store_leg_summary *b = p->b >= 0 ? &c->b.legs[p->b] : NULL;
+        if (a) {
+            rows[n].lead = b ? "A" : "A only";
+            store_leg_line_of(a, &rows[n++].ln);
+        }
+        if (b) {
+            rows[n].lead = a ? "B" : "B only";
+            store_leg_line_of(b, &rows[n++].ln);
+        }
+        if (a && b) {
+            rows[n].lead = "B/A";
+            store_leg_ratio_of(a, b, &rows[n++].ln);
+        }
+    }
+    y = draw_leg_rows(v, w, y, width, h, "RUN", rows, n);
+    free(rows);
+    return y;
 }
 
 static void draw_compare(struct view_ctx *v, WINDOW *w, int width, int h)
@@ -173,19 +228,23 @@ static void draw_compare(struct view_ctx *v, WINDOW *w, int width, int h)
                "compare run %lld (%s, %s) with run %lld (%s, %s)", (long long)c->a.run.id,
                c->a.run.name, c->a.run.status, (long long)c->b.run.id, c->b.run.name,
                c->b.run.status);
-    draw_textf(w, v->g, 1, 0, width, A_BOLD, "%-26s %-18s %12s %12s %12s %8s", "key", "metric", ha,
-               hb, "delta", "ratio");
-    int rows = h - 2;
+    int y = draw_pairs(v, w, 1, width, h, c);
+    if (y >= h)
+        return;
+    draw_textf(w, v->g, y++, 0, width, A_BOLD, "%-34s %-18s %12s %12s %12s %8s", "key", "metric",
+               ha, hb, "delta", "ratio");
+    int rows = h - y;
     if (v->hist.detail_top > (int)c->n - rows)
         v->hist.detail_top = (int)c->n > rows ? (int)c->n - rows : 0;
     for (int i = 0; i < rows && (size_t)(v->hist.detail_top + i) < c->n; i++) {
         const store_delta *d = &c->rows[v->hist.detail_top + i];
         char a[24], b[24], dl[24], r[24];
-        fmt_cell(d->has_a, d->a, a, sizeof a);
-        fmt_cell(d->has_b, d->b, b, sizeof b);
-        fmt_cell(d->has_a && d->has_b, d->delta, dl, sizeof dl);
-        fmt_cell(d->has_a && d->has_b, d->ratio, r, sizeof r);
-        draw_textf(w, v->g, 2 + i, 0, width, A_NORMAL, "%-26.26s %-18.18s %12s %12s %12s %8s",
+        /* Counts print as integers: store_fmt_num keeps whole values whole. */
+        store_fmt_num(d->a, 2, a, sizeof a);
+        store_fmt_num(d->b, 2, b, sizeof b);
+        store_fmt_num(d->delta, 2, dl, sizeof dl);
+        store_fmt_num(d->ratio, 2, r, sizeof r);
+        draw_textf(w, v->g, y + i, 0, width, A_NORMAL, "%-34.34s %-18.18s %12s %12s %12s %8s",
                    d->key, d->metric, a, b, dl, r);
     }
 }

@@ -307,7 +307,7 @@ static void draw_progress(struct view_ctx *v, const stress_progress *pr)
     draw_textf(w, v->g, 3, 0, width, A_NORMAL, "requests %lld ok  %lld failed  %d in flight",
                (long long)pr->requests_done, (long long)pr->requests_failed, pr->in_flight);
     draw_textf(w, v->g, 4, 0, width, A_NORMAL,
-               "decode %.1f tok/s  aggregate %.1f tok/s  elapsed %s  eta %s", pr->tok_s,
+               "decode p50 %.1f tok/s  aggregate %.1f tok/s  elapsed %s  eta %s", pr->decode_p50,
                pr->agg_tps, el, eta);
     if (pr->last_error[0])
         draw_textf(w, v->g, 5, 0, width, palette_attr(v->pal, PAL_ERROR), "failure: %s",

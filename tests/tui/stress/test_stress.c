@@ -265,6 +265,7 @@ Test(stress_points, watchers_get_each_ok_request_once_in_order)
     cr_assert_eq(stress_points_since(r, &from, got, 10), 10);
     cr_expect_eq(got[0].idx, 113);
     pthread_mutex_destroy(&r->mu);
+    free(r->leg_decode);
     free(r);
 }
 
@@ -392,5 +393,39 @@ Test(stress_sweep, progress_reports_the_legs_aggregate_throughput)
     stress_progress_get(r, &p);
     cr_expect_eq(p.agg_tps, 0, "a new leg starts from nothing");
     pthread_mutex_destroy(&r->mu);
+    free(r->leg_decode);
+    free(r);
+}
+
+/* The Stress view's decode tok/s is the p50 of the leg's ok requests,
+ * computed as the History's summary computes its DEC_TPS (store_dist),
+ * and not the last request's (which is what made them differ). */
+Test(stress_sweep, progress_decode_is_the_legs_p50_as_history_gives_it)
+{
+    stress_run *r = calloc(1, sizeof *r);
+    cr_assert_not_null(r);
+    pthread_mutex_init(&r->mu, NULL);
+    st_progress_leg(r, 8, -1);
+    static const double tps[] = {300.0, 100.0, 218.9, 150.5, 325.3};
+    double v[5];
+    for (int i = 0; i < 5; i++) {
+        st_progress_request(r, &(st_outcome){.ok = 1, .decode_tps = tps[i]}, 0);
+        v[i] = tps[i];
+    }
+    st_progress_request(r, &(st_outcome){.ok = 0, .decode_tps = 1.0}, 0);
+    store_dist d;
+    store_dist_compute(v, 5, &d);
+    stress_progress p;
+    stress_progress_get(r, &p);
+    cr_expect_eq(p.decode_p50, d.p50, "%g against History's %g", p.decode_p50, d.p50);
+    cr_expect_eq(p.decode_p50, 218.9);
+    st_progress_leg(r, 8, -1);
+    stress_progress_get(r, &p);
+    cr_expect_eq(p.decode_p50, 0, "a new leg starts from nothing");
+    st_progress_request(r, &(st_outcome){.ok = 1, .decode_tps = 50.0}, 0);
+    stress_progress_get(r, &p);
+    cr_expect_eq(p.decode_p50, 50.0, "the new leg's requests only");
+    pthread_mutex_destroy(&r->mu);
+    free(r->leg_decode);
     free(r);
 }
