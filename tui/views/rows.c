@@ -12,7 +12,8 @@ int rows_match(const struct rows_key *r, const char *filter)
            strcasestr(r->state, filter);
 }
 
-int rows_text_col(enum layout_col c)
+/* Whether column c sorts by text (name, engine, state) rather than number. */
+static int text_col(enum layout_col c)
 {
     return c == LAYOUT_COL_NAME || c == LAYOUT_COL_ENGINE || c == LAYOUT_COL_STATE;
 }
@@ -26,7 +27,7 @@ static const char *text_of(const struct rows_key *r, enum layout_col c)
 static int compare(const struct rows_key *a, const struct rows_key *b, enum layout_col c, int rev)
 {
     int d;
-    if (rows_text_col(c)) {
+    if (text_col(c)) {
         d = strcasecmp(text_of(a, c), text_of(b, c));
     } else {
         double x = a->num[c], y = b->num[c];

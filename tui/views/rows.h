@@ -18,9 +18,6 @@ struct rows_key {
  * ignoring case; "" matches every row. */
 int rows_match(const struct rows_key *r, const char *filter);
 
-/* Whether column c sorts by text (name, engine, state) rather than number. */
-int rows_text_col(enum layout_col c);
-
 /* The rows the filter matches, ordered by column col (-1: as given), in
  * reverse when rev; ties and NaN keep the given order, NaN last. Writes
  * their indices to order and returns how many. */
