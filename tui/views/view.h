@@ -168,8 +168,6 @@ int view_overlay_key(struct view_ctx *v, const struct view_keys *const *t, int n
  * (a digit only when digits) is added. 1 when the key was Enter, -1 Esc
  * (the field gives focus back in both cases), 0 otherwise. */
 int view_type_key(char *buf, size_t len, int key, int digits);
-/* Whether key is Enter (the terminal's or the keypad's). */
-int view_enter(int key);
 
 /* ---- requests back to ui.c, in view_common.c ---- */
 

@@ -296,7 +296,8 @@ int view_refuse_readonly(struct view_ctx *v, const char *what)
     return 1;
 }
 
-int view_enter(int key)
+/* Whether key is Enter (the terminal's or the keypad's). */
+static int is_enter(int key)
 {
     return key == '\n' || key == '\r' || key == KEY_ENTER;
 }
@@ -304,7 +305,7 @@ int view_enter(int key)
 int view_type_key(char *buf, size_t len, int key, int digits)
 {
     size_t n = strlen(buf);
-    if (view_enter(key))
+    if (is_enter(key))
         return 1;
     if (key == 27)
         return -1;
