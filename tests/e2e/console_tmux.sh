@@ -139,6 +139,14 @@ node_rows A >"$tmp/p1"
 sleep 2
 node_rows A >"$tmp/p2"
 check "p: paused, the numbers stay put" cmp -s "$tmp/p1" "$tmp/p2"
+# Going to another view and back redraws the same moment, not the live one.
+T send-keys -t A e
+wait_for 30 says A 'Events'
+sleep 1
+T send-keys -t A d
+wait_for 30 says A PAUSED
+node_rows A >"$tmp/p3"
+check "p: keys while paused redraw the paused moment" cmp -s "$tmp/p1" "$tmp/p3"
 T send-keys -t A p
 wait_for 30 sh -c "! tmux -L $SOCK capture-pane -p -t A | grep -q PAUSED"
 node_rows A >"$tmp/p1"

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* One node's alerts, and the little history the queue alert needs. */
 struct node_alerts {
@@ -100,6 +101,16 @@ alerts *alerts_new(int n_nodes)
         a->nodes[i].first_t = a->nodes[i].waiting = NAN;
     alerts_defaults(&a->set);
     return a;
+}
+
+alerts *alerts_copy(const alerts *a)
+{
+    alerts *c = alerts_new(a->n);
+    if (!c)
+        return NULL;
+    c->set = a->set;
+    memcpy(c->nodes, a->nodes, (size_t)a->n * sizeof *c->nodes);
+    return c;
 }
 
 void alerts_free(alerts *a)

@@ -87,6 +87,8 @@ typedef struct alerts alerts;
 
 /* For n_nodes nodes, with the defaults. NULL when out of memory. */
 alerts *alerts_new(int n_nodes);
+/* A copy (state_copy's); NULL when out of memory. */
+alerts *alerts_copy(const alerts *a);
 void alerts_free(alerts *a);
 void alerts_configure(alerts *a, const struct alert_settings *s);
 

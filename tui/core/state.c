@@ -134,6 +134,24 @@ state *state_new(const char *cluster_name, int n_nodes, const char *const *names
     return st;
 }
 
+state *state_copy(const state *st)
+{
+    state *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    *c = *st;
+    c->nodes = malloc((size_t)(st->n > 0 ? st->n : 1) * sizeof *c->nodes);
+    c->alerts = alerts_copy(st->alerts);
+    if (!c->nodes || !c->alerts) {
+        free(c->nodes);
+        alerts_free(c->alerts);
+        free(c);
+        return NULL;
+    }
+    memcpy(c->nodes, st->nodes, (size_t)st->n * sizeof *c->nodes);
+    return c;
+}
+
 void state_free(state *st)
 {
     if (!st)

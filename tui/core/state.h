@@ -182,6 +182,9 @@ struct state_event_filter {
  * out of memory. */
 state *state_new(const char *cluster_name, int n_nodes, const char *const *names);
 void state_free(state *st);
+/* A copy to read while the original goes on (the console's pause); NULL
+ * when out of memory. Freed with state_free. */
+state *state_copy(const state *st);
 
 int state_node_count(const state *st);
 const char *state_node_name(const state *st, int node);

@@ -98,8 +98,14 @@ struct ui {
     SCREEN *screen;
     struct palette pal;
     const struct ui_view *view;
-    int help;     /* an overlay is open (what the layout was made for) */
-    int paused;   /* the state's changes are not drawn */
+    int help;   /* an overlay is open (what the layout was made for) */
+    int paused; /* the state's changes are not drawn */
+    /* While paused: the state and the clock as they were, which every
+     * view draws (scrolling or switching views shows the same moment). */
+    state *frozen;
+    double frozen_now;
+    const state *live; /* the state and clock of the call, paused or not */
+    double live_now;
     int stale;    /* the state changed since the last frame */
     double delay; /* seconds between frames for the state's changes */
 
@@ -240,6 +246,7 @@ void ui_close(ui *u)
     free_windows(u);
     endwin();
     delscreen(u->screen);
+    state_free(u->frozen);
     free(u);
 }
 
@@ -247,8 +254,10 @@ void ui_close(ui *u)
 
 static void bind_state(ui *u, const state *st, double now)
 {
-    u->v.st = st;
-    u->v.now = now;
+    u->live = st;
+    u->live_now = now;
+    u->v.st = u->frozen ? u->frozen : st;
+    u->v.now = u->frozen ? u->frozen_now : now;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     u->v.wall = (double)ts.tv_sec + ts.tv_nsec / 1e9;
@@ -363,6 +372,16 @@ static void global_key(ui *u, int key)
     }
     case G_PAUSE:
         u->paused = !u->paused;
+        /* The views go back to the live state before the copy goes. */
+        u->v.st = u->live;
+        u->v.now = u->live_now;
+        state_free(u->frozen);
+        u->frozen = NULL;
+        if (u->paused && !(u->frozen = state_copy(u->live)))
+            view_message(&u->v, 1, "paused, but out of memory for a still copy: values move");
+        u->frozen_now = u->live_now;
+        if (u->frozen)
+            u->v.st = u->frozen;
         break;
     case G_SLOWER:
     case G_FASTER:

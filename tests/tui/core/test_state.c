@@ -148,6 +148,24 @@ Test(state, percentiles_without_steps_are_nan)
     cr_assert(isnan(got));
 }
 
+Test(state, a_copy_stays_as_it_was_while_the_state_goes_on)
+{
+    step(0, PROTO_PHASE_DECODE, 7, 0, 50);
+    state *c = state_copy(st);
+    cr_assert_not_null(c);
+    step(0, PROTO_PHASE_DECODE, 100, 0, 50.5);
+    state_event_add(st, 0, "ssh", 50.5, "after the copy");
+    const double q = 1.0;
+    double live, still;
+    state_percentiles(st, 0, STATE_MODEL_MS, STATE_ANY, 5, 51, &q, 1, &live);
+    state_percentiles(c, 0, STATE_MODEL_MS, STATE_ANY, 5, 51, &q, 1, &still);
+    cr_assert_float_eq(live, 100, 1e-9);
+    cr_assert_float_eq(still, 7, 1e-9, "the copy has only the step before it");
+    cr_assert_eq(state_event_count(c, &(struct state_event_filter){.node = -1}),
+                 state_event_count(st, &(struct state_event_filter){.node = -1}) - 1);
+    state_free(c);
+}
+
 Test(state, ring_keeps_the_newest_steps)
 {
     /* 5000 steps in one second: the oldest 904 fall out of the ring. */
