@@ -100,6 +100,11 @@ sleep 1
 check "the header's fields stay in place" [ "$m1" -gt 0 -a "$m1" = "$(model_col)" ]
 
 visit_all A 120 40
+# The help overlay too: every key's line whole at 120 columns.
+T send-keys -t A '?'
+check "120x40 help: shown" wait_for 30 says A 'infertop help'
+check "120x40 help: no line cut off" uncut A
+T send-keys -t A Escape
 T resize-window -t A -x 200 -y 60
 check "200x60: resized" wait_for 50 fills A 200 60
 visit_all A 200 60

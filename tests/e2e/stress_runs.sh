@@ -189,7 +189,7 @@ jc() { sqlite3 :memory: "SELECT $1 FROM (SELECT readfile('$tmp/conc.json') AS j)
 check "the result's summary gives each leg's concurrency and aggregate tok/s" \
     [ "$(jc "json_extract(j, '\$.summary.legs[1].concurrency') || ':'
              || (json_extract(j, '\$.summary.legs[1].agg_tps') > 0)")" = "2:1" ]
-infertop history --db "$DB" show 6 >"$tmp/show6"
+infertop history --db "$DB" show 6 --full >"$tmp/show6"
 check "history show gives each leg's concurrency and aggregate tok/s" \
     grep -qE '^ +1 +16 +64 +2 +completed +6 +0 +[0-9]+ +[0-9.]+$' "$tmp/show6"
 infertop history --db "$DB" best --by agg-tps --json >"$tmp/best.json"

@@ -16,7 +16,7 @@
  * minimum terminal size. */
 #define LAYOUT_EVENTS_MIN_ROWS 5 /* dashboard events pane: a title and 4 events */
 #define LAYOUT_CHART_MIN_ROWS 6
-#define LAYOUT_HELP_MAX_COLS 76
+#define LAYOUT_HELP_MAX_COLS 96
 #define LAYOUT_HELP_MAX_ROWS 24
 
 enum layout_view {

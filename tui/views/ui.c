@@ -622,6 +622,9 @@ static void draw_footer(ui *u)
         char key[32], what[64];
         snprintf(key, sizeof key, "%.*s", (int)(colon - p), p);
         snprintf(what, sizeof what, "%.*s", colon < bar ? (int)(bar - colon - 1) : 0, colon + 1);
+        /* Whole entries only: the ones that do not fit are in the help. */
+        if (x + (int)(strlen(key) + 1 + strlen(what)) > width)
+            break;
         x += draw_text(w, v->g, 0, x, width - x, palette_attr(&u->pal, PAL_KEY), key);
         if (x < width)
             x += draw_text(w, v->g, 0, x, width - x, A_NORMAL, " ");
