@@ -44,8 +44,7 @@ static int send_json(gen *g, json_t *o)
     char *text = json_dumps(o, JSON_COMPACT);
     if (!text)
         return -1;
-    size_t len = strlen(text);
-    int rc = len > PROTO_MAX_FRAME ? -2 : zmq_send(g->sock, text, len, 0) < 0 ? -1 : 0;
+    int rc = zmq_send(g->sock, text, strlen(text), 0) < 0 ? -1 : 0;
     free(text);
     return rc;
 }
@@ -197,19 +196,14 @@ int gen_begin(gen **out, const gen_env *env, oai_req *req, const oai_reply *r, i
         zmq_connect(g->sock, env->control) != 0)
         return oai_fail(e, 500, "internal", NULL, "cannot reach the node at %s: %s", env->control,
                         zmq_strerror(errno));
-    json_t *o = json_deep_copy(g->req.generate);
-    if (!o || json_object_set_new(o, "v", json_integer(PROTO_VERSION)) ||
+    /* The request's own fields, not a copy: a prompt may be megabytes. A
+     * frame over the node's limit comes back too_large (413). */
+    json_t *o = g->req.generate;
+    if (json_object_set_new(o, "v", json_integer(PROTO_VERSION)) ||
         json_object_set_new(o, "id", json_string(g->rid)) ||
-        json_object_set_new(o, "op", json_string("generate"))) {
-        json_decref(o);
+        json_object_set_new(o, "op", json_string("generate")))
         return oai_fail(e, 500, "internal", NULL, "out of memory");
-    }
-    int sent = send_json(g, o);
-    json_decref(o);
-    if (sent == -2)
-        return oai_fail(e, 413, "too_large", NULL,
-                        "the prompt makes a request larger than %d bytes", PROTO_MAX_FRAME);
-    if (sent != 0)
+    if (send_json(g, o) != 0)
         return oai_fail(e, 500, "internal", NULL, "sending to the node: %s", zmq_strerror(errno));
     if (g->req.stream && g->req.kind == OAI_CHAT)
         oai_chunk_role(&g->out, &g->reply);

@@ -26,6 +26,11 @@ typedef struct http_opts {
      * of other engines). */
     char *(*metrics_more)(void *ctx);
     void *metrics_ctx;
+    size_t max_body;            /* --max-body; 0: proto_max_body of the node's context */
+    const char *const *aliases; /* --alias: the model's names for the API
+                                 * (at most 16); none: its own */
+    int n_aliases;
+    const char *cors; /* --cors ORIGIN or "*"; NULL: no CORS */
 } http_opts;
 
 typedef struct http http;

@@ -104,12 +104,16 @@ static int take_model(parsing *p, const char *key, const json_t *v, oai_error *e
 {
     if (!json_is_string(v))
         return bad_type(e, key, "a string", v);
-    if (strcmp(json_string_value(v), p->model->name) != 0)
-        return oai_fail(e, 404, "model_not_found", key,
-                        "The model '%.128s' does not exist: this node serves '%s'",
-                        json_string_value(v), p->model->name);
-    p->has_model = 1;
-    return 0;
+    for (int i = 0; i < p->model->n_names; i++) {
+        if (strcmp(json_string_value(v), p->model->names[i]) == 0) {
+            p->out->model = p->model->names[i];
+            p->has_model = 1;
+            return 0;
+        }
+    }
+    return oai_fail(e, 404, "model_not_found", key,
+                    "The model '%.128s' does not exist: this node serves '%s'",
+                    json_string_value(v), p->model->names[0]);
 }
 
 static int take_prompt(parsing *p, const char *key, const json_t *v, oai_error *e)
@@ -497,7 +501,7 @@ static int parse_fields(parsing *p, const json_t *root, oai_error *e)
         return oai_fail(e, 400, "missing_field", "model",
                         "'model' is required (this node "
                         "serves '%s')",
-                        p->model->name);
+                        p->model->names[0]);
     if (p->has_stream_options && !p->out->stream)
         return oai_fail(e, 400, "bad_value", "stream_options",
                         "'stream_options' is only allowed when 'stream' is true");
@@ -654,10 +658,14 @@ void oai_chunk_done(sbuf *out)
     sbuf_puts(out, "data: [DONE]\n\n");
 }
 
-char *oai_models(const char *model, long long created)
+char *oai_models(const oai_model *m, long long created)
 {
-    json_t *o = json_pack("{s:s,s:[{s:s,s:s,s:I,s:s}]}", "object", "list", "data", "id", model,
-                          "object", "model", "created", (json_int_t)created, "owned_by", "inferd");
+    json_t *data = json_array();
+    for (int i = 0; data && i < m->n_names; i++)
+        json_array_append_new(data,
+                              json_pack("{s:s,s:s,s:I,s:s}", "id", m->names[i], "object", "model",
+                                        "created", (json_int_t)created, "owned_by", "inferd"));
+    json_t *o = data ? json_pack("{s:s,s:o}", "object", "list", "data", data) : NULL;
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return text;

@@ -55,11 +55,15 @@ typedef struct oai_req {
     int max_tokens;    /* the limit in effect: finish_reason "length" when reached */
     stopseq stop;      /* strings owned here */
     json_t *generate;  /* the generate request's fields, "source":"http" included */
+    const char *model; /* the name the request used (one of oai_model's) */
 } oai_req;
 
-/* What the node serves: the only model name accepted, and its chat format. */
+/* What the node serves: the model names accepted (--alias, else the
+ * model's own; the first is the one errors name), and its chat format. */
+#define OAI_NAMES_MAX 16
 typedef struct oai_model {
-    const char *name;
+    const char *names[OAI_NAMES_MAX];
+    int n_names;
     chat_format chat;
 } oai_model;
 
@@ -91,7 +95,7 @@ void oai_chunk_usage(sbuf *out, const oai_reply *r, int prompt_tokens, int compl
 void oai_chunk_error(sbuf *out, const oai_error *e);
 void oai_chunk_done(sbuf *out); /* data: [DONE] */
 
-/* GET /v1/models: the one model. */
-char *oai_models(const char *model, long long created);
+/* GET /v1/models: the model, under each of its names. */
+char *oai_models(const oai_model *m, long long created);
 
 #endif

@@ -37,6 +37,7 @@ typedef struct serve_opts {
     int first, last;           /* layers held; last -1: to the end */
     size_t mem_limit;          /* 0: auto */
     int max_ctx;               /* 0: no cap */
+    size_t max_body;           /* control frames' limit; 0: proto_max_body of the context */
     int threads;
     int prefill_step; /* PROTO_PREFILL_AUTO or positions */
     int kv_bits;

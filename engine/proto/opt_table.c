@@ -311,6 +311,19 @@ const opt_def opt_defs[OPT_COUNT] = {
                      .help = "refuse requests whose context would pass N (ctx_limit), as soon "
                              "as they come when their prompt and max_tokens already do",
                      .verbs = OPT_VB(OPT_V_SERVE)},
+    /* auto: proto_max_body (engine/proto/protocol.h) of the context. */
+    [OPT_MAX_BODY] = {.flag = "max-body",
+                      .type = OPT_T_INT,
+                      .lo = PROTO_MAX_FRAME,
+                      .hi = 1ull << 32,
+                      .word = "auto",
+                      .word_value = 0,
+                      .def = "auto",
+                      .arg = "BYTES|auto",
+                      .help = "largest request taken (HTTP body, control frame; K/M/G suffixes); "
+                              "auto: 16 bytes a token of the context (--max-ctx, else the "
+                              "model's) plus 64K",
+                      .verbs = OPT_VB(OPT_V_SERVE)},
     [OPT_STEP_TARGET] = {.flag = "step-target-ms",
                          .type = OPT_T_NUM,
                          .dlo = 1.0,
@@ -378,6 +391,25 @@ const opt_def opt_defs[OPT_COUNT] = {
                      .help = "HTTP requests need 'Authorization: Bearer KEY', KEY the file's "
                              "first line (mode 0600)",
                      .verbs = OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_METRICS)},
+    [OPT_ALIAS] = {.flag = "alias",
+                   .type = OPT_T_TEXT,
+                   .lo = 1,
+                   .hi = PROTO_TEXT_MAX - 1,
+                   .no_ctl = 1,
+                   .repeat = 1,
+                   .arg = "NAME",
+                   .help = "a name of the model for the HTTP API (repeatable): /v1/models lists "
+                           "the aliases instead of the file's name, and requests may use any",
+                   .verbs = OPT_VB(OPT_V_SERVE)},
+    [OPT_CORS] = {.flag = "cors",
+                  .type = OPT_T_TEXT,
+                  .lo = 1,
+                  .hi = PROTO_TEXT_MAX - 1,
+                  .no_ctl = 1,
+                  .arg = "ORIGIN|*",
+                  .help = "let browser pages of ORIGIN (or any: *) call the HTTP API: CORS "
+                          "headers and preflight answers (off by default)",
+                  .verbs = OPT_VB(OPT_V_SERVE)},
     [OPT_FLAGS] = {.flag = "flags",
                    .type = OPT_T_PATH,
                    .arg = "FILE",

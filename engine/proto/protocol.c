@@ -362,15 +362,26 @@ static int decode_root(json_t *root, proto_request *out, proto_error *err)
     return proto_fail(err, PROTO_E_INTERNAL, "op", "op %d has no decoder", (int)out->op);
 }
 
+size_t proto_max_body(int ctx)
+{
+    return (size_t)(ctx > 0 ? ctx : 0) * PROTO_BODY_PER_TOKEN + PROTO_MAX_FRAME;
+}
+
 int proto_request_decode(const void *buf, size_t len, proto_request *out, proto_error *err)
+{
+    return proto_request_decode_max(buf, len, PROTO_MAX_FRAME, out, err);
+}
+
+int proto_request_decode_max(const void *buf, size_t len, size_t max, proto_request *out,
+                             proto_error *err)
 {
     json_error_t jerr;
 
     memset(out, 0, sizeof *out);
     memset(err, 0, sizeof *err);
-    if (len > PROTO_MAX_FRAME)
-        return proto_fail(err, PROTO_E_TOO_LARGE, "", "frame is %zu bytes, the limit is %d", len,
-                          PROTO_MAX_FRAME);
+    if (len > max)
+        return proto_fail(err, PROTO_E_TOO_LARGE, "", "frame is %zu bytes, the limit is %zu", len,
+                          max);
     if (!buf)
         return proto_fail(err, PROTO_E_BAD_JSON, "", "empty frame");
     /* Duplicate keys are refused: which of two "kv_bits" a node applied

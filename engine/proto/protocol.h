@@ -27,6 +27,15 @@
  * fit is sent as token ids or, for stress prompts, as synthetic_tokens. */
 #define PROTO_MAX_FRAME (64 * 1024)
 
+/* The largest request body a context of ctx positions calls for (a node's
+ * --max-body auto, and its control frame limit): PROTO_BODY_PER_TOKEN bytes
+ * a position, generously (English text is about 4 bytes a token, other
+ * scripts' UTF-8 up to 3 bytes a character, a JSON escape 6 bytes a byte,
+ * a token id in an array up to 7), plus PROTO_MAX_FRAME for the JSON
+ * around the prompt; never less than PROTO_MAX_FRAME. */
+#define PROTO_BODY_PER_TOKEN 16
+size_t proto_max_body(int ctx);
+
 /* Request ids, session names and cancel targets: 1..64 bytes, no control
  * characters. Node names: 1..64 bytes. */
 #define PROTO_ID_MAX 64
@@ -163,6 +172,10 @@ typedef struct proto_request {
  * -1 with err filled and nothing left to free in *out (but out->id set when
  * the frame had a valid id, so the error reply can carry it). */
 int proto_request_decode(const void *buf, size_t len, proto_request *out, proto_error *err);
+/* The same with a frame limit other than PROTO_MAX_FRAME (a node's, from
+ * its context: proto_max_body). */
+int proto_request_decode_max(const void *buf, size_t len, size_t max, proto_request *out,
+                             proto_error *err);
 void proto_request_free(proto_request *req);
 
 /* ---- Replies (node -> client) ----------------------------------------- */

@@ -86,8 +86,9 @@ row "an unknown path" 404 unknown_url POST "$A/v1/embeddings" '{}' -H "$KEY"
 row "GET on a POST route" 405 method_not_allowed GET "$A/v1/chat/completions" '' -H "$KEY"
 check "... which names the method in Allow" grep -qi '^allow: POST' "$tmp/head"
 head -c 70000 /dev/zero | tr '\0' a >"$tmp/big"
-row "a body over 64 KiB" 413 too_large POST "$A/v1/completions" \
-    "{\"model\":\"stories260K\",\"prompt\":\"$(cat "$tmp/big")\"}" -H "$KEY"
+row "a body over --max-body (auto: 16 bytes a token of --max-ctx 64, plus 64 KiB)" 413 too_large \
+    POST "$A/v1/completions" "{\"model\":\"stories260K\",\"prompt\":\"$(cat "$tmp/big")\"}" -H "$KEY"
+check "... which names the limit" grep -q 'at most 66560 (--max-body auto' "$tmp/body"
 row "no API key" 401 invalid_api_key POST "$A/v1/chat/completions" "{$CHAT}"
 check "... which asks for a bearer token" grep -qi '^www-authenticate: Bearer' "$tmp/head"
 row "a wrong API key" 401 invalid_api_key POST "$A/v1/chat/completions" "{$CHAT}" \

@@ -8,7 +8,7 @@
 
 #include "engine/http/openai.h"
 
-static const oai_model plain = {"stories260K", CHAT_PLAIN};
+static const oai_model plain = {{"stories260K"}, 1, CHAT_PLAIN};
 
 static int parse(oai_kind kind, const char *body, const oai_model *m, oai_req *r, oai_error *e)
 {
@@ -101,7 +101,7 @@ Test(openai, stop_sequences)
 
 Test(openai, chat_renders_with_the_models_format)
 {
-    oai_model chatml = {"qwen", CHAT_CHATML};
+    oai_model chatml = {{"qwen"}, 1, CHAT_CHATML};
     oai_req r;
     oai_error e;
     cr_assert_eq(parse(OAI_CHAT,
@@ -315,7 +315,7 @@ Test(openai, whole_responses)
     json_decref(o);
     free(text);
 
-    text = oai_models("stories260K", 42);
+    text = oai_models(&plain, 42);
     o = json_loads(text, 0, NULL);
     cr_expect_str_eq(
         json_string_value(json_object_get(json_array_get(json_object_get(o, "data"), 0), "id")),

@@ -1,0 +1,80 @@
+#!/bin/sh
+# End to end: what real clients send beyond the basics, through the official
+# `openai` npm package and curl. A 1 MB prompt is taken up to --max-body
+# (auto: from the node's context) and refused by the context, never by the
+# body's size, below it; past it the 413 names the limit. --alias names the
+# model for /v1/models and requests.
+. "$(dirname "$0")/lib/serve.sh"
+. "$(dirname "$0")/lib/http.sh"
+
+alloc_ports 6
+# A: a context cap of 100000 (--max-body auto 1.66 MB), aliases, CORS. B: the
+# embedded model's own 512 positions (--max-body auto 72 KiB; without
+# --max-ctx the node caps no context, so what fits the body is served).
+start a --control "$(ep "$P1")" --telemetry "$(ep "$P2")" --threads 1 --max-ctx 100000 \
+    --http "$(hp "$P3")" --alias tiny --alias stories --cors http://ui.example
+start b --control "$(ep "$P4")" --telemetry "$(ep "$P5")" --threads 1 --http "$(hp "$P6")"
+HA=$(hp "$P3")
+HB=$(hp "$P6")
+for c in "$(ep "$P1")" "$(ep "$P4")"; do
+    up "$c" || { fail "node $c started"; finish; exit 1; }
+done
+for h in "$HA" "$HB"; do
+    http_up "$h" || { fail "HTTP at $h started"; finish; exit 1; }
+done
+openai_setup || { fail "openai npm package installed"; finish; exit 1; }
+oai() { NODE_PATH="$OPENAI_NODE_PATH" node "$root/tests/e2e/lib/openai_client.cjs" "$@"; }
+
+# ---- aliases
+check "--alias: /v1/models lists the aliases" \
+    [ "$(curl -s "http://$HA/v1/models" | get data.0.id data.1.id | tr '\n' ' ')" = "tiny	stories " ]
+code=$(post "$HA" /v1/completions '{"model":"stories","prompt":"Once","max_tokens":2}')
+check "--alias: a request may use any alias, and its reply names it" \
+    [ "$code $(get model <"$tmp/body")" = "200 stories" ]
+code=$(post "$HA" /v1/completions '{"model":"stories260K","prompt":"Once","max_tokens":2}')
+check "--alias: the file's name is no longer one" [ "$code" = 404 ]
+
+# ---- CORS: a browser's preflight, then its request
+preflight() {
+    curl -s -o /dev/null -D "$tmp/head" -w '%{http_code}' -X OPTIONS \
+        -H 'Origin: http://ui.example' -H 'Access-Control-Request-Method: POST' \
+        -H 'Access-Control-Request-Headers: authorization, content-type' \
+        "http://$1/v1/chat/completions"
+}
+check "--cors: a preflight succeeds (204)" [ "$(preflight "$HA")" = 204 ]
+check "... allowing the origin, POST and the headers clients send" \
+    sh -c "grep -qi '^access-control-allow-origin: http://ui.example' '$tmp/head' &&
+        grep -qi '^access-control-allow-methods: POST' '$tmp/head' &&
+        grep -qi '^access-control-allow-headers: Authorization, Content-Type' '$tmp/head'"
+post "$HA" /v1/completions '{"model":"tiny","prompt":"Once","max_tokens":2}' \
+    -H 'Origin: http://ui.example' -D "$tmp/head" >/dev/null
+check "--cors: the request's response allows the origin" \
+    grep -qi '^access-control-allow-origin: http://ui.example' "$tmp/head"
+check "without --cors: the preflight is refused (405)" [ "$(preflight "$HB")" = 405 ]
+check "... with no CORS header" sh -c "! grep -qi '^access-control' '$tmp/head'"
+
+# ---- a 1 MB prompt
+i=0
+: >"$tmp/mb"
+while [ "$(wc -c <"$tmp/mb")" -lt 1000000 ]; do
+    printf 'Once upon a time there was a little girl named Lily. She liked to play. ' >>"$tmp/mb"
+    i=$((i + 1))
+done
+head -c 1000000 "$tmp/mb" >"$tmp/prompt"
+oai "http://$HA/v1" tiny "$tmp/prompt" 4 big >"$tmp/big_a"
+check "1 MB prompt under --max-body: taken, and refused by the context (400 ctx_limit), not 413" \
+    [ "$(get status code <"$tmp/big_a")" = "$(printf '400\tctx_limit')" ]
+check "... the engine's message names the context" grep -q 'would pass --max-ctx 100000' "$tmp/big_a"
+oai "http://$HB/v1" stories260K "$tmp/prompt" 4 big >"$tmp/big_b"
+check "1 MB prompt past --max-body: 413 too_large" \
+    [ "$(get status code <"$tmp/big_b")" = "$(printf '413\ttoo_large')" ]
+check "... naming the limit (16 bytes a token of 512, plus 64 KiB)" \
+    grep -q 'at most 73728 (--max-body auto' "$tmp/big_b"
+head -c 60000 "$tmp/mb" >"$tmp/prompt60k"
+oai "http://$HB/v1" stories260K "$tmp/prompt60k" 4 big >"$tmp/big_c"
+check "a 60 KB prompt under the limit (no --max-ctx: the node has no cap): served" \
+    [ "$(get status <"$tmp/big_c")" = 200 ] && [ "$(get usage.prompt_tokens <"$tmp/big_c")" -gt 10000 ]
+check "the nodes keep serving" \
+    [ "$(post "$HB" /v1/completions '{"model":"stories260K","prompt":"Once","max_tokens":2}')" = 200 ]
+
+finish
