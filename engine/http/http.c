@@ -166,7 +166,9 @@ static int node_model(http *h, proto_status *st, oai_error *e)
 /* The names requests may use: the aliases, else the model's own. */
 static oai_model api_model(const http *h, const proto_status *st)
 {
-    oai_model m = {.chat = CHAT_PLAIN, .n_names = h->n_names ? h->n_names : 1};
+    oai_model m = {.chat = CHAT_PLAIN,
+                   .n_names = h->n_names ? h->n_names : 1,
+                   .max_seqs = st->config.max_seqs};
     if (h->n_names)
         memcpy(m.names, h->names, sizeof m.names);
     else

@@ -184,6 +184,33 @@ static int take_sampling(parsing *p, const char *key, const json_t *v, oai_error
                e);
 }
 
+/* OpenAI's {"TOKEN_ID": bias} (the ids as strings), checked as the node
+ * checks it (the vocabulary's bound is the node's). */
+static int take_bias(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    proto_bias b[PROTO_BIAS_MAX];
+    int n;
+    proto_error pe;
+    if (proto_bias_read(v, b, &n, &pe) != 0)
+        return oai_fail(e, 400, pe.code == PROTO_E_BAD_TYPE ? "bad_type" : "bad_value", key, "%s",
+                        pe.message);
+    json_t *o = proto_bias_json(b, n);
+    return o ? set(p, key, o, e) : oai_fail(e, 500, "internal", key, "out of memory");
+}
+
+/* n choices run as n requests at once, which the node batches: at most
+ * its --max-seqs, so that they all run together. */
+static int take_n(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    (void)v;
+    if (p->value.i > (unsigned long long)p->model->max_seqs)
+        return oai_fail(e, 400, "bad_value", key,
+                        "'n' is %llu; this node runs at most %d requests at once (--max-seqs)",
+                        p->value.i, p->model->max_seqs);
+    p->out->n = (int)p->value.i;
+    return 0;
+}
+
 static int add_stop(parsing *p, const char *key, const json_t *v, oai_error *e)
 {
     if (!json_is_string(v))
@@ -275,16 +302,19 @@ static const field fields[] = {
     {"temperature", BOTH, take_sampling, OPT_OAI_TEMPERATURE},
     {"top_p", BOTH, take_sampling, OPT_OAI_TOP_P},
     {"seed", BOTH, take_sampling, OPT_REQ_SEED},
+    {"top_k", BOTH, take_sampling, OPT_REQ_TOP_K},
+    {"min_p", BOTH, take_sampling, OPT_REQ_MIN_P},
+    {"repeat_penalty", BOTH, take_sampling, OPT_REQ_REPEAT_PENALTY},
+    {"frequency_penalty", BOTH, take_sampling, OPT_REQ_FREQUENCY_PENALTY},
+    {"presence_penalty", BOTH, take_sampling, OPT_REQ_PRESENCE_PENALTY},
+    {"logit_bias", BOTH, take_bias, NO_ROW},
     {"stop", BOTH, take_stop, NO_ROW},
-    {"n", BOTH, NULL, OPT_OAI_N},
+    {"n", BOTH, take_n, OPT_OAI_N},
     {"best_of", COMPLETION, NULL, OPT_OAI_BEST_OF},
-    {"frequency_penalty", BOTH, NULL, OPT_OAI_FREQUENCY_PENALTY},
-    {"presence_penalty", BOTH, NULL, OPT_OAI_PRESENCE_PENALTY},
     {"echo", COMPLETION, take_off, NO_ROW},
     {"suffix", COMPLETION, take_off, NO_ROW},
     {"logprobs", BOTH, take_off, NO_ROW},
     {"top_logprobs", CHAT, take_off, NO_ROW},
-    {"logit_bias", BOTH, take_off, NO_ROW},
     {"tools", CHAT, take_off, NO_ROW},
     {"tool_choice", CHAT, take_off, NO_ROW},
     {"functions", CHAT, take_off, NO_ROW},
@@ -518,6 +548,7 @@ int oai_parse(oai_kind kind, const char *body, size_t len, const oai_model *mode
 {
     memset(out, 0, sizeof *out);
     out->kind = kind;
+    out->n = 1;
     out->max_tokens = kind == OAI_CHAT ? PROTO_DEFAULT_MAX_TOKENS : OAI_COMPLETION_MAX_TOKENS;
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -585,50 +616,54 @@ static void put_usage(sbuf *b, int prompt_tokens, int completion_tokens)
                 prompt_tokens, completion_tokens, prompt_tokens + completion_tokens);
 }
 
-char *oai_response(const oai_reply *r, const char *text, size_t len, const char *finish,
-                   int prompt_tokens, int completion_tokens)
+char *oai_response(const oai_reply *r, const oai_choice *c, int n, int prompt_tokens,
+                   int completion_tokens)
 {
     sbuf b = {0};
     put_head(&b, r, 0);
-    if (r->kind == OAI_CHAT) {
-        sbuf_puts(&b, "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":");
-        sbuf_json_str(&b, text, len);
-        sbuf_puts(&b, "}");
-    } else {
-        sbuf_puts(&b, "{\"index\":0,\"text\":");
-        sbuf_json_str(&b, text, len);
+    for (int i = 0; i < n; i++) {
+        sbuf_printf(&b, "%s{\"index\":%d,", i ? "," : "", i);
+        if (r->kind == OAI_CHAT) {
+            sbuf_puts(&b, "\"message\":{\"role\":\"assistant\",\"content\":");
+            sbuf_json_str(&b, c[i].text, c[i].len);
+            sbuf_puts(&b, "}");
+        } else {
+            sbuf_puts(&b, "\"text\":");
+            sbuf_json_str(&b, c[i].text, c[i].len);
+        }
+        put_finish(&b, c[i].finish);
     }
-    put_finish(&b, finish);
     sbuf_puts(&b, "],");
     put_usage(&b, prompt_tokens, completion_tokens);
     sbuf_puts(&b, "}");
     return sbuf_take(&b, NULL);
 }
 
-void oai_chunk(sbuf *out, const oai_reply *r, const char *text, size_t len, const char *finish)
+void oai_chunk(sbuf *out, const oai_reply *r, int index, const char *text, size_t len,
+               const char *finish)
 {
     sbuf_puts(out, "data: ");
     put_head(out, r, 1);
     if (r->kind == OAI_CHAT) {
-        sbuf_puts(out, "{\"index\":0,\"delta\":{");
+        sbuf_printf(out, "{\"index\":%d,\"delta\":{", index);
         if (text) {
             sbuf_puts(out, "\"content\":");
             sbuf_json_str(out, text, len);
         }
         sbuf_puts(out, "}");
     } else {
-        sbuf_puts(out, "{\"index\":0,\"text\":");
+        sbuf_printf(out, "{\"index\":%d,\"text\":", index);
         sbuf_json_str(out, text ? text : "", text ? len : 0);
     }
     put_finish(out, finish);
     sbuf_puts(out, "]}\n\n");
 }
 
-void oai_chunk_role(sbuf *out, const oai_reply *r)
+void oai_chunk_role(sbuf *out, const oai_reply *r, int index)
 {
     sbuf_puts(out, "data: ");
     put_head(out, r, 1);
-    sbuf_puts(out, "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}");
+    sbuf_printf(out, "{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}", index);
     put_finish(out, NULL);
     sbuf_puts(out, "]}\n\n");
 }

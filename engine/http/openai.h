@@ -56,6 +56,7 @@ typedef struct oai_req {
     stopseq stop;      /* strings owned here */
     json_t *generate;  /* the generate request's fields, "source":"http" included */
     const char *model; /* the name the request used (one of oai_model's) */
+    int n;             /* choices: n requests run at once */
 } oai_req;
 
 /* What the node serves: the model names accepted (--alias, else the
@@ -65,6 +66,7 @@ typedef struct oai_model {
     const char *names[OAI_NAMES_MAX];
     int n_names;
     chat_format chat;
+    int max_seqs; /* the node's --max-seqs: n's bound */
 } oai_model;
 
 /* Returns 0 with *out filled (oai_req_free it), or -1 with e filled. */
@@ -80,15 +82,24 @@ typedef struct oai_reply {
     long long created; /* unix seconds */
 } oai_reply;
 
-/* The whole response of a request that does not stream. */
-char *oai_response(const oai_reply *r, const char *text, size_t len, const char *finish,
-                   int prompt_tokens, int completion_tokens);
+/* One choice of a response: its text and why it ended. */
+typedef struct oai_choice {
+    const char *text;
+    size_t len;
+    const char *finish; /* "stop" or "length" */
+} oai_choice;
 
-/* Server-sent events, appended to out. A chunk of text; text NULL for the
- * last one, which carries finish ("stop" or "length"). */
-void oai_chunk(sbuf *out, const oai_reply *r, const char *text, size_t len, const char *finish);
-/* A chat stream's first chunk: the assistant's role. */
-void oai_chunk_role(sbuf *out, const oai_reply *r);
+/* The whole response of a request that does not stream: its n choices,
+ * index 0 first. */
+char *oai_response(const oai_reply *r, const oai_choice *c, int n, int prompt_tokens,
+                   int completion_tokens);
+
+/* Server-sent events, appended to out. A chunk of choice `index`'s text;
+ * text NULL for its last one, which carries finish ("stop" or "length"). */
+void oai_chunk(sbuf *out, const oai_reply *r, int index, const char *text, size_t len,
+               const char *finish);
+/* A chat stream's first chunk of a choice: the assistant's role. */
+void oai_chunk_role(sbuf *out, const oai_reply *r, int index);
 /* stream_options.include_usage: the usage after the last chunk. */
 void oai_chunk_usage(sbuf *out, const oai_reply *r, int prompt_tokens, int completion_tokens);
 /* An error once the stream has begun (the status went out already). */

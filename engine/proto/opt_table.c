@@ -482,6 +482,48 @@ const opt_def opt_defs[OPT_COUNT] = {
                       .hi = INT64_MAX,
                       .def_doc = "the node picks one",
                       .help = "random seed for sampling"},
+    /* Sampling past temperature and top_p (engine/compute/sampler.h):
+     * llama.cpp's top_k, min_p and repeat_penalty, OpenAI's penalties (and
+     * their range) and logit_bias; every one off at its default. */
+    [OPT_REQ_TOP_K] = {.wire = "top_k",
+                       .type = OPT_T_INT,
+                       .lo = 0,
+                       .hi = PROTO_TOKEN_ID_MAX,
+                       .def = "0",
+                       .help = "draw from the K most probable tokens only; 0: all"},
+    [OPT_REQ_MIN_P] = {.wire = "min_p",
+                       .type = OPT_T_NUM,
+                       .dlo = 0.0,
+                       .dhi = 1.0,
+                       .def = "0",
+                       .help = "drop tokens less probable than min_p times the most probable"},
+    [OPT_REQ_REPEAT_PENALTY] = {.wire = "repeat_penalty",
+                                .type = OPT_T_NUM,
+                                .dlo = 0.0,
+                                .dhi = 10.0,
+                                .def = "1",
+                                .help = "divide the logits of the last 64 generated tokens by it "
+                                        "(multiply when negative); 1: off"},
+    [OPT_REQ_PRESENCE_PENALTY] = {.wire = "presence_penalty",
+                                  .type = OPT_T_NUM,
+                                  .dlo = -2.0,
+                                  .dhi = 2.0,
+                                  .def = "0",
+                                  .help = "subtracted from the logit of every token generated so "
+                                          "far"},
+    [OPT_REQ_FREQUENCY_PENALTY] = {.wire = "frequency_penalty",
+                                   .type = OPT_T_NUM,
+                                   .dlo = -2.0,
+                                   .dhi = 2.0,
+                                   .def = "0",
+                                   .help = "subtracted from a token's logit per time it was "
+                                           "generated so far"},
+    /* A value of the map {"TOKEN_ID": bias}, up to PROTO_BIAS_MAX entries. */
+    [OPT_REQ_LOGIT_BIAS] = {.wire = "logit_bias",
+                            .type = OPT_T_NUM,
+                            .dlo = -100.0,
+                            .dhi = 100.0,
+                            .help = "added to the logits of the tokens named; -100 bans one"},
     [OPT_REQ_SPECIAL] = {.wire = "special",
                          .type = OPT_T_SWITCH,
                          .help = "control tokens' texts in the prompt become those tokens"},
@@ -515,29 +557,23 @@ const opt_def opt_defs[OPT_COUNT] = {
     [OPT_OAI_STREAM] = {.wire = "stream",
                         .type = OPT_T_SWITCH,
                         .help = "the reply as server-sent events"},
-    /* OpenAI's fields of features this server lacks: taken only at the
-     * value that leaves the feature off, so that a client never silently
-     * gets less than it asked. */
+    /* Up to the node's --max-seqs, which openai.c checks: the choices run
+     * as one batch. */
     [OPT_OAI_N] = {.wire = "n",
                    .type = OPT_T_INT,
                    .lo = 1,
-                   .hi = 1,
+                   .hi = PROTO_SEQS_MAX,
                    .def = "1",
                    .help = "choices per request"},
+    /* OpenAI's fields of features this server lacks: taken only at the
+     * value that leaves the feature off, so that a client never silently
+     * gets less than it asked. */
     [OPT_OAI_BEST_OF] = {.wire = "best_of",
                          .type = OPT_T_INT,
                          .lo = 1,
                          .hi = 1,
                          .def = "1",
                          .help = "completions to choose the best of"},
-    [OPT_OAI_FREQUENCY_PENALTY] = {.wire = "frequency_penalty",
-                                   .type = OPT_T_NUM,
-                                   .def = "0",
-                                   .help = "penalty of tokens by their count so far"},
-    [OPT_OAI_PRESENCE_PENALTY] = {.wire = "presence_penalty",
-                                  .type = OPT_T_NUM,
-                                  .def = "0",
-                                  .help = "penalty of tokens already present"},
 
 /* ---- keys of the cluster file ---- */
 /* The keys that are not inferd serve's flags. A node uses its port and

@@ -139,6 +139,20 @@ typedef struct proto_set_args {
     int kv_bits; /* 32, 16, 8 or 4 */
 } proto_set_args;
 
+/* logit_bias: {"TOKEN_ID": bias, ...}, at most this many entries. */
+#define PROTO_BIAS_MAX 1024
+typedef struct proto_bias {
+    int token;
+    float bias;
+} proto_bias;
+
+/* Reads a logit_bias map (each value checked by OPT_REQ_LOGIT_BIAS) into
+ * out[0..*n). Returns 0, or -1 with err filled, its code bad_type or
+ * bad_value. */
+int proto_bias_read(const json_t *v, proto_bias *out, int *n, proto_error *err);
+/* The map back, for a frame (NULL when out of memory). */
+json_t *proto_bias_json(const proto_bias *b, int n);
+
 typedef struct proto_generate_args {
     proto_input input;
     char *prompt;      /* PROMPT: UTF-8, NUL-terminated, may be "" */
@@ -151,6 +165,11 @@ typedef struct proto_generate_args {
     float top_p;          /* (0, 1] */
     int has_seed;         /* 0: the node picks one */
     uint64_t seed;
+    /* Each off at 0 (engine/compute/sampler.h: sampler_opts). */
+    int top_k;
+    float min_p, repeat_penalty, presence_penalty, frequency_penalty;
+    int n_bias;
+    proto_bias *bias;               /* [n_bias], owned: proto_request_free */
     char session[PROTO_ID_MAX + 1]; /* "" = no session: KV freed at the end */
     char source[PROTO_ID_MAX + 1];  /* "" or who sent it ("http": the node's HTTP server) */
     int special;                    /* PROMPT: control tokens' texts become those tokens */

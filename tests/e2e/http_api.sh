@@ -62,6 +62,16 @@ check "the request is an ordinary one inside: req start with source http" \
 check "... and its steps on the head's telemetry" \
     [ "$(get topic <"$tmp/tel" | grep -c '^step$')" = $N ]
 
+# ---- sampling fields cross the ring to the tail, which samples
+code=$(post "$H1" /v1/completions \
+    "{\"model\":\"stories260K\",\"prompt\":\"$PROMPT\",\"max_tokens\":$N,\"temperature\":1,\"top_k\":1,\"min_p\":0.2,\"repeat_penalty\":1}")
+check "over the ring: top_k 1 at temperature 1 is the greedy text" \
+    [ "$code $(get choices.0.text <"$tmp/body" | tr -d '\n')" = "200 $want" ]
+code=$(post "$H1" /v1/completions \
+    "{\"model\":\"stories260K\",\"prompt\":\"$PROMPT\",\"max_tokens\":$N,\"temperature\":0,\"frequency_penalty\":2,\"logit_bias\":{\"1\":-100}}")
+check "over the ring: penalties and logit_bias reach the tail (another text)" \
+    [ "$code" = 200 ] && [ "$(get choices.0.text <"$tmp/body" | tr -d '\n')" != "$want" ]
+
 # ---- curl, streaming
 curl -sN -X POST "http://$H1/v1/completions" --data-binary \
     "{\"model\":\"stories260K\",\"prompt\":\"$PROMPT\",\"max_tokens\":$N,\"temperature\":0,\"stream\":true}" \

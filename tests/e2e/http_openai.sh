@@ -77,4 +77,36 @@ check "a 60 KB prompt under the limit (no --max-ctx: the node has no cap): serve
 check "the nodes keep serving" \
     [ "$(post "$HB" /v1/completions '{"model":"stories260K","prompt":"Once","max_tokens":2}')" = 200 ]
 
+# ---- sampling: every field from the one table, reaching the node's sampler
+oai "http://$HB/v1" stories260K "Once upon a time" 24 sampling >"$tmp/smp" ||
+    { cat "$tmp/smp"; fail "openai npm: the sampling case ran"; }
+grep '"what":"greedy"' "$tmp/smp" >"$tmp/greedy"
+solo=$(get solo <"$tmp/greedy")
+check "greedy: a continuation" [ ${#solo} -gt 20 ]
+check "n 3, greedy: three choices, each the solo run's text" \
+    [ "$(get three.0 three.1 three.2 <"$tmp/greedy")" = "$(printf '%s\t%s\t%s' "$solo" "$solo" "$solo")" ]
+check "n 3: choices indexed 0, 1, 2; usage counts the prompt once and every choice's tokens" \
+    [ "$(get index.0 index.1 index.2 usage.prompt_tokens usage.completion_tokens <"$tmp/greedy")" = \
+        "$(printf '0\t1\t2\t5\t72')" ]
+check "n 3, streaming: each index's text is the solo run's" \
+    [ "$(grep greedy_stream "$tmp/smp" | get three.0 three.1 three.2)" = \
+        "$(printf '%s\t%s\t%s' "$solo" "$solo" "$solo")" ]
+grep '"what":"seeded"' "$tmp/smp" >"$tmp/seeded"
+check "seed: a sampled request gives the same text twice" \
+    [ "$(get seeded.0 <"$tmp/seeded")" = "$(get seeded.1 <"$tmp/seeded")" ]
+check "... another seed another text (the sampling is not greedy)" \
+    [ "$(get seeded.0 <"$tmp/seeded")" != "$(get other <"$tmp/seeded")" ]
+check "top_k 1 (an extra body field): temperature 1 samples the greedy text" \
+    [ "$(grep '"what":"top_k"' "$tmp/smp" | get text)" = "$solo" ]
+check "chat: top_k 1 with min_p and repeat_penalty equals chat's greedy text" \
+    sh -c "[ \"\$(grep chat_top_k '$tmp/smp' | '$CTL' get text)\" = \"\$(grep chat_top_k '$tmp/smp' | '$CTL' get greedy)\" ]"
+pen=$(grep '"what":"penalised"' "$tmp/smp" | get text)
+check "frequency and presence penalties 2 change greedy's text" [ -n "$pen" ] && [ "$pen" != "$solo" ]
+first=$(call "$(ep "$P4")" generate '{"prompt":"Once upon a time","max_tokens":1,"temperature":0}' |
+    tokens_of | tr -d ' ')
+oai "http://$HB/v1" stories260K "{\"$first\":-100}" 24 bias >"$tmp/bias"
+banned=$(get text <"$tmp/bias")
+check "logit_bias -100 on greedy's first token: another first token" \
+    [ -n "$banned" ] && [ "$(printf '%s' "$banned" | cut -c1-3)" != "$(printf '%s' "$solo" | cut -c1-3)" ]
+
 finish

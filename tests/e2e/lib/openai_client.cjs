@@ -46,7 +46,51 @@ async function basic(client, model, prompt, n) {
                                  finish: done.choices[0].finish_reason, usage: done.usage }));
 }
 
-const cases = { basic, big };
+// Sampling: greedy with n 3 and alone, streaming and not; a seeded
+// sampled request twice; top_k 1 (llama.cpp's field, an extra body field
+// here) sampling at temperature 1; logit_bias banning a token; penalties.
+async function sampling(client, model, prompt, n) {
+    const base = { model, prompt, max_tokens: n };
+    const text = (r) => r.choices.map((c) => c.text);
+    const solo = await client.completions.create({ ...base, temperature: 0 });
+    const three = await client.completions.create({ ...base, temperature: 0, n: 3 });
+    console.log(JSON.stringify({ what: 'greedy', solo: solo.choices[0].text, three: text(three),
+                                 index: three.choices.map((c) => c.index), usage: three.usage }));
+    const stream = await client.completions.create({ ...base, temperature: 0, n: 3, stream: true });
+    const streamed = ['', '', ''];
+    for await (const chunk of stream)
+        for (const c of chunk.choices) streamed[c.index] += c.text;
+    console.log(JSON.stringify({ what: 'greedy_stream', three: streamed }));
+    const seeded = [];
+    for (let i = 0; i < 2; i++)
+        seeded.push((await client.completions.create({ ...base, temperature: 1, seed: 1234 }))
+            .choices[0].text);
+    const other = (await client.completions.create({ ...base, temperature: 1, seed: 99 }))
+        .choices[0].text;
+    console.log(JSON.stringify({ what: 'seeded', seeded, other }));
+    const topk = await client.completions.create({ ...base, temperature: 1, top_k: 1 });
+    console.log(JSON.stringify({ what: 'top_k', text: topk.choices[0].text }));
+    const chat = await client.chat.completions.create({
+        model, messages: [{ role: 'user', content: prompt }], max_tokens: n, temperature: 1,
+        top_k: 1, min_p: 0.1, repeat_penalty: 1.0, seed: 5 });
+    const chatGreedy = await client.chat.completions.create({
+        model, messages: [{ role: 'user', content: prompt }], max_tokens: n, temperature: 0 });
+    console.log(JSON.stringify({ what: 'chat_top_k', text: chat.choices[0].message.content,
+                                 greedy: chatGreedy.choices[0].message.content }));
+    const pen = await client.completions.create({ ...base, temperature: 0, frequency_penalty: 2,
+                                                  presence_penalty: 2 });
+    console.log(JSON.stringify({ what: 'penalised', text: pen.choices[0].text }));
+}
+
+// logit_bias: the token ids of a prompt of token ids, banned.
+async function bias(client, model, prompt, n) {
+    const ban = JSON.parse(prompt); // {"TOKEN": -100, ...}
+    const r = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: n,
+                                                temperature: 0, logit_bias: ban });
+    console.log(JSON.stringify({ what: 'bias', text: r.choices[0].text }));
+}
+
+const cases = { basic, big, sampling, bias };
 
 async function main() {
     const [baseURL, model, prompt, maxTokens, which = 'basic'] = process.argv.slice(2);
