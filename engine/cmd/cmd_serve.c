@@ -89,9 +89,11 @@ static int parse_options(int argc, char **argv, serve_cmd *cmd)
 /* ---- the HTTP server beside the node ---------------------------------- */
 
 static int http_companion_start(void *arg, void *zctx, const char *control, const char *telemetry,
-                                char *warning, size_t warnlen, char *err, size_t errlen)
+                                const struct tokenizer *tok, char *warning, size_t warnlen,
+                                char *err, size_t errlen)
 {
     serve_cmd *cmd = arg;
+    cmd->http.tok = tok;
     cmd->telemetry[0] = telemetry;
     cmd->http.zctx = zctx;
     cmd->http.control = control;

@@ -19,10 +19,12 @@
 
 #include <zmq.h>
 
+#include "engine/proto/version.h"
 #include "feed.h"
 #include "gen.h"
 #include "openai.h"
 #include "sbuf.h"
+#include "tokens.h"
 
 #define KEY_MAX 256
 /* Connections at once; past it the listener stops accepting for a while. */
@@ -50,17 +52,35 @@ struct http {
     char *names[OAI_NAMES_MAX];
     int n_names; /* 0: the model's own name */
     char *cors;  /* NULL: no CORS */
+    const tokenizer *tok;
 };
 
-typedef enum route { ROUTE_METRICS, ROUTE_MODELS, ROUTE_COMPLETIONS, ROUTE_CHAT, ROUTE_NONE } route;
+typedef enum route {
+    ROUTE_METRICS,
+    ROUTE_MODELS,
+    ROUTE_MODEL,
+    ROUTE_PROPS,
+    ROUTE_VERSION,
+    ROUTE_COMPLETIONS,
+    ROUTE_CHAT,
+    ROUTE_TOKENIZE,
+    ROUTE_DETOKENIZE,
+    ROUTE_NONE
+} route;
 
 static const struct {
     const char *path, *method;
+    int prefix; /* path is a prefix: the rest of the URL is an argument */
 } routes[ROUTE_NONE] = {
-    [ROUTE_METRICS] = {"/metrics", "GET"},
-    [ROUTE_MODELS] = {"/v1/models", "GET"},
-    [ROUTE_COMPLETIONS] = {"/v1/completions", "POST"},
-    [ROUTE_CHAT] = {"/v1/chat/completions", "POST"},
+    [ROUTE_METRICS] = {"/metrics", "GET", 0},
+    [ROUTE_MODELS] = {"/v1/models", "GET", 0},
+    [ROUTE_MODEL] = {"/v1/models/", "GET", 1},
+    [ROUTE_PROPS] = {"/props", "GET", 0},
+    [ROUTE_VERSION] = {"/version", "GET", 0},
+    [ROUTE_COMPLETIONS] = {"/v1/completions", "POST", 0},
+    [ROUTE_CHAT] = {"/v1/chat/completions", "POST", 0},
+    [ROUTE_TOKENIZE] = {"/tokenize", "POST", 0},
+    [ROUTE_DETOKENIZE] = {"/detokenize", "POST", 0},
 };
 
 /* One request on a connection, from its headers to its response. */
@@ -141,9 +161,12 @@ static enum MHD_Result fail(const http *h, struct MHD_Connection *c, int status,
 
 static route find_route(const char *url)
 {
-    for (int r = 0; r < ROUTE_NONE; r++)
-        if (strcmp(url, routes[r].path) == 0)
+    for (int r = 0; r < ROUTE_NONE; r++) {
+        size_t n = strlen(routes[r].path);
+        if (routes[r].prefix ? strncmp(url, routes[r].path, n) == 0 && url[n]
+                             : strcmp(url, routes[r].path) == 0)
             return (route)r;
+    }
     return ROUTE_NONE;
 }
 
@@ -177,14 +200,55 @@ static oai_model api_model(const http *h, const proto_status *st)
     return m;
 }
 
-static enum MHD_Result on_models(http *h, struct MHD_Connection *c)
+/* The context a request may fill: --max-ctx, else the model's. */
+static int context_of(const proto_status *st)
+{
+    return st->config.max_ctx ? st->config.max_ctx : st->model.seq_len;
+}
+
+/* GET routes of the API: /v1/models, /v1/models/{name}, /props, /version. */
+static enum MHD_Result on_get(http *h, struct MHD_Connection *c, route rt, const char *url)
 {
     proto_status st;
     oai_error e;
     if (node_model(h, &st, &e) != 0)
         return respond_error(h, c, &e);
     oai_model m = api_model(h, &st);
-    return respond(h, c, MHD_HTTP_OK, "application/json", oai_models(&m, h->started), NULL, NULL);
+    char *body = NULL;
+    if (rt == ROUTE_MODELS)
+        body = oai_models(&m, h->started, context_of(&st));
+    else if (rt == ROUTE_PROPS)
+        body = oai_props(&m, &st, context_of(&st));
+    else if (rt == ROUTE_VERSION)
+        body = json_dumps(json_pack("{s:s}", "version", INFERD_VERSION), JSON_COMPACT);
+    else {
+        const char *name = url + strlen(routes[ROUTE_MODEL].path);
+        for (int i = 0; i < m.n_names && !body; i++)
+            if (strcmp(name, m.names[i]) == 0)
+                body = oai_model_info(name, h->started, context_of(&st));
+        if (!body)
+            return fail(h, c, 404, "model_not_found",
+                        "The model '%.128s' does not exist: this node serves '%s'", name,
+                        m.names[0]);
+    }
+    return respond(h, c, MHD_HTTP_OK, "application/json", body, NULL, NULL);
+}
+
+/* POST /tokenize and /detokenize, with the node's tokenizer. */
+static enum MHD_Result on_tokens(http *h, struct MHD_Connection *c, route rt, const sbuf *body)
+{
+    proto_status st;
+    oai_error e;
+    if (node_model(h, &st, &e) != 0)
+        return respond_error(h, c, &e);
+    if (!h->tok)
+        return fail(h, c, 404, "not_head", "this node holds no tokenizer");
+    oai_model m = api_model(h, &st);
+    const char *text = body->data ? body->data : "";
+    char *out = rt == ROUTE_TOKENIZE ? tokens_tokenize(h->tok, &m, text, body->len, &e)
+                                     : tokens_detokenize(h->tok, &m, text, body->len, &e);
+    return out ? respond(h, c, MHD_HTTP_OK, "application/json", out, NULL, NULL)
+               : respond_error(h, c, &e);
 }
 
 /* The largest body taken: --max-body, else what the node's context calls
@@ -359,8 +423,8 @@ static enum MHD_Result on_headers(http *h, struct MHD_Connection *c, exchange *x
                     "missing or wrong API key: send 'Authorization: Bearer KEY' (--api-key)");
     if (x->rt == ROUTE_METRICS)
         return on_metrics(h, c);
-    if (x->rt == ROUTE_MODELS)
-        return on_models(h, c);
+    if (!strcmp(routes[x->rt].method, "GET"))
+        return on_get(h, c, x->rt, url);
     proto_status st;
     oai_error e;
     if (node_model(h, &st, &e) != 0)
@@ -402,6 +466,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return too_large(h, c, x, "more than that");
     if (x->body.failed)
         return fail(h, c, 500, "internal", "out of memory for the body");
+    if (x->rt == ROUTE_TOKENIZE || x->rt == ROUTE_DETOKENIZE)
+        return on_tokens(h, c, x->rt, &x->body);
     return on_completion(h, c, x->rt == ROUTE_CHAT ? OAI_CHAT : OAI_COMPLETION, &x->body);
 }
 
@@ -520,6 +586,7 @@ int http_start(http **out, const http_opts *o, char *warning, size_t warnlen, ch
     h->metrics_more = o->metrics_more;
     h->metrics_ctx = o->metrics_ctx;
     h->max_body = o->max_body;
+    h->tok = o->tok;
     if (o->n_aliases > OAI_NAMES_MAX) {
         snprintf(err, errlen, "%s: at most %d aliases", o->listen, OAI_NAMES_MAX);
         free(h);

@@ -31,6 +31,10 @@ typedef struct http_opts {
                                  * (at most 16); none: its own */
     int n_aliases;
     const char *cors; /* --cors ORIGIN or "*"; NULL: no CORS */
+    /* The node's tokenizer, only read (NULL: /tokenize and /detokenize
+     * answer not_head): the one in-process thing the server uses beside
+     * the node's two sockets, as tokenizing needs no model. */
+    const struct tokenizer *tok;
 } http_opts;
 
 typedef struct http http;

@@ -693,15 +693,60 @@ void oai_chunk_done(sbuf *out)
     sbuf_puts(out, "data: [DONE]\n\n");
 }
 
-char *oai_models(const oai_model *m, long long created)
+/* One model entry: OpenAI's fields, and the context as vLLM gives it. */
+static json_t *model_entry(const char *name, long long created, int ctx)
 {
-    json_t *data = json_array();
-    for (int i = 0; data && i < m->n_names; i++)
-        json_array_append_new(data,
-                              json_pack("{s:s,s:s,s:I,s:s}", "id", m->names[i], "object", "model",
-                                        "created", (json_int_t)created, "owned_by", "inferd"));
-    json_t *o = data ? json_pack("{s:s,s:o}", "object", "list", "data", data) : NULL;
+    return json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", name, "object", "model", "created",
+                     (json_int_t)created, "owned_by", "inferd", "max_model_len", ctx);
+}
+
+static char *dump(json_t *o)
+{
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return text;
+}
+
+char *oai_models(const oai_model *m, long long created, int ctx)
+{
+    json_t *data = json_array();
+    for (int i = 0; data && i < m->n_names; i++)
+        json_array_append_new(data, model_entry(m->names[i], created, ctx));
+    return dump(data ? json_pack("{s:s,s:o}", "object", "list", "data", data) : NULL);
+}
+
+char *oai_model_info(const char *name, long long created, int ctx)
+{
+    return dump(model_entry(name, created, ctx));
+}
+
+char *oai_props(const oai_model *m, const proto_status *st, int ctx)
+{
+    json_t *names = json_array();
+    for (int i = 0; names && i < m->n_names; i++)
+        json_array_append_new(names, json_string(m->names[i]));
+    /* The defaults a request gets: OpenAI's where they differ from the
+     * node's, each its row's (openai.c's fields). */
+    json_t *defaults = json_object();
+    for (size_t i = 0; defaults && i < sizeof fields / sizeof *fields; i++) {
+        const opt_def *d = fields[i].row == NO_ROW ? NULL : &opt_defs[fields[i].row];
+        opt_value v;
+        char err[128];
+        if (d && d->def && fields[i].take == take_sampling &&
+            opt_check_text(fields[i].row, d->def, &v, err, sizeof err) == 0)
+            json_object_set_new(defaults, fields[i].key,
+                                d->type == OPT_T_NUM ? json_real(v.d)
+                                                     : json_integer((json_int_t)v.i));
+    }
+    if (defaults)
+        json_object_set_new(defaults, "n_ctx", json_integer(ctx));
+    return dump(names && defaults
+                    ? json_pack("{s:s,s:o,s:i,s:i,s:s,s:s,s:o,s:{s:i,s:i,s:i,s:s}}", "model",
+                                st->model.name, "model_alias", names, "n_ctx", ctx, "total_slots",
+                                st->config.max_seqs, "chat_template", st->model.chat_template,
+                                "build_info", st->version, "default_generation_settings", defaults,
+                                "meta", "n_ctx_train", st->model.seq_len, "n_vocab",
+                                st->model.vocab_size, "n_layers", st->model.n_layers, "format",
+                                st->model.format)
+                    : NULL);
 }

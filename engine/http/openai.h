@@ -106,7 +106,13 @@ void oai_chunk_usage(sbuf *out, const oai_reply *r, int prompt_tokens, int compl
 void oai_chunk_error(sbuf *out, const oai_error *e);
 void oai_chunk_done(sbuf *out); /* data: [DONE] */
 
-/* GET /v1/models: the model, under each of its names. */
-char *oai_models(const oai_model *m, long long created);
+/* GET /v1/models: the model under each of its names, with its context
+ * (vLLM's max_model_len). */
+char *oai_models(const oai_model *m, long long created, int ctx);
+/* GET /v1/models/{name}: one of them. */
+char *oai_model_info(const char *name, long long created, int ctx);
+/* GET /props, llama.cpp's: the model, its names, the context, places
+ * (total_slots: --max-seqs), chat format, version, a request's defaults. */
+char *oai_props(const oai_model *m, const proto_status *st, int ctx);
 
 #endif

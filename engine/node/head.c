@@ -84,6 +84,11 @@ int head_tokenizer_fd(const head *hd)
     return hd->tokw ? tokwork_fd(hd->tokw) : -1;
 }
 
+const tokenizer *head_tok(const head *hd)
+{
+    return hd->tok;
+}
+
 /* Requests that hold a place: started, not waiting in the queue. */
 int head_active(const head *hd)
 {

@@ -340,8 +340,8 @@ static int node_companion_start(server *sv, char *err, size_t errlen)
 {
     const serve_companion *c = sv->nd.o.companion;
     char warning[PROTO_MESSAGE_MAX] = "";
-    if (c->start(c->arg, sv->zctx, INPROC_CONTROL, INPROC_TELEMETRY, warning, sizeof warning, err,
-                 errlen) != 0)
+    if (c->start(c->arg, sv->zctx, INPROC_CONTROL, INPROC_TELEMETRY, head_tok(sv->hd), warning,
+                 sizeof warning, err, errlen) != 0)
         return -1;
     if (warning[0])
         node_warn(sv, warning);

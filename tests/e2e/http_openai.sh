@@ -34,6 +34,37 @@ check "--alias: a request may use any alias, and its reply names it" \
 code=$(post "$HA" /v1/completions '{"model":"stories260K","prompt":"Once","max_tokens":2}')
 check "--alias: the file's name is no longer one" [ "$code" = 404 ]
 
+# ---- the model, its context, the node's properties
+oai "http://$HA/v1" stories "" 0 retrieve >"$tmp/retrieve"
+check "openai npm models.retrieve: the alias, with the context (--max-ctx)" \
+    [ "$(get model.id model.object model.max_model_len <"$tmp/retrieve")" = "$(printf 'stories\tmodel\t100000')" ]
+check "... and a name not served: 404 model_not_found" \
+    [ "$(get missing.status missing.code <"$tmp/retrieve")" = "$(printf '404\tmodel_not_found')" ]
+check "GET /v1/models/NAME without --max-ctx: the model's context" \
+    [ "$(curl -s "http://$HB/v1/models/stories260K" | get id max_model_len)" = "$(printf 'stories260K\t512')" ]
+curl -s "http://$HA/props" >"$tmp/props"
+check "GET /props: llama.cpp's fields (n_ctx, total_slots: --max-seqs, aliases, defaults)" \
+    [ "$(get n_ctx total_slots model_alias.1 chat_template default_generation_settings.top_k <"$tmp/props")" = \
+        "$(printf '100000\t16\tstories\tplain\t0')" ]
+check "GET /version: inferd's" [ "$(curl -s "http://$HA/version" | get version)" = "$(inferd --version 2>&1 | grep -o '[0-9][0-9.]*' | head -n 1)" ]
+
+# ---- /tokenize and /detokenize, in llama.cpp's shapes
+post "$HB" /tokenize '{"content":"Once upon a time"}' >/dev/null
+toks=$(get tokens <"$tmp/body" | tr -d '[]')
+want_toks=$(call "$(ep "$P4")" generate '{"prompt":"Once upon a time","max_tokens":0}' | get stats.prompt_tokens)
+check "/tokenize: the node's tokens of the text (its prompt count, BOS aside)" \
+    [ "$(get count <"$tmp/body")" = $((want_toks - 1)) ]
+post "$HB" /tokenize '{"content":"Once upon a time","add_special":true,"with_pieces":true}' >/dev/null
+check "/tokenize add_special, with_pieces: BOS first, pieces beside the ids" \
+    [ "$(get tokens.0.id tokens.1.piece <"$tmp/body")" = "$(printf '1\t Once')" ]
+post "$HB" /detokenize "{\"tokens\":[$toks]}" >/dev/null
+check "/detokenize of /tokenize's ids: the text again (SentencePiece's leading space)" \
+    [ "$(get content <"$tmp/body" | sed 's/^ //')" = "Once upon a time" ]
+check "/detokenize of an id outside the vocabulary: 400 bad_token" \
+    [ "$(post "$HB" /detokenize '{"tokens":[1,99999]}') $(get error.code <"$tmp/body")" = "400 bad_token" ]
+check "/tokenize without content: 400 missing_field" \
+    [ "$(post "$HB" /tokenize '{}') $(get error.code <"$tmp/body")" = "400 missing_field" ]
+
 # ---- CORS: a browser's preflight, then its request
 preflight() {
     curl -s -o /dev/null -D "$tmp/head" -w '%{http_code}' -X OPTIONS \

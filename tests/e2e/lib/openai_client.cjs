@@ -90,7 +90,19 @@ async function bias(client, model, prompt, n) {
     console.log(JSON.stringify({ what: 'bias', text: r.choices[0].text }));
 }
 
-const cases = { basic, big, sampling, bias };
+// models.retrieve of MODEL, and of a name the node does not serve.
+async function retrieve(client, model) {
+    const m = await client.models.retrieve(model);
+    let missing;
+    try {
+        await client.models.retrieve('no-such-model');
+    } catch (e) {
+        missing = failed('missing', e);
+    }
+    console.log(JSON.stringify({ what: 'retrieve', model: m, missing }));
+}
+
+const cases = { basic, big, sampling, bias, retrieve };
 
 async function main() {
     const [baseURL, model, prompt, maxTokens, which = 'basic'] = process.argv.slice(2);

@@ -355,7 +355,7 @@ Test(openai, whole_responses)
     json_decref(o);
     free(text);
 
-    text = oai_models(&plain, 42);
+    text = oai_models(&plain, 42, 512);
     o = json_loads(text, 0, NULL);
     cr_expect_str_eq(
         json_string_value(json_object_get(json_array_get(json_object_get(o, "data"), 0), "id")),
