@@ -8,6 +8,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -36,8 +37,23 @@
 /* Streamed events are copied out in blocks of this size. */
 #define STREAM_BLOCK 16384
 
+/* HTTP requests answered, by route, method and status: a fixed table,
+ * its cardinality bounded by the routes, four methods and the statuses
+ * this server sends; past HTTP_COUNTS_MAX, the rest are dropped (counted
+ * in `dropped`). */
+#define HTTP_COUNTS_MAX 128
+typedef struct http_count {
+    int route, method; /* ROUTE_NONE: any other URL; a methods[] index */
+    unsigned status;
+    uint64_t n;
+} http_count;
+
 struct http {
     struct MHD_Daemon *d;
+    pthread_mutex_t counts_lock;
+    int n_counts;
+    http_count counts[HTTP_COUNTS_MAX];
+    uint64_t counts_dropped;
     void *zctx;
     int own_zctx;
     char *control;
@@ -83,9 +99,14 @@ static const struct {
     [ROUTE_DETOKENIZE] = {"/detokenize", "POST", 0},
 };
 
+/* The methods counted by name; anything else is "other". */
+static const char *const methods[] = {"GET", "POST", "OPTIONS", "other"};
+#define N_METHODS ((int)(sizeof methods / sizeof *methods))
+
 /* One request on a connection, from its headers to its response. */
 typedef struct exchange {
     route rt;
+    int method; /* a methods[] index */
     sbuf body;
     size_t limit; /* the body's largest size */
     int too_large;
@@ -272,21 +293,62 @@ static enum MHD_Result too_large(const http *h, struct MHD_Connection *c, const 
                 size, x->limit, why);
 }
 
-/* The telemetry's metrics, then the caller's (http_opts.metrics_more). */
+static void count_request(http *h, const exchange *x, unsigned status)
+{
+    pthread_mutex_lock(&h->counts_lock);
+    int i = 0;
+    while (i < h->n_counts && (h->counts[i].route != (int)x->rt ||
+                               h->counts[i].method != x->method || h->counts[i].status != status))
+        i++;
+    if (i == h->n_counts && i < HTTP_COUNTS_MAX)
+        h->counts[h->n_counts++] = (http_count){(int)x->rt, x->method, status, 0};
+    if (i < HTTP_COUNTS_MAX)
+        h->counts[i].n++;
+    else
+        h->counts_dropped++;
+    pthread_mutex_unlock(&h->counts_lock);
+}
+
+/* inferd_http_requests_total: the server's own, so no node label. */
+static void put_counts(http *h, sbuf *b)
+{
+    sbuf_puts(b, "# HELP inferd_http_requests_total HTTP requests answered, by route, method and "
+                 "status code (refused ones included).\n"
+                 "# TYPE inferd_http_requests_total counter\n");
+    pthread_mutex_lock(&h->counts_lock);
+    for (int i = 0; i < h->n_counts; i++) {
+        const http_count *k = &h->counts[i];
+        sbuf_printf(b, "inferd_http_requests_total{route=\"%s\",method=\"%s\",code=\"%u\"} %llu\n",
+                    k->route == ROUTE_NONE    ? "other"
+                    : k->route == ROUTE_MODEL ? "/v1/models/{name}"
+                                              : routes[k->route].path,
+                    methods[k->method], k->status, (unsigned long long)k->n);
+    }
+    sbuf_printf(b,
+                "# HELP inferd_http_requests_uncounted_total HTTP requests past the counters' "
+                "table.\n# TYPE inferd_http_requests_uncounted_total counter\n"
+                "inferd_http_requests_uncounted_total %llu\n",
+                (unsigned long long)h->counts_dropped);
+    pthread_mutex_unlock(&h->counts_lock);
+}
+
+/* The telemetry's metrics, the server's own, then the caller's
+ * (http_opts.metrics_more). */
 static char *metrics_text(http *h)
 {
     size_t len;
     char *text = feed_metrics(h->feed, &len);
-    if (!text || !h->metrics_more)
-        return text;
-    char *more = h->metrics_more(h->metrics_ctx);
-    char *all = more ? realloc(text, len + strlen(more) + 1) : NULL;
-    if (all)
-        strcpy(all + len, more);
-    else
-        free(text);
+    if (!text)
+        return NULL;
+    sbuf b = {.data = text, .len = len, .cap = len + 1};
+    put_counts(h, &b);
+    char *more = h->metrics_more ? h->metrics_more(h->metrics_ctx) : NULL;
+    if (more)
+        sbuf_puts(&b, more);
+    if (h->metrics_more && !more)
+        b.failed = 1;
     free(more);
-    return all;
+    return sbuf_take(&b, NULL);
 }
 
 static enum MHD_Result on_metrics(http *h, struct MHD_Connection *c)
@@ -407,6 +469,9 @@ static enum MHD_Result on_headers(http *h, struct MHD_Connection *c, exchange *x
                                   const char *method)
 {
     x->rt = find_route(url);
+    x->method = 0;
+    while (x->method < N_METHODS - 1 && strcmp(method, methods[x->method]) != 0)
+        x->method++;
     if (x->rt != ROUTE_NONE && strcmp(method, "OPTIONS") == 0)
         return preflight(h, c, x->rt);
     if (x->rt == ROUTE_NONE)
@@ -474,10 +539,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode why)
 {
-    (void)cls, (void)c, (void)why;
+    (void)why;
     exchange *x = *con_cls;
     if (!x)
         return;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
+    if (ci && ci->http_status)
+        count_request(cls, x, ci->http_status);
     sbuf_free(&x->body);
     free(x);
     *con_cls = NULL;
@@ -582,6 +651,7 @@ int http_start(http **out, const http_opts *o, char *warning, size_t warnlen, ch
         return -1;
     }
     h->started = (long long)time(NULL);
+    pthread_mutex_init(&h->counts_lock, NULL);
     h->zctx = o->zctx;
     h->metrics_more = o->metrics_more;
     h->metrics_ctx = o->metrics_ctx;
@@ -632,5 +702,6 @@ void http_stop(http *h)
     for (int i = 0; i < h->n_names; i++)
         free(h->names[i]);
     free(h->cors);
+    pthread_mutex_destroy(&h->counts_lock);
     free(h);
 }

@@ -7,19 +7,23 @@
 . "$(dirname "$0")/lib/serve.sh"
 . "$(dirname "$0")/lib/http.sh"
 
-alloc_ports 6
+alloc_ports 9
 # A: a context cap of 100000 (--max-body auto 1.66 MB), aliases, CORS. B: the
 # embedded model's own 512 positions (--max-body auto 72 KiB; without
 # --max-ctx the node caps no context, so what fits the body is served).
 start a --control "$(ep "$P1")" --telemetry "$(ep "$P2")" --threads 1 --max-ctx 100000 \
     --http "$(hp "$P3")" --alias tiny --alias stories --cors http://ui.example
 start b --control "$(ep "$P4")" --telemetry "$(ep "$P5")" --threads 1 --http "$(hp "$P6")"
+# C: for the metrics of a scripted mix of requests (--max-body auto 66560).
+start c --control "$(ep "$P7")" --telemetry "$(ep "$P8")" --threads 1 --max-ctx 64 \
+    --http "$(hp "$P9")"
 HA=$(hp "$P3")
 HB=$(hp "$P6")
-for c in "$(ep "$P1")" "$(ep "$P4")"; do
+HC=$(hp "$P9")
+for c in "$(ep "$P1")" "$(ep "$P4")" "$(ep "$P7")"; do
     up "$c" || { fail "node $c started"; finish; exit 1; }
 done
-for h in "$HA" "$HB"; do
+for h in "$HA" "$HB" "$HC"; do
     http_up "$h" || { fail "HTTP at $h started"; finish; exit 1; }
 done
 openai_setup || { fail "openai npm package installed"; finish; exit 1; }
@@ -107,6 +111,40 @@ check "a 60 KB prompt under the limit (no --max-ctx: the node has no cap): serve
     [ "$(get status <"$tmp/big_c")" = 200 ] && [ "$(get usage.prompt_tokens <"$tmp/big_c")" -gt 10000 ]
 check "the nodes keep serving" \
     [ "$(post "$HB" /v1/completions '{"model":"stories260K","prompt":"Once","max_tokens":2}')" = 200 ]
+
+# ---- /metrics after a scripted mix of good and bad requests
+GOOD='{"model":"stories260K","prompt":"Once upon a time","max_tokens":4}'
+for i in 1 2 3; do post "$HC" /v1/completions "$GOOD" >/dev/null; done
+post "$HC" /v1/chat/completions \
+    '{"model":"stories260K","messages":[{"role":"user","content":"Hi"}],"max_tokens":3}' >/dev/null
+post "$HC" /v1/completions 'not json' >/dev/null
+post "$HC" /v1/completions '{"model":"stories260K","prompt":"x","top_k":-1}' >/dev/null
+post "$HC" /v1/completions '{"model":"gpt-4","prompt":"x"}' >/dev/null
+post "$HC" /v1/nothing '{}' >/dev/null
+curl -s -o /dev/null "http://$HC/v1/completions"
+head -c 70000 /dev/zero | tr '\0' a >"$tmp/70k"
+post "$HC" /v1/completions "{\"model\":\"stories260K\",\"prompt\":\"$(cat "$tmp/70k")\"}" >/dev/null
+curl -s "http://$HC/tokenize" -d '{"content":"Hi"}' >/dev/null
+sleep 0.5
+curl -s "http://$HC/metrics" >"$tmp/metrics"
+count() { grep -F "inferd_http_requests_total{route=\"$1\",method=\"$2\",code=\"$3\"} " "$tmp/metrics" | awk '{print $2}'; }
+check "metrics: 200s by route (3 completions, 1 chat, 1 tokenize)" \
+    [ "$(count /v1/completions POST 200) $(count /v1/chat/completions POST 200) $(count /tokenize POST 200)" = "3 1 1" ]
+check "metrics: refused ones counted by status (2 x 400, 404, 405, 413)" \
+    [ "$(count /v1/completions POST 400) $(count /v1/completions POST 404) $(count /v1/completions GET 405) $(count /v1/completions POST 413)" = "2 1 1 1" ]
+check "metrics: an unknown URL is route other" [ "$(count other POST 404)" = 1 ]
+hcount() { grep "^inferd_$1_count{node=\"c\"}" "$tmp/metrics" | awk '{print $2}'; }
+check "metrics: every request histogram's _count is the 4 requests served" \
+    [ "$(hcount e2e_request_latency_seconds) $(hcount request_queue_time_seconds) $(hcount time_per_output_token_seconds) $(hcount request_prompt_tokens) $(hcount request_generation_tokens) $(hcount time_to_first_token_seconds)" = "4 4 4 4 4 4" ]
+check "metrics: generation tokens summed (3 x 4 + 3)" \
+    [ "$(grep '^inferd_request_generation_tokens_sum{node="c"}' "$tmp/metrics" | awk '{print $2}')" = 15 ]
+check "metrics: inter-token latency, one per token after the first (3 x 3 + 2)" \
+    [ "$(hcount inter_token_latency_seconds)" = 11 ]
+if command -v promtool >/dev/null; then
+    check "metrics: promtool check metrics is clean" sh -c "promtool check metrics <'$tmp/metrics'"
+else
+    fail "promtool installed"
+fi
 
 # ---- sampling: every field from the one table, reaching the node's sampler
 oai "http://$HB/v1" stories260K "Once upon a time" 24 sampling >"$tmp/smp" ||
