@@ -77,6 +77,7 @@ typedef enum route {
     ROUTE_MODEL,
     ROUTE_PROPS,
     ROUTE_VERSION,
+    ROUTE_SLOTS,
     ROUTE_COMPLETIONS,
     ROUTE_CHAT,
     ROUTE_TOKENIZE,
@@ -93,6 +94,7 @@ static const struct {
     [ROUTE_MODEL] = {"/v1/models/", "GET", 1},
     [ROUTE_PROPS] = {"/props", "GET", 0},
     [ROUTE_VERSION] = {"/version", "GET", 0},
+    [ROUTE_SLOTS] = {"/slots", "GET", 0},
     [ROUTE_COMPLETIONS] = {"/v1/completions", "POST", 0},
     [ROUTE_CHAT] = {"/v1/chat/completions", "POST", 0},
     [ROUTE_TOKENIZE] = {"/tokenize", "POST", 0},
@@ -227,7 +229,8 @@ static int context_of(const proto_status *st)
     return st->config.max_ctx ? st->config.max_ctx : st->model.seq_len;
 }
 
-/* GET routes of the API: /v1/models, /v1/models/{name}, /props, /version. */
+/* GET routes of the API: /v1/models, /v1/models/{name}, /props, /slots,
+ * /version. */
 static enum MHD_Result on_get(http *h, struct MHD_Connection *c, route rt, const char *url)
 {
     proto_status st;
@@ -240,6 +243,8 @@ static enum MHD_Result on_get(http *h, struct MHD_Connection *c, route rt, const
         body = oai_models(&m, h->started, context_of(&st));
     else if (rt == ROUTE_PROPS)
         body = oai_props(&m, &st, context_of(&st));
+    else if (rt == ROUTE_SLOTS)
+        body = feed_slots(h->feed);
     else if (rt == ROUTE_VERSION)
         body = json_dumps(json_pack("{s:s}", "version", INFERD_VERSION), JSON_COMPACT);
     else {

@@ -191,6 +191,9 @@ curl -s -N -o /dev/null -X POST "http://$HS/v1/completions" --data-binary \
 long=$!
 http_req_shown() { T capture-pane -p -t A | head -n 1 | grep -qE 'req [^ ]+ \(http\)'; }
 check "the console's header shows the request in flight as an HTTP one" wait_for 100 http_req_shown
+curl -s "http://$HS/slots" >"$tmp/slots"
+check "GET /slots lists the request in flight: its source, input and max_tokens" \
+    [ "$(get 0.is_processing 0.source 0.input 0.max_tokens <"$tmp/slots")" = "$(printf 'true\thttp\tprompt\t5000')" ]
 kill $long 2>/dev/null
 wait $long 2>/dev/null
 T send-keys -t A q

@@ -50,6 +50,7 @@ curl -s "http://$HA/props" >"$tmp/props"
 check "GET /props: llama.cpp's fields (n_ctx, total_slots: --max-seqs, aliases, defaults)" \
     [ "$(get n_ctx total_slots model_alias.1 chat_template default_generation_settings.top_k <"$tmp/props")" = \
         "$(printf '100000\t16\tstories\tplain\t0')" ]
+check "GET /slots on an idle node: no request in flight" [ "$(curl -s "http://$HB/slots")" = "[]" ]
 check "GET /version: inferd's" [ "$(curl -s "http://$HA/version" | get version)" = "$(inferd --version 2>&1 | grep -o '[0-9][0-9.]*' | head -n 1)" ]
 
 # ---- /tokenize and /detokenize, in llama.cpp's shapes
