@@ -1,12 +1,14 @@
 /* http.h: the HTTP server of a node (`inferd serve --http`) and of
  * `infertop metrics`, on libmicrohttpd's threads.
  *
- * It serves the OpenAI-compatible API (GET /v1/models, POST
+ * It serves the OpenAI-compatible API (GET /v1/models[/NAME], POST
  * /v1/completions and /v1/chat/completions) by sending ordinary protocol
- * requests to the node's control socket, and GET /metrics (Prometheus)
- * from the telemetry it subscribes to. It knows the node only as a client
- * does: through those two sockets. engine/http/README.md documents the
- * routes, the statuses and the metrics.
+ * requests to the node's control socket, llama.cpp's /tokenize,
+ * /detokenize, /props and /slots, /version, and GET /metrics (Prometheus)
+ * from the telemetry it subscribes to. It knows the node as a client
+ * does, through those two sockets, and reads its tokenizer.
+ * engine/http/README.md documents the routes, the statuses and the
+ * metrics.
  */
 #ifndef HTTP_H
 #define HTTP_H

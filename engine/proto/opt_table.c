@@ -382,8 +382,8 @@ const opt_def opt_defs[OPT_COUNT] = {
                   .type = OPT_T_TEXT,
                   .arg = "HOST:PORT",
                   .help = "HTTP: the OpenAI-compatible API on the head (/v1/models, "
-                          "/v1/completions, /v1/chat/completions) and Prometheus /metrics on "
-                          "every node; loopback is advised (127.0.0.1:8080)",
+                          "/v1/completions, /v1/chat/completions, /tokenize, /props, ...) and "
+                          "Prometheus /metrics on every node; loopback is advised (127.0.0.1:8080)",
                   .verbs = OPT_VB(OPT_V_SERVE)},
     [OPT_API_KEY] = {.flag = "api-key",
                      .type = OPT_T_PATH,
