@@ -19,6 +19,7 @@ typedef struct serve_cmd {
     http_opts http; /* listen NULL: no HTTP server */
     http *server;
     const char *telemetry[1];
+    const char *aliases[OPT_LIST_MAX];
     serve_companion companion;
 } serve_cmd;
 
@@ -31,8 +32,9 @@ static int check_flags(const opt_vals *v)
         why = "--flags FILE goes on the command line (flag files do not nest)";
     else if (opt_given(v, OPT_CURVE_SECRET) != opt_given(v, OPT_CURVE_CLIENTS))
         why = "--curve-secret and --curve-clients go together";
-    else if (opt_given(v, OPT_API_KEY) && !opt_given(v, OPT_HTTP))
-        why = "--api-key is for the HTTP server: give --http too";
+    else if ((opt_given(v, OPT_API_KEY) || opt_given(v, OPT_ALIAS) || opt_given(v, OPT_CORS)) &&
+             !opt_given(v, OPT_HTTP))
+        why = "--api-key, --alias and --cors are for the HTTP server: give --http too";
     else if (opt_given(v, OPT_NEXT_KEY) && !opt_given(v, OPT_CURVE_SECRET))
         why = "--next-key is for CURVE (--curve-secret)";
     if (why)
@@ -65,6 +67,7 @@ static int parse_options(int argc, char **argv, serve_cmd *cmd)
               .last = opt_given(&v, OPT_LAYERS) ? (int)v.v[OPT_LAYERS].i2 : -1,
               .mem_limit = (size_t)opt_int(&v, OPT_MEM_LIMIT),
               .max_ctx = (int)opt_int(&v, OPT_MAX_CTX),
+              .max_body = (size_t)opt_int(&v, OPT_MAX_BODY),
               .threads = args_threads(&v),
               .prefill_step = (int)opt_int(&v, OPT_PREFILL_STEP),
               .kv_bits = (int)opt_int(&v, OPT_KV_BITS),
@@ -73,17 +76,24 @@ static int parse_options(int argc, char **argv, serve_cmd *cmd)
               .step_timeout_ms = opt_num(&v, OPT_STEP_TIMEOUT) * 1000.0,
               .step_target_ms = opt_num(&v, OPT_STEP_TARGET),
               .queue_timeout_ms = opt_num(&v, OPT_QUEUE_TIMEOUT) * 1000.0},
-        .http = {.listen = opt_str(&v, OPT_HTTP), .api_key_file = opt_str(&v, OPT_API_KEY)},
+        .http = {.listen = opt_str(&v, OPT_HTTP),
+                 .api_key_file = opt_str(&v, OPT_API_KEY),
+                 .max_body = (size_t)opt_int(&v, OPT_MAX_BODY),
+                 .cors = opt_str(&v, OPT_CORS)},
     };
+    cmd->http.n_aliases = opt_texts(&v, OPT_ALIAS, cmd->aliases, OPT_LIST_MAX);
+    cmd->http.aliases = cmd->aliases;
     return 0;
 }
 
 /* ---- the HTTP server beside the node ---------------------------------- */
 
 static int http_companion_start(void *arg, void *zctx, const char *control, const char *telemetry,
-                                char *warning, size_t warnlen, char *err, size_t errlen)
+                                const struct tokenizer *tok, char *warning, size_t warnlen,
+                                char *err, size_t errlen)
 {
     serve_cmd *cmd = arg;
+    cmd->http.tok = tok;
     cmd->telemetry[0] = telemetry;
     cmd->http.zctx = zctx;
     cmd->http.control = control;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vec8.h"
 
@@ -18,6 +19,10 @@ struct sampler {
     float top_p;
     uint64_t rng_state;
     prob_index *candidates; /* top-p scratch, [vocab_size] */
+    sampler_opts o;         /* o.bias: the copy below */
+    sampler_bias *bias;
+    int *counts; /* [vocab_size] times each token was drawn; NULL: no penalty */
+    int last[SAMPLER_REPEAT_LAST], n_drawn;
 };
 
 int sampler_create(sampler **out, int vocab_size, float temperature, float top_p, uint64_t seed,
@@ -60,7 +65,72 @@ void sampler_free(sampler *s)
     if (!s)
         return;
     free(s->candidates);
+    free(s->bias);
+    free(s->counts);
     free(s);
+}
+
+int sampler_configure(sampler *s, const sampler_opts *o, char *err, size_t errlen)
+{
+    if (o->top_k < 0 || !(o->min_p >= 0.0f && o->min_p <= 1.0f) || !isfinite(o->repeat_penalty) ||
+        o->repeat_penalty < 0.0f || !isfinite(o->presence_penalty) ||
+        !isfinite(o->frequency_penalty)) {
+        snprintf(err, errlen, "top_k, min_p or a penalty out of range");
+        return -1;
+    }
+    for (int i = 0; i < o->n_bias; i++) {
+        if (o->bias[i].token < 0 || o->bias[i].token >= s->vocab_size ||
+            !isfinite(o->bias[i].bias)) {
+            snprintf(err, errlen, "logit_bias: token %d is not in the vocabulary (0..%d)",
+                     o->bias[i].token, s->vocab_size - 1);
+            return -1;
+        }
+    }
+    int penalised = (o->repeat_penalty != 0.0f && o->repeat_penalty != 1.0f) ||
+                    o->presence_penalty != 0.0f || o->frequency_penalty != 0.0f;
+    if ((o->n_bias && !(s->bias = malloc((size_t)o->n_bias * sizeof *s->bias))) ||
+        (penalised && !(s->counts = calloc((size_t)s->vocab_size, sizeof *s->counts)))) {
+        snprintf(err, errlen, "out of memory for the sampler's options");
+        return -1;
+    }
+    if (o->n_bias)
+        memcpy(s->bias, o->bias, (size_t)o->n_bias * sizeof *s->bias);
+    s->o = *o;
+    s->o.bias = s->bias;
+    return 0;
+}
+
+/* logit_bias, then the penalties of the tokens drawn so far. */
+static void adjust(sampler *s, float *logits)
+{
+    for (int i = 0; i < s->o.n_bias; i++)
+        logits[s->bias[i].token] += s->bias[i].bias;
+    if (!s->counts)
+        return;
+    int n = s->n_drawn < SAMPLER_REPEAT_LAST ? s->n_drawn : SAMPLER_REPEAT_LAST;
+    float rp = s->o.repeat_penalty;
+    for (int i = 0; rp != 0.0f && rp != 1.0f && i < n; i++) {
+        int t = s->last[i], seen = 0;
+        for (int k = 0; k < i && !seen; k++) /* each token once, as llama.cpp */
+            seen = s->last[k] == t;
+        if (!seen)
+            logits[t] = logits[t] > 0.0f ? logits[t] / rp : logits[t] * rp;
+    }
+    if (s->o.presence_penalty == 0.0f && s->o.frequency_penalty == 0.0f)
+        return;
+    for (int t = 0; t < s->vocab_size; t++)
+        if (s->counts[t])
+            logits[t] -= (float)s->counts[t] * s->o.frequency_penalty + s->o.presence_penalty;
+}
+
+static int drawn(sampler *s, int token)
+{
+    if (s->counts) {
+        s->counts[token]++;
+        s->last[s->n_drawn % SAMPLER_REPEAT_LAST] = token;
+        s->n_drawn++;
+    }
+    return token;
 }
 
 static uint32_t random_u32(uint64_t *state)
@@ -174,18 +244,60 @@ static int sample_topp(const float *p, int n, float top_p, prob_index *cand, flo
     return cand[last].index;
 }
 
+/* top_k and min_p, then the top_p nucleus of what they keep. */
+static int sample_filtered(const sampler *s, const float *p, int n, float coin)
+{
+    prob_index *cand = s->candidates;
+    float pmax = 0.0f;
+    for (int i = 0; i < n; i++)
+        pmax = p[i] > pmax ? p[i] : pmax;
+    const float floor = s->o.min_p * pmax;
+    int n0 = 0;
+    for (int i = 0; i < n; i++)
+        if (p[i] >= floor && p[i] > 0.0f)
+            cand[n0++] = (prob_index){.prob = p[i], .index = i};
+    if (n0 == 0)
+        return sample_argmax(p, n);
+    qsort(cand, n0, sizeof *cand, compare_desc);
+    if (s->o.top_k > 0 && n0 > s->o.top_k)
+        n0 = s->o.top_k;
+    float mass = 0.0f;
+    for (int i = 0; i < n0; i++)
+        mass += cand[i].prob;
+    float top_p = s->top_p > 0.0f && s->top_p < 1.0f ? s->top_p : 1.0f;
+    float cumulative = 0.0f;
+    int last = n0 - 1;
+    for (int i = 0; i < n0; i++) {
+        cumulative += cand[i].prob;
+        if (top_p < 1.0f && cumulative > top_p * mass) {
+            last = i;
+            break;
+        }
+    }
+    float r = coin * cumulative, cdf = 0.0f;
+    for (int i = 0; i < last; i++) {
+        cdf += cand[i].prob;
+        if (r < cdf)
+            return cand[i].index;
+    }
+    return cand[last].index;
+}
+
 int sampler_sample(sampler *s, float *logits)
 {
     int n = s->vocab_size;
+    adjust(s, logits);
     if (s->temperature == 0.0f)
-        return sample_argmax(logits, n);
+        return drawn(s, sample_argmax(logits, n));
     for (int i = 0; i < n; i++)
         logits[i] /= s->temperature;
     softmax(logits, n);
     float coin = random_f32(&s->rng_state);
+    if (s->o.top_k > 0 || s->o.min_p > 0.0f)
+        return drawn(s, sample_filtered(s, logits, n, coin));
     if (s->top_p <= 0.0f || s->top_p >= 1.0f)
-        return sample_mult(logits, n, coin);
-    return sample_topp(logits, n, s->top_p, s->candidates, coin);
+        return drawn(s, sample_mult(logits, n, coin));
+    return drawn(s, sample_topp(logits, n, s->top_p, s->candidates, coin));
 }
 
 void sampler_top1(const float *logits, int vocab, int *id, double *logprob)

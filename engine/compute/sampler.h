@@ -20,6 +20,35 @@ int sampler_create(sampler **out, int vocab_size, float temperature, float top_p
                    char *err, size_t errlen);
 void sampler_free(sampler *s);
 
+/* What a request adds to temperature and top_p, with the semantics of
+ * llama.cpp's server and OpenAI's API (engine/http/README.md); each at its
+ * "off" value when zeroed but repeat_penalty (1 is off). The logits are
+ * biased, then penalised by the tokens this sampler drew so far, then
+ * (greedy: the largest of them) divided by the temperature and softmaxed;
+ * the draw keeps the top_k most probable, those at least min_p times the
+ * most probable, then the top_p nucleus of those (renormalised), as vLLM
+ * orders them. */
+#define SAMPLER_REPEAT_LAST 64 /* repeat_penalty's window: llama.cpp's repeat_last_n */
+typedef struct sampler_bias {
+    int token;
+    float bias; /* added to the token's logit */
+} sampler_bias;
+typedef struct sampler_opts {
+    int top_k;                /* 0: off */
+    float min_p;              /* 0: off */
+    float repeat_penalty;     /* 1 (or 0): off; a logit of a token among the last
+                               * SAMPLER_REPEAT_LAST drawn is divided by it (times when < 0) */
+    float presence_penalty;   /* subtracted once from the logit of any token drawn so far */
+    float frequency_penalty;  /* subtracted per time a token was drawn so far */
+    const sampler_bias *bias; /* copied */
+    int n_bias;
+} sampler_opts;
+
+/* Sets the options above (before the first draw). Returns 0, or -1 with
+ * err filled (a value out of range, a token outside the vocabulary, out
+ * of memory). */
+int sampler_configure(sampler *s, const sampler_opts *o, char *err, size_t errlen);
+
 /* The next token; logits [vocab_size] are overwritten (probabilities). */
 int sampler_sample(sampler *s, float *logits);
 

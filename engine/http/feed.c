@@ -20,6 +20,13 @@
  * fast stages must not be dropped here. */
 #define RCVHWM 100000
 
+/* Requests in flight tracked for /slots: every place and the queue. */
+#define SLOTS_MAX (PROTO_SEQS_MAX + 64)
+typedef struct slot {
+    proto_req_msg start; /* its start message */
+    double t;            /* when it came: clock_ms */
+} slot;
+
 struct feed {
     void *sub;
     pthread_t thread;
@@ -29,7 +36,24 @@ struct feed {
     metrics *m;
     int has_status;
     proto_status status;
+    int n_slots;
+    slot slots[SLOTS_MAX]; /* in the order they began */
 };
+
+/* A request's start adds it, its end takes it out (a restarted node's
+ * ids may be reused: a start replaces any of the same id). */
+static void track(feed *f, const proto_req_msg *r)
+{
+    int i = 0;
+    while (i < f->n_slots && strcmp(f->slots[i].start.req, r->req) != 0)
+        i++;
+    if (i < f->n_slots) {
+        memmove(&f->slots[i], &f->slots[i + 1], (size_t)(f->n_slots - i - 1) * sizeof *f->slots);
+        f->n_slots--;
+    }
+    if (!r->end && f->n_slots < SLOTS_MAX)
+        f->slots[f->n_slots++] = (slot){*r, clock_ms()};
+}
 
 static void take(feed *f, zmq_msg_t *topic, zmq_msg_t *payload)
 {
@@ -40,6 +64,8 @@ static void take(feed *f, zmq_msg_t *topic, zmq_msg_t *payload)
         return; /* malformed: skipped, as every subscriber does */
     pthread_mutex_lock(&f->lock);
     metrics_take(f->m, &t, clock_ms() / 1000.0);
+    if (t.topic == PROTO_TOPIC_REQ)
+        track(f, &t.req);
     if (t.topic == PROTO_TOPIC_NODE) {
         f->status = t.status;
         f->has_status = 1;
@@ -135,6 +161,26 @@ char *feed_metrics(feed *f, size_t *len)
     pthread_mutex_lock(&f->lock);
     char *text = metrics_render(f->m, clock_ms() / 1000.0, len);
     pthread_mutex_unlock(&f->lock);
+    return text;
+}
+
+char *feed_slots(feed *f)
+{
+    static const char *const inputs[] = {"prompt", "tokens", "synthetic_tokens"};
+    json_t *list = json_array();
+    pthread_mutex_lock(&f->lock);
+    double now = clock_ms();
+    for (int i = 0; list && i < f->n_slots; i++) {
+        const proto_req_msg *r = &f->slots[i].start;
+        json_array_append_new(
+            list, json_pack("{s:i,s:s,s:b,s:s,s:s,s:s,s:i,s:i,s:f}", "id", i, "id_task", r->req,
+                            "is_processing", 1, "source", r->source, "session", r->session, "input",
+                            inputs[r->input], "prompt_tokens", r->prompt_tokens, "max_tokens",
+                            r->max_tokens, "t_ms", now - f->slots[i].t));
+    }
+    pthread_mutex_unlock(&f->lock);
+    char *text = list ? json_dumps(list, JSON_COMPACT) : NULL;
+    json_decref(list);
     return text;
 }
 

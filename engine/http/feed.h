@@ -23,6 +23,11 @@ void feed_stop(feed *f);
 /* The metrics' exposition text (free()), or NULL when out of memory. */
 char *feed_metrics(feed *f, size_t *len);
 
+/* GET /slots: the requests in flight on the node, from their `req`
+ * telemetry (llama.cpp's shape, one entry a request rather than a place):
+ * a JSON array (free()), or NULL when out of memory. */
+char *feed_slots(feed *f);
+
 /* The last heartbeat's status, waiting at most wait_ms for the first one.
  * Returns 0, or -1 when none came. */
 int feed_status(feed *f, proto_status *out, int wait_ms);

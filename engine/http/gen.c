@@ -2,6 +2,7 @@
 #include "gen.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,21 +16,29 @@
 /* How long gen_free waits for the node to confirm a cancel: one step. */
 #define CANCEL_WAIT_MS 5000
 
+/* One choice: one protocol request of its own. */
+typedef struct choice {
+    char rid[PROTO_ID_MAX + 1]; /* the protocol request id */
+    sbuf text;                  /* everything generated so far */
+    size_t sent;                /* text[0..sent) is out (or, not streaming, kept) */
+    int begun;                  /* a frame came */
+    int done;                   /* the final frame came */
+    int stopped;                /* a stop sequence ended the text; the request was cancelled */
+    int finished;               /* streaming: its last chunk is written */
+    int prompt_tokens, gen_tokens;
+} choice;
+
 struct gen {
     gen_env env;
-    void *sock;
-    int fd; /* the client's socket; -1 once it is not watched */
+    void *sock; /* one DEALER for every choice: replies carry their id */
+    int fd;     /* the client's socket; -1 once it is not watched */
     oai_req req;
-    char rid[PROTO_ID_MAX + 1]; /* the protocol request id */
     char id[PROTO_ID_MAX + 16], model[PROTO_TEXT_MAX];
     oai_reply reply;
-    sbuf text;   /* everything generated so far */
-    size_t sent; /* text[0..sent) is out (or, not streaming, kept) */
-    sbuf out;    /* server-sent events not yet copied out */
-    int done;    /* the final frame came */
-    int stopped; /* a stop sequence ended the text; the request was cancelled */
-    int ended;   /* streaming: the last event is written */
-    int prompt_tokens, gen_tokens;
+    int n;
+    choice *c; /* [n] */
+    sbuf out;  /* server-sent events not yet copied out */
+    int ended; /* streaming: the last event is written */
 };
 
 /* A request ids unique in the process: the node cancels by id. */
@@ -44,18 +53,17 @@ static int send_json(gen *g, json_t *o)
     char *text = json_dumps(o, JSON_COMPACT);
     if (!text)
         return -1;
-    size_t len = strlen(text);
-    int rc = len > PROTO_MAX_FRAME ? -2 : zmq_send(g->sock, text, len, 0) < 0 ? -1 : 0;
+    int rc = zmq_send(g->sock, text, strlen(text), 0) < 0 ? -1 : 0;
     free(text);
     return rc;
 }
 
-static void send_cancel(gen *g)
+static void send_cancel(gen *g, const choice *c)
 {
     char cid[PROTO_ID_MAX + 1];
-    snprintf(cid, sizeof cid, "%.60s-c", g->rid);
+    snprintf(cid, sizeof cid, "%.60s-c", c->rid);
     json_t *o = json_pack("{s:i,s:s,s:s,s:s}", "v", PROTO_VERSION, "id", cid, "op", "cancel",
-                          "target", g->rid);
+                          "target", c->rid);
     if (o)
         send_json(g, o);
     json_decref(o);
@@ -75,10 +83,19 @@ static int client_gone(gen *g)
     return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
-/* Waits for the next reply frame of the request, at most wait_ms (-1:
- * until one comes). Returns 1 with *r filled, 0 when the client went away,
- * -1 with e filled (the server stops, a socket failed, timeout). */
-static int next_frame(gen *g, proto_reply *r, int wait_ms, oai_error *e)
+/* The choice a reply is for, or NULL (a cancel's own reply). */
+static choice *choice_of(gen *g, const char *rid)
+{
+    for (int i = 0; i < g->n; i++)
+        if (strcmp(g->c[i].rid, rid) == 0)
+            return &g->c[i];
+    return NULL;
+}
+
+/* Waits for the next reply frame of a choice, at most wait_ms (-1: until
+ * one comes). Returns 1 with *r and *c filled, 0 when the client went
+ * away, -1 with e filled (the server stops, a socket failed, timeout). */
+static int next_frame(gen *g, proto_reply *r, choice **c, int wait_ms, oai_error *e)
 {
     for (int waited = 0; wait_ms < 0 || waited < wait_ms; waited += WAKE_MS) {
         zmq_pollitem_t items[2] = {{g->sock, 0, ZMQ_POLLIN, 0}, {NULL, g->fd, ZMQ_POLLIN, 0}};
@@ -102,7 +119,7 @@ static int next_frame(gen *g, proto_reply *r, int wait_ms, oai_error *e)
         zmq_msg_close(&m);
         if (rc != 0)
             return oai_fail(e, 500, "internal", NULL, "the node's reply: %s", err);
-        if (strcmp(r->id, g->rid) == 0)
+        if ((*c = choice_of(g, r->id)))
             return 1;
         proto_reply_free(r); /* the cancel's own reply */
     }
@@ -112,52 +129,63 @@ static int next_frame(gen *g, proto_reply *r, int wait_ms, oai_error *e)
 /* Lets out what the stop sequences allow of the text so far (all of it
  * when final): as a chunk when streaming. A stop sequence found ends the
  * text there and cancels the request. */
-static void release(gen *g, int final)
+static int index_of(const gen *g, const choice *c)
 {
-    size_t emit = g->text.len;
+    return (int)(c - g->c);
+}
+
+static void release(gen *g, choice *c, int final)
+{
+    size_t emit = c->text.len;
     if (g->req.stop.n > 0 &&
-        stopseq_scan(&g->req.stop, g->text.data, g->text.len, g->sent, &emit)) {
-        g->stopped = 1;
-        send_cancel(g);
+        stopseq_scan(&g->req.stop, c->text.data, c->text.len, c->sent, &emit)) {
+        c->stopped = 1;
+        send_cancel(g, c);
     } else if (final) {
-        emit = g->text.len;
+        emit = c->text.len;
     }
-    if (emit <= g->sent)
+    if (emit <= c->sent)
         return;
     if (g->req.stream)
-        oai_chunk(&g->out, &g->reply, g->text.data + g->sent, emit - g->sent, NULL);
-    g->sent = emit;
+        oai_chunk(&g->out, &g->reply, index_of(g, c), c->text.data + c->sent, emit - c->sent, NULL);
+    c->sent = emit;
 }
 
-static const char *finish_reason(const gen *g)
+static const char *finish_reason(const gen *g, const choice *c)
 {
-    return !g->stopped && g->gen_tokens >= g->req.max_tokens ? "length" : "stop";
+    return !c->stopped && c->gen_tokens >= g->req.max_tokens ? "length" : "stop";
 }
 
-/* Takes one reply frame in. Returns 0, or -1 with e filled when the
- * request failed. */
-static int take(gen *g, const proto_reply *r, oai_error *e)
+/* Takes one reply frame of choice c in. Returns 0, or -1 with e filled
+ * when the request failed. */
+static int take(gen *g, choice *c, const proto_reply *r, oai_error *e)
 {
+    c->begun = 1;
     if (!r->done) {
-        if (!g->stopped) {
-            sbuf_puts(&g->text, r->text);
-            release(g, 0);
+        if (!c->stopped) {
+            sbuf_puts(&c->text, r->text);
+            release(g, c, 0);
         }
         return 0;
     }
-    g->done = 1;
+    c->done = 1;
     proto_stats st;
     char err[128];
     if (proto_stats_from_json(json_object_get(r->json, "stats"), &st, err, sizeof err) == 0) {
-        g->prompt_tokens = st.prompt_tokens;
-        g->gen_tokens = st.gen_tokens;
+        c->prompt_tokens = st.prompt_tokens;
+        c->gen_tokens = st.gen_tokens;
     }
-    if (!r->ok && !(g->stopped && strcmp(r->code, "cancelled") == 0)) {
+    if (!r->ok && !(c->stopped && strcmp(r->code, "cancelled") == 0)) {
         oai_from_node(r->code, r->message, e);
         return -1;
     }
-    if (!g->stopped)
-        release(g, 1);
+    if (!c->stopped)
+        release(g, c, 1);
+    /* A stream ends each choice as it ends. */
+    if (g->req.stream) {
+        oai_chunk(&g->out, &g->reply, index_of(g, c), NULL, 0, finish_reason(g, c));
+        c->finished = 1;
+    }
     return 0;
 }
 
@@ -165,12 +193,35 @@ static int take(gen *g, const proto_reply *r, oai_error *e)
 static int step(gen *g, oai_error *e)
 {
     proto_reply r;
-    int got = next_frame(g, &r, -1, e);
+    choice *c;
+    int got = next_frame(g, &r, &c, -1, e);
     if (got <= 0)
         return got;
-    int rc = take(g, &r, e);
+    int rc = take(g, c, &r, e);
     proto_reply_free(&r);
     return rc == 0 ? 1 : -1;
+}
+
+/* Every choice has begun (or, all: ended). */
+static int all(const gen *g, int done)
+{
+    for (int i = 0; i < g->n; i++)
+        if (!(done ? g->c[i].done : g->c[i].begun))
+            return 0;
+    return 1;
+}
+
+/* Sends choice i's generate: the request's fields under its own id; a
+ * seed given (seed0 >= 0) moves by i, so that the choices differ but
+ * repeat (wrapping within JSON's integers). */
+static int send_choice(gen *g, int i, json_int_t seed0)
+{
+    json_t *o = g->req.generate;
+    json_int_t seed = seed0 <= INT64_MAX - i ? seed0 + i : i - 1;
+    if (json_object_set_new(o, "id", json_string(g->c[i].rid)) ||
+        (seed0 >= 0 && json_object_set_new(o, "seed", json_integer(seed))))
+        return -1;
+    return send_json(g, o);
 }
 
 int gen_begin(gen **out, const gen_env *env, oai_req *req, const oai_reply *r, int client_fd,
@@ -185,8 +236,16 @@ int gen_begin(gen **out, const gen_env *env, oai_req *req, const oai_reply *r, i
     g->req = *req;
     memset(req, 0, sizeof *req);
     g->fd = client_fd;
-    make_rid(g->rid, sizeof g->rid);
-    snprintf(g->id, sizeof g->id, "%s%s", r->id, g->rid);
+    g->n = g->req.n > 0 ? g->req.n : 1;
+    char rid[PROTO_ID_MAX + 1];
+    make_rid(rid, sizeof rid);
+    if (!(g->c = calloc((size_t)g->n, sizeof *g->c))) {
+        *out = g;
+        return oai_fail(e, 500, "internal", NULL, "out of memory");
+    }
+    for (int i = 0; i < g->n; i++)
+        snprintf(g->c[i].rid, sizeof g->c[i].rid, g->n > 1 ? "%.48s.%d" : "%.48s", rid, i);
+    snprintf(g->id, sizeof g->id, "%s%s", r->id, rid);
     snprintf(g->model, sizeof g->model, "%s", r->model);
     g->reply = (oai_reply){r->kind, g->id, g->model, r->created};
     *out = g;
@@ -197,50 +256,74 @@ int gen_begin(gen **out, const gen_env *env, oai_req *req, const oai_reply *r, i
         zmq_connect(g->sock, env->control) != 0)
         return oai_fail(e, 500, "internal", NULL, "cannot reach the node at %s: %s", env->control,
                         zmq_strerror(errno));
-    json_t *o = json_deep_copy(g->req.generate);
-    if (!o || json_object_set_new(o, "v", json_integer(PROTO_VERSION)) ||
-        json_object_set_new(o, "id", json_string(g->rid)) ||
-        json_object_set_new(o, "op", json_string("generate"))) {
-        json_decref(o);
+    /* The request's own fields, not a copy: a prompt may be megabytes. A
+     * frame over the node's limit comes back too_large (413). */
+    json_t *o = g->req.generate;
+    if (json_object_set_new(o, "v", json_integer(PROTO_VERSION)) ||
+        json_object_set_new(o, "op", json_string("generate")))
         return oai_fail(e, 500, "internal", NULL, "out of memory");
+    /* The n choices go out at once, so that the node batches them. */
+    const json_t *seed = json_object_get(o, "seed");
+    json_int_t seed0 = json_is_integer(seed) ? json_integer_value(seed) : -1;
+    for (int i = 0; i < g->n; i++) {
+        if (send_choice(g, i, seed0) != 0)
+            return oai_fail(e, 500, "internal", NULL, "sending to the node: %s",
+                            zmq_strerror(errno));
+        if (g->req.stream && g->req.kind == OAI_CHAT)
+            oai_chunk_role(&g->out, &g->reply, i);
     }
-    int sent = send_json(g, o);
-    json_decref(o);
-    if (sent == -2)
-        return oai_fail(e, 413, "too_large", NULL,
-                        "the prompt makes a request larger than %d bytes", PROTO_MAX_FRAME);
-    if (sent != 0)
-        return oai_fail(e, 500, "internal", NULL, "sending to the node: %s", zmq_strerror(errno));
-    if (g->req.stream && g->req.kind == OAI_CHAT)
-        oai_chunk_role(&g->out, &g->reply);
-    int got = step(g, e);
-    if (got == 0)
-        oai_fail(e, 0, NULL, NULL, "the client went away");
-    return got == 1 ? 0 : -1;
+    while (!all(g, 0)) {
+        int got = step(g, e);
+        if (got == 0)
+            oai_fail(e, 0, NULL, NULL, "the client went away");
+        if (got != 1)
+            return -1;
+    }
+    return 0;
+}
+
+/* The prompt's tokens (once: the choices share it) and the tokens of
+ * every choice. */
+static void usage(const gen *g, int *prompt_tokens, int *gen_tokens)
+{
+    *prompt_tokens = g->c[0].prompt_tokens;
+    *gen_tokens = 0;
+    for (int i = 0; i < g->n; i++)
+        *gen_tokens += g->c[i].gen_tokens;
 }
 
 char *gen_complete(gen *g, oai_error *e)
 {
-    while (!g->done) {
+    while (!all(g, 1)) {
         int got = step(g, e);
         if (got == 0)
             oai_fail(e, 0, NULL, NULL, "the client went away");
         if (got != 1)
             return NULL;
     }
-    char *body = oai_response(&g->reply, g->text.data ? g->text.data : "", g->sent,
-                              finish_reason(g), g->prompt_tokens, g->gen_tokens);
+    oai_choice *cs = calloc(g->n > 0 ? (size_t)g->n : 1, sizeof *cs);
+    char *body = NULL;
+    if (cs) {
+        for (int i = 0; i < g->n; i++)
+            cs[i] = (oai_choice){g->c[i].text.data ? g->c[i].text.data : "", g->c[i].sent,
+                                 finish_reason(g, &g->c[i])};
+        int pt, gt;
+        usage(g, &pt, &gt);
+        body = oai_response(&g->reply, cs, g->n, pt, gt);
+        free(cs);
+    }
     if (!body)
         oai_fail(e, 500, "internal", NULL, "out of memory");
     return body;
 }
 
-/* The events after the last token: finish, usage, [DONE]. */
+/* The events after every choice's last chunk: usage, [DONE]. */
 static void stream_end(gen *g)
 {
-    oai_chunk(&g->out, &g->reply, NULL, 0, finish_reason(g));
+    int pt, gt;
+    usage(g, &pt, &gt);
     if (g->req.include_usage)
-        oai_chunk_usage(&g->out, &g->reply, g->prompt_tokens, g->gen_tokens);
+        oai_chunk_usage(&g->out, &g->reply, pt, gt);
     oai_chunk_done(&g->out);
     g->ended = 1;
 }
@@ -250,7 +333,7 @@ ssize_t gen_stream(gen *g, char *buf, size_t max)
     while (g->out.len == 0) {
         if (g->ended || g->out.failed)
             return g->out.failed ? GEN_ABORT : GEN_END;
-        if (g->done) {
+        if (all(g, 1)) {
             stream_end(g);
             continue;
         }
@@ -274,23 +357,27 @@ void gen_free(gen *g)
 {
     if (!g)
         return;
-    if (g->sock && !g->done && !atomic_load(g->env.stopping)) {
-        /* Cancel and wait for the request's end, so that its KV is free
-         * by the time the connection closes. */
-        if (!g->stopped)
-            send_cancel(g);
+    if (g->sock && g->c && !all(g, 1) && !atomic_load(g->env.stopping)) {
+        /* Cancel and wait for the requests' ends, so that their KV is
+         * free by the time the connection closes. */
+        for (int i = 0; i < g->n; i++)
+            if (!g->c[i].done && !g->c[i].stopped)
+                send_cancel(g, &g->c[i]);
         g->fd = -1;
         oai_error e;
         proto_reply r;
-        while (!g->done && next_frame(g, &r, CANCEL_WAIT_MS, &e) == 1) {
-            g->done = r.done;
+        choice *c;
+        while (!all(g, 1) && next_frame(g, &r, &c, CANCEL_WAIT_MS, &e) == 1) {
+            c->done |= r.done;
             proto_reply_free(&r);
         }
     }
     if (g->sock)
         zmq_close(g->sock);
     oai_req_free(&g->req);
-    sbuf_free(&g->text);
+    for (int i = 0; g->c && i < g->n; i++)
+        sbuf_free(&g->c[i].text);
+    free(g->c);
     sbuf_free(&g->out);
     free(g);
 }

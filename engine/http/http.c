@@ -8,6 +8,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,10 +20,12 @@
 
 #include <zmq.h>
 
+#include "engine/proto/version.h"
 #include "feed.h"
 #include "gen.h"
 #include "openai.h"
 #include "sbuf.h"
+#include "tokens.h"
 
 #define KEY_MAX 256
 /* Connections at once; past it the listener stops accepting for a while. */
@@ -34,8 +37,23 @@
 /* Streamed events are copied out in blocks of this size. */
 #define STREAM_BLOCK 16384
 
+/* HTTP requests answered, by route, method and status: a fixed table,
+ * its cardinality bounded by the routes, four methods and the statuses
+ * this server sends; past HTTP_COUNTS_MAX, the rest are dropped (counted
+ * in `dropped`). */
+#define HTTP_COUNTS_MAX 128
+typedef struct http_count {
+    int route, method; /* ROUTE_NONE: any other URL; a methods[] index */
+    unsigned status;
+    uint64_t n;
+} http_count;
+
 struct http {
     struct MHD_Daemon *d;
+    pthread_mutex_t counts_lock;
+    int n_counts;
+    http_count counts[HTTP_COUNTS_MAX];
+    uint64_t counts_dropped;
     void *zctx;
     int own_zctx;
     char *control;
@@ -46,31 +64,72 @@ struct http {
     void *metrics_ctx;
     atomic_int stopping;
     long long started; /* unix seconds, for /v1/models */
+    size_t max_body;   /* 0: from the node's context */
+    char *names[OAI_NAMES_MAX];
+    int n_names; /* 0: the model's own name */
+    char *cors;  /* NULL: no CORS */
+    const tokenizer *tok;
 };
 
-typedef enum route { ROUTE_METRICS, ROUTE_MODELS, ROUTE_COMPLETIONS, ROUTE_CHAT, ROUTE_NONE } route;
+typedef enum route {
+    ROUTE_METRICS,
+    ROUTE_MODELS,
+    ROUTE_MODEL,
+    ROUTE_PROPS,
+    ROUTE_VERSION,
+    ROUTE_SLOTS,
+    ROUTE_COMPLETIONS,
+    ROUTE_CHAT,
+    ROUTE_TOKENIZE,
+    ROUTE_DETOKENIZE,
+    ROUTE_NONE
+} route;
 
 static const struct {
     const char *path, *method;
+    int prefix; /* path is a prefix: the rest of the URL is an argument */
 } routes[ROUTE_NONE] = {
-    [ROUTE_METRICS] = {"/metrics", "GET"},
-    [ROUTE_MODELS] = {"/v1/models", "GET"},
-    [ROUTE_COMPLETIONS] = {"/v1/completions", "POST"},
-    [ROUTE_CHAT] = {"/v1/chat/completions", "POST"},
+    [ROUTE_METRICS] = {"/metrics", "GET", 0},
+    [ROUTE_MODELS] = {"/v1/models", "GET", 0},
+    [ROUTE_MODEL] = {"/v1/models/", "GET", 1},
+    [ROUTE_PROPS] = {"/props", "GET", 0},
+    [ROUTE_VERSION] = {"/version", "GET", 0},
+    [ROUTE_SLOTS] = {"/slots", "GET", 0},
+    [ROUTE_COMPLETIONS] = {"/v1/completions", "POST", 0},
+    [ROUTE_CHAT] = {"/v1/chat/completions", "POST", 0},
+    [ROUTE_TOKENIZE] = {"/tokenize", "POST", 0},
+    [ROUTE_DETOKENIZE] = {"/detokenize", "POST", 0},
 };
+
+/* The methods counted by name; anything else is "other". */
+static const char *const methods[] = {"GET", "POST", "OPTIONS", "other"};
+#define N_METHODS ((int)(sizeof methods / sizeof *methods))
 
 /* One request on a connection, from its headers to its response. */
 typedef struct exchange {
     route rt;
+    int method; /* a methods[] index */
     sbuf body;
+    size_t limit; /* the body's largest size */
     int too_large;
 } exchange;
 
 /* ---- responses ---------------------------------------------------------- */
 
+/* --cors: the origin allowed on every response (browsers read the
+ * response only then); Vary, so that caches keep one per origin. */
+static void cors_headers(const http *h, struct MHD_Response *r)
+{
+    if (!h->cors)
+        return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", h->cors);
+    if (strcmp(h->cors, "*") != 0)
+        MHD_add_response_header(r, "Vary", "Origin");
+}
+
 /* Queues body (malloc'd, taken; NULL: out of memory, a bare 500). */
-static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type,
-                               char *body, const char *header, const char *value)
+static enum MHD_Result respond(const http *h, struct MHD_Connection *c, unsigned status,
+                               const char *type, char *body, const char *header, const char *value)
 {
     if (!body) {
         status = MHD_HTTP_INTERNAL_SERVER_ERROR;
@@ -86,6 +145,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const 
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    cors_headers(h, r);
     if (header)
         MHD_add_response_header(r, header, value);
     enum MHD_Result rc = MHD_queue_response(c, status, r);
@@ -94,21 +154,21 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const 
 }
 
 /* An error in OpenAI's shape, with the header its status calls for. */
-static enum MHD_Result respond_error(struct MHD_Connection *c, const oai_error *e)
+static enum MHD_Result respond_error(const http *h, struct MHD_Connection *c, const oai_error *e)
 {
     const char *header = NULL, *value = NULL;
     if (e->status == 429) /* the node's queue is full: a step or two frees a place */
         header = MHD_HTTP_HEADER_RETRY_AFTER, value = "1";
     else if (e->status == 401)
         header = MHD_HTTP_HEADER_WWW_AUTHENTICATE, value = "Bearer";
-    return respond(c, (unsigned)e->status, "application/json", oai_error_json(e), header, value);
+    return respond(h, c, (unsigned)e->status, "application/json", oai_error_json(e), header, value);
 }
 
-static enum MHD_Result fail(struct MHD_Connection *c, int status, const char *code, const char *fmt,
-                            ...) __attribute__((format(printf, 4, 5)));
+static enum MHD_Result fail(const http *h, struct MHD_Connection *c, int status, const char *code,
+                            const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-static enum MHD_Result fail(struct MHD_Connection *c, int status, const char *code, const char *fmt,
-                            ...)
+static enum MHD_Result fail(const http *h, struct MHD_Connection *c, int status, const char *code,
+                            const char *fmt, ...)
 {
     oai_error e;
     char msg[PROTO_MESSAGE_MAX];
@@ -117,16 +177,19 @@ static enum MHD_Result fail(struct MHD_Connection *c, int status, const char *co
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     oai_fail(&e, status, code, NULL, "%s", msg);
-    return respond_error(c, &e);
+    return respond_error(h, c, &e);
 }
 
 /* ---- routes ------------------------------------------------------------- */
 
 static route find_route(const char *url)
 {
-    for (int r = 0; r < ROUTE_NONE; r++)
-        if (strcmp(url, routes[r].path) == 0)
+    for (int r = 0; r < ROUTE_NONE; r++) {
+        size_t n = strlen(routes[r].path);
+        if (routes[r].prefix ? strncmp(url, routes[r].path, n) == 0 && url[n]
+                             : strcmp(url, routes[r].path) == 0)
             return (route)r;
+    }
     return ROUTE_NONE;
 }
 
@@ -146,36 +209,156 @@ static int node_model(http *h, proto_status *st, oai_error *e)
     return 0;
 }
 
-static enum MHD_Result on_models(http *h, struct MHD_Connection *c)
+/* The names requests may use: the aliases, else the model's own. */
+static oai_model api_model(const http *h, const proto_status *st)
+{
+    oai_model m = {.chat = CHAT_PLAIN,
+                   .n_names = h->n_names ? h->n_names : 1,
+                   .max_seqs = st->config.max_seqs};
+    if (h->n_names)
+        memcpy(m.names, h->names, sizeof m.names);
+    else
+        m.names[0] = st->model.name;
+    chat_format_parse(st->model.chat_template, &m.chat);
+    return m;
+}
+
+/* The context a request may fill: --max-ctx, else the model's. */
+static int context_of(const proto_status *st)
+{
+    return st->config.max_ctx ? st->config.max_ctx : st->model.seq_len;
+}
+
+/* GET routes of the API: /v1/models, /v1/models/{name}, /props, /slots,
+ * /version. */
+static enum MHD_Result on_get(http *h, struct MHD_Connection *c, route rt, const char *url)
 {
     proto_status st;
     oai_error e;
     if (node_model(h, &st, &e) != 0)
-        return respond_error(c, &e);
-    return respond(c, MHD_HTTP_OK, "application/json", oai_models(st.model.name, h->started), NULL,
-                   NULL);
+        return respond_error(h, c, &e);
+    oai_model m = api_model(h, &st);
+    char *body = NULL;
+    if (rt == ROUTE_MODELS)
+        body = oai_models(&m, h->started, context_of(&st));
+    else if (rt == ROUTE_PROPS)
+        body = oai_props(&m, &st, context_of(&st));
+    else if (rt == ROUTE_SLOTS)
+        body = feed_slots(h->feed);
+    else if (rt == ROUTE_VERSION)
+        body = json_dumps(json_pack("{s:s}", "version", INFERD_VERSION), JSON_COMPACT);
+    else {
+        const char *name = url + strlen(routes[ROUTE_MODEL].path);
+        for (int i = 0; i < m.n_names && !body; i++)
+            if (strcmp(name, m.names[i]) == 0)
+                body = oai_model_info(name, h->started, context_of(&st));
+        if (!body)
+            return fail(h, c, 404, "model_not_found",
+                        "The model '%.128s' does not exist: this node serves '%s'", name,
+                        m.names[0]);
+    }
+    return respond(h, c, MHD_HTTP_OK, "application/json", body, NULL, NULL);
 }
 
-/* The telemetry's metrics, then the caller's (http_opts.metrics_more). */
+/* POST /tokenize and /detokenize, with the node's tokenizer. */
+static enum MHD_Result on_tokens(http *h, struct MHD_Connection *c, route rt, const sbuf *body)
+{
+    proto_status st;
+    oai_error e;
+    if (node_model(h, &st, &e) != 0)
+        return respond_error(h, c, &e);
+    if (!h->tok)
+        return fail(h, c, 404, "not_head", "this node holds no tokenizer");
+    oai_model m = api_model(h, &st);
+    const char *text = body->data ? body->data : "";
+    char *out = rt == ROUTE_TOKENIZE ? tokens_tokenize(h->tok, &m, text, body->len, &e)
+                                     : tokens_detokenize(h->tok, &m, text, body->len, &e);
+    return out ? respond(h, c, MHD_HTTP_OK, "application/json", out, NULL, NULL)
+               : respond_error(h, c, &e);
+}
+
+/* The largest body taken: --max-body, else what the node's context calls
+ * for (the node's own frame limit is the same: engine/node/serve.c). */
+static size_t body_limit(const http *h, const proto_status *st)
+{
+    if (h->max_body)
+        return h->max_body;
+    return proto_max_body(st->config.max_ctx ? st->config.max_ctx : st->model.seq_len);
+}
+
+static enum MHD_Result too_large(const http *h, struct MHD_Connection *c, const exchange *x,
+                                 const char *size)
+{
+    char why[128] = "--max-body";
+    if (!h->max_body)
+        snprintf(why, sizeof why,
+                 "--max-body auto: %d bytes a token of the node's context, plus %d",
+                 PROTO_BODY_PER_TOKEN, PROTO_MAX_FRAME);
+    return fail(h, c, 413, "too_large", "the body is %s bytes; this node takes at most %zu (%s)",
+                size, x->limit, why);
+}
+
+static void count_request(http *h, const exchange *x, unsigned status)
+{
+    pthread_mutex_lock(&h->counts_lock);
+    int i = 0;
+    while (i < h->n_counts && (h->counts[i].route != (int)x->rt ||
+                               h->counts[i].method != x->method || h->counts[i].status != status))
+        i++;
+    if (i == h->n_counts && i < HTTP_COUNTS_MAX)
+        h->counts[h->n_counts++] = (http_count){(int)x->rt, x->method, status, 0};
+    if (i < HTTP_COUNTS_MAX)
+        h->counts[i].n++;
+    else
+        h->counts_dropped++;
+    pthread_mutex_unlock(&h->counts_lock);
+}
+
+/* inferd_http_requests_total: the server's own, so no node label. */
+static void put_counts(http *h, sbuf *b)
+{
+    sbuf_puts(b, "# HELP inferd_http_requests_total HTTP requests answered, by route, method and "
+                 "status code (refused ones included).\n"
+                 "# TYPE inferd_http_requests_total counter\n");
+    pthread_mutex_lock(&h->counts_lock);
+    for (int i = 0; i < h->n_counts; i++) {
+        const http_count *k = &h->counts[i];
+        sbuf_printf(b, "inferd_http_requests_total{route=\"%s\",method=\"%s\",code=\"%u\"} %llu\n",
+                    k->route == ROUTE_NONE    ? "other"
+                    : k->route == ROUTE_MODEL ? "/v1/models/{name}"
+                                              : routes[k->route].path,
+                    methods[k->method], k->status, (unsigned long long)k->n);
+    }
+    sbuf_printf(b,
+                "# HELP inferd_http_requests_uncounted_total HTTP requests past the counters' "
+                "table.\n# TYPE inferd_http_requests_uncounted_total counter\n"
+                "inferd_http_requests_uncounted_total %llu\n",
+                (unsigned long long)h->counts_dropped);
+    pthread_mutex_unlock(&h->counts_lock);
+}
+
+/* The telemetry's metrics, the server's own, then the caller's
+ * (http_opts.metrics_more). */
 static char *metrics_text(http *h)
 {
     size_t len;
     char *text = feed_metrics(h->feed, &len);
-    if (!text || !h->metrics_more)
-        return text;
-    char *more = h->metrics_more(h->metrics_ctx);
-    char *all = more ? realloc(text, len + strlen(more) + 1) : NULL;
-    if (all)
-        strcpy(all + len, more);
-    else
-        free(text);
+    if (!text)
+        return NULL;
+    sbuf b = {.data = text, .len = len, .cap = len + 1};
+    put_counts(h, &b);
+    char *more = h->metrics_more ? h->metrics_more(h->metrics_ctx) : NULL;
+    if (more)
+        sbuf_puts(&b, more);
+    if (h->metrics_more && !more)
+        b.failed = 1;
     free(more);
-    return all;
+    return sbuf_take(&b, NULL);
 }
 
 static enum MHD_Result on_metrics(http *h, struct MHD_Connection *c)
 {
-    return respond(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", metrics_text(h),
+    return respond(h, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", metrics_text(h),
                    NULL, NULL);
 }
 
@@ -193,7 +376,7 @@ static void stream_free(void *cls)
     gen_free(cls);
 }
 
-static enum MHD_Result stream(struct MHD_Connection *c, gen *g)
+static enum MHD_Result stream(const http *h, struct MHD_Connection *c, gen *g)
 {
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK,
                                                                stream_read, g, stream_free);
@@ -203,6 +386,7 @@ static enum MHD_Result stream(struct MHD_Connection *c, gen *g)
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    cors_headers(h, r);
     enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     return rc;
@@ -214,14 +398,13 @@ static enum MHD_Result on_completion(http *h, struct MHD_Connection *c, oai_kind
     proto_status st;
     oai_error e;
     if (node_model(h, &st, &e) != 0)
-        return respond_error(c, &e);
-    oai_model model = {st.model.name, CHAT_PLAIN};
-    chat_format_parse(st.model.chat_template, &model.chat);
+        return respond_error(h, c, &e);
+    oai_model model = api_model(h, &st);
     oai_req req;
     if (oai_parse(kind, body->data ? body->data : "", body->len, &model, &req, &e) != 0)
-        return respond_error(c, &e);
+        return respond_error(h, c, &e);
     int streaming = req.stream;
-    oai_reply reply = {kind, kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", st.model.name,
+    oai_reply reply = {kind, kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", req.model,
                        (long long)time(NULL)};
     gen_env env = {h->zctx, h->control, &h->stopping};
     const union MHD_ConnectionInfo *ci =
@@ -229,15 +412,15 @@ static enum MHD_Result on_completion(http *h, struct MHD_Connection *c, oai_kind
     gen *g = NULL;
     if (gen_begin(&g, &env, &req, &reply, ci ? ci->connect_fd : -1, &e) != 0) {
         gen_free(g);
-        return e.status ? respond_error(c, &e) : MHD_NO;
+        return e.status ? respond_error(h, c, &e) : MHD_NO;
     }
     if (streaming)
-        return stream(c, g);
+        return stream(h, c, g);
     char *text = gen_complete(g, &e);
     gen_free(g);
     if (!text)
-        return e.status ? respond_error(c, &e) : MHD_NO;
-    return respond(c, MHD_HTTP_OK, "application/json", text, NULL, NULL);
+        return e.status ? respond_error(h, c, &e) : MHD_NO;
+    return respond(h, c, MHD_HTTP_OK, "application/json", text, NULL, NULL);
 }
 
 /* ---- requests ----------------------------------------------------------- */
@@ -259,33 +442,72 @@ static int authorised(const http *h, struct MHD_Connection *c)
     return diff == 0;
 }
 
+/* A browser's CORS preflight: with --cors, the route's method and the
+ * headers clients send (a key, JSON) are allowed for a day; without, it
+ * is refused like any method the route does not take. No key is asked:
+ * browsers send none with a preflight. */
+static enum MHD_Result preflight(const http *h, struct MHD_Connection *c, route rt)
+{
+    if (!h->cors) {
+        oai_error e;
+        oai_fail(&e, 405, "method_not_allowed", NULL,
+                 "%s takes %s; OPTIONS (CORS preflight) needs --cors", routes[rt].path,
+                 routes[rt].method);
+        return respond(h, c, 405, "application/json", oai_error_json(&e), MHD_HTTP_HEADER_ALLOW,
+                       routes[rt].method);
+    }
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    cors_headers(h, r);
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", routes[rt].method);
+    MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_NO_CONTENT, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
 /* The headers are in: route, method, key, announced size. Returns MHD_YES
  * to read the body, or the verdict already queued. */
 static enum MHD_Result on_headers(http *h, struct MHD_Connection *c, exchange *x, const char *url,
                                   const char *method)
 {
     x->rt = find_route(url);
+    x->method = 0;
+    while (x->method < N_METHODS - 1 && strcmp(method, methods[x->method]) != 0)
+        x->method++;
+    if (x->rt != ROUTE_NONE && strcmp(method, "OPTIONS") == 0)
+        return preflight(h, c, x->rt);
     if (x->rt == ROUTE_NONE)
-        return fail(c, 404, "unknown_url", "Invalid URL (%.8s %.200s)", method, url);
+        return fail(h, c, 404, "unknown_url", "Invalid URL (%.8s %.200s)", method, url);
     if (strcmp(method, routes[x->rt].method) != 0) {
         oai_error e;
         oai_fail(&e, 405, "method_not_allowed", NULL, "%s takes %s, not %.16s", routes[x->rt].path,
                  routes[x->rt].method, method);
-        return respond(c, 405, "application/json", oai_error_json(&e), MHD_HTTP_HEADER_ALLOW,
+        return respond(h, c, 405, "application/json", oai_error_json(&e), MHD_HTTP_HEADER_ALLOW,
                        routes[x->rt].method);
     }
     if (!authorised(h, c))
-        return fail(c, 401, "invalid_api_key",
+        return fail(h, c, 401, "invalid_api_key",
                     "missing or wrong API key: send 'Authorization: Bearer KEY' (--api-key)");
     if (x->rt == ROUTE_METRICS)
         return on_metrics(h, c);
-    if (x->rt == ROUTE_MODELS)
-        return on_models(h, c);
+    if (!strcmp(routes[x->rt].method, "GET"))
+        return on_get(h, c, x->rt, url);
+    proto_status st;
+    oai_error e;
+    if (node_model(h, &st, &e) != 0)
+        return respond_error(h, c, &e);
+    x->limit = body_limit(h, &st);
     const char *cl =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > OAI_BODY_MAX)
-        return fail(c, 413, "too_large", "the body is %s bytes; at most %d are taken", cl,
-                    OAI_BODY_MAX);
+    unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
+    if (announced > x->limit)
+        return too_large(h, c, x, cl);
+    /* Read into one buffer of the announced size: the body is never
+     * copied as it grows. */
+    sbuf_reserve(&x->body, (size_t)announced);
     return MHD_YES;
 }
 
@@ -303,27 +525,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return on_headers(h, c, x, url, method);
     }
     if (*upload_data_size > 0) {
-        if (x->body.len + *upload_data_size > OAI_BODY_MAX)
+        if (x->body.len + *upload_data_size > x->limit)
             x->too_large = 1;
-        else
+        else if (!x->too_large)
             sbuf_put(&x->body, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
     }
     if (x->too_large)
-        return fail(c, 413, "too_large", "the body is over %d bytes", OAI_BODY_MAX);
+        return too_large(h, c, x, "more than that");
     if (x->body.failed)
-        return fail(c, 500, "internal", "out of memory for the body");
+        return fail(h, c, 500, "internal", "out of memory for the body");
+    if (x->rt == ROUTE_TOKENIZE || x->rt == ROUTE_DETOKENIZE)
+        return on_tokens(h, c, x->rt, &x->body);
     return on_completion(h, c, x->rt == ROUTE_CHAT ? OAI_CHAT : OAI_COMPLETION, &x->body);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode why)
 {
-    (void)cls, (void)c, (void)why;
+    (void)why;
     exchange *x = *con_cls;
     if (!x)
         return;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
+    if (ci && ci->http_status)
+        count_request(cls, x, ci->http_status);
     sbuf_free(&x->body);
     free(x);
     *con_cls = NULL;
@@ -428,15 +656,27 @@ int http_start(http **out, const http_opts *o, char *warning, size_t warnlen, ch
         return -1;
     }
     h->started = (long long)time(NULL);
+    pthread_mutex_init(&h->counts_lock, NULL);
     h->zctx = o->zctx;
     h->metrics_more = o->metrics_more;
     h->metrics_ctx = o->metrics_ctx;
+    h->max_body = o->max_body;
+    h->tok = o->tok;
+    if (o->n_aliases > OAI_NAMES_MAX) {
+        snprintf(err, errlen, "%s: at most %d aliases", o->listen, OAI_NAMES_MAX);
+        free(h);
+        return -1;
+    }
+    int oom = 0;
+    for (int i = 0; i < o->n_aliases; i++)
+        oom |= !(h->names[h->n_names++] = strdup(o->aliases[i]));
+    oom |= o->cors && !(h->cors = strdup(o->cors));
     if (!h->zctx) {
         h->zctx = zmq_ctx_new();
         h->own_zctx = 1;
     }
     char why[256] = "out of memory";
-    if (!h->zctx || (o->control && !(h->control = strdup(o->control))) ||
+    if (oom || !h->zctx || (o->control && !(h->control = strdup(o->control))) ||
         (o->api_key_file && load_key(h, o->api_key_file, why, sizeof why) != 0) ||
         feed_start(&h->feed, h->zctx, o->telemetry, o->n_telemetry, why, sizeof why) != 0 ||
         start_daemon(h, &ss, why, sizeof why) != 0) {
@@ -464,5 +704,9 @@ void http_stop(http *h)
     if (h->own_zctx && h->zctx)
         zmq_ctx_term(h->zctx);
     free(h->control);
+    for (int i = 0; i < h->n_names; i++)
+        free(h->names[i]);
+    free(h->cors);
+    pthread_mutex_destroy(&h->counts_lock);
     free(h);
 }

@@ -1,12 +1,14 @@
 /* http.h: the HTTP server of a node (`inferd serve --http`) and of
  * `infertop metrics`, on libmicrohttpd's threads.
  *
- * It serves the OpenAI-compatible API (GET /v1/models, POST
+ * It serves the OpenAI-compatible API (GET /v1/models[/NAME], POST
  * /v1/completions and /v1/chat/completions) by sending ordinary protocol
- * requests to the node's control socket, and GET /metrics (Prometheus)
- * from the telemetry it subscribes to. It knows the node only as a client
- * does: through those two sockets. engine/http/README.md documents the
- * routes, the statuses and the metrics.
+ * requests to the node's control socket, llama.cpp's /tokenize,
+ * /detokenize, /props and /slots, /version, and GET /metrics (Prometheus)
+ * from the telemetry it subscribes to. It knows the node as a client
+ * does, through those two sockets, and reads its tokenizer.
+ * engine/http/README.md documents the routes, the statuses and the
+ * metrics.
  */
 #ifndef HTTP_H
 #define HTTP_H
@@ -26,6 +28,15 @@ typedef struct http_opts {
      * of other engines). */
     char *(*metrics_more)(void *ctx);
     void *metrics_ctx;
+    size_t max_body;            /* --max-body; 0: proto_max_body of the node's context */
+    const char *const *aliases; /* --alias: the model's names for the API
+                                 * (at most 16); none: its own */
+    int n_aliases;
+    const char *cors; /* --cors ORIGIN or "*"; NULL: no CORS */
+    /* The node's tokenizer, only read (NULL: /tokenize and /detokenize
+     * answer not_head): the one in-process thing the server uses beside
+     * the node's two sockets, as tokenizing needs no model. */
+    const struct tokenizer *tok;
 } http_opts;
 
 typedef struct http http;

@@ -10,14 +10,33 @@
 
 #include "sbuf.h"
 
-/* Histogram bounds in seconds, for step times (sub-millisecond decode on
- * small models to tens of seconds of prefill) and time to first token. */
-static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                0.5,    1,     2.5,    5,     10,   30,    60,   120, 300};
-#define N_BOUNDS (sizeof bounds / sizeof *bounds)
+/* Histogram bounds. In seconds: for step times (sub-millisecond decode on
+ * small models to tens of seconds of prefill) and time to first token;
+ * for a request's whole time and its wait (vLLM's e2e buckets, to the
+ * half hour a long-context prefill on small machines can take); for the
+ * time between tokens (a 1 ms small-model decode to 10 s a token of a
+ * large model over a slow ring). In tokens: prompt and generation
+ * lengths, to the 200K contexts this product aims at. */
+#define BUCKETS_MAX 24
+typedef struct scale {
+    size_t n;
+    double b[BUCKETS_MAX];
+} scale;
+static const scale steps = {18,
+                            {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                             2.5, 5, 10, 30, 60, 120, 300}};
+static const scale requests = {20, {0.05, 0.1, 0.25, 0.5, 0.75, 1,   1.5, 2,   2.5, 5,
+                                    10,   15,  20,   30,  60,   120, 240, 480, 960, 1920}};
+static const scale per_token = {
+    16,
+    {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5, 10}};
+static const scale lengths = {19,
+                              {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384,
+                               32768, 65536, 131072, 200000, 262144, 1048576}};
 
 typedef struct hist {
-    uint64_t bucket[N_BOUNDS]; /* observations <= bounds[i] (not cumulative) */
+    const scale *s;
+    uint64_t bucket[BUCKETS_MAX]; /* observations <= s->b[i] (not cumulative) */
     uint64_t count;
     double sum;
 } hist;
@@ -45,6 +64,9 @@ typedef struct node_m {
     int has_seq;
     uint64_t last_seq, messages, dropped;
     hist step[N_PHASES], model[N_PHASES], eval[N_PHASES], ttft;
+    /* per request served (ended ok), on the head: */
+    hist e2e, queue, tpot, prompt_len, gen_len;
+    hist itl; /* per generated token: its decode step */
     uint64_t tokens[N_PHASES], prompt_tokens, generated_tokens, nonfinite, stage_timeouts;
     labelled requests, events;
     /* the latest step's view, fresher than the heartbeat's while requests run */
@@ -86,21 +108,33 @@ static node_m *node_of(metrics *m, const char *name)
     if (!nm)
         return NULL;
     snprintf(nm->name, sizeof nm->name, "%s", name);
+    for (int p = 0; p < N_PHASES; p++)
+        nm->step[p].s = nm->model[p].s = nm->eval[p].s = &steps;
+    nm->ttft.s = &steps;
+    nm->e2e.s = nm->queue.s = &requests;
+    nm->tpot.s = nm->itl.s = &per_token;
+    nm->prompt_len.s = nm->gen_len.s = &lengths;
     m->nodes[m->n++] = nm;
     return nm;
 }
 
-static void observe(hist *h, double v)
+/* n observations of v (a decode step: one per sequence in it). */
+static void observe_n(hist *h, double v, uint64_t n)
 {
-    if (!isfinite(v))
+    if (!isfinite(v) || n == 0)
         return;
     size_t i = 0;
-    while (i < N_BOUNDS && v > bounds[i])
+    while (i < h->s->n && v > h->s->b[i])
         i++;
-    if (i < N_BOUNDS)
-        h->bucket[i]++;
-    h->count++;
-    h->sum += v;
+    if (i < h->s->n)
+        h->bucket[i] += n;
+    h->count += n;
+    h->sum += v * (double)n;
+}
+
+static void observe(hist *h, double v)
+{
+    observe_n(h, v, 1);
 }
 
 static void count(labelled *l, const char *a, const char *b)
@@ -137,6 +171,9 @@ static void take_step(node_m *n, const proto_step *s, double now)
     observe(&n->step[p], s->step_ms / 1000.0);
     observe(&n->model[p], s->model_ms / 1000.0);
     observe(&n->eval[p], s->eval_ms / 1000.0);
+    /* Each sequence of a decode step waited the step for its token. */
+    if (p == PROTO_PHASE_DECODE && s->seqs > 0 && n->has_status && n->status.model.layer_first == 0)
+        observe_n(&n->itl, s->step_ms / 1000.0, (uint64_t)s->seqs);
     n->tokens[p] += (uint64_t)(s->tokens > 0 ? s->tokens : 0);
     n->nonfinite += (uint64_t)(s->nonfinite > 0 ? s->nonfinite : 0);
     n->kv_bytes = s->kv_bytes;
@@ -157,6 +194,16 @@ static void take_req(node_m *n, const proto_req_msg *r)
         return;
     count(&n->requests, r->ok ? "ok" : "error", r->ok ? "" : r->code);
     observe(&n->ttft, r->stats.ttft_ms / 1000.0);
+    if (r->ok) {
+        const proto_stats *st = &r->stats;
+        observe(&n->e2e, st->e2e_ms / 1000.0);
+        /* Received to prefill begun: the queue, tokenizing, admission. */
+        observe(&n->queue, fmax(st->ttft_ms - st->prefill_ms, 0) / 1000.0);
+        if (st->gen_tokens > 1)
+            observe(&n->tpot, (st->e2e_ms - st->ttft_ms) / 1000.0 / (st->gen_tokens - 1));
+        observe(&n->prompt_len, st->prompt_tokens);
+        observe(&n->gen_len, st->gen_tokens);
+    }
     n->prompt_tokens += (uint64_t)(r->stats.prompt_tokens > 0 ? r->stats.prompt_tokens : 0);
     n->generated_tokens += (uint64_t)(r->stats.gen_tokens > 0 ? r->stats.gen_tokens : 0);
 }
@@ -264,9 +311,9 @@ static void put_hist(sbuf *b, const char *name, const node_m *n, const label *ex
     lab[n_extra] = (label){"le", le};
     snprintf(bucket, sizeof bucket, "%s_bucket", name);
     uint64_t cum = 0;
-    for (size_t i = 0; i < N_BOUNDS; i++) {
+    for (size_t i = 0; i < h->s->n; i++) {
         cum += h->bucket[i];
-        snprintf(le, sizeof le, "%g", bounds[i]);
+        snprintf(le, sizeof le, "%g", h->s->b[i]);
         series(b, bucket, n, lab, n_extra + 1, fmt_u64(buf, cum));
     }
     snprintf(le, sizeof le, "+Inf");
@@ -506,6 +553,31 @@ static void put_info(sbuf *b, const metrics *m)
     }
 }
 
+/* The histograms of requests, one series per node (the head's). */
+static const struct {
+    const char *name, *help;
+    size_t offset;
+} request_hists[] = {
+    {"inferd_time_to_first_token_seconds",
+     "Request received to first token sent, per request the node ended (head only).",
+     offsetof(node_m, ttft)},
+    {"inferd_e2e_request_latency_seconds",
+     "Request received to its last token, per request served (ended ok).", offsetof(node_m, e2e)},
+    {"inferd_request_queue_time_seconds",
+     "Request received to its prefill begun (queue, tokenizing, admission), per request served.",
+     offsetof(node_m, queue)},
+    {"inferd_time_per_output_token_seconds",
+     "Mean time between a request's tokens after the first, per request served with two or more.",
+     offsetof(node_m, tpot)},
+    {"inferd_inter_token_latency_seconds",
+     "Time to each generated token after the first: its decode step, per token.",
+     offsetof(node_m, itl)},
+    {"inferd_request_prompt_tokens", "Prompt length in tokens, per request served.",
+     offsetof(node_m, prompt_len)},
+    {"inferd_request_generation_tokens", "Tokens generated, per request served.",
+     offsetof(node_m, gen_len)},
+};
+
 char *metrics_render(const metrics *m, double now, size_t *len)
 {
     sbuf b = {0};
@@ -519,11 +591,12 @@ char *metrics_render(const metrics *m, double now, size_t *len)
     put_phase_hists(&b, m, "inferd_step_eval_seconds",
                     "The rest of a step: orchestration, frames, sampling (eval_ms), by phase.",
                     offsetof(node_m, eval));
-    family(&b, "inferd_time_to_first_token_seconds", "histogram",
-           "Request received to first token sent, per request the node ended (head only).");
-    for (int i = 0; i < m->n; i++)
-        put_hist(&b, "inferd_time_to_first_token_seconds", m->nodes[i], NULL, 0,
-                 &m->nodes[i]->ttft);
+    for (size_t k = 0; k < sizeof request_hists / sizeof *request_hists; k++) {
+        family(&b, request_hists[k].name, "histogram", request_hists[k].help);
+        for (int i = 0; i < m->n; i++)
+            put_hist(&b, request_hists[k].name, m->nodes[i], NULL, 0,
+                     (const hist *)((const char *)m->nodes[i] + request_hists[k].offset));
+    }
     put_tokens(&b, m);
     put_counters(&b, m);
     put_labelled(&b, m, "inferd_requests_total",

@@ -104,12 +104,16 @@ static int take_model(parsing *p, const char *key, const json_t *v, oai_error *e
 {
     if (!json_is_string(v))
         return bad_type(e, key, "a string", v);
-    if (strcmp(json_string_value(v), p->model->name) != 0)
-        return oai_fail(e, 404, "model_not_found", key,
-                        "The model '%.128s' does not exist: this node serves '%s'",
-                        json_string_value(v), p->model->name);
-    p->has_model = 1;
-    return 0;
+    for (int i = 0; i < p->model->n_names; i++) {
+        if (strcmp(json_string_value(v), p->model->names[i]) == 0) {
+            p->out->model = p->model->names[i];
+            p->has_model = 1;
+            return 0;
+        }
+    }
+    return oai_fail(e, 404, "model_not_found", key,
+                    "The model '%.128s' does not exist: this node serves '%s'",
+                    json_string_value(v), p->model->names[0]);
 }
 
 static int take_prompt(parsing *p, const char *key, const json_t *v, oai_error *e)
@@ -178,6 +182,33 @@ static int take_sampling(parsing *p, const char *key, const json_t *v, oai_error
                opt_defs[p->row].type == OPT_T_NUM ? json_real(p->value.d)
                                                   : json_integer((json_int_t)p->value.i),
                e);
+}
+
+/* OpenAI's {"TOKEN_ID": bias} (the ids as strings), checked as the node
+ * checks it (the vocabulary's bound is the node's). */
+static int take_bias(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    proto_bias b[PROTO_BIAS_MAX];
+    int n;
+    proto_error pe;
+    if (proto_bias_read(v, b, &n, &pe) != 0)
+        return oai_fail(e, 400, pe.code == PROTO_E_BAD_TYPE ? "bad_type" : "bad_value", key, "%s",
+                        pe.message);
+    json_t *o = proto_bias_json(b, n);
+    return o ? set(p, key, o, e) : oai_fail(e, 500, "internal", key, "out of memory");
+}
+
+/* n choices run as n requests at once, which the node batches: at most
+ * its --max-seqs, so that they all run together. */
+static int take_n(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    (void)v;
+    if (p->value.i > (unsigned long long)p->model->max_seqs)
+        return oai_fail(e, 400, "bad_value", key,
+                        "'n' is %llu; this node runs at most %d requests at once (--max-seqs)",
+                        p->value.i, p->model->max_seqs);
+    p->out->n = (int)p->value.i;
+    return 0;
 }
 
 static int add_stop(parsing *p, const char *key, const json_t *v, oai_error *e)
@@ -271,16 +302,19 @@ static const field fields[] = {
     {"temperature", BOTH, take_sampling, OPT_OAI_TEMPERATURE},
     {"top_p", BOTH, take_sampling, OPT_OAI_TOP_P},
     {"seed", BOTH, take_sampling, OPT_REQ_SEED},
+    {"top_k", BOTH, take_sampling, OPT_REQ_TOP_K},
+    {"min_p", BOTH, take_sampling, OPT_REQ_MIN_P},
+    {"repeat_penalty", BOTH, take_sampling, OPT_REQ_REPEAT_PENALTY},
+    {"frequency_penalty", BOTH, take_sampling, OPT_REQ_FREQUENCY_PENALTY},
+    {"presence_penalty", BOTH, take_sampling, OPT_REQ_PRESENCE_PENALTY},
+    {"logit_bias", BOTH, take_bias, NO_ROW},
     {"stop", BOTH, take_stop, NO_ROW},
-    {"n", BOTH, NULL, OPT_OAI_N},
+    {"n", BOTH, take_n, OPT_OAI_N},
     {"best_of", COMPLETION, NULL, OPT_OAI_BEST_OF},
-    {"frequency_penalty", BOTH, NULL, OPT_OAI_FREQUENCY_PENALTY},
-    {"presence_penalty", BOTH, NULL, OPT_OAI_PRESENCE_PENALTY},
     {"echo", COMPLETION, take_off, NO_ROW},
     {"suffix", COMPLETION, take_off, NO_ROW},
     {"logprobs", BOTH, take_off, NO_ROW},
     {"top_logprobs", CHAT, take_off, NO_ROW},
-    {"logit_bias", BOTH, take_off, NO_ROW},
     {"tools", CHAT, take_off, NO_ROW},
     {"tool_choice", CHAT, take_off, NO_ROW},
     {"functions", CHAT, take_off, NO_ROW},
@@ -497,7 +531,7 @@ static int parse_fields(parsing *p, const json_t *root, oai_error *e)
         return oai_fail(e, 400, "missing_field", "model",
                         "'model' is required (this node "
                         "serves '%s')",
-                        p->model->name);
+                        p->model->names[0]);
     if (p->has_stream_options && !p->out->stream)
         return oai_fail(e, 400, "bad_value", "stream_options",
                         "'stream_options' is only allowed when 'stream' is true");
@@ -514,6 +548,7 @@ int oai_parse(oai_kind kind, const char *body, size_t len, const oai_model *mode
 {
     memset(out, 0, sizeof *out);
     out->kind = kind;
+    out->n = 1;
     out->max_tokens = kind == OAI_CHAT ? PROTO_DEFAULT_MAX_TOKENS : OAI_COMPLETION_MAX_TOKENS;
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -581,50 +616,54 @@ static void put_usage(sbuf *b, int prompt_tokens, int completion_tokens)
                 prompt_tokens, completion_tokens, prompt_tokens + completion_tokens);
 }
 
-char *oai_response(const oai_reply *r, const char *text, size_t len, const char *finish,
-                   int prompt_tokens, int completion_tokens)
+char *oai_response(const oai_reply *r, const oai_choice *c, int n, int prompt_tokens,
+                   int completion_tokens)
 {
     sbuf b = {0};
     put_head(&b, r, 0);
-    if (r->kind == OAI_CHAT) {
-        sbuf_puts(&b, "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":");
-        sbuf_json_str(&b, text, len);
-        sbuf_puts(&b, "}");
-    } else {
-        sbuf_puts(&b, "{\"index\":0,\"text\":");
-        sbuf_json_str(&b, text, len);
+    for (int i = 0; i < n; i++) {
+        sbuf_printf(&b, "%s{\"index\":%d,", i ? "," : "", i);
+        if (r->kind == OAI_CHAT) {
+            sbuf_puts(&b, "\"message\":{\"role\":\"assistant\",\"content\":");
+            sbuf_json_str(&b, c[i].text, c[i].len);
+            sbuf_puts(&b, "}");
+        } else {
+            sbuf_puts(&b, "\"text\":");
+            sbuf_json_str(&b, c[i].text, c[i].len);
+        }
+        put_finish(&b, c[i].finish);
     }
-    put_finish(&b, finish);
     sbuf_puts(&b, "],");
     put_usage(&b, prompt_tokens, completion_tokens);
     sbuf_puts(&b, "}");
     return sbuf_take(&b, NULL);
 }
 
-void oai_chunk(sbuf *out, const oai_reply *r, const char *text, size_t len, const char *finish)
+void oai_chunk(sbuf *out, const oai_reply *r, int index, const char *text, size_t len,
+               const char *finish)
 {
     sbuf_puts(out, "data: ");
     put_head(out, r, 1);
     if (r->kind == OAI_CHAT) {
-        sbuf_puts(out, "{\"index\":0,\"delta\":{");
+        sbuf_printf(out, "{\"index\":%d,\"delta\":{", index);
         if (text) {
             sbuf_puts(out, "\"content\":");
             sbuf_json_str(out, text, len);
         }
         sbuf_puts(out, "}");
     } else {
-        sbuf_puts(out, "{\"index\":0,\"text\":");
+        sbuf_printf(out, "{\"index\":%d,\"text\":", index);
         sbuf_json_str(out, text ? text : "", text ? len : 0);
     }
     put_finish(out, finish);
     sbuf_puts(out, "]}\n\n");
 }
 
-void oai_chunk_role(sbuf *out, const oai_reply *r)
+void oai_chunk_role(sbuf *out, const oai_reply *r, int index)
 {
     sbuf_puts(out, "data: ");
     put_head(out, r, 1);
-    sbuf_puts(out, "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}");
+    sbuf_printf(out, "{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}", index);
     put_finish(out, NULL);
     sbuf_puts(out, "]}\n\n");
 }
@@ -654,11 +693,60 @@ void oai_chunk_done(sbuf *out)
     sbuf_puts(out, "data: [DONE]\n\n");
 }
 
-char *oai_models(const char *model, long long created)
+/* One model entry: OpenAI's fields, and the context as vLLM gives it. */
+static json_t *model_entry(const char *name, long long created, int ctx)
 {
-    json_t *o = json_pack("{s:s,s:[{s:s,s:s,s:I,s:s}]}", "object", "list", "data", "id", model,
-                          "object", "model", "created", (json_int_t)created, "owned_by", "inferd");
+    return json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", name, "object", "model", "created",
+                     (json_int_t)created, "owned_by", "inferd", "max_model_len", ctx);
+}
+
+static char *dump(json_t *o)
+{
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return text;
+}
+
+char *oai_models(const oai_model *m, long long created, int ctx)
+{
+    json_t *data = json_array();
+    for (int i = 0; data && i < m->n_names; i++)
+        json_array_append_new(data, model_entry(m->names[i], created, ctx));
+    return dump(data ? json_pack("{s:s,s:o}", "object", "list", "data", data) : NULL);
+}
+
+char *oai_model_info(const char *name, long long created, int ctx)
+{
+    return dump(model_entry(name, created, ctx));
+}
+
+char *oai_props(const oai_model *m, const proto_status *st, int ctx)
+{
+    json_t *names = json_array();
+    for (int i = 0; names && i < m->n_names; i++)
+        json_array_append_new(names, json_string(m->names[i]));
+    /* The defaults a request gets: OpenAI's where they differ from the
+     * node's, each its row's (openai.c's fields). */
+    json_t *defaults = json_object();
+    for (size_t i = 0; defaults && i < sizeof fields / sizeof *fields; i++) {
+        const opt_def *d = fields[i].row == NO_ROW ? NULL : &opt_defs[fields[i].row];
+        opt_value v;
+        char err[128];
+        if (d && d->def && fields[i].take == take_sampling &&
+            opt_check_text(fields[i].row, d->def, &v, err, sizeof err) == 0)
+            json_object_set_new(defaults, fields[i].key,
+                                d->type == OPT_T_NUM ? json_real(v.d)
+                                                     : json_integer((json_int_t)v.i));
+    }
+    if (defaults)
+        json_object_set_new(defaults, "n_ctx", json_integer(ctx));
+    return dump(names && defaults
+                    ? json_pack("{s:s,s:o,s:i,s:i,s:s,s:s,s:o,s:{s:i,s:i,s:i,s:s}}", "model",
+                                st->model.name, "model_alias", names, "n_ctx", ctx, "total_slots",
+                                st->config.max_seqs, "chat_template", st->model.chat_template,
+                                "build_info", st->version, "default_generation_settings", defaults,
+                                "meta", "n_ctx_train", st->model.seq_len, "n_vocab",
+                                st->model.vocab_size, "n_layers", st->model.n_layers, "format",
+                                st->model.format)
+                    : NULL);
 }

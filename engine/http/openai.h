@@ -55,12 +55,18 @@ typedef struct oai_req {
     int max_tokens;    /* the limit in effect: finish_reason "length" when reached */
     stopseq stop;      /* strings owned here */
     json_t *generate;  /* the generate request's fields, "source":"http" included */
+    const char *model; /* the name the request used (one of oai_model's) */
+    int n;             /* choices: n requests run at once */
 } oai_req;
 
-/* What the node serves: the only model name accepted, and its chat format. */
+/* What the node serves: the model names accepted (--alias, else the
+ * model's own; the first is the one errors name), and its chat format. */
+#define OAI_NAMES_MAX 16
 typedef struct oai_model {
-    const char *name;
+    const char *names[OAI_NAMES_MAX];
+    int n_names;
     chat_format chat;
+    int max_seqs; /* the node's --max-seqs: n's bound */
 } oai_model;
 
 /* Returns 0 with *out filled (oai_req_free it), or -1 with e filled. */
@@ -76,22 +82,37 @@ typedef struct oai_reply {
     long long created; /* unix seconds */
 } oai_reply;
 
-/* The whole response of a request that does not stream. */
-char *oai_response(const oai_reply *r, const char *text, size_t len, const char *finish,
-                   int prompt_tokens, int completion_tokens);
+/* One choice of a response: its text and why it ended. */
+typedef struct oai_choice {
+    const char *text;
+    size_t len;
+    const char *finish; /* "stop" or "length" */
+} oai_choice;
 
-/* Server-sent events, appended to out. A chunk of text; text NULL for the
- * last one, which carries finish ("stop" or "length"). */
-void oai_chunk(sbuf *out, const oai_reply *r, const char *text, size_t len, const char *finish);
-/* A chat stream's first chunk: the assistant's role. */
-void oai_chunk_role(sbuf *out, const oai_reply *r);
+/* The whole response of a request that does not stream: its n choices,
+ * index 0 first. */
+char *oai_response(const oai_reply *r, const oai_choice *c, int n, int prompt_tokens,
+                   int completion_tokens);
+
+/* Server-sent events, appended to out. A chunk of choice `index`'s text;
+ * text NULL for its last one, which carries finish ("stop" or "length"). */
+void oai_chunk(sbuf *out, const oai_reply *r, int index, const char *text, size_t len,
+               const char *finish);
+/* A chat stream's first chunk of a choice: the assistant's role. */
+void oai_chunk_role(sbuf *out, const oai_reply *r, int index);
 /* stream_options.include_usage: the usage after the last chunk. */
 void oai_chunk_usage(sbuf *out, const oai_reply *r, int prompt_tokens, int completion_tokens);
 /* An error once the stream has begun (the status went out already). */
 void oai_chunk_error(sbuf *out, const oai_error *e);
 void oai_chunk_done(sbuf *out); /* data: [DONE] */
 
-/* GET /v1/models: the one model. */
-char *oai_models(const char *model, long long created);
+/* GET /v1/models: the model under each of its names, with its context
+ * (vLLM's max_model_len). */
+char *oai_models(const oai_model *m, long long created, int ctx);
+/* GET /v1/models/{name}: one of them. */
+char *oai_model_info(const char *name, long long created, int ctx);
+/* GET /props, llama.cpp's: the model, its names, the context, places
+ * (total_slots: --max-seqs), chat format, version, a request's defaults. */
+char *oai_props(const oai_model *m, const proto_status *st, int ctx);
 
 #endif

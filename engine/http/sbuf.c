@@ -27,6 +27,11 @@ static int reserve(sbuf *b, size_t extra)
     return 0;
 }
 
+void sbuf_reserve(sbuf *b, size_t n)
+{
+    reserve(b, n);
+}
+
 void sbuf_put(sbuf *b, const char *s, size_t n)
 {
     if (reserve(b, n) != 0)

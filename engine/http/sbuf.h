@@ -13,6 +13,8 @@ typedef struct sbuf {
     int failed;
 } sbuf;
 
+/* Room for n more bytes at once (a body of known length: one allocation). */
+void sbuf_reserve(sbuf *b, size_t n);
 void sbuf_put(sbuf *b, const char *s, size_t n);
 void sbuf_puts(sbuf *b, const char *s);
 void sbuf_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

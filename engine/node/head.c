@@ -84,6 +84,11 @@ int head_tokenizer_fd(const head *hd)
     return hd->tokw ? tokwork_fd(hd->tokw) : -1;
 }
 
+const tokenizer *head_tok(const head *hd)
+{
+    return hd->tok;
+}
+
 /* Requests that hold a place: started, not waiting in the queue. */
 int head_active(const head *hd)
 {
@@ -280,6 +285,13 @@ static void job_begin(head *hd, job *j)
         json_object_set_new(o, "top_p", json_real(g->top_p));
         /* The bits of the 64-bit seed, as JSON integers are signed. */
         json_object_set_new(o, "seed", json_integer((json_int_t)j->seed));
+        json_object_set_new(o, "top_k", json_integer(g->top_k));
+        json_object_set_new(o, "min_p", json_real(g->min_p));
+        json_object_set_new(o, "repeat_penalty", json_real(g->repeat_penalty));
+        json_object_set_new(o, "presence_penalty", json_real(g->presence_penalty));
+        json_object_set_new(o, "frequency_penalty", json_real(g->frequency_penalty));
+        if (g->n_bias)
+            json_object_set_new(o, "logit_bias", proto_bias_json(g->bias, g->n_bias));
         json_object_set_new(o, "stages", head_members_json(hd));
         head_send(hd, RING_START, j->op, o);
         json_decref(o);

@@ -20,6 +20,9 @@ void head_free(head *hd); /* NULL: nothing */
 /* The tokenizer thread's descriptor, readable when it has news (poll);
  * -1 when the node is not the head. */
 int head_tokenizer_fd(const head *hd);
+/* The head stage's tokenizer (NULL elsewhere): only read, so other
+ * threads may use it while the node runs (as its tokenizer thread does). */
+const struct tokenizer *head_tok(const head *hd);
 
 /* Queues a generate or an eval; takes req. It runs once one of the
  * --max-seqs places is free. */

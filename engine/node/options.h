@@ -14,9 +14,13 @@
  * CURVE there: inproc never leaves the process); stopped after the last
  * replies went out and before the sockets close. start may put a warning
  * for `status` (security.warning) in `warning`. */
+struct tokenizer;
+/* tok: the head's tokenizer (NULL on other stages), only read, valid
+ * until stop: the HTTP server's /tokenize and /detokenize. */
 typedef struct serve_companion {
-    int (*start)(void *arg, void *zctx, const char *control, const char *telemetry, char *warning,
-                 size_t warnlen, char *err, size_t errlen);
+    int (*start)(void *arg, void *zctx, const char *control, const char *telemetry,
+                 const struct tokenizer *tok, char *warning, size_t warnlen, char *err,
+                 size_t errlen);
     void (*stop)(void *arg);
     void *arg;
 } serve_companion;
@@ -37,6 +41,7 @@ typedef struct serve_opts {
     int first, last;           /* layers held; last -1: to the end */
     size_t mem_limit;          /* 0: auto */
     int max_ctx;               /* 0: no cap */
+    size_t max_body;           /* control frames' limit; 0: proto_max_body of the context */
     int threads;
     int prefill_step; /* PROTO_PREFILL_AUTO or positions */
     int kv_bits;

@@ -43,7 +43,8 @@ typedef enum fld_type {
     F_IDS,         /* an array of lo..hi F_IDs: a ring_ids */
     F_OPS,         /* an array of lo..hi ring operations (integers >= 1): a ring_ops */
     F_STAGES,      /* an array of lo..hi `entry` objects: a ring_stages */
-    F_OBJECT       /* an `entry` object (checked only) */
+    F_OBJECT,      /* an `entry` object (checked only) */
+    F_BIAS         /* a logit_bias map (proto_bias_read): a ring_bias */
 } fld_type;
 
 /* A field of a payload: how it is checked, and where it goes in the struct
@@ -178,6 +179,15 @@ static const fld start_msg[] = {
     ROW(ring_msg_start, "temperature", temperature, REQ, OPT_REQ_TEMPERATURE, OPT_ST_FLOAT),
     ROW(ring_msg_start, "top_p", top_p, REQ, OPT_REQ_TOP_P, OPT_ST_FLOAT),
     FIELD(ring_msg_start, seed, F_INT, REQ, -I64, I64, NULL),
+    ROW(ring_msg_start, "top_k", top_k, OPT, OPT_REQ_TOP_K, OPT_ST_INT),
+    ROW(ring_msg_start, "min_p", min_p, OPT, OPT_REQ_MIN_P, OPT_ST_FLOAT),
+    ROW(ring_msg_start, "repeat_penalty", repeat_penalty, OPT, OPT_REQ_REPEAT_PENALTY,
+        OPT_ST_FLOAT),
+    ROW(ring_msg_start, "presence_penalty", presence_penalty, OPT, OPT_REQ_PRESENCE_PENALTY,
+        OPT_ST_FLOAT),
+    ROW(ring_msg_start, "frequency_penalty", frequency_penalty, OPT, OPT_REQ_FREQUENCY_PENALTY,
+        OPT_ST_FLOAT),
+    FIELD(ring_msg_start, logit_bias, F_BIAS, OPT, 0, 0, NULL),
     FIELD(ring_msg_start, stages, F_STAGES, REQ, 0, PROTO_RING_MAX, member_entry),
     END,
 };
@@ -555,6 +565,15 @@ static int check_value(const json_t *v, const fld *f, const char *path, void *ds
         return check_stages(v, f, path, dst, err, errlen);
     case F_OBJECT:
         return check_object(v, f->entry, path, member_of(f, dst), err, errlen);
+    case F_BIAS: {
+        static _Thread_local ring_bias scratch; /* checked only: where it goes */
+        ring_bias *b = member_of(f, dst) ? member_of(f, dst) : &scratch;
+        proto_error pe;
+        if (proto_bias_read(v, b->v, &b->n, &pe) == 0)
+            return 0;
+        snprintf(err, errlen, "%.100s: %.150s", path, pe.message);
+        return -1;
+    }
     default:
         return check_string(v, f, path, dst, err, errlen);
     }

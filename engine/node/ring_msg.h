@@ -97,6 +97,11 @@ typedef struct ring_msg_prepare {
     ring_stages stages;
 } ring_msg_prepare;
 
+typedef struct ring_bias {
+    int n;
+    proto_bias v[PROTO_BIAS_MAX];
+} ring_bias;
+
 typedef struct ring_msg_start {
     char head[PROTO_TEXT_MAX];
     char head_key[CURVE_Z85_LEN + 1];
@@ -105,6 +110,9 @@ typedef struct ring_msg_start {
     int pos, ctx;
     float temperature, top_p;
     int64_t seed; /* the bits of the 64-bit seed */
+    int top_k;    /* the rest of proto_generate_args' sampling; 0 when absent */
+    float min_p, repeat_penalty, presence_penalty, frequency_penalty;
+    ring_bias logit_bias;
     ring_stages stages;
 } ring_msg_start;
 

@@ -33,8 +33,9 @@
 
 #define HEARTBEAT_MS 1000.0
 
-/* Control frames larger than the protocol allows still get a too_large
- * reply up to this size; past it ZeroMQ drops the connection. */
+/* Control frames larger than the node allows (frame_limit) still get a
+ * too_large reply up to this much more; past it ZeroMQ drops the
+ * connection. */
 #define CONTROL_MAXMSG ((int64_t)16 << 20)
 /* How long the last replies may take to leave when the node stops. */
 #define SHUTDOWN_LINGER_MS 1000
@@ -137,11 +138,21 @@ static void node_heartbeat(server *sv)
 
 /* ---- control requests --------------------------------------------------- */
 
+/* The largest control frame taken: --max-body, else what the context
+ * (--max-ctx, else the model's) calls for, so that a prompt filling it
+ * fits whether it comes as text or as token ids. */
+static size_t frame_limit(const server *sv)
+{
+    if (sv->nd.o.max_body)
+        return sv->nd.o.max_body;
+    return proto_max_body(sv->nd.o.max_ctx ? sv->nd.o.max_ctx : sv->nd.cfg->seq_len);
+}
+
 static void on_request(server *sv, const peer *from, const void *buf, size_t len)
 {
     proto_request req;
     proto_error e;
-    if (proto_request_decode(buf, len, &req, &e) != 0) {
+    if (proto_request_decode_max(buf, len, frame_limit(sv), &req, &e) != 0) {
         node_reply(&sv->nd, from, proto_reply_error(req.id, &e));
         return;
     }
@@ -329,8 +340,8 @@ static int node_companion_start(server *sv, char *err, size_t errlen)
 {
     const serve_companion *c = sv->nd.o.companion;
     char warning[PROTO_MESSAGE_MAX] = "";
-    if (c->start(c->arg, sv->zctx, INPROC_CONTROL, INPROC_TELEMETRY, warning, sizeof warning, err,
-                 errlen) != 0)
+    if (c->start(c->arg, sv->zctx, INPROC_CONTROL, INPROC_TELEMETRY, head_tok(sv->hd), warning,
+                 sizeof warning, err, errlen) != 0)
         return -1;
     if (warning[0])
         node_warn(sv, warning);
@@ -358,7 +369,7 @@ static int node_sockets(server *sv, char *err, size_t errlen)
         return -1;
     }
     int linger = 0, ivl = CONTROL_HEARTBEAT_MS, ttl = 3 * CONTROL_HEARTBEAT_MS;
-    int64_t maxmsg = CONTROL_MAXMSG;
+    int64_t maxmsg = CONTROL_MAXMSG + (int64_t)frame_limit(sv);
     zmq_setsockopt(sv->nd.control, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(sv->nd.control, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     /* A client whose host vanished closes no connection: ZMTP heartbeats

@@ -217,7 +217,15 @@ static void on_start(stage *sg, ring_frame *f)
     sg->nd->n_members = s->stages.n;
     for (int i = 0; i < s->stages.n; i++)
         node_member(&sg->nd->members[i], &s->stages.v[i]);
-    proto_generate_args sampling = {.temperature = s->temperature, .top_p = s->top_p};
+    proto_generate_args sampling = {.temperature = s->temperature,
+                                    .top_p = s->top_p,
+                                    .top_k = s->top_k,
+                                    .min_p = s->min_p,
+                                    .repeat_penalty = s->repeat_penalty,
+                                    .presence_penalty = s->presence_penalty,
+                                    .frequency_penalty = s->frequency_penalty,
+                                    .n_bias = s->logit_bias.n,
+                                    .bias = (proto_bias *)s->logit_bias.v};
     proto_error e;
     if (stage_begin(sg, f->h.op, s->req, s->session, s->pos, s->ctx, &sampling, (uint64_t)s->seed,
                     &e) != 0) {

@@ -62,8 +62,21 @@ int stage_begin(stage *sg, uint64_t op, const char *req, const char *session, in
     }
     if (!c->kv && kv_create(&c->kv, fwd_kv_shape(sg->fwd), sg->kv_bits, err, sizeof err) != 0)
         return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': %s", sg->nd->o.name, err);
-    if (sg->nd->tail && sampler_create(&c->smp, sg->nd->cfg->vocab_size, sampling->temperature,
-                                       sampling->top_p, seed, err, sizeof err) != 0) {
+    sampler_bias bias[PROTO_BIAS_MAX];
+    for (int i = 0; i < sampling->n_bias; i++)
+        bias[i] = (sampler_bias){sampling->bias[i].token, sampling->bias[i].bias};
+    sampler_opts so = {.top_k = sampling->top_k,
+                       .min_p = sampling->min_p,
+                       .repeat_penalty = sampling->repeat_penalty,
+                       .presence_penalty = sampling->presence_penalty,
+                       .frequency_penalty = sampling->frequency_penalty,
+                       .bias = bias,
+                       .n_bias = sampling->n_bias};
+    if (sg->nd->tail && (sampler_create(&c->smp, sg->nd->cfg->vocab_size, sampling->temperature,
+                                        sampling->top_p, seed, err, sizeof err) != 0 ||
+                         sampler_configure(c->smp, &so, err, sizeof err) != 0)) {
+        sampler_free(c->smp);
+        c->smp = NULL;
         kv_free(c->kv);
         c->kv = NULL;
         return proto_fail(e, PROTO_E_BAD_VALUE, "", "stage '%s': %s", sg->nd->o.name, err);

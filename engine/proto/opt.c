@@ -548,8 +548,17 @@ static int take_flag(opt_verb verb, opt_id id, opt_vals *out, char *err, size_t 
         v->i = 1;
         return 0;
     }
-    if (check_text(id, is_list(&opt_defs[id], verb), optarg, v, err, errlen) == 0)
-        return 0;
+    if (check_text(id, is_list(&opt_defs[id], verb), optarg, v, err, errlen) == 0) {
+        if (!opt_defs[id].repeat)
+            return 0;
+        if (out->n_repeated < OPT_LIST_MAX) {
+            out->repeated[out->n_repeated].id = id;
+            out->repeated[out->n_repeated++].s = v->s;
+            return 0;
+        }
+        snprintf(err, errlen, "--%s: given more than %d times", opt_defs[id].flag, OPT_LIST_MAX);
+        return -1;
+    }
     char why[320];
     snprintf(why, sizeof why, "%s", err);
     snprintf(err, errlen, "--%s: '%s' is not valid, %s", opt_defs[id].flag, optarg, why);
@@ -574,6 +583,15 @@ static int take_defaults(opt_verb verb, opt_vals *out, char *err, size_t errlen)
             return -1;
     }
     return 0;
+}
+
+int opt_texts(const opt_vals *v, opt_id id, const char **out, int max)
+{
+    int n = 0;
+    for (int k = 0; k < v->n_repeated && n < max; k++)
+        if (v->repeated[k].id == id)
+            out[n++] = v->repeated[k].s;
+    return n;
 }
 
 int opt_parse(opt_verb verb, int argc, char **argv, opt_vals *out, char *err, size_t errlen)

@@ -114,6 +114,7 @@ typedef enum opt_id {
     OPT_NEXT,
     OPT_MEM_LIMIT,
     OPT_MAX_CTX,
+    OPT_MAX_BODY,
     OPT_STEP_TARGET,
     OPT_STEP_TIMEOUT,
     OPT_QUEUE_TIMEOUT,
@@ -123,6 +124,8 @@ typedef enum opt_id {
     OPT_PIDFILE,
     OPT_HTTP,
     OPT_API_KEY,
+    OPT_ALIAS,
+    OPT_CORS,
     OPT_FLAGS,
     OPT_CURVE_SECRET,
     OPT_CURVE_CLIENTS,
@@ -138,6 +141,12 @@ typedef enum opt_id {
     OPT_REQ_TEMPERATURE,
     OPT_REQ_TOP_P,
     OPT_REQ_SEED,
+    OPT_REQ_TOP_K,
+    OPT_REQ_MIN_P,
+    OPT_REQ_REPEAT_PENALTY,
+    OPT_REQ_PRESENCE_PENALTY,
+    OPT_REQ_FREQUENCY_PENALTY,
+    OPT_REQ_LOGIT_BIAS,
     OPT_REQ_SPECIAL,
     OPT_REQ_LOGITS,
     OPT_OAI_MAX_TOKENS,
@@ -146,8 +155,6 @@ typedef enum opt_id {
     OPT_OAI_STREAM,
     OPT_OAI_N,
     OPT_OAI_BEST_OF,
-    OPT_OAI_FREQUENCY_PENALTY,
-    OPT_OAI_PRESENCE_PENALTY,
     /* keys of the cluster file */
     OPT_CF_SSH,
     OPT_CF_START,
@@ -275,6 +282,7 @@ typedef struct opt_def {
     unsigned long long required;   /* ... and of those that require it (help then
                                     * shows no default) */
     int no_ctl;                    /* TEXT: no control characters (names, ids) */
+    int repeat;                    /* TEXT: may be given more than once (opt_texts) */
     int dlo_open;                  /* NUM: dlo itself is excluded (top_p > 0) */
     int live;                      /* changed on running nodes: infertop set,
                                     * the Config view, a sweep's legs */
@@ -318,7 +326,17 @@ typedef struct opt_vals {
     opt_value v[OPT_COUNT];
     int nargs;
     char *args[OPT_ARGS_MAX];
+    /* Every value of the repeatable rows, in order (v[] holds the last). */
+    int n_repeated;
+    struct {
+        opt_id id;
+        const char *s;
+    } repeated[OPT_LIST_MAX];
 } opt_vals;
+
+/* The values a repeatable row was given, in order, into out[0..max);
+ * returns how many. */
+int opt_texts(const opt_vals *v, opt_id id, const char **out, int max);
 
 /* Parses argv (argv[0] is the verb) for verb. Returns 0 to go on, 1 when
  * --help was asked (the caller prints opt_usage), -1 with err naming the

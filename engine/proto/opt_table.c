@@ -311,6 +311,19 @@ const opt_def opt_defs[OPT_COUNT] = {
                      .help = "refuse requests whose context would pass N (ctx_limit), as soon "
                              "as they come when their prompt and max_tokens already do",
                      .verbs = OPT_VB(OPT_V_SERVE)},
+    /* auto: proto_max_body (engine/proto/protocol.h) of the context. */
+    [OPT_MAX_BODY] = {.flag = "max-body",
+                      .type = OPT_T_INT,
+                      .lo = PROTO_MAX_FRAME,
+                      .hi = 1ull << 32,
+                      .word = "auto",
+                      .word_value = 0,
+                      .def = "auto",
+                      .arg = "BYTES|auto",
+                      .help = "largest request taken (HTTP body, control frame; K/M/G suffixes); "
+                              "auto: 16 bytes a token of the context (--max-ctx, else the "
+                              "model's) plus 64K",
+                      .verbs = OPT_VB(OPT_V_SERVE)},
     [OPT_STEP_TARGET] = {.flag = "step-target-ms",
                          .type = OPT_T_NUM,
                          .dlo = 1.0,
@@ -369,8 +382,8 @@ const opt_def opt_defs[OPT_COUNT] = {
                   .type = OPT_T_TEXT,
                   .arg = "HOST:PORT",
                   .help = "HTTP: the OpenAI-compatible API on the head (/v1/models, "
-                          "/v1/completions, /v1/chat/completions) and Prometheus /metrics on "
-                          "every node; loopback is advised (127.0.0.1:8080)",
+                          "/v1/completions, /v1/chat/completions, /tokenize, /props, ...) and "
+                          "Prometheus /metrics on every node; loopback is advised (127.0.0.1:8080)",
                   .verbs = OPT_VB(OPT_V_SERVE)},
     [OPT_API_KEY] = {.flag = "api-key",
                      .type = OPT_T_PATH,
@@ -378,6 +391,25 @@ const opt_def opt_defs[OPT_COUNT] = {
                      .help = "HTTP requests need 'Authorization: Bearer KEY', KEY the file's "
                              "first line (mode 0600)",
                      .verbs = OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_METRICS)},
+    [OPT_ALIAS] = {.flag = "alias",
+                   .type = OPT_T_TEXT,
+                   .lo = 1,
+                   .hi = PROTO_TEXT_MAX - 1,
+                   .no_ctl = 1,
+                   .repeat = 1,
+                   .arg = "NAME",
+                   .help = "a name of the model for the HTTP API (repeatable): /v1/models lists "
+                           "the aliases instead of the file's name, and requests may use any",
+                   .verbs = OPT_VB(OPT_V_SERVE)},
+    [OPT_CORS] = {.flag = "cors",
+                  .type = OPT_T_TEXT,
+                  .lo = 1,
+                  .hi = PROTO_TEXT_MAX - 1,
+                  .no_ctl = 1,
+                  .arg = "ORIGIN|*",
+                  .help = "let browser pages of ORIGIN (or any: *) call the HTTP API: CORS "
+                          "headers and preflight answers (off by default)",
+                  .verbs = OPT_VB(OPT_V_SERVE)},
     [OPT_FLAGS] = {.flag = "flags",
                    .type = OPT_T_PATH,
                    .arg = "FILE",
@@ -450,6 +482,48 @@ const opt_def opt_defs[OPT_COUNT] = {
                       .hi = INT64_MAX,
                       .def_doc = "the node picks one",
                       .help = "random seed for sampling"},
+    /* Sampling past temperature and top_p (engine/compute/sampler.h):
+     * llama.cpp's top_k, min_p and repeat_penalty, OpenAI's penalties (and
+     * their range) and logit_bias; every one off at its default. */
+    [OPT_REQ_TOP_K] = {.wire = "top_k",
+                       .type = OPT_T_INT,
+                       .lo = 0,
+                       .hi = PROTO_TOKEN_ID_MAX,
+                       .def = "0",
+                       .help = "draw from the K most probable tokens only; 0: all"},
+    [OPT_REQ_MIN_P] = {.wire = "min_p",
+                       .type = OPT_T_NUM,
+                       .dlo = 0.0,
+                       .dhi = 1.0,
+                       .def = "0",
+                       .help = "drop tokens less probable than min_p times the most probable"},
+    [OPT_REQ_REPEAT_PENALTY] = {.wire = "repeat_penalty",
+                                .type = OPT_T_NUM,
+                                .dlo = 0.0,
+                                .dhi = 10.0,
+                                .def = "1",
+                                .help = "divide the logits of the last 64 generated tokens by it "
+                                        "(multiply when negative); 1: off"},
+    [OPT_REQ_PRESENCE_PENALTY] = {.wire = "presence_penalty",
+                                  .type = OPT_T_NUM,
+                                  .dlo = -2.0,
+                                  .dhi = 2.0,
+                                  .def = "0",
+                                  .help = "subtracted from the logit of every token generated so "
+                                          "far"},
+    [OPT_REQ_FREQUENCY_PENALTY] = {.wire = "frequency_penalty",
+                                   .type = OPT_T_NUM,
+                                   .dlo = -2.0,
+                                   .dhi = 2.0,
+                                   .def = "0",
+                                   .help = "subtracted from a token's logit per time it was "
+                                           "generated so far"},
+    /* A value of the map {"TOKEN_ID": bias}, up to PROTO_BIAS_MAX entries. */
+    [OPT_REQ_LOGIT_BIAS] = {.wire = "logit_bias",
+                            .type = OPT_T_NUM,
+                            .dlo = -100.0,
+                            .dhi = 100.0,
+                            .help = "added to the logits of the tokens named; -100 bans one"},
     [OPT_REQ_SPECIAL] = {.wire = "special",
                          .type = OPT_T_SWITCH,
                          .help = "control tokens' texts in the prompt become those tokens"},
@@ -483,29 +557,23 @@ const opt_def opt_defs[OPT_COUNT] = {
     [OPT_OAI_STREAM] = {.wire = "stream",
                         .type = OPT_T_SWITCH,
                         .help = "the reply as server-sent events"},
-    /* OpenAI's fields of features this server lacks: taken only at the
-     * value that leaves the feature off, so that a client never silently
-     * gets less than it asked. */
+    /* Up to the node's --max-seqs, which openai.c checks: the choices run
+     * as one batch. */
     [OPT_OAI_N] = {.wire = "n",
                    .type = OPT_T_INT,
                    .lo = 1,
-                   .hi = 1,
+                   .hi = PROTO_SEQS_MAX,
                    .def = "1",
                    .help = "choices per request"},
+    /* OpenAI's fields of features this server lacks: taken only at the
+     * value that leaves the feature off, so that a client never silently
+     * gets less than it asked. */
     [OPT_OAI_BEST_OF] = {.wire = "best_of",
                          .type = OPT_T_INT,
                          .lo = 1,
                          .hi = 1,
                          .def = "1",
                          .help = "completions to choose the best of"},
-    [OPT_OAI_FREQUENCY_PENALTY] = {.wire = "frequency_penalty",
-                                   .type = OPT_T_NUM,
-                                   .def = "0",
-                                   .help = "penalty of tokens by their count so far"},
-    [OPT_OAI_PRESENCE_PENALTY] = {.wire = "presence_penalty",
-                                  .type = OPT_T_NUM,
-                                  .def = "0",
-                                  .help = "penalty of tokens already present"},
 
 /* ---- keys of the cluster file ---- */
 /* The keys that are not inferd serve's flags. A node uses its port and

@@ -97,6 +97,11 @@ static const opt_field generate_fields[] = {
     FIELD(OPT_REQ_TEMPERATURE, OPT_ST_FLOAT, generate.temperature),
     FIELD(OPT_REQ_TOP_P, OPT_ST_FLOAT, generate.top_p),
     FIELD_GIVEN(OPT_REQ_SEED, OPT_ST_U64, generate.seed, generate.has_seed),
+    FIELD(OPT_REQ_TOP_K, OPT_ST_INT, generate.top_k),
+    FIELD(OPT_REQ_MIN_P, OPT_ST_FLOAT, generate.min_p),
+    FIELD(OPT_REQ_REPEAT_PENALTY, OPT_ST_FLOAT, generate.repeat_penalty),
+    FIELD(OPT_REQ_PRESENCE_PENALTY, OPT_ST_FLOAT, generate.presence_penalty),
+    FIELD(OPT_REQ_FREQUENCY_PENALTY, OPT_ST_FLOAT, generate.frequency_penalty),
     FIELD(OPT_REQ_SESSION, OPT_ST_TEXT, generate.session),
     FIELD(OPT_REQ_SOURCE, OPT_ST_TEXT, generate.source),
     FIELD(OPT_REQ_SPECIAL, OPT_ST_INT, generate.special),
@@ -229,6 +234,61 @@ static int decode_input(const json_t *v, proto_op op, proto_request *out, proto_
     return 0;
 }
 
+int proto_bias_read(const json_t *v, proto_bias *out, int *n, proto_error *err)
+{
+    const char *key;
+    const json_t *x;
+    char why[PROTO_MESSAGE_MAX - 64];
+    *n = 0;
+    if (!json_is_object(v))
+        return proto_fail(err, PROTO_E_BAD_TYPE, "logit_bias",
+                          "'logit_bias' must be an object {\"TOKEN_ID\": bias}, got %s",
+                          jr_type(v));
+    if (json_object_size(v) > PROTO_BIAS_MAX)
+        return proto_fail(err, PROTO_E_BAD_VALUE, "logit_bias",
+                          "'logit_bias' holds %zu tokens; at most %d", json_object_size(v),
+                          PROTO_BIAS_MAX);
+    json_object_foreach((json_t *)v, key, x)
+    {
+        char *end;
+        long id = strtol(key, &end, 10);
+        if (!key[0] || *end || id < 0 || id > PROTO_TOKEN_ID_MAX)
+            return proto_fail(err, PROTO_E_BAD_VALUE, "logit_bias",
+                              "'logit_bias': key '%.32s' is not a token id (0..%d)", key,
+                              PROTO_TOKEN_ID_MAX);
+        opt_value val;
+        opt_json_rc rc = opt_read_json(OPT_REQ_LOGIT_BIAS, x, &val, why, sizeof why);
+        if (rc != OPT_JSON_OK)
+            return proto_fail(err, rc == OPT_JSON_BAD_TYPE ? PROTO_E_BAD_TYPE : PROTO_E_BAD_VALUE,
+                              "logit_bias", "'logit_bias' of token %ld: %s", id, why);
+        out[(*n)++] = (proto_bias){(int)id, (float)val.d};
+    }
+    return 0;
+}
+
+json_t *proto_bias_json(const proto_bias *b, int n)
+{
+    json_t *o = json_object();
+    for (int i = 0; o && i < n; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", b[i].token);
+        if (json_object_set_new(o, key, json_real(b[i].bias))) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+/* A generate's logit_bias, allocated for its entries. */
+static int decode_bias(const json_t *v, proto_generate_args *g, proto_error *err)
+{
+    if (json_is_object(v) && json_object_size(v) > 0 && json_object_size(v) <= PROTO_BIAS_MAX &&
+        !(g->bias = malloc(json_object_size(v) * sizeof *g->bias)))
+        return proto_fail(err, PROTO_E_INTERNAL, "logit_bias", "out of memory");
+    return proto_bias_read(v, g->bias, &g->n_bias, err);
+}
+
 /* Reads the op's fields in one walk of the frame: each known field is
  * checked and stored; the prompt input is only noted in *input (and
  * out->generate.input), as reading it allocates. */
@@ -253,6 +313,11 @@ static int decode_fields(json_t *root, proto_op op, proto_request *out, const js
                                   input_names[out->generate.input], key);
             *input = v;
             out->generate.input = (proto_input)in;
+            continue;
+        }
+        if (op == PROTO_OP_GENERATE && !strcmp(key, "logit_bias")) {
+            if (decode_bias(v, &out->generate, err))
+                return -1;
             continue;
         }
         const opt_field *f = opt_field_find(op_fields[op].fields, op_fields[op].n, key);
@@ -362,15 +427,26 @@ static int decode_root(json_t *root, proto_request *out, proto_error *err)
     return proto_fail(err, PROTO_E_INTERNAL, "op", "op %d has no decoder", (int)out->op);
 }
 
+size_t proto_max_body(int ctx)
+{
+    return (size_t)(ctx > 0 ? ctx : 0) * PROTO_BODY_PER_TOKEN + PROTO_MAX_FRAME;
+}
+
 int proto_request_decode(const void *buf, size_t len, proto_request *out, proto_error *err)
+{
+    return proto_request_decode_max(buf, len, PROTO_MAX_FRAME, out, err);
+}
+
+int proto_request_decode_max(const void *buf, size_t len, size_t max, proto_request *out,
+                             proto_error *err)
 {
     json_error_t jerr;
 
     memset(out, 0, sizeof *out);
     memset(err, 0, sizeof *err);
-    if (len > PROTO_MAX_FRAME)
-        return proto_fail(err, PROTO_E_TOO_LARGE, "", "frame is %zu bytes, the limit is %d", len,
-                          PROTO_MAX_FRAME);
+    if (len > max)
+        return proto_fail(err, PROTO_E_TOO_LARGE, "", "frame is %zu bytes, the limit is %zu", len,
+                          max);
     if (!buf)
         return proto_fail(err, PROTO_E_BAD_JSON, "", "empty frame");
     /* Duplicate keys are refused: which of two "kv_bits" a node applied
@@ -390,8 +466,11 @@ void proto_request_free(proto_request *req)
 {
     free(req->generate.prompt);
     free(req->generate.tokens);
+    free(req->generate.bias);
     req->generate.prompt = NULL;
     req->generate.tokens = NULL;
+    req->generate.bias = NULL;
+    req->generate.n_bias = 0;
     req->generate.prompt_len = 0;
     req->generate.n_tokens = 0;
 }

@@ -27,6 +27,15 @@
  * fit is sent as token ids or, for stress prompts, as synthetic_tokens. */
 #define PROTO_MAX_FRAME (64 * 1024)
 
+/* The largest request body a context of ctx positions calls for (a node's
+ * --max-body auto, and its control frame limit): PROTO_BODY_PER_TOKEN bytes
+ * a position, generously (English text is about 4 bytes a token, other
+ * scripts' UTF-8 up to 3 bytes a character, a JSON escape 6 bytes a byte,
+ * a token id in an array up to 7), plus PROTO_MAX_FRAME for the JSON
+ * around the prompt; never less than PROTO_MAX_FRAME. */
+#define PROTO_BODY_PER_TOKEN 16
+size_t proto_max_body(int ctx);
+
 /* Request ids, session names and cancel targets: 1..64 bytes, no control
  * characters. Node names: 1..64 bytes. */
 #define PROTO_ID_MAX 64
@@ -130,6 +139,20 @@ typedef struct proto_set_args {
     int kv_bits; /* 32, 16, 8 or 4 */
 } proto_set_args;
 
+/* logit_bias: {"TOKEN_ID": bias, ...}, at most this many entries. */
+#define PROTO_BIAS_MAX 1024
+typedef struct proto_bias {
+    int token;
+    float bias;
+} proto_bias;
+
+/* Reads a logit_bias map (each value checked by OPT_REQ_LOGIT_BIAS) into
+ * out[0..*n). Returns 0, or -1 with err filled, its code bad_type or
+ * bad_value. */
+int proto_bias_read(const json_t *v, proto_bias *out, int *n, proto_error *err);
+/* The map back, for a frame (NULL when out of memory). */
+json_t *proto_bias_json(const proto_bias *b, int n);
+
 typedef struct proto_generate_args {
     proto_input input;
     char *prompt;      /* PROMPT: UTF-8, NUL-terminated, may be "" */
@@ -142,6 +165,11 @@ typedef struct proto_generate_args {
     float top_p;          /* (0, 1] */
     int has_seed;         /* 0: the node picks one */
     uint64_t seed;
+    /* Each off at 0 (engine/compute/sampler.h: sampler_opts). */
+    int top_k;
+    float min_p, repeat_penalty, presence_penalty, frequency_penalty;
+    int n_bias;
+    proto_bias *bias;               /* [n_bias], owned: proto_request_free */
     char session[PROTO_ID_MAX + 1]; /* "" = no session: KV freed at the end */
     char source[PROTO_ID_MAX + 1];  /* "" or who sent it ("http": the node's HTTP server) */
     int special;                    /* PROMPT: control tokens' texts become those tokens */
@@ -163,6 +191,10 @@ typedef struct proto_request {
  * -1 with err filled and nothing left to free in *out (but out->id set when
  * the frame had a valid id, so the error reply can carry it). */
 int proto_request_decode(const void *buf, size_t len, proto_request *out, proto_error *err);
+/* The same with a frame limit other than PROTO_MAX_FRAME (a node's, from
+ * its context: proto_max_body). */
+int proto_request_decode_max(const void *buf, size_t len, size_t max, proto_request *out,
+                             proto_error *err);
 void proto_request_free(proto_request *req);
 
 /* ---- Replies (node -> client) ----------------------------------------- */

@@ -19,6 +19,12 @@
  *                the same for a request of one token (best of N_ONE): the
  *                connection, parsing, a DEALER per request, headers; ms.
  *   decode step  the ZeroMQ client's time per token, for scale.
+ *   16 concurrent streams
+ *                16 clients at once (the node's --max-seqs: one batch), each
+ *                streaming N_CONC_TOKENS tokens of synth:110m (steps as a
+ *                small real model's), over HTTP and over ZeroMQ: the wall
+ *                time's difference per streamed token, us and % of the
+ *                ZeroMQ time (best of N_CONC_REPEAT each).
  *   /metrics scrape, 8 nodes
  *                GET /metrics on a connection of its own, from a server fed
  *                the telemetry of 8 nodes (heartbeats, 2000 steps each,
@@ -52,6 +58,12 @@
 #define N_ONE 50
 #define N_NODES 8
 #define N_SCRAPES 200
+/* 16 streams at once (the node's --max-seqs: one batch) of a model whose
+ * steps are a real model's, so that the % means what it would in use. */
+#define N_CONC 16
+#define N_CONC_TOKENS 48
+#define N_CONC_REPEAT 4
+#define CONC_MODEL "synth:110m"
 #define MODEL "synth:dim=64,hidden=128,layers=1,heads=2,kv_heads=2,vocab=512,seed=2"
 
 /* ---- publish, with and without the feed --------------------------------- */
@@ -192,21 +204,19 @@ static int send_all(int fd, const char *s, size_t n)
     return 0;
 }
 
-/* Set by http_exchange when `until` showed up. */
-static int done_seen;
-
-/* Sends an HTTP request and reads the response until `until` shows up or
- * the server closes; returns the bytes read, -1 on failure. */
-static long http_exchange(int port, const char *request, const char *until)
+/* Sends an HTTP request and reads the response until `until` shows up
+ * (*seen set) or the server closes; returns the bytes read, -1 on failure.
+ * Callable from several threads at once. */
+static long http_exchange(int port, const char *request, const char *until, int *seen)
 {
-    done_seen = 0;
+    *seen = 0;
     int fd = connect_port(port);
     if (fd < 0 || send_all(fd, request, strlen(request)) != 0) {
         if (fd >= 0)
             close(fd);
         return -1;
     }
-    static char buf[1 << 20];
+    char buf[1 << 16];
     size_t got = 0;
     for (;;) {
         ssize_t r = recv(fd, buf + got, sizeof buf - 1 - got, 0);
@@ -215,7 +225,7 @@ static long http_exchange(int port, const char *request, const char *until)
         got += (size_t)r;
         buf[got] = '\0';
         if (until && strstr(buf + (got > (size_t)r + 16 ? got - (size_t)r - 16 : 0), until)) {
-            done_seen = 1;
+            *seen = 1;
             break;
         }
         if (got == sizeof buf - 1)
@@ -239,8 +249,9 @@ static double http_run(int port, const char *model, int n)
              "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
              strlen(body), body);
     double t0 = bench_now();
-    long got = http_exchange(port, req, "data: [DONE]");
-    return got > 0 && done_seen ? bench_now() - t0 : -1;
+    int seen;
+    long got = http_exchange(port, req, "data: [DONE]", &seen);
+    return got > 0 && seen ? bench_now() - t0 : -1;
 }
 
 /* Seconds for the same over the protocol; *tokens: how many came. */
@@ -270,40 +281,111 @@ static double best(double a, double b)
     return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
+/* One of N_CONC clients streaming N_LONG tokens: over HTTP when port > 0,
+ * else over ZeroMQ on a client of its own. */
+typedef struct conc_arg {
+    int port;
+    const char *model;
+    client *c; /* connected before the clock starts, as an HTTP client needs no setup */
+    int ok;
+} conc_arg;
+
+static void *conc_main(void *p)
+{
+    conc_arg *a = p;
+    a->ok = 0;
+    if (a->port > 0) {
+        a->ok = http_run(a->port, a->model, N_CONC_TOKENS) >= 0;
+        return NULL;
+    }
+    int tokens;
+    a->ok = zmq_run(a->c, N_CONC_TOKENS, &tokens) >= 0 && tokens == N_CONC_TOKENS;
+    return NULL;
+}
+
+/* Wall seconds of N_CONC streams at once, -1 when one failed. */
+static double concurrent(int port, const char *model, const char *control)
+{
+    pthread_t t[N_CONC];
+    conc_arg a[N_CONC];
+    char err[256];
+    int opened = 0, started = 0, ok = 1;
+    for (; port <= 0 && opened < N_CONC; opened++)
+        if (client_open(&a[opened].c, NULL, control, NULL, err, sizeof err) != 0)
+            break;
+    double t0 = bench_now();
+    for (; started < N_CONC && (port > 0 || opened == N_CONC); started++) {
+        a[started] = (conc_arg){port, model, port > 0 ? NULL : a[started].c, 0};
+        if (pthread_create(&t[started], NULL, conc_main, &a[started]) != 0)
+            break;
+    }
+    for (int i = 0; i < started; i++) {
+        pthread_join(t[i], NULL);
+        ok &= a[i].ok;
+    }
+    double wall = bench_now() - t0;
+    for (int i = 0; i < opened; i++)
+        client_close(a[i].c);
+    return ok && started == N_CONC ? wall : -1;
+}
+
+/* A node (`inferd serve --http`) of `model`, and a ZeroMQ client of it. */
+typedef struct node_run {
+    pid_t pid;
+    client *c;
+    int port;
+    char control[64], model[PROTO_TEXT_MAX];
+} node_run;
+
+static int node_start(node_run *nr, const char *model)
+{
+    int control = free_port(), telemetry = free_port();
+    char ep_t[64], hp[64], err[256];
+    memset(nr, 0, sizeof *nr);
+    nr->port = free_port();
+    snprintf(nr->control, sizeof nr->control, "tcp://127.0.0.1:%d", control);
+    snprintf(ep_t, sizeof ep_t, "tcp://127.0.0.1:%d", telemetry);
+    snprintf(hp, sizeof hp, "127.0.0.1:%d", nr->port);
+    nr->pid = fork();
+    if (nr->pid == 0) {
+        execlp("inferd", "inferd", "serve", "--name", "bench", "--model", model, "--threads", "1",
+               "--control", nr->control, "--telemetry", ep_t, "--http", hp, (char *)NULL);
+        _exit(127);
+    }
+    proto_reply r;
+    if (nr->pid < 0 || client_open(&nr->c, NULL, nr->control, NULL, err, sizeof err) != 0 ||
+        client_call(nr->c, "status", NULL, &r, 60000, err, sizeof err) != 1) {
+        fprintf(stderr, "bench_http: the node did not start: %s\n", err);
+        return -1;
+    }
+    snprintf(nr->model, sizeof nr->model, "%s",
+             json_string_value(json_object_get(json_object_get(r.json, "model"), "name")));
+    proto_reply_free(&r);
+    return 0;
+}
+
+static void node_stop(node_run *nr)
+{
+    client_close(nr->c);
+    if (nr->pid > 0) {
+        kill(nr->pid, SIGTERM);
+        waitpid(nr->pid, NULL, 0);
+    }
+}
+
 /* The per-token difference and the per-request one (at zero tokens). */
 static int bench_stream(double *per_token_us, double *per_request_ms, double *step_us)
 {
-    int control = free_port(), telemetry = free_port(), port = free_port();
-    char ep_c[64], ep_t[64], hp[64];
-    snprintf(ep_c, sizeof ep_c, "tcp://127.0.0.1:%d", control);
-    snprintf(ep_t, sizeof ep_t, "tcp://127.0.0.1:%d", telemetry);
-    snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execlp("inferd", "inferd", "serve", "--name", "bench", "--model", MODEL, "--threads", "1",
-               "--control", ep_c, "--telemetry", ep_t, "--http", hp, (char *)NULL);
-        _exit(127);
-    }
-    client *c = NULL;
-    char err[256];
+    node_run nr;
     int rc = -1, tokens[2] = {0, 0};
-    if (pid < 0 || client_open(&c, NULL, ep_c, NULL, err, sizeof err) != 0)
+    if (node_start(&nr, MODEL) != 0)
         goto out;
-    proto_reply r;
-    if (client_call(c, "status", NULL, &r, 30000, err, sizeof err) != 1) {
-        fprintf(stderr, "bench_http: the node did not start: %s\n", err);
-        goto out;
-    }
-    char model[PROTO_TEXT_MAX];
-    snprintf(model, sizeof model, "%s",
-             json_string_value(json_object_get(json_object_get(r.json, "model"), "name")));
-    proto_reply_free(&r);
     double z[2] = {-1, -1}, h[2] = {-1, -1};
     const int n[2] = {N_SHORT, N_LONG};
     for (int k = 0; k < 2; k++) {
         for (int i = 0; i < REPEAT; i++) {
-            z[k] = best(z[k], zmq_run(c, n[k], &tokens[k]));
-            h[k] = best(h[k], http_run(port, model, n[k]));
+            z[k] = best(z[k], zmq_run(nr.c, n[k], &tokens[k]));
+            h[k] = best(h[k], http_run(nr.port, nr.model, n[k]));
         }
     }
     if (z[0] < 0 || z[1] < 0 || h[0] < 0 || h[1] < 0 || tokens[1] <= tokens[0]) {
@@ -317,17 +399,43 @@ static int bench_stream(double *per_token_us, double *per_request_ms, double *st
     double z1 = -1, h1 = -1;
     int one;
     for (int i = 0; i < N_ONE; i++) {
-        z1 = best(z1, zmq_run(c, 1, &one));
-        h1 = best(h1, http_run(port, model, 1));
+        z1 = best(z1, zmq_run(nr.c, 1, &one));
+        h1 = best(h1, http_run(nr.port, nr.model, 1));
     }
     *per_request_ms = z1 >= 0 && h1 >= 0 ? (h1 - z1) * 1e3 : -1;
     rc = 0;
 out:
-    client_close(c);
-    if (pid > 0) {
-        kill(pid, SIGTERM);
-        waitpid(pid, NULL, 0);
+    node_stop(&nr);
+    return rc;
+}
+
+/* N_CONC streams at once on a node of CONC_MODEL, over ZeroMQ and over
+ * HTTP: the wall time's difference per streamed token and in %. */
+static int bench_concurrent(double *conc_us, double *conc_pct)
+{
+    node_run nr;
+    int rc = -1;
+    double zc = -1, hc = -1;
+    if (node_start(&nr, CONC_MODEL) != 0)
+        goto out;
+    /* A warm-up, then the two in turn, each first half the time. */
+    concurrent(0, nr.model, nr.control);
+    for (int i = 0; i < N_CONC_REPEAT; i++) {
+        if (i % 2)
+            hc = best(hc, concurrent(nr.port, nr.model, nr.control));
+        zc = best(zc, concurrent(0, nr.model, nr.control));
+        if (i % 2 == 0)
+            hc = best(hc, concurrent(nr.port, nr.model, nr.control));
     }
+    if (zc <= 0 || hc <= 0) {
+        fprintf(stderr, "bench_http: a concurrent run failed\n");
+        goto out;
+    }
+    *conc_us = (hc - zc) / (N_CONC * N_CONC_TOKENS) * 1e6;
+    *conc_pct = (hc - zc) / zc * 100.0;
+    rc = 0;
+out:
+    node_stop(&nr);
     return rc;
 }
 
@@ -405,10 +513,11 @@ static int bench_scrape(double *ms, double *kib)
     feed_history(pub);
     const char *get = "GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
     zmq_poll(NULL, 0, 500); /* the feed takes the history in */
-    long size = http_exchange(port, get, NULL);
+    int seen;
+    long size = http_exchange(port, get, NULL, &seen);
     double t0 = bench_now();
     for (int i = 0; i < N_SCRAPES; i++)
-        if (http_exchange(port, get, NULL) <= 0)
+        if (http_exchange(port, get, NULL, &seen) <= 0)
             goto out;
     *ms = (bench_now() - t0) * 1e3 / N_SCRAPES;
     *kib = size / 1024.0;
@@ -423,9 +532,11 @@ out:
 int main(void)
 {
     bench *b = bench_open("http");
-    double plain = -1, fed = -1, per_token = -1, per_request = -1, step = -1, scrape = -1, kib = -1;
+    double plain = -1, fed = -1, per_token = -1, per_request = -1, step = -1, scrape = -1, kib = -1,
+           conc_us = -1, conc_pct = -1;
     int ok = bench_publish(&plain, &fed) == 0;
     ok &= bench_stream(&per_token, &per_request, &step) == 0;
+    ok &= bench_concurrent(&conc_us, &conc_pct) == 0;
     ok &= bench_scrape(&scrape, &kib) == 0;
     bench_add(b, "step message publish, no /metrics feed", plain, "us", NULL, -1);
     bench_add(b, "step message publish, /metrics feed subscribed", fed, "us", "<= 5 us",
@@ -433,6 +544,10 @@ int main(void)
     bench_add(b, "HTTP streaming overhead per token vs ZeroMQ", per_token, "us", NULL, -1);
     bench_add(b, "token time through the ZeroMQ client (small synth model)", step, "us", NULL, -1);
     bench_add(b, "HTTP per-request overhead vs ZeroMQ (1 token)", per_request, "ms", NULL, -1);
+    bench_add(b, "HTTP overhead per streamed token, 16 streams of synth:110m", conc_us, "us", NULL,
+              -1);
+    bench_add(b, "... of the control socket's time, 16 streams of synth:110m", conc_pct, "%",
+              "< 5 %", conc_us != -1 && conc_pct < 5.0);
     bench_add(b, "/metrics scrape, 8 nodes", scrape, "ms", "< 10 ms", scrape >= 0 && scrape < 10);
     bench_add(b, "/metrics size, 8 nodes", kib, "KiB", NULL, -1);
     return bench_close(b) == 0 && ok ? 0 : 1;

@@ -62,6 +62,16 @@ check "the request is an ordinary one inside: req start with source http" \
 check "... and its steps on the head's telemetry" \
     [ "$(get topic <"$tmp/tel" | grep -c '^step$')" = $N ]
 
+# ---- sampling fields cross the ring to the tail, which samples
+code=$(post "$H1" /v1/completions \
+    "{\"model\":\"stories260K\",\"prompt\":\"$PROMPT\",\"max_tokens\":$N,\"temperature\":1,\"top_k\":1,\"min_p\":0.2,\"repeat_penalty\":1}")
+check "over the ring: top_k 1 at temperature 1 is the greedy text" \
+    [ "$code $(get choices.0.text <"$tmp/body" | tr -d '\n')" = "200 $want" ]
+code=$(post "$H1" /v1/completions \
+    "{\"model\":\"stories260K\",\"prompt\":\"$PROMPT\",\"max_tokens\":$N,\"temperature\":0,\"frequency_penalty\":2,\"logit_bias\":{\"1\":-100}}")
+check "over the ring: penalties and logit_bias reach the tail (another text)" \
+    [ "$code" = 200 ] && [ "$(get choices.0.text <"$tmp/body" | tr -d '\n')" != "$want" ]
+
 # ---- curl, streaming
 curl -sN -X POST "http://$H1/v1/completions" --data-binary \
     "{\"model\":\"stories260K\",\"prompt\":\"$PROMPT\",\"max_tokens\":$N,\"temperature\":0,\"stream\":true}" \
@@ -182,6 +192,9 @@ long=$!
 # On the right of the events pane's title (the header keeps fixed fields).
 http_req_shown() { T capture-pane -p -t A | grep -qE '^events .* req [^ ]+ \(http\) *$'; }
 check "the console shows the request in flight as an HTTP one" wait_for 100 http_req_shown
+curl -s "http://$HS/slots" >"$tmp/slots"
+check "GET /slots lists the request in flight: its source, input and max_tokens" \
+    [ "$(get 0.is_processing 0.source 0.input 0.max_tokens <"$tmp/slots")" = "$(printf 'true\thttp\tprompt\t5000')" ]
 kill $long 2>/dev/null
 wait $long 2>/dev/null
 T send-keys -t A q

@@ -71,7 +71,10 @@ row "max_tokens of the wrong type" 400 bad_type POST "$A/v1/chat/completions" \
 row "temperature out of range" 400 bad_value POST "$A/v1/chat/completions" \
     "{$CHAT,\"temperature\":5}" -H "$KEY"
 row "an unknown field" 400 unknown_field POST "$A/v1/chat/completions" "{$CHAT,\"foo\":1}" -H "$KEY"
-row "n other than 1" 400 unsupported POST "$A/v1/chat/completions" "{$CHAT,\"n\":2}" -H "$KEY"
+row "n past --max-seqs" 400 bad_value POST "$A/v1/chat/completions" "{$CHAT,\"n\":17}" -H "$KEY"
+check "... which names the limit" grep -q 'at most 16 requests at once (--max-seqs)' "$tmp/body"
+row "a feature at a value other than off" 400 unsupported POST "$A/v1/chat/completions" \
+    "{$CHAT,\"logprobs\":true}" -H "$KEY"
 row "stream_options without stream" 400 bad_value POST "$A/v1/chat/completions" \
     "{$CHAT,\"stream_options\":{\"include_usage\":true}}" -H "$KEY"
 row "a tool message" 400 bad_value POST "$A/v1/chat/completions" \
@@ -82,12 +85,13 @@ row "a token outside the vocabulary" 400 bad_token POST "$A/v1/completions" \
     '{"model":"stories260K","prompt":[1,99999]}' -H "$KEY"
 row "an unknown model" 404 model_not_found POST "$A/v1/chat/completions" \
     '{"model":"gpt-4","messages":[{"role":"user","content":"Hi"}]}' -H "$KEY"
-row "an unknown path" 404 unknown_url POST "$A/v1/embeddings" '{}' -H "$KEY"
+row "an unknown path" 404 unknown_url POST "$A/v1/audio/speech" '{}' -H "$KEY"
 row "GET on a POST route" 405 method_not_allowed GET "$A/v1/chat/completions" '' -H "$KEY"
 check "... which names the method in Allow" grep -qi '^allow: POST' "$tmp/head"
 head -c 70000 /dev/zero | tr '\0' a >"$tmp/big"
-row "a body over 64 KiB" 413 too_large POST "$A/v1/completions" \
-    "{\"model\":\"stories260K\",\"prompt\":\"$(cat "$tmp/big")\"}" -H "$KEY"
+row "a body over --max-body (auto: 16 bytes a token of --max-ctx 64, plus 64 KiB)" 413 too_large \
+    POST "$A/v1/completions" "{\"model\":\"stories260K\",\"prompt\":\"$(cat "$tmp/big")\"}" -H "$KEY"
+check "... which names the limit" grep -q 'at most 66560 (--max-body auto' "$tmp/body"
 row "no API key" 401 invalid_api_key POST "$A/v1/chat/completions" "{$CHAT}"
 check "... which asks for a bearer token" grep -qi '^www-authenticate: Bearer' "$tmp/head"
 row "a wrong API key" 401 invalid_api_key POST "$A/v1/chat/completions" "{$CHAT}" \

@@ -1,16 +1,33 @@
-// The official `openai` npm package against an inferd node, for
-// tests/e2e/http_api.sh: a streaming chat completion and a non-streaming
-// completion, greedy, each printed as one JSON line {"what","text",...}.
+// The official `openai` npm package against an inferd node, for the
+// tests/e2e/http_*.sh scripts. Each case prints JSON lines {"what",...}:
 //
-//   NODE_PATH=DIR/node_modules node openai_client.cjs BASE_URL MODEL PROMPT MAX_TOKENS
+//   NODE_PATH=DIR/node_modules node openai_client.cjs BASE_URL MODEL PROMPT MAX_TOKENS [CASE]
+//
+// basic (the default, tests/e2e/http_api.sh): a streaming chat completion
+// and a non-streaming completion, greedy. big: a completion whose prompt
+// is the file PROMPT names (its status and error, or its text).
 'use strict';
+const fs = require('fs');
 const OpenAI = require('openai');
 
-async function main() {
-    const [baseURL, model, prompt, maxTokens] = process.argv.slice(2);
-    const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
-    const n = Number(maxTokens);
+// An API error as a line: what the tests compare.
+function failed(what, e) {
+    return { what, status: e.status || null, code: (e.error && e.error.code) || e.code || null,
+             message: String(e.message || e) };
+}
 
+async function big(client, model, file, n) {
+    const prompt = fs.readFileSync(file, 'utf8');
+    try {
+        const r = await client.completions.create({ model, prompt, max_tokens: n, temperature: 0 });
+        console.log(JSON.stringify({ what: 'big', status: 200, text: r.choices[0].text,
+                                     usage: r.usage }));
+    } catch (e) {
+        console.log(JSON.stringify(failed('big', e)));
+    }
+}
+
+async function basic(client, model, prompt, n) {
     let chat = '', finish = null, chunks = 0;
     const stream = await client.chat.completions.create({
         model, messages: [{ role: 'user', content: prompt }], max_tokens: n, temperature: 0,
@@ -27,6 +44,71 @@ async function main() {
     const done = await client.completions.create({ model, prompt, max_tokens: n, temperature: 0 });
     console.log(JSON.stringify({ what: 'completion', text: done.choices[0].text,
                                  finish: done.choices[0].finish_reason, usage: done.usage }));
+}
+
+// Sampling: greedy with n 3 and alone, streaming and not; a seeded
+// sampled request twice; top_k 1 (llama.cpp's field, an extra body field
+// here) sampling at temperature 1; logit_bias banning a token; penalties.
+async function sampling(client, model, prompt, n) {
+    const base = { model, prompt, max_tokens: n };
+    const text = (r) => r.choices.map((c) => c.text);
+    const solo = await client.completions.create({ ...base, temperature: 0 });
+    const three = await client.completions.create({ ...base, temperature: 0, n: 3 });
+    console.log(JSON.stringify({ what: 'greedy', solo: solo.choices[0].text, three: text(three),
+                                 index: three.choices.map((c) => c.index), usage: three.usage }));
+    const stream = await client.completions.create({ ...base, temperature: 0, n: 3, stream: true });
+    const streamed = ['', '', ''];
+    for await (const chunk of stream)
+        for (const c of chunk.choices) streamed[c.index] += c.text;
+    console.log(JSON.stringify({ what: 'greedy_stream', three: streamed }));
+    const seeded = [];
+    for (let i = 0; i < 2; i++)
+        seeded.push((await client.completions.create({ ...base, temperature: 1, seed: 1234 }))
+            .choices[0].text);
+    const other = (await client.completions.create({ ...base, temperature: 1, seed: 99 }))
+        .choices[0].text;
+    console.log(JSON.stringify({ what: 'seeded', seeded, other }));
+    const topk = await client.completions.create({ ...base, temperature: 1, top_k: 1 });
+    console.log(JSON.stringify({ what: 'top_k', text: topk.choices[0].text }));
+    const chat = await client.chat.completions.create({
+        model, messages: [{ role: 'user', content: prompt }], max_tokens: n, temperature: 1,
+        top_k: 1, min_p: 0.1, repeat_penalty: 1.0, seed: 5 });
+    const chatGreedy = await client.chat.completions.create({
+        model, messages: [{ role: 'user', content: prompt }], max_tokens: n, temperature: 0 });
+    console.log(JSON.stringify({ what: 'chat_top_k', text: chat.choices[0].message.content,
+                                 greedy: chatGreedy.choices[0].message.content }));
+    const pen = await client.completions.create({ ...base, temperature: 0, frequency_penalty: 2,
+                                                  presence_penalty: 2 });
+    console.log(JSON.stringify({ what: 'penalised', text: pen.choices[0].text }));
+}
+
+// logit_bias: the token ids of a prompt of token ids, banned.
+async function bias(client, model, prompt, n) {
+    const ban = JSON.parse(prompt); // {"TOKEN": -100, ...}
+    const r = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: n,
+                                                temperature: 0, logit_bias: ban });
+    console.log(JSON.stringify({ what: 'bias', text: r.choices[0].text }));
+}
+
+// models.retrieve of MODEL, and of a name the node does not serve.
+async function retrieve(client, model) {
+    const m = await client.models.retrieve(model);
+    let missing;
+    try {
+        await client.models.retrieve('no-such-model');
+    } catch (e) {
+        missing = failed('missing', e);
+    }
+    console.log(JSON.stringify({ what: 'retrieve', model: m, missing }));
+}
+
+const cases = { basic, big, sampling, bias, retrieve };
+
+async function main() {
+    const [baseURL, model, prompt, maxTokens, which = 'basic'] = process.argv.slice(2);
+    const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+    if (!cases[which]) throw new Error(`no case ${which}`);
+    await cases[which](client, model, prompt, Number(maxTokens));
 }
 
 main().catch((e) => {

@@ -147,3 +147,80 @@ Test(sampler, bad_parameters)
     cr_assert(strstr(err, "top_p=1.5"), "%s", err);
     cr_assert_eq(sampler_create(&s, 0, 1.0f, 0.5f, 0, err, sizeof err), -1);
 }
+
+static sampler *make_with(float temperature, const sampler_opts *o)
+{
+    char err[256];
+    sampler *s = make(temperature, 1.0f, 3);
+    cr_assert_eq(sampler_configure(s, o, err, sizeof err), 0, "%s", err);
+    return s;
+}
+
+/* Draws `rounds` tokens from the same logits; counts how often each came. */
+static void histogram(sampler *s, const float *probs, int rounds, int *count)
+{
+    float logits[V];
+    memset(count, 0, V * sizeof *count);
+    for (int i = 0; i < rounds; i++) {
+        logits_of(probs, logits);
+        count[sampler_sample(s, logits)]++;
+    }
+}
+
+Test(sampler, top_k_and_min_p_keep_only_the_likely)
+{
+    const float probs[V] = {0.30f, 0.25f, 0.20f, 0.10f, 0.06f, 0.05f, 0.03f, 0.01f};
+    int count[V];
+    sampler *s = make_with(1.0f, &(sampler_opts){.top_k = 2});
+    histogram(s, probs, 2000, count);
+    cr_expect(count[0] > 0 && count[1] > 0, "the two best are drawn");
+    for (int i = 2; i < V; i++)
+        cr_expect_eq(count[i], 0, "top_k 2 drew token %d", i);
+    sampler_free(s);
+    /* min_p 0.5: at least half the best's 0.30, so 0.25 and 0.20 too. */
+    s = make_with(1.0f, &(sampler_opts){.min_p = 0.5f});
+    histogram(s, probs, 2000, count);
+    cr_expect(count[0] > 0 && count[1] > 0 && count[2] > 0);
+    for (int i = 3; i < V; i++)
+        cr_expect_eq(count[i], 0, "min_p 0.5 drew token %d", i);
+    sampler_free(s);
+}
+
+Test(sampler, logit_bias_bans_and_forces)
+{
+    float logits[V] = {0.1f, 2.0f, -1.0f, 5.0f, 4.9f, 0.0f, 1.0f, -3.0f};
+    sampler_bias ban = {3, -100.0f};
+    sampler *s = make_with(0.0f, &(sampler_opts){.bias = &ban, .n_bias = 1});
+    cr_expect_eq(sampler_sample(s, logits), 4, "greedy past the banned best");
+    sampler_free(s);
+    char err[256];
+    s = make(0.0f, 1.0f, 1);
+    sampler_bias bad = {V, 1.0f};
+    cr_expect_eq(sampler_configure(s, &(sampler_opts){.bias = &bad, .n_bias = 1}, err, sizeof err),
+                 -1, "a token outside the vocabulary");
+    sampler_free(s);
+}
+
+/* Greedy over fixed logits repeats its token forever; a penalty of the
+ * tokens drawn so far moves it on, each kind its own way. */
+Test(sampler, penalties_count_what_was_drawn)
+{
+    const float base[V] = {3.0f, 2.9f, 2.8f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    float logits[V];
+    sampler_opts kinds[] = {
+        {.presence_penalty = 0.15f}, {.frequency_penalty = 0.15f}, {.repeat_penalty = 1.1f}};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        sampler *s = make_with(0.0f, &kinds[k]);
+        memcpy(logits, base, sizeof logits);
+        cr_expect_eq(sampler_sample(s, logits), 0, "kind %zu: first the best", k);
+        memcpy(logits, base, sizeof logits);
+        cr_expect_eq(sampler_sample(s, logits), 1, "kind %zu: then, penalised, the next", k);
+        sampler_free(s);
+    }
+    sampler *s = make(0.0f, 1.0f, 1);
+    for (int i = 0; i < 3; i++) {
+        memcpy(logits, base, sizeof logits);
+        cr_expect_eq(sampler_sample(s, logits), 0, "no penalty: the best again");
+    }
+    sampler_free(s);
+}

@@ -8,7 +8,7 @@
 
 #include "engine/http/openai.h"
 
-static const oai_model plain = {"stories260K", CHAT_PLAIN};
+static const oai_model plain = {{"stories260K"}, 1, CHAT_PLAIN, 4};
 
 static int parse(oai_kind kind, const char *body, const oai_model *m, oai_req *r, oai_error *e)
 {
@@ -40,6 +40,37 @@ Test(openai, completion_defaults_are_openais)
     cr_expect_str_eq(gen_str(&r, "source"), "http");
     cr_expect_null(json_object_get(r.generate, "seed"));
     cr_expect_eq(r.stream, 0);
+    oai_req_free(&r);
+}
+
+Test(openai, llama_cpp_and_openai_sampling_reach_the_node)
+{
+    oai_req r;
+    oai_error e;
+    cr_assert_eq(parse(OAI_CHAT,
+                       "{\"model\":\"stories260K\",\"messages\":[{\"role\":\"user\",\"content\":"
+                       "\"x\"}],\"top_k\":40,\"min_p\":0.05,\"repeat_penalty\":1.1,"
+                       "\"presence_penalty\":0.5,\"frequency_penalty\":-0.5,\"n\":3,"
+                       "\"logit_bias\":{\"7\":-100,\"12\":2.5}}",
+                       &plain, &r, &e),
+                 0, "%s", e.message);
+    cr_expect_eq(gen_num(&r, "top_k"), 40);
+    cr_expect_float_eq(gen_num(&r, "min_p"), 0.05, 1e-9);
+    cr_expect_float_eq(gen_num(&r, "repeat_penalty"), 1.1, 1e-9);
+    cr_expect_eq(gen_num(&r, "presence_penalty"), 0.5);
+    cr_expect_eq(gen_num(&r, "frequency_penalty"), -0.5);
+    json_t *bias = json_object_get(r.generate, "logit_bias");
+    cr_expect_eq(json_number_value(json_object_get(bias, "7")), -100.0);
+    cr_expect_eq(json_number_value(json_object_get(bias, "12")), 2.5);
+    cr_expect_eq(r.n, 3);
+    oai_req_free(&r);
+    cr_assert_eq(
+        parse(OAI_COMPLETION, "{\"model\":\"stories260K\",\"prompt\":\"x\"}", &plain, &r, &e), 0,
+        "%s", e.message);
+    cr_expect_eq(gen_num(&r, "top_k"), 0, "every one off by default");
+    cr_expect_eq(gen_num(&r, "min_p"), 0);
+    cr_expect_eq(gen_num(&r, "repeat_penalty"), 1);
+    cr_expect_eq(r.n, 1);
     oai_req_free(&r);
 }
 
@@ -101,7 +132,7 @@ Test(openai, stop_sequences)
 
 Test(openai, chat_renders_with_the_models_format)
 {
-    oai_model chatml = {"qwen", CHAT_CHATML};
+    oai_model chatml = {{"qwen"}, 1, CHAT_CHATML, 4};
     oai_req r;
     oai_error e;
     cr_assert_eq(parse(OAI_CHAT,
@@ -177,8 +208,17 @@ static const bad bads[] = {
      "stream_options"},
     {OAI_CHAT, "{" M MSG ",\"stream\":true,\"stream_options\":{\"x\":1}}", 400, "unknown_field",
      "stream_options"},
-    {OAI_CHAT, "{" M MSG ",\"n\":2}", 400, "unsupported", "n"},
-    {OAI_CHAT, "{" M MSG ",\"frequency_penalty\":0.5}", 400, "unsupported", "frequency_penalty"},
+    {OAI_CHAT, "{" M MSG ",\"n\":5}", 400, "bad_value", "n"}, /* past max_seqs 4 */
+    {OAI_CHAT, "{" M MSG ",\"n\":0}", 400, "bad_value", "n"},
+    {OAI_CHAT, "{" M MSG ",\"frequency_penalty\":2.5}", 400, "bad_value", "frequency_penalty"},
+    {OAI_CHAT, "{" M MSG ",\"presence_penalty\":\"x\"}", 400, "bad_type", "presence_penalty"},
+    {OAI_CHAT, "{" M MSG ",\"top_k\":-1}", 400, "bad_value", "top_k"},
+    {OAI_CHAT, "{" M MSG ",\"top_k\":1.5}", 400, "bad_type", "top_k"},
+    {OAI_CHAT, "{" M MSG ",\"min_p\":1.5}", 400, "bad_value", "min_p"},
+    {OAI_CHAT, "{" M MSG ",\"repeat_penalty\":-1}", 400, "bad_value", "repeat_penalty"},
+    {OAI_CHAT, "{" M MSG ",\"logit_bias\":[]}", 400, "bad_type", "logit_bias"},
+    {OAI_CHAT, "{" M MSG ",\"logit_bias\":{\"x\":1}}", 400, "bad_value", "logit_bias"},
+    {OAI_CHAT, "{" M MSG ",\"logit_bias\":{\"5\":101}}", 400, "bad_value", "logit_bias"},
     {OAI_CHAT, "{" M MSG ",\"logprobs\":true}", 400, "unsupported", "logprobs"},
     {OAI_CHAT, "{" M MSG ",\"tools\":[{\"type\":\"function\"}]}", 400, "unsupported", "tools"},
     {OAI_CHAT, "{" M MSG ",\"response_format\":{\"type\":\"json_object\"}}", 400, "unsupported",
@@ -258,9 +298,9 @@ Test(openai, chat_stream_chunks)
 {
     oai_reply r = {OAI_CHAT, "chatcmpl-1", "m\"odel", 1700000000};
     sbuf b = {0};
-    oai_chunk_role(&b, &r);
-    oai_chunk(&b, &r, "Hi \"there\"\n", 11, NULL);
-    oai_chunk(&b, &r, NULL, 0, "length");
+    oai_chunk_role(&b, &r, 0);
+    oai_chunk(&b, &r, 0, "Hi \"there\"\n", 11, NULL);
+    oai_chunk(&b, &r, 0, NULL, 0, "length");
     oai_chunk_usage(&b, &r, 5, 2);
     oai_chunk_done(&b);
     size_t at = 0;
@@ -294,7 +334,7 @@ Test(openai, chat_stream_chunks)
 Test(openai, whole_responses)
 {
     oai_reply r = {OAI_COMPLETION, "cmpl-2", "stories260K", 1};
-    char *text = oai_response(&r, ", there was", 11, "stop", 5, 3);
+    char *text = oai_response(&r, &(oai_choice){", there was", 11, "stop"}, 1, 5, 3);
     json_t *o = json_loads(text, 0, NULL);
     cr_assert_not_null(o, "%s", text);
     cr_expect_str_eq(json_string_value(json_object_get(o, "object")), "text_completion");
@@ -307,7 +347,7 @@ Test(openai, whole_responses)
     free(text);
 
     r.kind = OAI_CHAT;
-    text = oai_response(&r, "ab", 1, "length", 1, 1);
+    text = oai_response(&r, &(oai_choice){"ab", 1, "length"}, 1, 1, 1);
     o = json_loads(text, 0, NULL);
     c = json_array_get(json_object_get(o, "choices"), 0);
     cr_expect_str_eq(json_string_value(json_object_get(json_object_get(c, "message"), "content")),
@@ -315,7 +355,7 @@ Test(openai, whole_responses)
     json_decref(o);
     free(text);
 
-    text = oai_models("stories260K", 42);
+    text = oai_models(&plain, 42, 512);
     o = json_loads(text, 0, NULL);
     cr_expect_str_eq(
         json_string_value(json_object_get(json_array_get(json_object_get(o, "data"), 0), "id")),

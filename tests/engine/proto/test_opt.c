@@ -106,6 +106,24 @@ Test(opt_parse, defaults_when_not_given)
     cr_assert(!opt_given(&v, OPT_KV_BITS) && !opt_given(&v, OPT_CONTROL));
 }
 
+Test(opt_parse, repeatable_text_keeps_every_value)
+{
+    opt_vals v;
+    char err[512];
+    const char *names[4];
+    cr_assert_eq(
+        parse(OPT_V_SERVE, "serve --alias tiny --cors * --alias stories", &v, err, sizeof err), 0,
+        "%s", err);
+    cr_assert_eq(opt_texts(&v, OPT_ALIAS, names, 4), 2);
+    cr_assert_str_eq(names[0], "tiny");
+    cr_assert_str_eq(names[1], "stories");
+    cr_assert_eq(opt_texts(&v, OPT_CORS, names, 4), 0, "only repeatable rows are kept");
+    cr_assert_eq(parse(OPT_V_SERVE, "serve", &v, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(opt_texts(&v, OPT_ALIAS, names, 4), 0);
+    cr_assert_eq(opt_int(&v, OPT_MAX_BODY), 0, "--max-body auto stands for 0");
+    cr_assert_eq(proto_max_body(1000), 1000 * PROTO_BODY_PER_TOKEN + PROTO_MAX_FRAME);
+}
+
 Test(opt_parse, int_with_suffix_and_word)
 {
     opt_vals v;

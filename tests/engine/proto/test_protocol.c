@@ -236,6 +236,48 @@ Test(protocol, valid_set)
     }
 }
 
+Test(protocol, generate_sampling_fields)
+{
+    proto_request req;
+    proto_error err;
+    cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"prompt\":\"x\",\"top_k\":40,\"min_p\":0.05,"
+                        "\"repeat_penalty\":1.1,\"presence_penalty\":-2,\"frequency_penalty\":2,"
+                        "\"logit_bias\":{\"7\":-100,\"15\":0.5}}",
+                        &req, &err),
+                 0, "%s", err.message);
+    cr_expect_eq(req.generate.top_k, 40);
+    cr_expect_float_eq(req.generate.min_p, 0.05, 1e-6);
+    cr_expect_float_eq(req.generate.repeat_penalty, 1.1, 1e-6);
+    cr_expect_float_eq(req.generate.presence_penalty, -2, 1e-6);
+    cr_expect_float_eq(req.generate.frequency_penalty, 2, 1e-6);
+    cr_assert_eq(req.generate.n_bias, 2);
+    cr_expect(req.generate.bias[0].token == 7 && req.generate.bias[0].bias == -100.0f);
+    cr_expect(req.generate.bias[1].token == 15 && req.generate.bias[1].bias == 0.5f);
+    proto_request_free(&req);
+    cr_expect_null(req.generate.bias);
+    cr_assert_eq(decode("{" ENV "\"op\":\"generate\",\"prompt\":\"x\"}", &req, &err), 0, "%s",
+                 err.message);
+    cr_expect(req.generate.top_k == 0 && req.generate.min_p == 0 && req.generate.n_bias == 0 &&
+                  req.generate.repeat_penalty == 1.0f,
+              "off by default");
+    proto_request_free(&req);
+    static const char *const bad[] = {
+        "\"logit_bias\":[1]",
+        "\"logit_bias\":{\"a\":1}",
+        "\"logit_bias\":{\"1\":-101}",
+        "\"logit_bias\":{\"1\":\"x\"}",
+        "\"top_k\":-1",
+        "\"min_p\":2",
+        "\"frequency_penalty\":3",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char frame[256];
+        snprintf(frame, sizeof frame, "{" ENV "\"op\":\"generate\",\"prompt\":\"x\",%s}", bad[i]);
+        cr_expect_eq(decode(frame, &req, &err), -1, "%s accepted", bad[i]);
+        cr_expect(err.code == PROTO_E_BAD_VALUE || err.code == PROTO_E_BAD_TYPE, "%s", bad[i]);
+    }
+}
+
 Test(protocol, valid_generate)
 {
     proto_request req;
