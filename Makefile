@@ -230,9 +230,11 @@ MAN1    := $(DESTDIR)$(PREFIX)/share/man/man1
 BASHCOMP := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHCOMP := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 UNITDIR := $(DESTDIR)$(PREFIX)/lib/systemd/system
+# The example cluster file, where a bare `infertop` points a new user.
+SHAREDIR := $(DESTDIR)$(PREFIX)/share/infertop
 
 install: $(BINS) $(MANS) $(COMPLETIONS)
-	install -d $(DESTDIR)$(PREFIX)/bin $(MAN1) $(BASHCOMP) $(ZSHCOMP) $(UNITDIR)
+	install -d $(DESTDIR)$(PREFIX)/bin $(MAN1) $(BASHCOMP) $(ZSHCOMP) $(UNITDIR) $(SHAREDIR)
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(MANS) $(MAN1)/
 	install -m 644 $(B)/completion/infertop.bash $(BASHCOMP)/infertop
@@ -241,11 +243,13 @@ install: $(BINS) $(MANS) $(COMPLETIONS)
 	sed 's|/usr/local/bin/inferd|$(PREFIX)/bin/inferd|' contrib/systemd/inferd@.service \
 	  >$(UNITDIR)/inferd@.service
 	chmod 644 $(UNITDIR)/inferd@.service
+	install -m 644 contrib/cluster.example.conf $(SHAREDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/inferd $(DESTDIR)$(PREFIX)/bin/infertop
 	rm -f $(MAN1)/inferd.1 $(MAN1)/infertop.1 $(BASHCOMP)/infertop $(BASHCOMP)/inferd
-	rm -f $(ZSHCOMP)/_infertop $(UNITDIR)/inferd@.service
+	rm -f $(ZSHCOMP)/_infertop $(UNITDIR)/inferd@.service $(SHAREDIR)/cluster.example.conf
+	-rmdir $(SHAREDIR) 2>/dev/null
 
 clean:
 	rm -rf build bin

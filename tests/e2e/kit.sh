@@ -153,7 +153,8 @@ check "a node started from a flag file has its flags" \
 make -s -C "$root" install DESTDIR="$tmp/root" PREFIX=/usr B="${B:-build}" >"$tmp/install.log" 2>&1
 for f in bin/inferd bin/infertop share/man/man1/inferd.1 share/man/man1/infertop.1 \
     share/bash-completion/completions/infertop share/bash-completion/completions/inferd \
-    share/zsh/site-functions/_infertop lib/systemd/system/inferd@.service; do
+    share/zsh/site-functions/_infertop lib/systemd/system/inferd@.service \
+    share/infertop/cluster.example.conf; do
     check "make install puts $f in place" [ -e "$tmp/root/usr/$f" ]
 done
 check "the installed unit runs the installed inferd" \

@@ -581,10 +581,17 @@ int demo_offer(const char *why)
           "  infertop demo      a local ring of inferd stages under a light load, to try the\n"
           "                     console (its runs go to a history of its own)\n",
           stderr);
-    /* The build tree's copy when run from it (build/bin/infertop). */
+    /* Installed (PREFIX/bin/infertop, the example in PREFIX/share), else
+     * the build tree's copy (build/bin, build/asan/bin). */
+    static const char *const where[] = {"/../share/infertop/cluster.example.conf",
+                                        "/../../contrib/cluster.example.conf",
+                                        "/../../../contrib/cluster.example.conf"};
     char found[PATH_MAX];
-    if (beside_self("/../../contrib/cluster.example.conf", R_OK, found, sizeof found) != 0 ||
-        !realpath(found, example))
+    size_t i = 0;
+    while (i < sizeof where / sizeof where[0] &&
+           (beside_self(where[i], R_OK, found, sizeof found) != 0 || !realpath(found, example)))
+        i++;
+    if (i == sizeof where / sizeof where[0])
         snprintf(example, sizeof example, "contrib/cluster.example.conf");
     if (cluster_home_path(conf, sizeof conf) == 0)
         fprintf(stderr,
