@@ -4,8 +4,10 @@
  * to know about it: its command-line flag and the verbs that take it, its
  * name on the wire (control requests, ring frames, HTTP bodies) and in the
  * cluster file, its type, range or choices, default and help. Everything
- * else is derived from the rows (opt_table.c): each verb's option parsing
- * (opt_parse), its --help (opt_usage), the man pages' option lists and the
+ * else is derived from the rows (opt_table.c, which includes them from
+ * opt_rows_inferd.h, opt_rows_wire.h and opt_rows_infertop.h): each verb's
+ * option parsing (opt_parse), its --help (opt_usage), the man pages' option
+ * lists and the
  * shell completions (engine/proto/gen/optdoc.c, at build time), and the
  * validation of untrusted values (opt_check_text, opt_check_json). So
  * adding a flag is one row plus the code that uses its value; README
