@@ -7,9 +7,8 @@
  * else is derived from the rows (opt_table.c, which includes them from
  * opt_rows_inferd.h, opt_rows_wire.h and opt_rows_infertop.h): each verb's
  * option parsing (opt_parse), its --help (opt_usage), the man pages' option
- * lists and the
- * shell completions (engine/proto/gen/optdoc.c, at build time), and the
- * validation of untrusted values (opt_check_text, opt_check_json). So
+ * lists and the shell completions (engine/proto/gen/optdoc.c, at build
+ * time), and the validation of untrusted values (opt_check_text, opt_check_json). So
  * adding a flag is one row plus the code that uses its value; README
  * "Adding a flag".
  *
