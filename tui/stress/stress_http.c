@@ -289,12 +289,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
     for (int k = stress_sse_feed(&call->sse, data, len); k > 0; k--) {
         if (q->n_tokens >= q->gen)
             break; /* more chunks than tokens: the timing has them all */
-        if (q->n_tokens == 0)
-            q->t_first = now;
-        else
-            q->itl[q->n_tokens - 1] = now - q->t_prev;
-        q->t_prev = now;
-        q->n_tokens++;
+        st_token(q, now);
     }
     return len;
 }

@@ -168,6 +168,9 @@ void st_http_end_all(stress_run *r, const char *code, const char *message);
 
 /* ---- stress_record.c ---- */
 
+/* A token of q arrived at `now` (ms): its first, or one more gap. */
+void st_token(st_req *q, double now);
+
 /* Ends inflight[i]: records its row and hands its outcome to the leg. ok:
  * stats is the node's final stats; else code and message say why. */
 void st_finish(stress_run *r, int i, int ok, const json_t *stats, const char *code,

@@ -108,6 +108,16 @@ static double nan_if_unknown(double v)
     return v < 0 ? NAN : v;
 }
 
+void st_token(st_req *q, double now)
+{
+    if (q->n_tokens == 0)
+        q->t_first = now;
+    else
+        q->itl[q->n_tokens - 1] = now - q->t_prev;
+    q->t_prev = now;
+    q->n_tokens++;
+}
+
 void st_finish(stress_run *r, int i, int ok, const json_t *stats, const char *code,
                const char *message)
 {

@@ -291,14 +291,8 @@ static void on_reply(stress_run *r, proto_reply *rep)
         st_req *q = &r->inflight[i];
         double now = clock_ms();
         q->t_activity = now;
-        if (rep->has_token && q->n_tokens < q->gen) {
-            if (q->n_tokens == 0)
-                q->t_first = now;
-            else
-                q->itl[q->n_tokens - 1] = now - q->t_prev;
-            q->t_prev = now;
-            q->n_tokens++;
-        }
+        if (rep->has_token && q->n_tokens < q->gen)
+            st_token(q, now);
         if (rep->done) {
             json_t *stats = json_object_get(rep->json, "stats");
             st_finish(r, i, rep->ok, stats, rep->code, rep->message);
