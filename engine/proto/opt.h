@@ -34,6 +34,7 @@ typedef enum opt_verb {
     OPT_V_TOKENIZE,
     OPT_V_QUANTIZE,
     OPT_V_KEYGEN,
+    OPT_V_QUALITY,
     /* infertop's verbs */
     OPT_V_CONSOLE, /* infertop without a verb: the dashboard */
     OPT_V_DEMO,
@@ -150,6 +151,10 @@ typedef enum opt_id {
     OPT_REQ_LOGIT_BIAS,
     OPT_REQ_SPECIAL,
     OPT_REQ_LOGITS,
+    OPT_QUALITY_TEXT,
+    OPT_QUALITY_CTX,
+    OPT_QUALITY_SCORE_FROM,
+    OPT_QUALITY_BUCKET,
     OPT_OAI_MAX_TOKENS,
     OPT_OAI_TEMPERATURE,
     OPT_OAI_TOP_P,

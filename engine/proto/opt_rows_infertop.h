@@ -25,7 +25,7 @@
                   .type = OPT_T_SWITCH,
                   .help = "JSON on stdout instead of a table",
                   .verbs = OPT_VB(OPT_V_STATUS) | OPT_VB(OPT_V_SET) | NODES_ALL | STRESS_ALL |
-                           HISTORY_ALL | OPT_VB(OPT_V_PLAN)},
+                           HISTORY_ALL | OPT_VB(OPT_V_PLAN) | OPT_VB(OPT_V_QUALITY)},
 
     /* ---- the dashboard ---- */
     [OPT_VERSION] = {.flag = "version",
