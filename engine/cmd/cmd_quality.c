@@ -76,7 +76,7 @@ static int print_setting(const kld_plan *p, const kld_acc *a, int bits, int json
     if (!q)
         return -1;
     if (json) {
-        int rc = json_dumpf(q, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10));
+        int rc = json_dumpf(q, stdout, JSON_COMPACT);
         json_decref(q);
         return rc != 0 || putchar('\n') == EOF ? -1 : 0;
     }
