@@ -5,35 +5,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* log(sum(exp(x))) of a row, in double, and its argmax (the lowest id on
- * ties, as sampler_top1). */
-static double log_sum_exp(const float *x, int n, int *argmax)
+/* The argmax of a row: the lowest id on ties, as sampler_top1. */
+static int argmax(const float *x, int n)
 {
     int best = 0;
     for (int v = 1; v < n; v++)
         if (x[v] > x[best])
             best = v;
-    double m = x[best], sum = 0.0;
-    for (int v = 0; v < n; v++)
-        sum += exp((double)x[v] - m);
-    *argmax = best;
-    return m + log(sum);
+    return best;
 }
 
+/* With e_v = exp(ref_v - max ref), S_r = sum e_v and lr, lt the two
+ * log-sum-exps, log p_ref(v) - log p_test(v) = (ref_v - test_v) - (lr - lt),
+ * so KL = sum e_v (ref_v - test_v) / S_r - (lr - lt): one pass of two exps
+ * per token (a third would redo the reference's). Identical rows make
+ * every product and the difference of the log-sum-exps exactly 0. */
 void kld_position(const float *ref, const float *test, int vocab, int next, kld_pos *out)
 {
-    int top_ref, top_test;
-    double lr = log_sum_exp(ref, vocab, &top_ref);
-    double lt = log_sum_exp(test, vocab, &top_test);
-    double kl = 0.0;
+    int top_ref = argmax(ref, vocab), top_test = argmax(test, vocab);
+    double mr = ref[top_ref], mt = test[top_test];
+    double sr = 0.0, st = 0.0, d = 0.0;
     for (int v = 0; v < vocab; v++) {
-        double a = (double)ref[v] - lr, b = (double)test[v] - lt;
-        /* A token the reference gives no mass adds nothing (0 log 0 = 0). */
-        double p = exp(a);
-        if (p > 0.0)
-            kl += p * (a - b);
+        double e = exp((double)ref[v] - mr);
+        sr += e;
+        d += e * ((double)ref[v] - (double)test[v]);
+        st += exp((double)test[v] - mt);
     }
-    out->kl = kl;
+    double lr = mr + log(sr), lt = mt + log(st);
+    /* Rounding may leave a hair below 0 for rows that differ by a hair. */
+    double kl = d / sr - (lr - lt);
+    out->kl = kl > 0.0 ? kl : 0.0;
     out->agree = top_ref == top_test;
     out->nll_ref = lr - (double)ref[next];
     out->nll_test = lt - (double)test[next];
