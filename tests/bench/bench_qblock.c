@@ -555,11 +555,12 @@ static double cpu_mhz(void)
 }
 
 /* int8 operations (a multiply and an add each) a core's kernels of each
- * path can issue per cycle: one multiply-add a cycle in C; two 256-bit
+ * path can issue per cycle: the scalar C as GCC vectorizes it for
+ * baseline x86-64, two 128-bit pmaddwd (8 products each); two 256-bit
  * byte multiply-adds (32 products each) for the AVX2 and AVX-512 paths,
  * whose kernels run on 256-bit registers; a tile multiply of 16 x 16 x 64
  * every 16 cycles for AMX. */
-static const double PEAK_OPS[CPU_NPATHS] = {2, 128, 128, 128, 2048};
+static const double PEAK_OPS[CPU_NPATHS] = {32, 128, 128, 128, 2048};
 
 /* The batch section (see the top) on path p, best of ROUNDS rounds,
  * against the read rates rd measured by decode_rounds. */
