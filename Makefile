@@ -16,9 +16,13 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 B       ?= build
 CC      ?= cc
-# -march=native: the engine's hot loops (fp16/int4 dequant, dot products)
-# are written for the compiler to vectorize; set ARCH= for a portable build.
-ARCH    ?= -march=native
+# The default build is portable (baseline x86-64) and carries every kernel
+# path of engine/compute/cpu.h, each compiled with its own instruction set
+# (KERNEL_PATHS below); inferd picks the best the CPU has at start, or the
+# one INFERD_CPU names. ARCH=-march=native is the opt-in for a binary that
+# runs only where it was built (the rest of the engine vectorized for that
+# CPU too; make install then installs that binary).
+ARCH    ?=
 OPT     ?= -O2
 SAN     ?=
 
@@ -33,7 +37,10 @@ pc_libs   = $(shell pkg-config --libs $(1) 2>/dev/null)
 # Includes name their folder from the repository root ("engine/compute/kvcache.h"),
 # or are bare within one folder.
 CPPFLAGS += -D_GNU_SOURCE -I.
-CFLAGS   += -std=c11 $(OPT) $(ARCH) -g -Wall -Wextra -Werror -pthread $(SAN)
+# -Wno-psabi: vec8.h's 32-byte vectors pass between static functions only,
+# whose calling convention is GCC's own choice; on a baseline build GCC
+# warns that it differs from an AVX build's.
+CFLAGS   += -std=c11 $(OPT) $(ARCH) -g -Wall -Wextra -Werror -Wno-psabi -pthread $(SAN)
 LDFLAGS  += -pthread $(SAN)
 LDLIBS   += -lm
 
@@ -47,13 +54,30 @@ TEST_LIBS     := $(call pc_libs,$(PKGS_TEST))
 
 # Each program's library is every .c of its parts but the file holding
 # main(); the parts are the sub-folders (see each folder's README).
-ENGINE_SRC := $(filter-out engine/cmd/inferd.c,$(wildcard engine/*/*.c))
+# The kernel files are compiled once per path (see KERNEL_PATHS).
+KERNELS    := qblock_f qblock_q qblock_k
+ENGINE_SRC := $(filter-out engine/cmd/inferd.c $(KERNELS:%=engine/compute/%.c),$(wildcard engine/*/*.c))
 STORE_SRC  := $(wildcard store/*.c)
 TUI_SRC    := $(filter-out tui/cmd/infertop.c,$(wildcard tui/*/*.c))
 ENGINE_H   := $(wildcard engine/*/*.h)
 TUI_H      := $(wildcard tui/*/*.h)
 
-ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o) $(B)/engine/model/embedded.o
+# Each kernel path of engine/compute/cpu.h: its number (QB_PATH) and the
+# instruction set its objects are compiled for, each a superset of the one
+# before. Everything else is compiled for $(ARCH) alone.
+KERNEL_PATHS     := scalar avx2 avx512 vnni amx
+PATH_ID_scalar   := 0
+PATH_ID_avx2     := 1
+PATH_ID_avx512   := 2
+PATH_ID_vnni     := 3
+PATH_ID_amx      := 4
+PATH_FLAGS_avx2   := -mavx2 -mfma -mf16c
+PATH_FLAGS_avx512 := $(PATH_FLAGS_avx2) -mavx512f -mavx512bw -mavx512dq -mavx512vl
+PATH_FLAGS_vnni   := $(PATH_FLAGS_avx512) -mavx512vnni
+PATH_FLAGS_amx    := $(PATH_FLAGS_vnni) -mavx512vbmi -mgfni -mamx-tile -mamx-int8
+KERNEL_OBJ := $(foreach p,$(KERNEL_PATHS),$(KERNELS:%=$(B)/engine/compute/%.$(p).o))
+
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(B)/%.o) $(B)/engine/model/embedded.o $(KERNEL_OBJ)
 STORE_OBJ  := $(STORE_SRC:%.c=$(B)/%.o)
 TUI_OBJ    := $(TUI_SRC:%.c=$(B)/%.o)
 
@@ -154,6 +178,13 @@ $(B)/engine/compute/%.o: CFLAGS += -fvect-cost-model=dynamic
 $(B)/engine/%.o: engine/%.c $(ENGINE_H)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(ENGINE_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+define kernel_rule
+$(B)/engine/compute/%.$(1).o: engine/compute/%.c $(ENGINE_H)
+	@mkdir -p $$(@D)
+	$$(CC) $$(CPPFLAGS) $$(ENGINE_CFLAGS) $$(CFLAGS) -DQB_PATH=$(PATH_ID_$(1)) $(PATH_FLAGS_$(1)) -c -o $$@ $$<
+endef
+$(foreach p,$(KERNEL_PATHS),$(eval $(call kernel_rule,$(p))))
 
 $(B)/store/%.o: store/%.c $(wildcard store/*.h)
 	@mkdir -p $(@D)

@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "engine/compute/blas.h"
+#include "engine/compute/cpu.h"
 #include "engine/proto/opt.h"
 #include "engine/proto/version.h"
 
@@ -21,7 +22,9 @@ static void usage(FILE *out)
     for (int i = 0; i < OPT_V_COUNT; i++)
         if (opt_verbs[i].prog == OPT_INFERD)
             fprintf(out, "  %-10s %s\n", opt_verbs[i].name, opt_verbs[i].summary);
-    fprintf(out, "\n  --help     this text\n  --version  print the version\n");
+    fprintf(
+        out,
+        "\n  --help     this text\n  --version  print the version and the kernel path in use\n");
 }
 
 int main(int argc, char **argv)
@@ -35,8 +38,19 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    char err[256];
+    if (cpu_select_env(err, sizeof err) != 0) {
+        fprintf(stderr, "inferd: %s\n", err);
+        return 2;
+    }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("inferd %s\n", INFERD_VERSION);
+        /* The first line alone is the version (the man page, the console's
+         * node status compare it). */
+        printf("inferd %s\nkernels: %s (this CPU runs:", INFERD_VERSION,
+               cpu_path_name(cpu_active()));
+        for (int p = 0; p <= (int)cpu_best(cpu_features()); p++)
+            printf(" %s", cpu_path_name((cpu_path)p));
+        printf(")\n");
         return 0;
     }
     for (int i = 0; i < OPT_V_COUNT; i++)

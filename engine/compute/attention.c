@@ -223,14 +223,14 @@ static inline __attribute__((always_inline)) void gemm_of(int half, int R, const
     }
 }
 
-static void gemm(int R, const float *const *a, int k, const float *b, int ldb, int ncols,
-                 float *const *c, int accumulate)
+VEC8_INLINE void gemm(int R, const float *const *a, int k, const float *b, int ldb, int ncols,
+                      float *const *c, int accumulate)
 {
     gemm_of(0, R, a, k, b, ldb, ncols, c, accumulate);
 }
 
-static void gemm_f16(int R, const float *const *a, int k, const _Float16 *b, int ldb, int ncols,
-                     float *const *c)
+VEC8_INLINE void gemm_f16(int R, const float *const *a, int k, const _Float16 *b, int ldb,
+                          int ncols, float *const *c)
 {
     gemm_of(1, R, a, k, b, ldb, ncols, c, 0);
 }
@@ -239,7 +239,7 @@ static void gemm_f16(int R, const float *const *a, int k, const _Float16 *b, int
  * row's running max m and sum l (both in units of scaled scores). Leaves
  * the probabilities in s (0 past vc) and returns the factor by which the
  * row's output so far must be rescaled. */
-static float softmax_fold(float *s, int block, int vc, float scale, float *m, float *l)
+VEC8_INLINE float softmax_fold(float *s, int block, int vc, float scale, float *m, float *l)
 {
     const i32x8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
     f32x8 neg_inf = vec8_splat(-INFINITY);
@@ -270,7 +270,7 @@ static float softmax_fold(float *s, int block, int vc, float scale, float *m, fl
     return c;
 }
 
-static void scale_row(float *x, int n, float c)
+VEC8_INLINE void scale_row(float *x, int n, float c)
 {
     f32x8 vc = vec8_splat(c);
     for (int i = 0; i < n; i += 8)
@@ -398,8 +398,8 @@ static inline __attribute__((always_inline)) void fold_keys_f16_of(int C, const 
 }
 
 /* The common head sizes get their own copies. */
-static void fold_keys_f16(const float *s, int vc, float scale, const span *sp, int hd, int block,
-                          float *m, float *l, float *out, prefetch *pf)
+VEC8_INLINE void fold_keys_f16(const float *s, int vc, float scale, const span *sp, int hd,
+                               int block, float *m, float *l, float *out, prefetch *pf)
 {
     if (hd == 64)
         fold_keys_f16_of(8, s, vc, scale, sp, block, m, l, out, pf);
@@ -437,8 +437,8 @@ static size_t row_offset(const job *jb, int h, int r)
  * scored. The fp16 path scores its queries rounded to fp16 (the products
  * are then exact; their sums round as the tile kernel's do), and only
  * the columns up to that position. */
-static void fold_tile(const job *jb, const worker_mem *wm, const span *sp, int h, int r0, int rt,
-                      int R, int b, int nb, prefetch *pf)
+VEC8_INLINE void fold_tile(const job *jb, const worker_mem *wm, const span *sp, int h, int r0,
+                           int rt, int R, int b, int nb, prefetch *pf)
 {
     const attn_scratch *s = jb->s;
     int hd = s->shape.head_dim, B = s->shape.block;
@@ -493,7 +493,7 @@ static void fold_tile(const job *jb, const worker_mem *wm, const span *sp, int h
 
 /* Attention of rows [r0, r1) for KV head h, SPAN blocks at a time; on
  * the fp16 path, KV head `next` (-1: none) is prefetched meanwhile. */
-static void run_task(const job *jb, const worker_mem *wm, int h, int r0, int r1, int next)
+VEC8_INLINE void run_task_body(const job *jb, const worker_mem *wm, int h, int r0, int r1, int next)
 {
     const attn_scratch *s = jb->s;
     int hd = s->shape.head_dim, B = s->shape.block;
@@ -524,6 +524,9 @@ static void run_task(const job *jb, const worker_mem *wm, int h, int r0, int r1,
     for (int r = r0; r < r1; r++)
         scale_row(jb->out + row_offset(jb, h, r), hd, 1.0f / wm->l[r - r0]);
 }
+
+VEC8_PATHS(run_task, (const job *jb, const worker_mem *wm, int h, int r0, int r1, int next),
+           (jb, wm, h, r0, r1, next))
 
 static void run_tasks(void *arg, int w)
 {

@@ -469,7 +469,8 @@ static void embed(fwd_stage *s, const int *tokens, int n)
 }
 
 /* Every row of x normalized to unit rms, then scaled by weight. */
-static void rmsnorm(float *out, const float *x, const float *weight, int n, int dim, float eps)
+VEC8_INLINE void rmsnorm_body(float *out, const float *x, const float *weight, int n, int dim,
+                              float eps)
 {
     for (int i = 0; i < n; i++) {
         const float *xi = x + (size_t)i * dim;
@@ -489,6 +490,9 @@ static void rmsnorm(float *out, const float *x, const float *weight, int n, int 
             oi[j] = weight[j] * (ss * xi[j]);
     }
 }
+
+VEC8_PATHS(rmsnorm, (float *out, const float *x, const float *weight, int n, int dim, float eps),
+           (out, x, weight, n, dim, eps))
 
 /* outs[k].y[n][rows_k] = x[n][cols] W_k^T for every k, W_k being
  * [rows_k][cols], for n of the step's rows. A chunk multiplies its rows
@@ -565,7 +569,7 @@ static void residual_add(float *x, const float *delta, size_t count)
 
 /* hb = silu(hb) * hb2. The last count % 8 values go through the same
  * vector code, padded, so every value is computed the same way. */
-static void swiglu(float *hb, const float *hb2, size_t count)
+VEC8_INLINE void swiglu_body(float *hb, const float *hb2, size_t count)
 {
     size_t i = 0;
     for (; i + 8 <= count; i += 8)
@@ -578,6 +582,8 @@ static void swiglu(float *hb, const float *hb2, size_t count)
         memcpy(hb + i, a, (count - i) * sizeof(float));
     }
 }
+
+VEC8_PATHS(swiglu, (float *hb, const float *hb2, size_t count), (hb, hb2, count))
 
 /* swiglu over a chunk's rows, spread over the pool: with 512 positions
  * it is millions of exps, which one thread would do while the others

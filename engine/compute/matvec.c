@@ -116,7 +116,7 @@ static inline __attribute__((always_inline)) void multiply_rows(int B, const flo
 
 /* Rows [r0, r1) of outs[k] times every input, INPUTS inputs at a time,
  * while rows [r1, r2) are prefetched, a share per group of inputs. */
-static void multiply_f32(const job *jb, int k, int r0, int r1, int r2)
+VEC8_INLINE void multiply_f32_body(const job *jb, int k, int r0, int r1, int r2)
 {
     const wmat *w = jb->outs[k].w;
     size_t rows = (size_t)w->rows;
@@ -141,6 +141,8 @@ static void multiply_f32(const job *jb, int k, int r0, int r1, int r2)
         }
     }
 }
+
+VEC8_PATHS(multiply_f32, (const job *jb, int k, int r0, int r1, int r2), (jb, k, r0, r1, r2))
 
 /* Rows [r0, r1) of a quantized outs[k] times every input in turn. */
 static void multiply_quantized(const job *jb, int k, int r0, int r1)

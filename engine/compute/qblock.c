@@ -1,35 +1,37 @@
 /* qblock.c: qblock.h's entry points, dispatched by weight type to the
  * per-type tables of qblock_f.c (F32, F16, BF16), qblock_q.c (Q8_0, Q4_0)
- * and qblock_k.c (Q4_K, Q5_K, Q6_K). */
+ * and qblock_k.c (Q4_K, Q5_K, Q6_K), those of the kernel path in use
+ * (cpu.h). */
 #include "qblock.h"
 
 #include <assert.h>
 
+#include "cpu.h"
 #include "engine/model/wtype.h"
 #include "qblock_int.h"
 
+/* The weight types in the order of each path's row of TABLES. */
+static const uint32_t TYPES[] = {WT_F32,  WT_F16,  WT_BF16, WT_Q8_0,
+                                 WT_Q4_0, WT_Q4_K, WT_Q5_K, WT_Q6_K};
+#define NTYPES (sizeof TYPES / sizeof TYPES[0])
+
+#define PATH_ROW(p)                                                                                \
+    {                                                                                              \
+        &qb_f32_##p, &qb_f16_##p, &qb_bf16_##p, &qb_q8_0_##p, &qb_q4_0_##p, &qb_q4_K_##p,          \
+            &qb_q5_K_##p, &qb_q6_K_##p                                                             \
+    }
+
+static const qb_type *const TABLES[CPU_NPATHS][NTYPES] = {
+    [CPU_SCALAR] = PATH_ROW(scalar), [CPU_AVX2] = PATH_ROW(avx2), [CPU_AVX512] = PATH_ROW(avx512),
+    [CPU_VNNI] = PATH_ROW(vnni),     [CPU_AMX] = PATH_ROW(amx),
+};
+
 static const qb_type *type_of(uint32_t wtype)
 {
-    switch (wtype) {
-    case WT_F32:
-        return &qb_f32;
-    case WT_F16:
-        return &qb_f16;
-    case WT_BF16:
-        return &qb_bf16;
-    case WT_Q8_0:
-        return &qb_q8_0;
-    case WT_Q4_0:
-        return &qb_q4_0;
-    case WT_Q4_K:
-        return &qb_q4_K;
-    case WT_Q5_K:
-        return &qb_q5_K;
-    case WT_Q6_K:
-        return &qb_q6_K;
-    default:
-        return NULL;
-    }
+    for (size_t i = 0; i < NTYPES; i++)
+        if (TYPES[i] == wtype)
+            return TABLES[cpu_active()][i];
+    return NULL;
 }
 
 /* For the functions whose callers must pass a supported type. */
@@ -111,11 +113,9 @@ size_t qb_batch_bytes(uint32_t wtype, int b, int64_t n)
 
 size_t qb_batch_bytes_max(int b, int64_t n)
 {
-    static const uint32_t types[] = {WT_F32,  WT_F16,  WT_BF16, WT_Q8_0,
-                                     WT_Q4_0, WT_Q4_K, WT_Q5_K, WT_Q6_K};
     size_t most = 0;
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        size_t bytes = qb_batch_bytes(types[i], b, n);
+    for (size_t i = 0; i < NTYPES; i++) {
+        size_t bytes = qb_batch_bytes(TYPES[i], b, n);
         most = bytes > most ? bytes : most;
     }
     return most;

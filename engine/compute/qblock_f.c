@@ -158,7 +158,7 @@ QB_INLINE void fround(enum fkind k, const float *x, float *out, int64_t n)
         frows(kind, w, step, R, x, n, y, ystep);                                                   \
     }                                                                                              \
     QB_GEMV(name##_gemv, name##_rows)                                                              \
-    const qb_type qb_##name = {                                                                    \
+    const qb_type QB_SYM(qb_##name) = {                                                            \
         .act = id,                                                                                 \
         .act_block = 1,                                                                            \
         .act_block_bytes = kind == K_F32 ? 4 : 2,                                                  \

@@ -14,24 +14,57 @@
 #include "qblock.h"
 #include "vec8.h"
 
-/* The vector kernels are written for AVX2 with FMA and F16C, on 256-bit
- * registers: on Zen 4 a 512-bit op costs two 256-bit ones, so wider ones
- * would only save decode slots. Where the build targets them, AVX-512
- * extensions replace single steps: VNNI fuses the int8 and int16 dot
- * products, GFNI splits nibbles in one op, VBMI gathers Q4_0 scales.
- * Without AVX2 the scalar reference runs; either way the results differ
- * only by the order of float sums. */
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+/* The kernel files (qblock_f.c, qblock_q.c, qblock_k.c) are compiled once
+ * per path of cpu.h, QB_PATH its number, with that path's instruction set
+ * (the Makefile); the other files that include this one, QB_PATH unset,
+ * get the scalar definitions. The vector kernels are written for AVX2
+ * with FMA and F16C, on 256-bit registers: on Zen 4 a 512-bit op costs
+ * two 256-bit ones, so wider ones would only save decode slots. The
+ * AVX-512 paths replace single steps: VNNI fuses the int8 and int16 dot
+ * products; on the AMX path GFNI splits nibbles in one op, VBMI gathers
+ * Q4_0 scales and the tile unit multiplies a batch's Q8_0 blocks. Each
+ * path differs from the scalar reference only by the order of float
+ * sums. */
+#ifndef QB_PATH
+#define QB_PATH 0
+#endif
+#if QB_PATH == 0
+#define QB_SUFFIX scalar
+#elif QB_PATH == 1
+#define QB_SUFFIX avx2
+#elif QB_PATH == 2
+#define QB_SUFFIX avx512
+#elif QB_PATH == 3
+#define QB_SUFFIX vnni
+#elif QB_PATH == 4
+#define QB_SUFFIX amx
+#else
+#error "QB_PATH: a cpu_path number, 0 to 4"
+#endif
+#if QB_PATH >= 1
+#if !(defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
+#error "the avx2 path and those above need -mavx2 -mfma -mf16c"
+#endif
 #define QB_AVX2 1
 #include <immintrin.h>
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#endif
+#if QB_PATH >= 3
+#if !(defined(__AVX512VNNI__) && defined(__AVX512VL__))
+#error "the vnni path needs -mavx512vnni -mavx512vl"
+#endif
 #define QB_VNNI 1
 #endif
-/* AMX's tile multiply does a batch's integer block sums (qblock_q.c). */
-#if defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512F__)
+#if QB_PATH == 4
+#if !(defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512F__))
+#error "the amx path needs -mamx-tile -mamx-int8 -mavx512f"
+#endif
 #define QB_AMX 1
 #endif
-#endif
+
+/* A kernel file's public name for its path: qb_q8_0 becomes qb_q8_0_avx2. */
+#define QB_CAT_(a, b) a##_##b
+#define QB_CAT(a, b) QB_CAT_(a, b)
+#define QB_SYM(name) QB_CAT(name, QB_SUFFIX)
 
 #define QK 32    /* values per block of Q8_0 and Q4_0 */
 #define QK_K 256 /* values per super-block of the K types and Q8_K */
@@ -214,7 +247,16 @@ typedef struct qb_type {
     qb_gemm_fn *gemm; /* NULL: gemv throughout */
 } qb_type;
 
-extern const qb_type qb_f32, qb_f16, qb_bf16, qb_q8_0, qb_q4_0, qb_q4_K, qb_q5_K, qb_q6_K;
+/* Each path's tables, qblock.c's to choose from. */
+#define QB_TABLES(p)                                                                               \
+    extern const qb_type qb_f32_##p, qb_f16_##p, qb_bf16_##p, qb_q8_0_##p, qb_q4_0_##p,            \
+        qb_q4_K_##p, qb_q5_K_##p, qb_q6_K_##p;
+QB_TABLES(scalar)
+QB_TABLES(avx2)
+QB_TABLES(avx512)
+QB_TABLES(vnni)
+QB_TABLES(amx)
+#undef QB_TABLES
 
 /* Weight quantizers the K types share (qblock_kq.c). */
 void qb_quantize_q4_K(const float *x, void *out, int64_t n);

@@ -467,7 +467,7 @@ QB_GEMV_REF(q6_K_gemv, q6_K_dot_ref)
 #endif
 
 #define K_TYPE(name)                                                                               \
-    const qb_type qb_##name = {                                                                    \
+    const qb_type QB_SYM(qb_##name) = {                                                            \
         .act = QB_Q8_K,                                                                            \
         .act_block = QK_K,                                                                         \
         .act_block_bytes = sizeof(blk_q8_K) + sizeof(k_pack),                                      \

@@ -8,12 +8,6 @@
 
 #include "qblock_int.h"
 
-#ifdef QB_AMX
-#include <stdatomic.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
-
 /* ---- quantization ---- */
 
 /* ggml's quantize_row_q8_0_ref, which llama-quantize uses for weights:
@@ -430,19 +424,6 @@ static void amx_pack(const void *acts, size_t stride, int b, int64_t n, void *pa
     }
 }
 
-/* Linux gives a process the tile registers once it asks for them. */
-static int amx_granted(void)
-{
-    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
-    static atomic_int state; /* 0 not asked yet, 1 granted, -1 refused */
-    int s = atomic_load_explicit(&state, memory_order_relaxed);
-    if (s == 0) {
-        s = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 ? 1 : -1;
-        atomic_store_explicit(&state, s, memory_order_relaxed);
-    }
-    return s > 0;
-}
-
 /* Tiles 0-2 and 3-5: A (16 rows x one block's 32 values), B (that block
  * of 16 activations, 8 rows of 4 values each), C (the 16 x 16 sums);
  * blocks alternate between the two sets so that one's multiply runs
@@ -576,7 +557,7 @@ static int q8_0_gemm(const void *w, size_t row_bytes, int rows, const void *pack
                      int64_t n, float *y, size_t ystride)
 {
     int tiled = rows / AMX_M * AMX_M;
-    if (b < AMX_MIN || n % QK_K != 0 || tiled == 0 || !amx_granted())
+    if (b < AMX_MIN || n % QK_K != 0 || tiled == 0)
         return 0;
     int64_t nb = n / QK;
     const amx_block *blocks = packed;
@@ -602,7 +583,7 @@ QB_GEMV_REF(q4_0_gemv, q4_0_dot_ref)
 
 #endif
 
-const qb_type qb_q8_0 = {
+const qb_type QB_SYM(qb_q8_0) = {
     .act = WT_Q8_0,
     .act_block = QK,
     .act_block_bytes = sizeof(blk_q8_0),
@@ -620,7 +601,7 @@ const qb_type qb_q8_0 = {
 #endif
 };
 
-const qb_type qb_q4_0 = {
+const qb_type QB_SYM(qb_q4_0) = {
     .act = WT_Q8_0,
     .act_block = QK,
     .act_block_bytes = sizeof(blk_q8_0),

@@ -2,14 +2,19 @@
  *
  * At -O2 GCC 12 vectorizes only loops whose trip count is a multiple of the
  * vector width and never keeps a tile of accumulators in registers; these
- * types make that explicit. They lower to whatever the target has (one AVX
- * register with -march=native, two SSE registers on a portable build).
+ * types make that explicit. They lower to whatever the function they land
+ * in targets: two SSE registers in baseline code, one AVX register in a
+ * function VEC8_PATHS compiles for AVX2, which the kernel path in use
+ * (cpu.h) picks. Every operation gives the same bits on either, fused
+ * multiply-adds included.
  */
 #ifndef VEC8_H
 #define VEC8_H
 
 #include <stdint.h>
 #include <string.h>
+
+#include "cpu.h"
 
 #if defined(__FMA__) || defined(__F16C__)
 #include <immintrin.h>
@@ -18,36 +23,45 @@
 typedef float f32x8 __attribute__((vector_size(32)));
 typedef int32_t i32x8 __attribute__((vector_size(32)));
 
-static inline f32x8 vec8_load(const float *p)
+/* Every function taking or returning vectors is inlined: a call between a
+ * baseline function and one compiled for AVX2 would pass them in
+ * different registers. */
+#define VEC8_INLINE static inline __attribute__((always_inline))
+
+VEC8_INLINE f32x8 vec8_load(const float *p)
 {
     f32x8 v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-static inline void vec8_store(float *p, f32x8 v)
+VEC8_INLINE void vec8_store(float *p, f32x8 v)
 {
     memcpy(p, &v, sizeof v);
 }
 
-static inline f32x8 vec8_splat(float x)
+VEC8_INLINE f32x8 vec8_splat(float x)
 {
     return (f32x8){x, x, x, x, x, x, x, x};
 }
 
-/* a * b + c, fused where the target has FMA: -std=c11 turns off the
- * compiler's contraction of a * b + c. */
-static inline f32x8 vec8_fma(f32x8 a, f32x8 b, f32x8 c)
+/* a * b + c, fused (-std=c11 turns off the compiler's contraction of
+ * a * b + c): lane by lane, which GCC makes one vfmadd in a function
+ * compiled for FMA and calls to fmaf elsewhere. */
+VEC8_INLINE f32x8 vec8_fma(f32x8 a, f32x8 b, f32x8 c)
 {
 #ifdef __FMA__
     return (f32x8)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #else
-    return a * b + c;
+    f32x8 r;
+    for (int i = 0; i < 8; i++)
+        r[i] = __builtin_fmaf(a[i], b[i], c[i]);
+    return r;
 #endif
 }
 
 /* 8 fp16 values as floats (exact). */
-static inline f32x8 vec8_load_f16(const _Float16 *p)
+VEC8_INLINE f32x8 vec8_load_f16(const _Float16 *p)
 {
 #ifdef __F16C__
     return (f32x8)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
@@ -62,7 +76,7 @@ static inline f32x8 vec8_load_f16(const _Float16 *p)
 /* x rounded to the nearest fp16 value (ties to even), as storing it in
  * an fp16 buffer and loading it back would: F16C's conversions, as ggml's
  * fp16 vectors use them. */
-static inline f32x8 vec8_round_f16(f32x8 x)
+VEC8_INLINE f32x8 vec8_round_f16(f32x8 x)
 {
 #ifdef __F16C__
     return (f32x8)_mm256_cvtph_ps(_mm256_cvtps_ph((__m256)x, _MM_FROUND_TO_NEAREST_INT));
@@ -73,32 +87,53 @@ static inline f32x8 vec8_round_f16(f32x8 x)
 #endif
 }
 
+/* Defines static void name params, which runs name##_body args (a
+ * static always-inline function of the vec8 loops) compiled for AVX2,
+ * FMA and F16C when the kernel path in use has them, for baseline x86-64
+ * otherwise. */
+#define VEC8_PATHS(name, params, args)                                                             \
+    __attribute__((target("avx2,fma,f16c"))) static void name##_avx2 params                        \
+    {                                                                                              \
+        name##_body args;                                                                          \
+    }                                                                                              \
+    static void name##_base params                                                                 \
+    {                                                                                              \
+        name##_body args;                                                                          \
+    }                                                                                              \
+    static void name params                                                                        \
+    {                                                                                              \
+        if (cpu_active() >= CPU_AVX2)                                                              \
+            name##_avx2 args;                                                                      \
+        else                                                                                       \
+            name##_base args;                                                                      \
+    }
+
 /* mask ? a : b lane by lane; mask lanes are all ones or all zeros, as
  * vector comparisons return them. */
-static inline f32x8 vec8_select(i32x8 mask, f32x8 a, f32x8 b)
+VEC8_INLINE f32x8 vec8_select(i32x8 mask, f32x8 a, f32x8 b)
 {
     return (f32x8)(((i32x8)a & mask) | ((i32x8)b & ~mask));
 }
 
-static inline f32x8 vec8_min(f32x8 a, f32x8 b)
+VEC8_INLINE f32x8 vec8_min(f32x8 a, f32x8 b)
 {
     return vec8_select(a < b, a, b);
 }
 
-static inline f32x8 vec8_max(f32x8 a, f32x8 b)
+VEC8_INLINE f32x8 vec8_max(f32x8 a, f32x8 b)
 {
     return vec8_select(a > b, a, b);
 }
 
 /* The sum of the lanes, pairwise. */
-static inline float vec8_sum(f32x8 v)
+VEC8_INLINE float vec8_sum(f32x8 v)
 {
     return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
 }
 
 /* e^x for x <= 0 (larger x and NaN are clamped into [-87, 0]), relative
  * error about 2e-7: Cephes' expf polynomial, vectorized. */
-static inline f32x8 vec8_exp(f32x8 x)
+VEC8_INLINE f32x8 vec8_exp(f32x8 x)
 {
     f32x8 lo = vec8_splat(-87.0f), zero = vec8_splat(0.0f);
     x = vec8_min(vec8_max(x, lo), zero);
@@ -121,7 +156,7 @@ static inline f32x8 vec8_exp(f32x8 x)
  * 2 ulp) wherever the result is a normal float. e^-|x| never overflows:
  * sigmoid(x) is 1 / (1 + e) for x >= 0 and e / (1 + e) below. A NaN x
  * gives NaN. */
-static inline f32x8 vec8_silu(f32x8 x)
+VEC8_INLINE f32x8 vec8_silu(f32x8 x)
 {
     f32x8 zero = vec8_splat(0.0f), one = vec8_splat(1.0f);
     f32x8 e = vec8_exp(vec8_select(x < zero, x, -x));

@@ -20,6 +20,7 @@
 
 #include <zmq.h>
 
+#include "engine/compute/cpu.h"
 #include "engine/model/chat.h"
 #include "engine/model/gguf.h"
 #include "engine/proto/version.h"
@@ -77,6 +78,7 @@ static void node_status(server *sv, proto_status *s)
     const guard_mem *g = node_mem(&sv->nd, 1);
     memset(s, 0, sizeof *s);
     snprintf(s->version, sizeof s->version, "%s", INFERD_VERSION);
+    snprintf(s->cpu_path, sizeof s->cpu_path, "%s", cpu_path_name(cpu_active()));
     snprintf(s->model.name, sizeof s->model.name, "%s", model_name(sv->nd.m));
     snprintf(s->model.fingerprint, sizeof s->model.fingerprint, "%s", model_fingerprint(sv->nd.m));
     snprintf(s->model.format, sizeof s->model.format, "%s", model_format(sv->nd.m));

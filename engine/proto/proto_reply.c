@@ -340,6 +340,10 @@ json_t *proto_status_json(const char *node, const proto_status *s)
         json_decref(o);
         return NULL;
     }
+    if (o && s->cpu_path[0] && json_object_set_new(o, "cpu_path", jw_string(s->cpu_path))) {
+        json_decref(o);
+        return NULL;
+    }
     if (o && s->warning[0] &&
         json_object_set_new(json_object_get(o, "security"), "warning", jw_string(s->warning))) {
         json_decref(o);
@@ -469,6 +473,7 @@ int proto_status_from_json(const json_t *obj, proto_status *out, char *err, size
                      jr_str(security, "warning", out->warning, sizeof out->warning, err, errlen)))
         return -1;
     return jr_str(obj, "version", out->version, sizeof out->version, err, errlen) ||
+                   jr_str(obj, "cpu_path", out->cpu_path, sizeof out->cpu_path, err, errlen) ||
                    jr_int(obj, "sessions", &out->sessions, err, errlen) ||
                    jr_int(obj, "active", &out->active, err, errlen) ||
                    jr_int(obj, "queued", &out->queued, err, errlen) ||

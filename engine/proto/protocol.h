@@ -301,7 +301,8 @@ int proto_eval_decode(const proto_reply *r, int *pos, proto_eval_row **rows, int
 #define PROTO_TEXT_MAX 128
 
 typedef struct proto_status {
-    char version[32]; /* inferd version */
+    char version[32];  /* inferd version */
+    char cpu_path[16]; /* kernel path in use ("avx2"); "" from an older node */
     struct {
         char name[PROTO_TEXT_MAX];
         char fingerprint[65];

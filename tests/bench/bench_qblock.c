@@ -21,12 +21,16 @@
  *             matrix's rows are split in halves, each thread running its
  *             half of every matrix. "of triad" is against the triad of the
  *             same thread count (the bar), "of read" against the read.
- *             Triad, read and gemv are measured in ROUNDS rounds, each
+ *             gemv and batch have a row per kernel path the CPU has
+ *             (engine/compute/cpu.h), named in brackets; the bars are the
+ *             vector paths'. Triad, read and gemv are measured in ROUNDS rounds, each
  *             figure the best of all rounds (the machine is shared).
  *   batch     Q8_0 only, with BATCH activations (the batching bar's 16
  *             sequences): a pass runs qb_gemm over every matrix of the same
  *             model, rows split in halves with 2 threads; GB/s = weight
- *             bytes / time, best of GEMV_RUNS. "cached" runs it over the
+ *             bytes / time, best of GEMV_RUNS, and GOPS (a multiply and
+ *             an add per weight value and activation) against the path's
+ *             peak (PEAK_OPS at /proc/cpuinfo's clock). "cached" runs it over the
  *             first matrix of a layer CACHED_PASSES times, which stays in
  *             each core's L2: the rate the kernel's arithmetic allows.
  *             "overlap" is the from-memory rate against the better of
@@ -58,6 +62,7 @@
 
 #include "benchlib.h"
 #include "engine/compute/blas.h"
+#include "engine/compute/cpu.h"
 #include "engine/compute/qblock.h"
 #include "engine/model/wtype.h"
 
@@ -75,6 +80,8 @@
 #define PROBE_WORK 20
 #define PROBE_CACHED ((size_t)1 << 20) /* bytes, within L2 */
 #define CACHED_PASSES 400
+#define QK_VALUES 32 /* values of a Q8_0 block */
+#define QK_BYTES 34  /* its bytes */
 
 typedef struct shape {
     int rows, n;
@@ -502,8 +509,9 @@ static void add_row(bench *b, const char *fmt, const char *type, int threads, do
  * for t threads, and the triad and read limits. A round measures the
  * limits, then every type's gemv, so that a busy stretch on a shared
  * machine pulls down no figure alone. */
-static int decode_rounds(double g[][MAX_THREADS + 1], double *triad, double *rd)
+static int decode_rounds(double g[][N_TYPES][MAX_THREADS + 1], double *triad, double *rd)
 {
+    char err[512];
     for (int round = 0; round < ROUNDS; round++) {
         for (int t = 1; t <= MAX_THREADS; t++) {
             double v, w;
@@ -515,12 +523,16 @@ static int decode_rounds(double g[][MAX_THREADS + 1], double *triad, double *rd)
         for (size_t i = 0; i < N_TYPES; i++) {
             model m;
             int rc = model_open(&m, TYPES[i].type, 0);
-            for (int t = 1; rc == 0 && t <= MAX_THREADS; t++) {
-                double v;
-                rc = gemv_gbs(&m, t, &v);
-                keep_max(&g[i][t], v);
+            for (int p = 0; rc == 0 && p <= (int)cpu_best(cpu_features()); p++) {
+                rc = cpu_select(cpu_path_name((cpu_path)p), err, sizeof err);
+                for (int t = 1; rc == 0 && t <= MAX_THREADS; t++) {
+                    double v;
+                    rc = gemv_gbs(&m, t, &v);
+                    keep_max(&g[p][i][t], v);
+                }
             }
             model_close(&m);
+            cpu_select_env(err, sizeof err);
             if (rc != 0)
                 return -1;
         }
@@ -528,12 +540,37 @@ static int decode_rounds(double g[][MAX_THREADS + 1], double *triad, double *rd)
     return 0;
 }
 
-/* The batch section (see the top), best of ROUNDS rounds, against the
- * read rates rd measured by decode_rounds. */
-static int batch_rows(bench *b, const double *rd)
+/* The clock of /proc/cpuinfo's first "cpu MHz" line, 0 if none. */
+static double cpu_mhz(void)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[256];
+    double mhz = 0;
+    while (f && mhz == 0 && fgets(line, sizeof line, f))
+        if (strncmp(line, "cpu MHz", 7) == 0 && strchr(line, ':'))
+            mhz = atof(strchr(line, ':') + 1);
+    if (f)
+        fclose(f);
+    return mhz;
+}
+
+/* int8 operations (a multiply and an add each) a core's kernels of each
+ * path can issue per cycle: the scalar C as GCC vectorizes it for
+ * baseline x86-64, two 128-bit pmaddwd (8 products each); two 256-bit
+ * byte multiply-adds (32 products each) for the AVX2 and AVX-512 paths,
+ * whose kernels run on 256-bit registers; a tile multiply of 16 x 16 x 64
+ * every 16 cycles for AMX. */
+static const double PEAK_OPS[CPU_NPATHS] = {32, 128, 128, 128, 2048};
+
+/* The batch section (see the top) on path p, best of ROUNDS rounds,
+ * against the read rates rd measured by decode_rounds. */
+static int batch_rows(bench *b, const double *rd, cpu_path p)
 {
     model m;
     double mem[MAX_THREADS + 1] = {0}, cached[MAX_THREADS + 1] = {0};
+    char err[512];
+    if (cpu_select(cpu_path_name(p), err, sizeof err) != 0)
+        return -1;
     int rc = model_open(&m, WT_Q8_0, 0);
     for (int round = 0; rc == 0 && round < ROUNDS; round++)
         for (int t = 1; rc == 0 && t <= MAX_THREADS; t++) {
@@ -543,20 +580,31 @@ static int batch_rows(bench *b, const double *rd)
             keep_max(&cached[t], w);
         }
     model_close(&m);
+    cpu_select_env(err, sizeof err);
     if (rc != 0)
         return -1;
-    char what[32];
-    snprintf(what, sizeof what, "%s x%d", wtype_name(WT_Q8_0), BATCH);
+    char what[48];
+    snprintf(what, sizeof what, "%s x%d [%s]", wtype_name(WT_Q8_0), BATCH, cpu_path_name(p));
+    /* Two operations per weight value and activation: 32 values per 34 bytes. */
+    double ops_per_byte = 2.0 * BATCH * QK_VALUES / QK_BYTES, mhz = cpu_mhz();
     for (int t = 1; t <= MAX_THREADS; t++) {
         double limit = rd[t] < cached[t] ? rd[t] : cached[t];
         double added = 1 / (1 / rd[t] + 1 / cached[t]);
+        double gops = mem[t] * ops_per_byte, peak = PEAK_OPS[p] * mhz * 1e-3 * t;
         add_row(b, "gemm %s, %d thread%s", what, t, mem[t], "GB/s", NULL, -1);
+        add_row(b, "gemm %s, %d thread%s, GOPS", what, t, gops, "GOPS", NULL, -1);
+        if (peak > 0)
+            add_row(b, "gemm %s, %d thread%s, of peak", what, t, 100 * gops / peak, "%", NULL, -1);
         add_row(b, "gemm %s, %d thread%s, cached", what, t, cached[t], "GB/s", NULL, -1);
+        add_row(b, "gemm %s, %d thread%s, cached GOPS", what, t, cached[t] * ops_per_byte, "GOPS",
+                NULL, -1);
         add_row(b, "gemm %s, %d thread%s, overlap", what, t, 100 * mem[t] / limit, "%", NULL, -1);
         bench_note(b,
                    "gemm %s, %d thread%s: %.1f GB/s from memory; reading alone %.1f, computing "
-                   "alone %.1f, the two added up %.1f",
-                   what, t, t == 1 ? "" : "s", mem[t], rd[t], cached[t], added);
+                   "alone %.1f, the two added up %.1f; peak %.0f GOPS (%.0f int8 ops a cycle "
+                   "a core at %.0f MHz)",
+                   what, t, t == 1 ? "" : "s", mem[t], rd[t], cached[t], added, peak, PEAK_OPS[p],
+                   mhz);
     }
     return 0;
 }
@@ -580,24 +628,33 @@ static int probe_rows(bench *b)
 static int decode_bars(bench *b)
 {
     double triad[MAX_THREADS + 1] = {0}, rd[MAX_THREADS + 1] = {0};
-    double g[N_TYPES][MAX_THREADS + 1] = {{0}};
+    static double g[CPU_NPATHS][N_TYPES][MAX_THREADS + 1];
+    int best = (int)cpu_best(cpu_features());
     if (decode_rounds(g, triad, rd) != 0)
         return -1;
     for (int t = 1; t <= MAX_THREADS; t++) {
         add_row(b, "triad%s, %d thread%s", "", t, triad[t], "GB/s", NULL, -1);
         add_row(b, "read%s, %d thread%s", "", t, rd[t], "GB/s", NULL, -1);
     }
+    /* One row per path the CPU has; the bars are the vector paths'. */
     for (size_t i = 0; i < N_TYPES; i++)
-        for (int t = 1; t <= MAX_THREADS; t++) {
-            const char *name = wtype_name(TYPES[i].type);
-            double pct = 100 * g[i][t] / triad[t];
-            add_row(b, "gemv %s, %d thread%s", name, t, g[i][t], "GB/s", NULL, -1);
-            add_row(b, "gemv %s, %d thread%s, of triad", name, t, pct, "%", TYPES[i].target,
-                    TYPES[i].target ? pct >= TYPES[i].bar : -1);
-            add_row(b, "gemv %s, %d thread%s, of read", name, t, 100 * g[i][t] / rd[t], "%", NULL,
-                    -1);
-        }
-    return batch_rows(b, rd) == 0 ? probe_rows(b) : -1;
+        for (int p = 0; p <= best; p++)
+            for (int t = 1; t <= MAX_THREADS; t++) {
+                char name[48];
+                snprintf(name, sizeof name, "%s [%s]", wtype_name(TYPES[i].type),
+                         cpu_path_name((cpu_path)p));
+                double pct = 100 * g[p][i][t] / triad[t];
+                const char *target = p >= CPU_AVX2 ? TYPES[i].target : NULL;
+                add_row(b, "gemv %s, %d thread%s", name, t, g[p][i][t], "GB/s", NULL, -1);
+                add_row(b, "gemv %s, %d thread%s, of triad", name, t, pct, "%", target,
+                        target ? pct >= TYPES[i].bar : -1);
+                add_row(b, "gemv %s, %d thread%s, of read", name, t, 100 * g[p][i][t] / rd[t], "%",
+                        NULL, -1);
+            }
+    for (int p = 0; p <= best; p++)
+        if (batch_rows(b, rd, (cpu_path)p) != 0)
+            return -1;
+    return probe_rows(b);
 }
 
 static int prefill_bars(bench *b)

@@ -26,6 +26,7 @@
 #include <zmq.h>
 
 #include "engine/compute/blas.h"
+#include "engine/compute/cpu.h"
 
 extern char **environ;
 
@@ -101,6 +102,25 @@ static void format_value(const json_t *value, char *buf, size_t len)
     snprintf(buf, len, fmt, v);
 }
 
+/* The "model name" line of /proc/cpuinfo, or "unknown". */
+static void cpu_model(char *buf, size_t len)
+{
+    char line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(buf, len, "unknown");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon) {
+            snprintf(buf, len, "%s", colon + 2);
+            buf[strcspn(buf, "\n")] = '\0';
+            break;
+        }
+    }
+    fclose(f);
+}
+
 static void print_table(const bench *b)
 {
     int wname = 4, wvalue = 5, wunit = 4, wtarget = 6;
@@ -120,6 +140,11 @@ static void print_table(const bench *b)
         if (t && (int)strlen(t) > wtarget)
             wtarget = (int)strlen(t);
     }
+    /* Which CPU and kernel path made the figures (rows naming a path in
+     * brackets ran on that one). */
+    char cpu[256];
+    cpu_model(cpu, sizeof cpu);
+    printf("cpu: %s, kernels %s\n", cpu, cpu_path_name(cpu_active()));
     printf("%-*s  %*s  %-*s  %-*s  %s\n", wname, "name", wvalue, "value", wunit, "unit", wtarget,
            "target", "result");
     json_array_foreach(b->rows, i, row)
@@ -140,33 +165,15 @@ static void print_table(const bench *b)
     }
 }
 
-/* The "model name" line of /proc/cpuinfo, or "unknown". */
-static void cpu_model(char *buf, size_t len)
-{
-    char line[512];
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    snprintf(buf, len, "unknown");
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon) {
-            snprintf(buf, len, "%s", colon + 2);
-            buf[strcspn(buf, "\n")] = '\0';
-            break;
-        }
-    }
-    fclose(f);
-}
-
 static json_t *machine_info(void)
 {
     char cpu[256];
     cpu_model(cpu, sizeof cpu);
     /* OPENBLAS_CORETYPE: set by the user, or by blas_select_core's re-exec. */
-    return json_pack("{s:s, s:i, s:s, s:s?}", "cpu", cpu, "cores",
-                     (int)sysconf(_SC_NPROCESSORS_ONLN), "openblas_core", blas_core(),
-                     "openblas_coretype_env", getenv("OPENBLAS_CORETYPE"));
+    return json_pack("{s:s, s:i, s:s, s:s, s:s?}", "cpu", cpu, "cores",
+                     (int)sysconf(_SC_NPROCESSORS_ONLN), "cpu_path", cpu_path_name(cpu_active()),
+                     "openblas_core", blas_core(), "openblas_coretype_env",
+                     getenv("OPENBLAS_CORETYPE"));
 }
 
 /* mkdir -p: BENCH_DIR may name a directory several levels down. */

@@ -37,14 +37,18 @@ done | sort >"$tmp/objects"
 # Names the compiler makes (ASan's __odr_asan.NAME, ...) begin with "__"
 # and are no one's exports.
 # nm -A starts each line with "BUILD/dir/file.o:"; the source of that
-# object is dir/file.c or dir/file.S ("" for a stale object, skipped).
+# object is dir/file.c or dir/file.S, or dir/file.c for dir/file.PATH.o
+# ("" for a stale object, skipped).
 source_of='{
     split($1, f, ":")
     if (!(f[1] in src)) {
         o = substr(f[1], length(build) + 2); sub(/\.o$/, "", o)
         src[f[1]] = ""
+        # A kernel file compiled once per path: dir/file.PATH.o.
+        k = o; sub(/\.[a-z0-9]+$/, "", k)
         if (system("test -f " o ".c") == 0) src[f[1]] = o ".c"
         else if (system("test -f " o ".S") == 0) src[f[1]] = o ".S"
+        else if (k != o && system("test -f " k ".c") == 0) src[f[1]] = k ".c"
     }
     s = src[f[1]]
 }'

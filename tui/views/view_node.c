@@ -226,6 +226,8 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
         fact(fs, "shape", PAL_TEXT, "dim %d, %d heads (%d kv), seq %d", s->model.dim,
              s->model.n_heads, s->model.n_kv_heads, s->model.seq_len);
         fact(fs, "threads", PAL_TEXT, "%d", s->config.threads);
+        fact(fs, "kernels", s->cpu_path[0] ? PAL_TEXT : PAL_DIM, "%s",
+             s->cpu_path[0] ? s->cpu_path : "-");
         if (s->config.max_ctx)
             fact(fs, "max_ctx", PAL_TEXT, "%d", s->config.max_ctx);
         else

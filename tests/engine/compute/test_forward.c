@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fwd_harness.h"
+#include "paths.h"
 
 #define SMALL "synth:dim=64,hidden=172,layers=4,heads=4,kv_heads=2,vocab=512"
 /* Few heads and layers: 8K positions of attention must stay cheap. */
@@ -414,7 +415,7 @@ Test(forward, batch_matches_alone_every_kv_bits)
 /* Every weight type (llama.cpp's files of a 256-wide model, whose rows
  * are whole groups of 256 values as in real models, and the synthetic
  * model's 64-wide f32 rows), on one stage and split in two. */
-Test(forward, batch_matches_alone_every_weight_type)
+PATHS_TEST(forward, batch_matches_alone_every_weight_type)
 {
     static const char *files[] = {"r256-f32",  "r256-F16",    "r256-BF16",   "r256-Q8_0",
                                   "r256-Q4_0", "r256-Q4_K_M", "r256-Q5_K_M", "r256-Q6_K"};

@@ -15,6 +15,7 @@
 #include "engine/compute/pool.h"
 #include "engine/compute/qblock.h"
 #include "engine/model/wtype.h"
+#include "paths.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -184,7 +185,7 @@ static const int BATCHES[] = {1, 2, 3, 5, 16, 17, 33};
  * tile kernel takes only those) and, where the type allows, with a
  * leftover block; row counts that are not whole tiles of 16; inline and
  * split over a pool's tasks (1000 rows of 512 values are several). */
-Test(matvec, batch_inputs_get_what_they_get_alone)
+PATHS_TEST(matvec, batch_inputs_get_what_they_get_alone)
 {
     pool *p;
     char err[256];
@@ -223,7 +224,7 @@ Test(matvec, batch_f32_column_tails)
 
 /* Matrices of one group share their inputs' quantization by activation
  * type: Q8_0 reads the batch Q4_0 quantized first. */
-Test(matvec, batch_of_a_mixed_group)
+PATHS_TEST(matvec, batch_of_a_mixed_group)
 {
     pool *p;
     char err[256];

@@ -13,6 +13,7 @@
 #include "engine/compute/qgemm.h"
 #include "engine/model/gguf.h"
 #include "engine/model/wtype.h"
+#include "paths.h"
 
 static const uint32_t TYPES[] = {WT_F32,  WT_F16,  WT_BF16, WT_Q8_0,
                                  WT_Q4_0, WT_Q4_K, WT_Q5_K, WT_Q6_K};
@@ -164,7 +165,7 @@ Test(qblock, q8_0_weight_block_by_hand)
         cr_assert_eq(b.qs[j], expect[j], "qs[%d] = %d, expected %d", j, b.qs[j], expect[j]);
 }
 
-Test(qblock, q8_0_activation_block_by_hand)
+PATHS_TEST(qblock, q8_0_activation_block_by_hand)
 {
     static const int8_t expect[32] = {-24, -22, -21, -20, -18, -16, -15, -14, -12, -10, -9,
                                       -8,  -6,  -4,  -3,  -2,  0,   2,   3,   4,   6,   8,
@@ -307,7 +308,7 @@ static int64_t block_of(uint32_t type)
                                                                  : 1;
 }
 
-Test(qblock, simd_dot_matches_reference)
+PATHS_TEST(qblock, simd_dot_matches_reference)
 {
     for (size_t t = 0; t < N_TYPES; t++) {
         uint32_t type = TYPES[t];
@@ -331,7 +332,7 @@ Test(qblock, simd_dot_matches_reference)
 
 /* Rows counts around the 4-row kernel: 1..3 leftovers, and rows apart by
  * more than their own size (a slice of a wider matrix). */
-Test(qblock, gemv_rows_match_reference)
+PATHS_TEST(qblock, gemv_rows_match_reference)
 {
     const int64_t n = 512;
     const int rows_cases[] = {1, 2, 3, 4, 5, 7, 13};
@@ -379,7 +380,7 @@ static uint8_t *gauss_matrix(uint32_t type, int rows, int64_t n, size_t stride)
  * with nor on where among them it lies: a batch (matvec.c) cuts matrices
  * into blocks of rows of its own. Rows of whole groups of 8 blocks and,
  * where the type allows, with a leftover block. */
-Test(qblock, gemv_row_is_the_same_in_any_group)
+PATHS_TEST(qblock, gemv_row_is_the_same_in_any_group)
 {
     enum { ROWS = 13 };
     for (size_t t = 0; t < N_TYPES; t++) {
@@ -408,7 +409,7 @@ Test(qblock, gemv_row_is_the_same_in_any_group)
 /* qb_gemm gives every (row, activation) the bits qb_gemv gives it, for
  * batches and row counts around the 16 x 16 tiles, rows of whole groups
  * of 8 blocks and with a leftover block, into a strided output. */
-Test(qblock, gemm_is_gemv_per_activation)
+PATHS_TEST(qblock, gemm_is_gemv_per_activation)
 {
     const int rows_cases[] = {1, 15, 16, 33};
     const int batches[] = {1, 2, 3, 15, 16, 17, 40};
@@ -585,7 +586,7 @@ Test(qblock, quantize_matches_llama_cpp_k_types)
 }
 
 /* llama.cpp's quantized matrices through gemv, against the reference. */
-Test(qblock, gemv_on_llama_cpp_tensors)
+PATHS_TEST(qblock, gemv_on_llama_cpp_tensors)
 {
     static const char *files[] = {"r256-F16.gguf",  "r256-BF16.gguf",   "r256-Q8_0.gguf",
                                   "r256-Q4_0.gguf", "r256-Q4_K_M.gguf", "r256-Q5_K_M.gguf",
@@ -617,7 +618,7 @@ Test(qblock, gemv_on_llama_cpp_tensors)
 
 /* qb_round_act is quantize_act then the dequantization, bit for bit, for
  * every type, on rows with zero blocks, ties and outliers in them. */
-Test(qblock, round_act_is_quantize_then_dequantize)
+PATHS_TEST(qblock, round_act_is_quantize_then_dequantize)
 {
     const int64_t n = 1024;
     float *x = gauss_vec(n, 1.0f);
@@ -657,7 +658,7 @@ static void *random_matrix(uint32_t type, int rows, int64_t n, wmat *w)
  * kernels' (x rounded to the activation type, then the dot), up to float
  * summation order: for any number of positions and threads, and matrices
  * whose activation types differ within the group. */
-Test(qblock, qgemm_matches_the_decode_kernels)
+PATHS_TEST(qblock, qgemm_matches_the_decode_kernels)
 {
     const int64_t cols = 256;
     const uint32_t types[] = {WT_Q8_0, WT_Q4_0, WT_Q4_K, WT_F16, WT_F32};

@@ -778,6 +778,29 @@ Test(protocol, heartbeat_round_trip)
     free(text);
 }
 
+/* The kernel path travels in the heartbeat when the node names it, and
+ * an older node's heartbeat, without it, reads as "". */
+Test(protocol, heartbeat_cpu_path_is_optional)
+{
+    proto_head h = {.seq = 1, .t_ms = 1700000000000};
+    snprintf(h.node, sizeof h.node, "n2");
+    for (int named = 0; named <= 1; named++) {
+        proto_status s = sample_status();
+        snprintf(s.cpu_path, sizeof s.cpu_path, "%s", named ? "avx2" : "");
+        char *text = proto_node_encode(&h, &s);
+        cr_assert_not_null(text);
+        cr_assert_eq(strstr(text, "\"cpu_path\":\"avx2\"") != NULL, named, "%s", text);
+        cr_assert_eq(strstr(text, "cpu_path") != NULL, named, "%s", text);
+        proto_tel t;
+        char err[256];
+        cr_assert_eq(proto_tel_decode("node", 4, text, strlen(text), &t, err, sizeof err), 0, "%s",
+                     err);
+        cr_assert_str_eq(t.status.cpu_path, named ? "avx2" : "");
+        proto_tel_free(&t);
+        free(text);
+    }
+}
+
 Test(protocol, req_and_event_round_trip)
 {
     proto_head h = {.seq = 9, .t_ms = 1};
