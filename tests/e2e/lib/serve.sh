@@ -90,3 +90,19 @@ get() { "$CTL" get "$@"; }
 
 # The token ids a generate reply stream holds, on one line.
 tokens_of() { get token | tr '\n' ' '; }
+
+# ring_state EP: the head's ring_health.state (loading, up, down).
+ring_state() { call "$1" status --timeout 1000 | get ring_health.state; }
+
+# ring_up EP: waits (at most 30 s) until the head at EP has seen its ring
+# answer, so that a request sent next is not refused with ring_down.
+ring_up() {
+    n=0
+    while [ $n -lt 150 ]; do
+        [ "$(ring_state "$1" 2>/dev/null)" = up ] && return 0
+        sleep 0.2
+        n=$((n + 1))
+    done
+    echo "the ring of the head at $1 did not answer" >&2
+    return 1
+}
