@@ -39,8 +39,9 @@ static void set_state(head *hd, int state, const char *stage, const char *why)
         node_event(hd->nd, PROTO_EV_RING_DOWN, "", "ring_down", NULL,
                    "the ring is broken at stage '%s': %s", stage, why);
     } else {
-        node_event(hd->nd, PROTO_EV_RING_UP, "", "", NULL, "the ring answers: every stage passed "
-                                                          "a probe on");
+        node_event(hd->nd, PROTO_EV_RING_UP, "", "", NULL,
+                   "the ring answers: every stage passed "
+                   "a probe on");
     }
 }
 
@@ -99,8 +100,8 @@ int head_health_refuse(const head *hd, proto_error *e)
     memset(e, 0, sizeof *e);
     e->code = PROTO_E_RING_DOWN;
     snprintf(e->message, sizeof e->message,
-             "the ring is broken at stage '%s' (%.300s); the head probes it every %.1f s and "
-             "serves again once it answers",
+             "the ring is broken at stage '%s': %.300s; the head probes the ring every %.1f s "
+             "and serves again once it answers",
              h->stage, h->why, probe_interval(hd) / 1000.0);
     return 1;
 }

@@ -130,8 +130,9 @@ static const fld prepare_entry[] = {
 
 /* A probe's: who the stage is, nothing asked of it. */
 static const fld probe_entry[] = {
-    NAME, FINGERPRINT, STAGE(model, F_TEXT, REQ, 1, RING_MODEL_MAX), FIRST, LAST,
-    CHECKED("n_layers", F_INT, REQ, 1, RING_LAYERS_MAX, NULL), NEXT, END,
+    NAME,  FINGERPRINT, STAGE(model, F_TEXT, REQ, 1, RING_MODEL_MAX),
+    FIRST, LAST,        CHECKED("n_layers", F_INT, REQ, 1, RING_LAYERS_MAX, NULL),
+    NEXT,  END,
 };
 
 /* A start's: the ring as the head saw it. */

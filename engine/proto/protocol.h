@@ -322,8 +322,8 @@ typedef struct proto_status {
     char warning[PROTO_MESSAGE_MAX];           /* "" or the insecure-binding warning */
     /* The head of a ring says whether the ring answers (ring_health). */
     struct {
-        int known; /* 0: not the head of a ring, or an older node */
-        int state; /* PROTO_RING_LOADING, PROTO_RING_UP, PROTO_RING_DOWN */
+        int known;                       /* 0: not the head of a ring, or an older node */
+        int state;                       /* PROTO_RING_LOADING, PROTO_RING_UP, PROTO_RING_DOWN */
         char stage[PROTO_NAME_MAX + 1];  /* down: the stage it could not reach */
         char message[PROTO_MESSAGE_MAX]; /* down: why */
     } ring_health;
