@@ -10,6 +10,7 @@
 # with the same head process throughout.
 . "$(dirname "$0")/lib/serve.sh"
 . "$(dirname "$0")/lib/http.sh"
+. "$(dirname "$0")/lib/tmux.sh"
 
 M="synth:dim=64,hidden=172,layers=3,heads=4,kv_heads=4,vocab=512,seed=3"
 alloc_ports 10
@@ -30,6 +31,19 @@ for c in "$A" "$B" "$C"; do
     up "$c" || { fail "node $c started"; finish; exit 1; }
 done
 http_up "$H" || { fail "HTTP at $H started"; finish; exit 1; }
+CONF="$tmp/ring.conf"
+{
+    echo "[cluster]"
+    echo "name = ring-health"
+    for n in "a $A $P2" "b $B $P4" "c $C $P6"; do
+        set -- $n
+        printf '[node health_%s]\nssh = localhost\ncontrol = %s\ntelemetry = %s\n' "$1" "$2" \
+            "$(ep "$3")"
+        printf 'start = inferd serve --name health_%s\n' "$1"
+    done
+} >"$CONF"
+T -f "$tmp/tmux.conf" new-session -d -s D -x 160 -y 40 \
+    "env LC_ALL=C.UTF-8 XDG_RUNTIME_DIR=$tmp infertop -c $CONF"
 head_pid=$PID_health_a
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 health() { curl -s -o "$tmp/health.body" -w '%{http_code}' "http://$H/health"; }
@@ -78,6 +92,21 @@ check "8 requests stream tokens before the fault ($running)" [ "$running" = 8 ]
 ) >"$tmp/health.log" 2>/dev/null &
 poller=$!
 pids="$pids $poller"
+
+# The console's dashboard and `infertop status`, polled from now on: when
+# each first says the head's ring is broken.
+(
+    while ! T capture-pane -p -t D | grep -q 'health_a.*ring broken at health_b'; do sleep 0.1; done
+    now_ms >"$tmp/dash.seen"
+) &
+dash_poller=$!
+(
+    while ! infertop status -c "$CONF" --timeout 1 2>/dev/null |
+        grep -q '^health_a .*ring broken at health_b'; do sleep 0.1; done
+    now_ms >"$tmp/status.seen"
+) &
+status_poller=$!
+pids="$pids $dash_poller $status_poller"
 
 t_kill=$(now_ms)
 kill -9 "$PID_health_b"
@@ -164,6 +193,25 @@ call "$A" set '{"kv_bits":8}' >"$tmp/set.down"
 check "a set is refused with ring_down, no stage changed" \
     grep -q "ring_down.*no stage changed" "$tmp/set.down"
 
+# ---- the console: the head's row and `infertop status` within 3 s
+n=0
+while { [ ! -s "$tmp/dash.seen" ] || [ ! -s "$tmp/status.seen" ]; } && [ $n -lt 100 ]; do
+    sleep 0.1
+    n=$((n + 1))
+done
+dash_ms=$(($(cat "$tmp/dash.seen" 2>/dev/null || echo 999999999999999) - first_end))
+status_ms=$(($(cat "$tmp/status.seen" 2>/dev/null || echo 999999999999999) - first_end))
+check "dashboard: 'ring broken at health_b' on the head within 3 s (${dash_ms} ms)" \
+    [ "$dash_ms" -le 3000 ]
+check "dashboard: the head's phase reads broken, and an alert event names the stage" \
+    sh -c "tmux -L $SOCK capture-pane -p -t D | grep -q 'health_a .*broken' &&
+           infertop status -c '$CONF' --json | grep -q '\"state\":\"down\"'"
+check "infertop status: 'ring broken at health_b' on the head within 3 s (${status_ms} ms)" \
+    [ "$status_ms" -le 3000 ]
+infertop status -c "$CONF" >"$tmp/status.table" 2>&1
+status_rc=$?
+check "infertop status exits non-zero while the ring is broken" [ "$status_rc" != 0 ]
+
 # ---- the stage comes back: the same head serves again
 t_restart=$(now_ms)
 start_b
@@ -186,7 +234,10 @@ check "/metrics: inferd_ring_up 1, no broken stage" \
 check "the head was never restarted" [ "$PID_health_a" = "$head_pid" ] && kill -0 "$head_pid"
 check "the head logged ring_down then ring_up" \
     grep -q '\[EVENT\] ring_down' "$tmp/health_a.log" && grep -q '\[EVENT\] ring_up' "$tmp/health_a.log"
+check "dashboard: the alert clears once the ring answers" \
+    wait_for 50 sh -c "! tmux -L $SOCK capture-pane -p -t D | grep -q 'ring broken at'"
 echo "     measured: last stage_timeout ${worst} ms after the kill; refusal after the timeout" \
     "${slowest_after} ms at most; /health 503 $((${first_503:-0} - first_end)) ms after the first" \
-    "timeout; /health 200 $((t_back - t_restart)) ms after the restart"
+    "timeout; dashboard ${dash_ms} ms, infertop status ${status_ms} ms after it;" \
+    "/health 200 $((t_back - t_restart)) ms after the restart"
 finish

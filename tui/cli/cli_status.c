@@ -183,6 +183,21 @@ static const char *answer_state(const struct answer *a)
     return a->ok == 1 ? "up" : a->ok == 0 ? "error" : "down";
 }
 
+/* 1 when an inferd head answered that its ring is broken; buf says where
+ * and why. */
+static int ring_broken(const struct session *s, int i, char *buf, size_t len)
+{
+    const struct answer *a = &s->ans[i];
+    json_t *h = is_http(s, i) || a->ok != 1 ? NULL : json_object_get(a->json, "ring_health");
+    const char *state = json_string_value(json_object_get(h, "state"));
+    if (!state || strcmp(state, "down") != 0)
+        return 0;
+    const char *stage = json_string_value(json_object_get(h, "stage"));
+    const char *why = json_string_value(json_object_get(h, "message"));
+    snprintf(buf, len, "ring broken at %s: %s", stage ? stage : "?", why ? why : "");
+    return 1;
+}
+
 static const char *node_state(const struct session *s, int i)
 {
     return is_http(s, i) ? cli_eng_state(s->eng[i].health) : answer_state(&s->ans[i]);
@@ -360,6 +375,7 @@ static int print_status_table(const struct session *s)
             mib(head, sizeof head, json_object_get(mem, "headroom"));
             snprintf(up, sizeof up, "%.0f",
                      json_number_value(json_object_get(a->json, "uptime_s")));
+            ring_broken(s, i, problem, sizeof problem);
         } else {
             snprintf(problem, sizeof problem, "%s: %s", a->code, a->message);
         }
@@ -401,8 +417,10 @@ int cli_status(int argc, char **argv)
         if (ask(&s, &cmd, "status", NULL, to) == 0 &&
             (cmd.json ? print_status_json(&s) : print_status_table(&s)) == 0) {
             rc = CLI_OK;
+            char why[PROTO_MESSAGE_MAX + 128];
+            /* A head that answers but whose ring does not serves nobody. */
             for (int i = 0; i < s.c->n_nodes; i++)
-                if (strcmp(node_state(&s, i), "up") != 0)
+                if (strcmp(node_state(&s, i), "up") != 0 || ring_broken(&s, i, why, sizeof why))
                     rc = CLI_ERROR;
         }
     }
