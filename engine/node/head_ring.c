@@ -17,12 +17,17 @@ void head_send(head *hd, ring_kind kind, uint64_t op, json_t *obj)
 
 /* Frames from the head carry its endpoint once the ring has told it (the
  * tail's --next), and with CURVE its public key, so that the stages can
- * report to it. */
+ * report to it. Before that, its own --listen when it names a host (not a
+ * wildcard): the first probe's stages can then report, and one past the
+ * stage limit say so at start. */
 json_t *head_frame_json(const head *hd)
 {
     json_t *o = json_object();
+    const char *listen = hd->nd->o.listen;
     if (hd->nd->head_ep[0])
         json_object_set_new(o, "head", json_string(hd->nd->head_ep));
+    else if (listen && !strchr(listen, '*') && !strstr(listen, "0.0.0.0"))
+        json_object_set_new(o, "head", json_string(listen));
     if (hd->nd->curve)
         json_object_set_new(o, "head_key", json_string(hd->nd->curve->public_key));
     return o;
