@@ -7,18 +7,7 @@
 
 M="synth:dim=128,hidden=256,layers=3,heads=4,kv_heads=4,vocab=4096"
 alloc_ports 9
-A=$(ep "$P1")
-B=$(ep "$P3")
-C=$(ep "$P5")
-start_b() {
-    start fault_b --model "$M" --layers 1:2 --control "$B" --telemetry "$(ep "$P4")" \
-        --listen "$(ep "$P8")" --next "$(ep "$P9")" --threads 1
-}
-start fault_a --model "$M" --layers 0:1 --control "$A" --telemetry "$(ep "$P2")" \
-    --listen "$(ep "$P7")" --next "$(ep "$P8")" --threads 1 --step-timeout 3
-start_b
-start fault_c --model "$M" --layers 2:3 --control "$C" --telemetry "$(ep "$P6")" \
-    --listen "$(ep "$P9")" --next "$(ep "$P7")" --threads 1
+ring3 fault "$M" --step-timeout 3
 for c in "$A" "$B" "$C"; do
     up "$c" || { fail "node $c started"; finish; exit 1; }
 done
@@ -76,7 +65,7 @@ check "killed stage: the head answered status throughout ($STATUS_OK answers)" \
 call "$A" generate '{"prompt":"Once","max_tokens":2}' --id down >"$tmp/down"
 check "while it is down, requests are refused with ring_down naming it" \
     grep -q "ring_down.*fault_b" "$tmp/down"
-start_b
+ring3_b
 up "$B"
 check "after the restart the head sees the ring answer" ring_up "$A"
 check "after the restart the next request succeeds" ok_request back

@@ -14,34 +14,15 @@
 
 M="synth:dim=64,hidden=172,layers=3,heads=4,kv_heads=4,vocab=512,seed=3"
 alloc_ports 10
-A=$(ep "$P1")
-B=$(ep "$P3")
-C=$(ep "$P5")
 H=$(hp "$P10")
-start_b() {
-    start health_b --model "$M" --layers 1:2 --control "$B" --telemetry "$(ep "$P4")" \
-        --listen "$(ep "$P8")" --next "$(ep "$P9")" --threads 1
-}
-start health_a --model "$M" --layers 0:1 --control "$A" --telemetry "$(ep "$P2")" \
-    --listen "$(ep "$P7")" --next "$(ep "$P8")" --threads 1 --step-timeout 5 --http "$H"
-start_b
-start health_c --model "$M" --layers 2:3 --control "$C" --telemetry "$(ep "$P6")" \
-    --listen "$(ep "$P9")" --next "$(ep "$P7")" --threads 1
+ring3 health "$M" --step-timeout 5 --http "$H"
 for c in "$A" "$B" "$C"; do
     up "$c" || { fail "node $c started"; finish; exit 1; }
 done
 http_up "$H" || { fail "HTTP at $H started"; finish; exit 1; }
 CONF="$tmp/ring.conf"
-{
-    echo "[cluster]"
-    echo "name = ring-health"
-    for n in "a $A $P2" "b $B $P4" "c $C $P6"; do
-        set -- $n
-        printf '[node health_%s]\nssh = localhost\ncontrol = %s\ntelemetry = %s\n' "$1" "$2" \
-            "$(ep "$3")"
-        printf 'start = inferd serve --name health_%s\n' "$1"
-    done
-} >"$CONF"
+cluster_conf "$CONF" ring-health health_a "$A" "$(ep "$P2")" health_b "$B" "$(ep "$P4")" \
+    health_c "$C" "$(ep "$P6")"
 T -f "$tmp/tmux.conf" new-session -d -s D -x 160 -y 40 \
     "env LC_ALL=C.UTF-8 XDG_RUNTIME_DIR=$tmp infertop -c $CONF"
 head_pid=$PID_health_a
@@ -214,7 +195,7 @@ check "infertop status exits non-zero while the ring is broken" [ "$status_rc" !
 
 # ---- the stage comes back: the same head serves again
 t_restart=$(now_ms)
-start_b
+ring3_b
 up "$B"
 n=0
 while [ "$(health)" != 200 ] && [ $n -lt 300 ]; do

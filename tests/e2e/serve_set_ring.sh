@@ -60,20 +60,7 @@ check "both stages report 8 bits" \
 
 # ---- the console's `set all`: through the head's two rounds only, so a
 # stage's refusal leaves both as they were and each applies once.
-cat >"$tmp/ring.conf" <<EOF
-[cluster]
-name = set-ring
-[node tight_h]
-ssh = localhost
-control = $H
-telemetry = $(ep "$P2")
-start = inferd serve --name tight_h
-[node tight_t]
-ssh = localhost
-control = $T
-telemetry = $(ep "$P4")
-start = inferd serve --name tight_t
-EOF
+cluster_conf "$tmp/ring.conf" set-ring tight_h "$H" "$(ep "$P2")" tight_t "$T" "$(ep "$P4")"
 applied() { grep -c '\[EVENT\] config_applied' "$tmp/$1.log"; }
 converted() { grep -c 'kv_converted' "$tmp/$1.log"; }
 h0=$(applied tight_h)

@@ -625,6 +625,18 @@ int state_ring_broken(const state *st, int node)
     return s && s->ring_health.known && s->ring_health.state == PROTO_RING_DOWN;
 }
 
+int state_ring_head(const state *st, int node)
+{
+    const proto_status *s = state_node_status(st, node);
+    return s && s->model.layer_first == 0 && s->model.layer_last < s->model.n_layers;
+}
+
+int state_ring_stage(const state *st, int node)
+{
+    const proto_status *s = state_node_status(st, node);
+    return s && s->model.layer_first > 0;
+}
+
 const proto_status *state_node_status(const state *st, int node)
 {
     const struct node *n = &st->nodes[node];
