@@ -766,3 +766,19 @@ void head_shutdown(head *hd)
                       "the node is shutting down");
     head_set_shutdown(hd);
 }
+
+void head_ring_health(const head *hd, proto_status *s)
+{
+    if (!hd->nd->head || !hd->nd->ring)
+        return;
+    const ring_health *h = &hd->health;
+    s->ring_health.known = 1;
+    s->ring_health.state = h->state;
+    snprintf(s->ring_health.stage, sizeof s->ring_health.stage, "%s", h->stage);
+    snprintf(s->ring_health.message, sizeof s->ring_health.message, "%s", h->why);
+}
+
+unsigned head_health_changes(const head *hd)
+{
+    return hd->health.changes;
+}

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "engine/sys/clock.h"
-#include "head.h"
 #include "head_job.h"
 #include "head_ring.h"
 
@@ -174,20 +173,4 @@ void head_health_on_probe(head *hd, const ring_frame *f)
     steplog_line(hd->nd->log, "RING", "probe %llu came back through %d stages",
                  (unsigned long long)f->h.op, s->n);
     head_health_seen(hd);
-}
-
-void head_ring_health(const head *hd, proto_status *s)
-{
-    if (!hd->nd->head || !hd->nd->ring)
-        return;
-    const ring_health *h = &hd->health;
-    s->ring_health.known = 1;
-    s->ring_health.state = h->state;
-    snprintf(s->ring_health.stage, sizeof s->ring_health.stage, "%s", h->stage);
-    snprintf(s->ring_health.message, sizeof s->ring_health.message, "%s", h->why);
-}
-
-unsigned head_health_changes(const head *hd)
-{
-    return hd->health.changes;
 }
