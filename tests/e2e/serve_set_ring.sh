@@ -61,6 +61,9 @@ check "both stages report 8 bits" \
 # ---- the console's `set all`: through the head's two rounds only, so a
 # stage's refusal leaves both as they were and each applies once.
 cluster_conf "$tmp/ring.conf" set-ring tight_h "$H" "$(ep "$P2")" tight_t "$T" "$(ep "$P4")"
+infertop set -c "$tmp/ring.conf" nosuch kv_bits=8 >"$tmp/nosuch" 2>&1
+check "set on no such node exits 3, as the man page says, naming the nodes" \
+    [ $? = 3 ] && grep -q 'no node "nosuch".*tight_h tight_t' "$tmp/nosuch"
 applied() { grep -c '\[EVENT\] config_applied' "$tmp/$1.log"; }
 converted() { grep -c 'kv_converted' "$tmp/$1.log"; }
 h0=$(applied tight_h)

@@ -766,7 +766,7 @@ int cli_set(int argc, char **argv)
     int to[n], live[n], send[n], stage[n], any_live = 0;
     struct restart *rs = calloc((size_t)n, sizeof *rs);
     struct session s = {0};
-    rc = !rs ? CLI_ERROR : set_targets(c, cmd.pos[0], to) != 0 ? CLI_USAGE : CLI_OK;
+    rc = !rs ? CLI_ERROR : set_targets(c, cmd.pos[0], to) != 0 ? CLI_NOT_FOUND : CLI_OK;
     for (int i = 0; rc == CLI_OK && i < c->n_nodes; i++) {
         live[i] = to[i] && cluster_node_is_inferd(c, i);
         any_live |= live[i];
