@@ -173,7 +173,10 @@ int cmd_generate(int argc, char **argv)
     double t1 = clock_ms();
     int generated = decode(&r, r.ids[n - 1], o.steps, err, sizeof err);
     double t2 = clock_ms();
+    /* The text is done before the stats go to stderr: piped, stdout is
+     * buffered and would otherwise come after them, glued to them. */
     printf("\n");
+    fflush(stdout);
     if (generated < 0) {
         fprintf(stderr, "inferd generate: %s\n", err);
     } else {

@@ -73,6 +73,7 @@ struct http {
 
 typedef enum route {
     ROUTE_METRICS,
+    ROUTE_HEALTH,
     ROUTE_MODELS,
     ROUTE_MODEL,
     ROUTE_PROPS,
@@ -90,6 +91,7 @@ static const struct {
     int prefix; /* path is a prefix: the rest of the URL is an argument */
 } routes[ROUTE_NONE] = {
     [ROUTE_METRICS] = {"/metrics", "GET", 0},
+    [ROUTE_HEALTH] = {"/health", "GET", 0},
     [ROUTE_MODELS] = {"/v1/models", "GET", 0},
     [ROUTE_MODEL] = {"/v1/models/", "GET", 1},
     [ROUTE_PROPS] = {"/props", "GET", 0},
@@ -157,7 +159,9 @@ static enum MHD_Result respond(const http *h, struct MHD_Connection *c, unsigned
 static enum MHD_Result respond_error(const http *h, struct MHD_Connection *c, const oai_error *e)
 {
     const char *header = NULL, *value = NULL;
-    if (e->status == 429) /* the node's queue is full: a step or two frees a place */
+    /* The node's queue is full (a step or two frees a place), or its ring
+     * is down (the head probes it every second). */
+    if (e->status == 429 || strcmp(e->code, "ring_down") == 0)
         header = MHD_HTTP_HEADER_RETRY_AFTER, value = "1";
     else if (e->status == 401)
         header = MHD_HTTP_HEADER_WWW_AUTHENTICATE, value = "Bearer";
@@ -362,6 +366,33 @@ static enum MHD_Result on_metrics(http *h, struct MHD_Connection *c)
                    NULL, NULL);
 }
 
+/* GET /health, from the node's last heartbeat: 200 while it serves; 503
+ * before its first heartbeat or its ring's first answer (loading), and
+ * while the head's ring is broken (ring_down: STAGE). */
+static enum MHD_Result on_health(http *h, struct MHD_Connection *c)
+{
+    proto_status st;
+    json_t *o;
+    unsigned status = MHD_HTTP_SERVICE_UNAVAILABLE;
+    if (feed_status(h->feed, &st, 0) != 0 ||
+        (st.ring_health.known && st.ring_health.state == PROTO_RING_LOADING)) {
+        o = json_pack("{s:s}", "status", "loading");
+    } else if (st.ring_health.known && st.ring_health.state == PROTO_RING_DOWN) {
+        char what[PROTO_NAME_MAX + 16];
+        snprintf(what, sizeof what, "ring_down: %s", st.ring_health.stage);
+        o = json_pack("{s:s, s:s, s:s}", "status", what, "stage", st.ring_health.stage, "message",
+                      st.ring_health.message);
+    } else {
+        o = json_pack("{s:s}", "status", "ok");
+        status = MHD_HTTP_OK;
+    }
+    char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return respond(h, c, status, "application/json", body,
+                   status == MHD_HTTP_OK ? NULL : MHD_HTTP_HEADER_RETRY_AFTER,
+                   status == MHD_HTTP_OK ? NULL : "1");
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
@@ -488,6 +519,10 @@ static enum MHD_Result on_headers(http *h, struct MHD_Connection *c, exchange *x
         return respond(h, c, 405, "application/json", oai_error_json(&e), MHD_HTTP_HEADER_ALLOW,
                        routes[x->rt].method);
     }
+    /* A load balancer's health check carries no key: /health says only
+     * whether the node serves. */
+    if (x->rt == ROUTE_HEALTH)
+        return on_health(h, c);
     if (!authorised(h, c))
         return fail(h, c, 401, "invalid_api_key",
                     "missing or wrong API key: send 'Authorization: Bearer KEY' (--api-key)");

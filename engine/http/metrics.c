@@ -433,6 +433,15 @@ static double g_batch(const node_m *n, double now)
     return step_fresh(n) ? n->seqs : 0.0;
 }
 
+/* The head of a ring only: whether its ring answers (loading counts as not). */
+static double g_ring_up(const node_m *n, double now)
+{
+    (void)now;
+    if (!n->has_status || !n->status.ring_health.known)
+        return NAN;
+    return n->status.ring_health.state == PROTO_RING_UP;
+}
+
 static const struct {
     const char *name, *help;
     getter get;
@@ -456,6 +465,9 @@ static const struct {
     {"inferd_busy_ratio", "Compute time of the node's layers over wall time, last second.", g_busy},
     {"inferd_batch_size",
      "Requests in the node's latest step (0 when none ran since its last heartbeat).", g_batch},
+    {"inferd_ring_up",
+     "On the head of a ring: 1 when the ring answers, 0 while it is broken or not yet seen whole.",
+     g_ring_up},
 };
 
 /* Counters of one node, by offset of their uint64_t in node_m. */
@@ -553,6 +565,22 @@ static void put_info(sbuf *b, const metrics *m)
     }
 }
 
+/* The stage a head's broken ring is broken at: one series while it is. */
+static void put_broken_stage(sbuf *b, const metrics *m)
+{
+    family(b, "inferd_ring_broken_stage", "gauge",
+           "On the head of a broken ring: the stage it could not reach; always 1, absent while "
+           "the ring answers.");
+    for (int i = 0; i < m->n; i++) {
+        const node_m *n = m->nodes[i];
+        if (!n->has_status || !n->status.ring_health.known ||
+            n->status.ring_health.state != PROTO_RING_DOWN)
+            continue;
+        label stage = {"stage", n->status.ring_health.stage};
+        series(b, "inferd_ring_broken_stage", n, &stage, 1, "1");
+    }
+}
+
 /* The histograms of requests, one series per node (the head's). */
 static const struct {
     const char *name, *help;
@@ -583,6 +611,7 @@ char *metrics_render(const metrics *m, double now, size_t *len)
     sbuf b = {0};
     put_info(&b, m);
     put_gauges(&b, m, now);
+    put_broken_stage(&b, m);
     put_phase_hists(&b, m, "inferd_step_seconds", "Wall time of one step on the node, by phase.",
                     offsetof(node_m, step));
     put_phase_hists(&b, m, "inferd_step_model_seconds",

@@ -42,7 +42,7 @@ void oai_from_node(const char *code, const char *message, oai_error *e)
     } map[] = {
         {"too_large", 413}, {"kv_oom", 400},    {"ctx_limit", 400},     {"bad_token", 400},
         {"bad_value", 400}, {"busy", 429},      {"stage_timeout", 503}, {"model_mismatch", 503},
-        {"shutdown", 503},  {"cancelled", 503},
+        {"shutdown", 503},  {"cancelled", 503}, {"ring_down", 503},
     };
     int status = 500;
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)

@@ -42,7 +42,7 @@ int oai_fail(oai_error *e, int status, const char *code, const char *param, cons
     __attribute__((format(printf, 5, 6)));
 
 /* The HTTP error for a node's error reply (code, message): kv_oom and
- * ctx_limit 400, busy 429, stage_timeout 503, too_large 413, ... */
+ * ctx_limit 400, busy 429, stage_timeout and ring_down 503, too_large 413, ... */
 void oai_from_node(const char *code, const char *message, oai_error *e);
 
 /* {"error":{...}} as text (free()); NULL when out of memory. */

@@ -36,6 +36,7 @@
 #include "engine/model/gguf.h"
 #include "engine/sys/clock.h"
 #include "head.h"
+#include "head_health.h"
 #include "head_job.h"
 #include "head_quality.h"
 #include "head_ring.h"
@@ -126,6 +127,8 @@ double head_deadline(const head *hd)
             d = hd->flights[i].wait.deadline;
     if (hd->set.live && hd->set.wait.deadline < d)
         d = hd->set.wait.deadline;
+    if (hd->nd->head && head_health_deadline(hd) < d)
+        d = head_health_deadline(hd);
     return d;
 }
 
@@ -163,6 +166,15 @@ void head_enqueue(head *hd, const peer *from, proto_request *req)
                          "%d requests already running or queued on this node (--max-seqs %d, "
                          "and %d more queued); retry later",
                          hd->n_queue, hd->nd->o.max_seqs, NODE_QUEUE_MAX);
+        proto_request_free(req);
+        return;
+    }
+    /* A broken ring refuses at once: waiting would only be waiting for
+     * the same timeout again. */
+    proto_error down;
+    if (head_health_refuse(hd, &down)) {
+        node_reply(hd->nd, from, proto_reply_error(req->id, &down));
+        node_event(hd->nd, PROTO_EV_REFUSED, req->id, "ring_down", NULL, "%s", down.message);
         proto_request_free(req);
         return;
     }
@@ -532,6 +544,7 @@ static void prepare_done(head *hd, job *j, const ring_msg_prepare *p)
     memcpy(hd->nd->members, ms, (size_t)n * sizeof *ms);
     hd->nd->n_members = n;
     snprintf(hd->nd->head_ep, sizeof hd->nd->head_ep, "%s", ms[n - 1].next);
+    head_health_seen(hd);
 
     for (int i = 0; i < n; i++) {
         const ring_stage *s = &p->stages.v[i];
@@ -577,10 +590,17 @@ static void on_report(head *hd, const ring_frame *f)
         w = &prep->wait;
     else if (hd->set.live && hd->set.wait.op == f->h.op)
         w = &hd->set.wait;
+    else
+        w = head_health_wait(hd, f->h.op);
     if (!w || r->of != w->kind || f->h.step != w->step)
         return;
-    if (idx > 0)
-        w->reported |= 1u << idx;
+    head_pending_report(w, idx);
+    /* A stage that refuses a ring round as such (a ring past the stage
+     * limit) breaks the ring for every request, not one. */
+    if (!r->ok && r->code == PROTO_E_RING_DOWN && w == head_health_wait(hd, f->h.op)) {
+        head_health_refused(hd, r->name, r->message);
+        return;
+    }
     /* A stage that fails a set still passes it on with its verdict: only
      * a failed request step ends something here. */
     if (r->ok || w == &hd->set.wait)
@@ -594,6 +614,8 @@ static void on_report(head *hd, const ring_frame *f)
     } else {
         head_job_fail(hd, prep, c, "%s", message);
     }
+    if (c == PROTO_E_RING_DOWN)
+        head_health_refused(hd, r->name, message);
 }
 
 void head_on_frame(head *hd, ring_frame *f)
@@ -620,6 +642,9 @@ void head_on_frame(head *hd, ring_frame *f)
     case RING_REPORT:
         on_report(hd, f);
         return;
+    case RING_PROBE:
+        head_health_on_probe(hd, f);
+        return;
     default:
         /* Frames of operations that already ended (a late token after a
          * timeout or cancel) are expected here and mean nothing now. */
@@ -642,10 +667,13 @@ static void check_deadlines(head *hd)
                 "waited %.1f s in the queue behind other requests (--queue-timeout %.1f s)",
                 (now - q->t_recv) / 1000.0, hd->nd->o.queue_timeout_ms / 1000.0);
         } else if (q->state == JOB_PREPARE && q->wait.live && now >= q->wait.deadline) {
-            head_silent_stage(hd, &q->wait, who, sizeof who);
-            head_job_fail(hd, q, PROTO_E_STAGE_TIMEOUT,
-                          "%s did not answer the ring check within %.1f s", who,
-                          hd->nd->o.step_timeout_ms / 1000.0);
+            char why[PROTO_MESSAGE_MAX];
+            pending w = q->wait;
+            head_silent_stage(hd, &w, who, sizeof who);
+            snprintf(why, sizeof why, "%s did not answer the ring check within %.1f s", who,
+                     hd->nd->o.step_timeout_ms / 1000.0);
+            head_job_fail(hd, q, PROTO_E_STAGE_TIMEOUT, "%s", why);
+            head_health_broken(hd, &w, why);
         }
     }
     head_step_check_deadlines(hd, now);
@@ -687,6 +715,7 @@ static job *startable(const head *hd)
 void head_tick(head *hd)
 {
     check_deadlines(hd);
+    head_health_tick(hd, clock_ms());
     job *j;
     while ((j = startable(hd)) != NULL)
         job_start(hd, j);
@@ -766,4 +795,20 @@ void head_shutdown(head *hd)
         head_job_fail(hd, hd->queue[hd->n_queue - 1], PROTO_E_SHUTDOWN,
                       "the node is shutting down");
     head_set_shutdown(hd);
+}
+
+void head_ring_health(const head *hd, proto_status *s)
+{
+    if (!hd->nd->head || !hd->nd->ring)
+        return;
+    const ring_health *h = &hd->health;
+    s->ring_health.known = 1;
+    s->ring_health.state = h->state;
+    snprintf(s->ring_health.stage, sizeof s->ring_health.stage, "%s", h->stage);
+    snprintf(s->ring_health.message, sizeof s->ring_health.message, "%s", h->why);
+}
+
+unsigned head_health_changes(const head *hd)
+{
+    return hd->health.changes;
 }

@@ -40,6 +40,12 @@ int head_busy(const head *hd);
 double head_deadline(const head *hd);
 /* Fails everything in flight or queued with `shutdown`. */
 void head_shutdown(head *hd);
+/* The ring's health, on the head of a ring (head_health.h): fills
+ * s->ring_health, which stays unknown elsewhere. */
+void head_ring_health(const head *hd, proto_status *s);
+/* A count that changes with the ring's health, so that the node can
+ * publish a heartbeat at once rather than at the next second. */
+unsigned head_health_changes(const head *hd);
 int head_active(const head *hd); /* requests holding a place */
 int head_queued(const head *hd); /* requests waiting for one */
 

@@ -39,6 +39,7 @@ static proto_event_kind event_of(proto_code code)
     case PROTO_E_BAD_VALUE:
     case PROTO_E_BUSY:
     case PROTO_E_NOT_FOUND:
+    case PROTO_E_RING_DOWN:
         return PROTO_EV_REFUSED;
     case PROTO_E_STAGE_TIMEOUT:
         return PROTO_EV_STAGE_TIMEOUT;

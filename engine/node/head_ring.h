@@ -17,6 +17,11 @@ void head_send(head *hd, ring_kind kind, uint64_t op, json_t *obj);
 json_t *head_frame_json(const head *hd);
 /* Starts waiting for a frame: its deadline is --step-timeout from now. */
 void head_pending_arm(const head *hd, pending *w, ring_kind kind, uint64_t op, int64_t step);
+/* Stage members[idx] reported handling w's frame. */
+void head_pending_report(pending *w, int idx);
+/* The index in members of the stage that did not pass w's frame on, or
+ * -1 when the ring is not known yet. */
+int head_silent_index(const head *hd, const pending *w);
 /* Names the stage that did not pass w's frame on. */
 void head_silent_stage(const head *hd, const pending *w, char *out, size_t len);
 

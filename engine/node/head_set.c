@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "head_health.h"
 #include "head_ring.h"
 #include "stage.h"
 
@@ -140,8 +141,13 @@ void head_set_check_deadline(head *hd, double now)
     char who[PROTO_TEXT_MAX + 64];
     if (!hd->set.live || !hd->set.wait.live || now < hd->set.wait.deadline)
         return;
-    head_silent_stage(hd, &hd->set.wait, who, sizeof who);
+    pending w = hd->set.wait;
+    head_silent_stage(hd, &w, who, sizeof who);
     set_timed_out(hd, who);
+    char why[PROTO_MESSAGE_MAX];
+    snprintf(why, sizeof why, "%s did not answer a %s within %.1f s", who, ring_kind_name(w.kind),
+             hd->nd->o.step_timeout_ms / 1000.0);
+    head_health_broken(hd, &w, why);
 }
 
 void head_set_shutdown(head *hd)
@@ -161,8 +167,13 @@ void head_set(head *hd, const peer *from, const proto_request *req)
                          "set '%s' is still going around the ring", hd->set.id);
         return;
     }
-    json_t *entry = json_object();
     proto_error e;
+    /* A broken ring would only time out the check round: nothing changes. */
+    if (ring && head_health_refuse(hd, &e)) {
+        node_reply_error(hd->nd, from, req->id, e.code, "%s; no stage changed", e.message);
+        return;
+    }
+    json_t *entry = json_object();
     /* Alone, a node applies at once; the head of a ring checks every
      * stage first (head_set_on_frame). */
     int rc = ring ? stage_check_set(hd->st, &req->set, entry, &e)

@@ -19,7 +19,7 @@ typedef struct pending {
     uint64_t op;
     int64_t step;
     double deadline;
-    unsigned reported;
+    uint32_t reported[(PROTO_RING_MAX + 31) / 32];
 } pending;
 
 typedef enum job_state {
@@ -91,6 +91,18 @@ typedef struct set_op {
     proto_error failure; /* the undo round's reason */
 } set_op;
 
+/* Whether the ring answers (head_health.c): loading until a frame first
+ * comes back whole, down from a stage timeout until a probe comes back. */
+typedef struct ring_health {
+    int state;                      /* PROTO_RING_LOADING, _UP, _DOWN */
+    char stage[PROTO_NAME_MAX + 1]; /* down: the stage it could not reach */
+    char why[PROTO_MESSAGE_MAX];    /* down: the timeout that said so */
+    pending probe;                  /* the probe out now (live when one is) */
+    uint64_t first_probe;           /* probes from this op on answer for the state */
+    double next_probe;              /* clock_ms */
+    unsigned changes;               /* +1 at every change of state or stage */
+} ring_health;
+
 /* head.h names it for the rest of the node, which sees no more of it. */
 typedef struct head head;
 struct head {
@@ -107,6 +119,7 @@ struct head {
     int64_t next_batch; /* the number the next batch frame carries */
     int decode_turn;    /* 1: the next step is a decode batch, when both kinds wait */
     set_op set;
+    ring_health health;
 };
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/sys/clock.h"
+#include "head_health.h"
 #include "head_job.h"
 #include "head_quality.h"
 #include "head_ring.h"
@@ -471,13 +472,16 @@ static void flight_timed_out(head *hd, const flight *fl)
                  fl->n);
     else
         snprintf(what, sizeof what, "step %lld", (long long)fl->wait.step);
+    char why[PROTO_MESSAGE_MAX];
+    snprintf(why, sizeof why, "%s did not answer %s within %.1f s", who, what,
+             hd->nd->o.step_timeout_ms / 1000.0);
     hd->n_flights = 0;
     for (int i = hd->n_queue - 1; i >= 0; i--) {
         if (i >= hd->n_queue || hd->queue[i]->state != JOB_RUN)
             continue;
-        head_job_fail(hd, hd->queue[i], PROTO_E_STAGE_TIMEOUT, "%s did not answer %s within %.1f s",
-                      who, what, hd->nd->o.step_timeout_ms / 1000.0);
+        head_job_fail(hd, hd->queue[i], PROTO_E_STAGE_TIMEOUT, "%s", why);
     }
+    head_health_broken(hd, &fl->wait, why);
 }
 
 int head_step_ready(const head *hd)

@@ -16,7 +16,7 @@ static const char *const kind_names[RING_KIND_COUNT] = {
     [RING_TOKEN] = "token",       [RING_END] = "end",       [RING_SET] = "set",
     [RING_DROP] = "drop",         [RING_REPORT] = "report", [RING_SET_CHECK] = "set_check",
     [RING_SET_UNDO] = "set_undo", [RING_LOGITS] = "logits", [RING_BATCH] = "batch",
-    [RING_TOKENS] = "tokens",
+    [RING_TOKENS] = "tokens",     [RING_PROBE] = "probe",
 };
 
 const char *ring_kind_name(ring_kind kind)
@@ -128,6 +128,13 @@ static const fld prepare_entry[] = {
     END,
 };
 
+/* A probe's: who the stage is, nothing asked of it. */
+static const fld probe_entry[] = {
+    NAME,  FINGERPRINT, STAGE(model, F_TEXT, REQ, 1, RING_MODEL_MAX),
+    FIRST, LAST,        CHECKED("n_layers", F_INT, REQ, 1, RING_LAYERS_MAX, NULL),
+    NEXT,  END,
+};
+
 /* A start's: the ring as the head saw it. */
 static const fld member_entry[] = {NAME, FINGERPRINT, FIRST, LAST, NEXT, END};
 
@@ -209,13 +216,19 @@ static const fld set_msg[] = {
     END,
 };
 
+static const fld probe_msg[] = {
+    HEAD_FIELDS(ring_msg_probe),
+    FIELD(ring_msg_probe, stages, F_STAGES, REQ, 0, PROTO_RING_MAX, probe_entry),
+    END,
+};
+
 static const fld drop_msg[] = {
     FIELD(ring_msg_drop, sessions, F_IDS, REQ, 1, RING_DROP_MAX, NULL),
     END,
 };
 
 static const fld report_msg[] = {
-    CHECKED("name", F_TEXT, REQ, 1, PROTO_NAME_MAX, NULL),
+    FIELD(ring_msg_report, name, F_TEXT, REQ, 1, PROTO_NAME_MAX, NULL),
     FIELD(ring_msg_report, first, F_INT, REQ, 0, RING_LAYERS_MAX - 1, NULL),
     FIELD(ring_msg_report, of, F_KIND, REQ, 0, 0, NULL),
     FIELD(ring_msg_report, ok, F_BOOL, REQ, 0, 0, NULL),
@@ -241,6 +254,8 @@ static const fld *msg_fields(ring_kind kind)
         return drop_msg;
     case RING_REPORT:
         return report_msg;
+    case RING_PROBE:
+        return probe_msg;
     default:
         return NULL;
     }

@@ -32,6 +32,7 @@ typedef enum ring_kind {
     RING_LOGITS,      /* float32 [n][vocab], tail to head: an eval step's logits */
     RING_BATCH,       /* n segments, float32 [n][dim]: one decode position of n requests */
     RING_TOKENS,      /* int32 [n], tail to head: a batch's sampled tokens, in its order */
+    RING_PROBE,       /* JSON, round trip: does the ring answer? (the head's ring health) */
     RING_KIND_COUNT
 } ring_kind;
 
@@ -130,11 +131,19 @@ typedef struct ring_msg_set {
     ring_stages stages;
 } ring_msg_set;
 
+/* A probe: the stages it passed, each adding who it is. */
+typedef struct ring_msg_probe {
+    char head[PROTO_TEXT_MAX];
+    char head_key[CURVE_Z85_LEN + 1];
+    ring_stages stages;
+} ring_msg_probe;
+
 typedef struct ring_msg_drop {
     ring_ids sessions;
 } ring_msg_drop;
 
 typedef struct ring_msg_report {
+    char name[PROTO_NAME_MAX + 1];
     int first;
     ring_kind of;
     int ok;
@@ -150,6 +159,7 @@ typedef union ring_msg {
     ring_msg_set set;
     ring_msg_drop drop;
     ring_msg_report report;
+    ring_msg_probe probe;
 } ring_msg;
 
 /* Checks the payload of a frame of this kind and decodes it into *out

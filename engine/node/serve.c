@@ -59,6 +59,7 @@ typedef struct server {
     curve_zap *zap;
     char warning[PROTO_MESSAGE_MAX];
     double t_start, next_heartbeat;
+    unsigned health_seen; /* head_health_changes at the last heartbeat */
 } server;
 
 /* Set by the signal handler, read by the main loop: a signal handler can
@@ -116,6 +117,7 @@ static void node_status(server *sv, proto_status *s)
     if (sv->nd.head) {
         s->active = head_active(sv->hd);
         s->queued = head_queued(sv->hd);
+        head_ring_health(sv->hd, s);
     }
     s->uptime_s = (clock_ms() - sv->t_start) / 1000.0;
     s->n_stages = sv->nd.n_members > 0 ? sv->nd.n_members : 1;
@@ -434,6 +436,12 @@ static int node_loop(server *sv)
 {
     while (!stop_signal) {
         double now = clock_ms();
+        /* A change of the ring's health goes out at once: consoles and
+         * /health see a broken ring without waiting for the second. */
+        if (sv->nd.head && head_health_changes(sv->hd) != sv->health_seen) {
+            sv->health_seen = head_health_changes(sv->hd);
+            sv->next_heartbeat = now;
+        }
         if (now >= sv->next_heartbeat) {
             node_heartbeat(sv);
             sv->next_heartbeat = now + HEARTBEAT_MS;

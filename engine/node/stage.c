@@ -178,16 +178,43 @@ static void stage_end_abandoned(stage *sg, const ring_ops *running)
     }
 }
 
+/* A round-trip frame that has passed PROTO_RING_MAX stages already goes
+ * no further: the ring is longer than a ring may be (or a loop that
+ * misses its head). The head is told why, naming this stage, rather
+ * than left to time out. */
+static int over_limit(stage *sg, const ring_frame *f, int n)
+{
+    if (n < PROTO_RING_MAX)
+        return 0;
+    proto_error e = {.code = PROTO_E_RING_DOWN};
+    snprintf(e.message, sizeof e.message,
+             "stage '%s' (layers %d:%d) would be stage %d of the ring, past the limit of %d "
+             "stages: hold more layers per stage",
+             sg->nd->o.name, sg->nd->o.first, sg->nd->o.last, n + 1, PROTO_RING_MAX);
+    steplog_line(sg->nd->log, "RING", "dropped a %s frame: %s", ring_kind_name(f->h.kind),
+                 e.message);
+    stage_report(sg, &f->h, &e);
+    return 1;
+}
+
+/* A probe: this stage's entry joins the list, and on it goes. */
+static void on_probe(stage *sg, ring_frame *f)
+{
+    const ring_msg_probe *p = &f->m->probe;
+    stage_learn_head(sg, p->head, p->head_key);
+    if (over_limit(sg, f, p->stages.n))
+        return;
+    json_array_append_new(frame_list(f, "stages"), node_identity(sg->nd));
+    stage_forward_frame(sg, f);
+    stage_report(sg, &f->h, NULL);
+}
+
 static void on_prepare(stage *sg, ring_frame *f)
 {
     const ring_msg_prepare *p = &f->m->prepare;
-    if (p->stages.n >= PROTO_RING_MAX) {
-        /* A frame that went around more stages than a ring can hold is
-         * circling a loop that misses its head: let it die here. */
-        steplog_line(sg->nd->log, "RING", "dropped a prepare frame with %d stages", p->stages.n);
-        return;
-    }
     stage_learn_head(sg, p->head, p->head_key);
+    if (over_limit(sg, f, p->stages.n))
+        return;
     stage_end_abandoned(sg, &p->running);
     stage_drop_sessions(sg, &p->drop);
     stage_admission a;
@@ -454,11 +481,8 @@ static void on_set(stage *sg, ring_frame *f)
 {
     const ring_msg_set *s = &f->m->set;
     stage_learn_head(sg, s->head, s->head_key);
-    if (s->stages.n >= PROTO_RING_MAX) {
-        steplog_line(sg->nd->log, "RING", "dropped a %s frame that went past %d stages",
-                     ring_kind_name(f->h.kind), PROTO_RING_MAX);
+    if (over_limit(sg, f, s->stages.n))
         return;
-    }
     json_t *entry = json_object();
     proto_error e;
     if (f->h.kind == RING_SET_CHECK)
@@ -504,6 +528,9 @@ void stage_on_frame(stage *sg, ring_frame *f)
         return;
     case RING_DROP:
         on_drop(sg, f);
+        return;
+    case RING_PROBE:
+        on_probe(sg, f);
         return;
     default:
         steplog_line(sg->nd->log, "RING", "dropped a %s frame: only the head takes those",

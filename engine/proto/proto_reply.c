@@ -301,6 +301,19 @@ void proto_reply_free(proto_reply *r)
     r->data_len = 0;
 }
 
+/* The head's view of its ring: a state, and when down the stage and why. */
+static json_t *ring_health_json(const proto_status *s)
+{
+    json_t *o = json_pack("{s:s}", "state", proto_ring_state_name(s->ring_health.state));
+    if (o && s->ring_health.state == PROTO_RING_DOWN &&
+        (json_object_set_new(o, "stage", jw_string(s->ring_health.stage)) ||
+         json_object_set_new(o, "message", jw_string(s->ring_health.message)))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 json_t *proto_status_json(const char *node, const proto_status *s)
 {
     json_t *ring = json_array();
@@ -346,6 +359,10 @@ json_t *proto_status_json(const char *node, const proto_status *s)
     }
     if (o && s->warning[0] &&
         json_object_set_new(json_object_get(o, "security"), "warning", jw_string(s->warning))) {
+        json_decref(o);
+        return NULL;
+    }
+    if (o && s->ring_health.known && json_object_set_new(o, "ring_health", ring_health_json(s))) {
         json_decref(o);
         return NULL;
     }
@@ -436,6 +453,19 @@ static int status_ring(const json_t *ring, proto_status *out, char *err, size_t 
     return 0;
 }
 
+static int status_ring_health(const json_t *h, proto_status *out, char *err, size_t errlen)
+{
+    char state[16] = "";
+    if (jr_str(h, "state", state, sizeof state, err, errlen) ||
+        jr_str(h, "stage", out->ring_health.stage, sizeof out->ring_health.stage, err, errlen) ||
+        jr_str(h, "message", out->ring_health.message, sizeof out->ring_health.message, err,
+               errlen))
+        return -1;
+    out->ring_health.known = 1;
+    out->ring_health.state = proto_ring_state_parse(state);
+    return 0;
+}
+
 /* A sub-object of a status: absent is fine, another type is not. */
 static int status_part(const json_t *obj, const char *key, const json_t **out, char *err,
                        size_t errlen)
@@ -450,7 +480,7 @@ static int status_part(const json_t *obj, const char *key, const json_t **out, c
 
 int proto_status_from_json(const json_t *obj, proto_status *out, char *err, size_t errlen)
 {
-    const json_t *model, *config, *memory, *security;
+    const json_t *model, *config, *memory, *security, *health;
 
     memset(out, 0, sizeof *out);
     out->busy = NAN; /* an older node does not say */
@@ -471,6 +501,9 @@ int proto_status_from_json(const json_t *obj, proto_status *out, char *err, size
         return -1;
     if (security && (jr_bool(security, "curve", &out->curve, err, errlen) ||
                      jr_str(security, "warning", out->warning, sizeof out->warning, err, errlen)))
+        return -1;
+    if (status_part(obj, "ring_health", &health, err, errlen) ||
+        (health && status_ring_health(health, out, err, errlen)))
         return -1;
     return jr_str(obj, "version", out->version, sizeof out->version, err, errlen) ||
                    jr_str(obj, "cpu_path", out->cpu_path, sizeof out->cpu_path, err, errlen) ||

@@ -39,6 +39,8 @@ static const char *const event_names[] = {
     [PROTO_EV_NUMERIC] = "numeric",
     [PROTO_EV_ERROR] = "error",
     [PROTO_EV_SHUTDOWN] = "shutdown",
+    [PROTO_EV_RING_DOWN] = "ring_down",
+    [PROTO_EV_RING_UP] = "ring_up",
     [PROTO_EV_UNKNOWN] = "unknown",
 };
 

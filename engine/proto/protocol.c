@@ -41,7 +41,26 @@ static const char *const code_names[PROTO_CODE_COUNT] = {
     [PROTO_E_BUSY] = "busy",
     [PROTO_E_SHUTDOWN] = "shutdown",
     [PROTO_E_INTERNAL] = "internal",
+    [PROTO_E_RING_DOWN] = "ring_down",
 };
+
+static const char *const ring_state_names[] = {
+    [PROTO_RING_LOADING] = "loading", [PROTO_RING_UP] = "up", [PROTO_RING_DOWN] = "down"};
+
+const char *proto_ring_state_name(int state)
+{
+    return (unsigned)state <= PROTO_RING_DOWN ? ring_state_names[state] : "loading";
+}
+
+/* The state of a name; an unknown one (a newer node's) reads as loading:
+ * not known to be up. */
+int proto_ring_state_parse(const char *name)
+{
+    for (int i = PROTO_RING_LOADING; i <= PROTO_RING_DOWN; i++)
+        if (strcmp(name, ring_state_names[i]) == 0)
+            return i;
+    return PROTO_RING_LOADING;
+}
 
 const char *proto_code_name(proto_code code)
 {

@@ -89,6 +89,7 @@ typedef enum proto_code {
     PROTO_E_BUSY,           /* "busy": the node cannot take the request now */
     PROTO_E_SHUTDOWN,       /* "shutdown": the node is shutting down */
     PROTO_E_INTERNAL,       /* "internal": a bug or resource failure */
+    PROTO_E_RING_DOWN,      /* "ring_down": the head found the ring broken; names the stage */
     PROTO_CODE_COUNT
 } proto_code;
 
@@ -297,7 +298,10 @@ int proto_eval_decode(const proto_reply *r, int *pos, proto_eval_row **rows, int
 
 /* ---- Status (status reply and node heartbeat) ------------------------- */
 
-#define PROTO_RING_MAX 16
+/* Stages of a ring, at most: a frame of 256 entries is about 100 KB of
+ * JSON, well inside the ring's frame limit; the head's report bits and
+ * the decoded frames are sized by it. */
+#define PROTO_RING_MAX 256
 #define PROTO_TEXT_MAX 128
 
 typedef struct proto_status {
@@ -336,7 +340,21 @@ typedef struct proto_status {
     char ring[PROTO_RING_MAX][PROTO_TEXT_MAX]; /* stage endpoints, in order */
     int curve;                                 /* 1: sockets use CURVE */
     char warning[PROTO_MESSAGE_MAX];           /* "" or the insecure-binding warning */
+    /* The head of a ring says whether the ring answers (ring_health). */
+    struct {
+        int known;                       /* 0: not the head of a ring, or an older node */
+        int state;                       /* PROTO_RING_LOADING, PROTO_RING_UP, PROTO_RING_DOWN */
+        char stage[PROTO_NAME_MAX + 1];  /* down: the stage it could not reach */
+        char message[PROTO_MESSAGE_MAX]; /* down: why */
+    } ring_health;
 } proto_status;
+
+/* ring_health.state: not yet seen whole since the head started, whole,
+ * broken at a stage (requests are refused with ring_down). */
+enum { PROTO_RING_LOADING, PROTO_RING_UP, PROTO_RING_DOWN };
+const char *proto_ring_state_name(int state);
+/* A state's name; one this build does not know reads as loading. */
+int proto_ring_state_parse(const char *name);
 
 /* The status object (the status reply's results, the heartbeat's body). */
 json_t *proto_status_json(const char *node, const proto_status *s);
@@ -424,6 +442,8 @@ typedef enum proto_event_kind {
     PROTO_EV_NUMERIC,        /* non-finite activations seen */
     PROTO_EV_ERROR,          /* any other error */
     PROTO_EV_SHUTDOWN,       /* the node is going away */
+    PROTO_EV_RING_DOWN,      /* the head found its ring broken: stage */
+    PROTO_EV_RING_UP,        /* the ring answers again */
     PROTO_EV_UNKNOWN         /* a newer node's kind: see kind_name */
 } proto_event_kind;
 

@@ -79,6 +79,15 @@ refuses "missing model" 1 "/nonexistent/model.bin: No such file" \
 refuses "truncated checkpoint" 1 "file is 1000000 bytes, expected 1056540" \
     generate --prompt hi --model "$tmp/short.bin"
 refuses "bad synthetic spec" 1 "unknown shape '7b'" generate --prompt hi --model synth:7b
+# Piped, stdout and stderr into one pipe: the text ends with its newline
+# before the stats line, which is a line of its own.
+inferd generate --prompt "Once upon a time" --steps 8 2>&1 | cat >"$tmp/piped"
+if [ "$(tail -n 1 "$tmp/piped" | cut -c1-6)" = "stats " ] && [ "$(grep -c stats "$tmp/piped")" = 1 ] &&
+    head -n 1 "$tmp/piped" | grep -q '^Once upon a time'; then
+    ok "piped: the text ends with a newline before the stats line"
+else
+    fail "piped: got '$(cat "$tmp/piped")'"
+fi
 refuses "unknown verb" 2 "unknown verb 'frobnicate'" frobnicate
 
 echo "$passed passed, $failed failed"

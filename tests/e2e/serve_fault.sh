@@ -1,24 +1,13 @@
 #!/bin/sh
 # End to end: a stage that dies or stops answering mid-generation. The
 # client gets stage_timeout naming that stage within --step-timeout + 1 s,
-# the head answers status all along, and once the stage is back the next
-# request succeeds.
+# the head answers status all along, refuses requests with ring_down while
+# the stage is gone, and once the stage is back the next request succeeds.
 . "$(dirname "$0")/lib/serve.sh"
 
 M="synth:dim=128,hidden=256,layers=3,heads=4,kv_heads=4,vocab=4096"
 alloc_ports 9
-A=$(ep "$P1")
-B=$(ep "$P3")
-C=$(ep "$P5")
-start_b() {
-    start fault_b --model "$M" --layers 1:2 --control "$B" --telemetry "$(ep "$P4")" \
-        --listen "$(ep "$P8")" --next "$(ep "$P9")" --threads 1
-}
-start fault_a --model "$M" --layers 0:1 --control "$A" --telemetry "$(ep "$P2")" \
-    --listen "$(ep "$P7")" --next "$(ep "$P8")" --threads 1 --step-timeout 3
-start_b
-start fault_c --model "$M" --layers 2:3 --control "$C" --telemetry "$(ep "$P6")" \
-    --listen "$(ep "$P9")" --next "$(ep "$P7")" --threads 1
+ring3 fault "$M" --step-timeout 3
 for c in "$A" "$B" "$C"; do
     up "$c" || { fail "node $c started"; finish; exit 1; }
 done
@@ -74,10 +63,11 @@ check "killed stage: within --step-timeout + 1 s (${elapsed} ms)" [ "$elapsed" -
 check "killed stage: the head answered status throughout ($STATUS_OK answers)" \
     [ "$STATUS_FAILED" = 0 ] && [ "$STATUS_OK" -ge 3 ]
 call "$A" generate '{"prompt":"Once","max_tokens":2}' --id down >"$tmp/down"
-check "while it is down, requests fail with stage_timeout naming it" \
-    grep -q "stage_timeout.*fault_b" "$tmp/down"
-start_b
+check "while it is down, requests are refused with ring_down naming it" \
+    grep -q "ring_down.*fault_b" "$tmp/down"
+ring3_b
 up "$B"
+check "after the restart the head sees the ring answer" ring_up "$A"
 check "after the restart the next request succeeds" ok_request back
 check "the head stayed up" kill -0 "$PID_fault_a"
 
@@ -88,12 +78,15 @@ kill -STOP "$PID_fault_c"
 status_while $LONG
 elapsed=$(($(cat "$tmp/k2.end") - t0))
 kill -CONT "$PID_fault_c"
+check "once it answers again the head sees the ring up" ring_up "$A"
 check "stopped stage: stage_timeout naming it ($(get error.message <"$tmp/k2"))" \
     grep -q "stage_timeout.*stage 'fault_c' (layers 2:3) did not answer \(step\|decode batch\) [0-9]" "$tmp/k2"
 check "stopped stage: within --step-timeout + 1 s (${elapsed} ms)" [ "$elapsed" -le 4000 ]
 check "stopped stage: the head answered status throughout" [ "$STATUS_FAILED" = 0 ]
 check "once it answers again, the next request succeeds" ok_request cont
 check "the head logged the timeouts" \
-    [ "$(grep -c '\[EVENT\] stage_timeout' "$tmp/fault_a.log")" -ge 3 ]
+    [ "$(grep -c '\[EVENT\] stage_timeout' "$tmp/fault_a.log")" -ge 2 ]
+check "the head logged the ring down and up again" \
+    grep -q '\[EVENT\] ring_down' "$tmp/fault_a.log" && grep -q '\[EVENT\] ring_up' "$tmp/fault_a.log"
 
 finish

@@ -3,6 +3,8 @@
 # any stage applies it. With 2 stages, the tail near its memory limit, a
 # `set kv_bits 32` is refused with kv_oom naming the tail, and both stages
 # keep their precision; a set that fits every stage applies everywhere.
+# `infertop set all` goes through the head only: refused, it leaves every
+# stage as it was; applied, each stage logs config_applied once.
 . "$(dirname "$0")/lib/serve.sh"
 
 # head_dim 64, 16 KV heads, one layer per stage: a 4096-token session holds
@@ -55,6 +57,36 @@ check "set kv_bits 8 fits and applies on both stages" \
     [ "$(get stages.0.kv_bits stages.1.kv_bits <"$tmp/set8")" = "$(printf '8\t8')" ]
 check "both stages report 8 bits" \
     [ "$(call "$H" status | get config.kv_bits) $(call "$T" status | get config.kv_bits)" = "8 8" ]
+
+# ---- the console's `set all`: through the head's two rounds only, so a
+# stage's refusal leaves both as they were and each applies once.
+cluster_conf "$tmp/ring.conf" set-ring tight_h "$H" "$(ep "$P2")" tight_t "$T" "$(ep "$P4")"
+infertop set -c "$tmp/ring.conf" nosuch kv_bits=8 >"$tmp/nosuch" 2>&1
+check "set on no such node exits 3, as the man page says, naming the nodes" \
+    [ $? = 3 ] && grep -q 'no node "nosuch".*tight_h tight_t' "$tmp/nosuch"
+applied() { grep -c '\[EVENT\] config_applied' "$tmp/$1.log"; }
+converted() { grep -c 'kv_converted' "$tmp/$1.log"; }
+h0=$(applied tight_h)
+t0=$(applied tight_t)
+c0="$(converted tight_h) $(converted tight_t)"
+infertop set -c "$tmp/ring.conf" all kv_bits=32 >"$tmp/all32" 2>&1
+check "infertop set all kv_bits=32 fails" [ $? != 0 ]
+check "... with the tail's kv_oom, no stage changed" \
+    grep -q "kv_oom.*tight_t.*no stage changed" "$tmp/all32"
+check "every stage's status still says 8 bits" \
+    [ "$(call "$H" status | get config.kv_bits) $(call "$T" status | get config.kv_bits)" = "8 8" ]
+check "no stage applied or converted anything" \
+    [ "$(applied tight_h) $(applied tight_t)" = "$h0 $t0" ] &&
+    [ "$(converted tight_h) $(converted tight_t)" = "$c0" ]
+infertop set -c "$tmp/ring.conf" all kv_bits=4 >"$tmp/all4" 2>&1
+check "infertop set all kv_bits=4 applies ($(tr '\n' ' ' <"$tmp/all4"))" [ $? = 0 ]
+check "every stage's status says 4 bits" \
+    [ "$(call "$H" status | get config.kv_bits) $(call "$T" status | get config.kv_bits)" = "4 4" ]
+check "config_applied logged once per stage, not twice" \
+    [ "$(applied tight_h) $(applied tight_t)" = "$((h0 + 1)) $((t0 + 1))" ]
+check "the table lists both stages from the head's reply" \
+    grep -qE '^tight_h +applied' "$tmp/all4" && grep -qE '^tight_t +applied' "$tmp/all4"
+
 call "$H" generate '{"tokens":[5,6],"max_tokens":2,"session":"s"}' >"$tmp/after"
 check "the session goes on after the sets" [ "$(get stats.ctx <"$tmp/after")" = 4100 ]
 

@@ -183,6 +183,21 @@ static const char *answer_state(const struct answer *a)
     return a->ok == 1 ? "up" : a->ok == 0 ? "error" : "down";
 }
 
+/* 1 when an inferd head answered that its ring is broken; buf says where
+ * and why. */
+static int ring_broken(const struct session *s, int i, char *buf, size_t len)
+{
+    const struct answer *a = &s->ans[i];
+    json_t *h = is_http(s, i) || a->ok != 1 ? NULL : json_object_get(a->json, "ring_health");
+    const char *state = json_string_value(json_object_get(h, "state"));
+    if (!state || strcmp(state, "down") != 0)
+        return 0;
+    const char *stage = json_string_value(json_object_get(h, "stage"));
+    const char *why = json_string_value(json_object_get(h, "message"));
+    snprintf(buf, len, "ring broken at %s: %s", stage ? stage : "?", why ? why : "");
+    return 1;
+}
+
 static const char *node_state(const struct session *s, int i)
 {
     return is_http(s, i) ? cli_eng_state(s->eng[i].health) : answer_state(&s->ans[i]);
@@ -360,6 +375,7 @@ static int print_status_table(const struct session *s)
             mib(head, sizeof head, json_object_get(mem, "headroom"));
             snprintf(up, sizeof up, "%.0f",
                      json_number_value(json_object_get(a->json, "uptime_s")));
+            ring_broken(s, i, problem, sizeof problem);
         } else {
             snprintf(problem, sizeof problem, "%s: %s", a->code, a->message);
         }
@@ -401,8 +417,10 @@ int cli_status(int argc, char **argv)
         if (ask(&s, &cmd, "status", NULL, to) == 0 &&
             (cmd.json ? print_status_json(&s) : print_status_table(&s)) == 0) {
             rc = CLI_OK;
+            char why[PROTO_MESSAGE_MAX + 128];
+            /* A head that answers but whose ring does not serves nobody. */
             for (int i = 0; i < s.c->n_nodes; i++)
-                if (strcmp(node_state(&s, i), "up") != 0)
+                if (strcmp(node_state(&s, i), "up") != 0 || ring_broken(&s, i, why, sizeof why))
                     rc = CLI_ERROR;
         }
     }
@@ -490,9 +508,9 @@ static int restart_row(cli_table *t, const char *name, const struct restart *rs,
     return cli_table_add(t, cells);
 }
 
-/* One row per stage a node's reply lists: for `all` its own (the first),
- * for one node every stage it reports (a ring's head speaks for the ring). */
-static int set_rows(cli_table *t, const char *name, const struct answer *a, int all)
+/* One row per stage a node's reply lists (a ring's head speaks for the
+ * ring). */
+static int set_rows(cli_table *t, const char *name, const struct answer *a)
 {
     enum { NCOL = 5 };
     if (a->ok != 1) {
@@ -502,8 +520,7 @@ static int set_rows(cli_table *t, const char *name, const struct answer *a, int 
         return cli_table_add(t, cells);
     }
     json_t *stages = json_object_get(a->json, "stages");
-    size_t n = all && json_array_size(stages) > 0 ? 1 : json_array_size(stages);
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < json_array_size(stages); k++) {
         json_t *e = json_array_get(stages, k);
         json_t *conv = json_object_get(e, "kv");
         char prefill[32], bits[16], detail[128] = "live";
@@ -533,7 +550,7 @@ struct set_done {
     const proto_set_args *want;
 };
 
-static int print_set_table(const struct set_done *d, int all)
+static int print_set_table(const struct set_done *d)
 {
     static const char *const headers[] = {"NODE", "RESULT", "PREFILL_STEP", "KV_BITS", "DETAIL"};
     cli_table *t = cli_table_new(5, headers);
@@ -542,7 +559,7 @@ static int print_set_table(const struct set_done *d, int all)
     int rc = 0;
     for (int i = 0; i < d->c->n_nodes && rc == 0; i++)
         if (d->live[i])
-            rc = set_rows(t, d->c->nodes[i].name, &d->ans[i], all);
+            rc = set_rows(t, d->c->nodes[i].name, &d->ans[i]);
         else if (d->rs[i].job > 0)
             rc = restart_row(t, d->c->nodes[i].name, &d->rs[i], d->want);
     if (rc == 0)
@@ -642,6 +659,69 @@ static int restart_nodes(const struct cluster *c, struct restart *rs, char *err,
     return rc;
 }
 
+/* The layers [first, last) and the model's layer count a status answer
+ * gives; 0 when it gives none. */
+static int answer_layers(const struct answer *a, int *first, int *last, int *n_layers)
+{
+    json_t *model = a->ok == 1 ? json_object_get(a->json, "model") : NULL;
+    json_t *lay = json_object_get(model, "layers");
+    if (json_array_size(lay) != 2)
+        return 0;
+    *first = (int)json_integer_value(json_array_get(lay, 0));
+    *last = (int)json_integer_value(json_array_get(lay, 1));
+    *n_layers = (int)json_integer_value(json_object_get(model, "n_layers"));
+    return 1;
+}
+
+/* `set all` on a ring goes through one door: its head, whose two rounds
+ * check every stage before any applies (PROTOCOL.md "Live config"). A
+ * stage sent the set directly as well would apply it even when another
+ * refuses, and log it twice. So the nodes are asked who they are, and
+ * a stage that does not hold layer 0 is taken out of send[]: the head's
+ * reply speaks for it. covered[i] is 1 for those when a ring's head
+ * answered, 0 when none did (they are then not sent the set either). */
+static int one_door(struct session *s, const struct cmd *cmd, int *send, int *stage)
+{
+    int n = s->c->n_nodes, head = 0;
+    if (ask(s, cmd, "status", NULL, send) != 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        int first, last, layers;
+        stage[i] = 0;
+        if (send[i] && answer_layers(&s->ans[i], &first, &last, &layers)) {
+            stage[i] = first > 0;
+            head |= first == 0 && last < layers;
+        }
+        json_decref(s->ans[i].json);
+        s->ans[i].json = NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!stage[i])
+            continue;
+        send[i] = 0;
+        stage[i] = head ? 1 : -1;
+    }
+    return 0;
+}
+
+/* The stages one_door took out: covered by their head's reply, or, with
+ * no head answering, refused here without being sent anything. */
+static void door_answers(struct session *s, const int *stage, int *live)
+{
+    for (int i = 0; i < s->c->n_nodes; i++) {
+        if (stage[i] > 0)
+            live[i] = 0;
+        if (stage[i] >= 0)
+            continue;
+        struct answer *a = &s->ans[i];
+        a->ok = 0;
+        snprintf(a->code, sizeof a->code, "not_sent");
+        snprintf(a->message, sizeof a->message,
+                 "a stage of a ring takes a set through the ring's head (the node holding "
+                 "layer 0), and no head answered: nothing was sent to it");
+    }
+}
+
 /* The nodes NODE|all names; -1 after saying there is no such node. */
 static int set_targets(const struct cluster *c, const char *target, int *to)
 {
@@ -683,10 +763,10 @@ int cli_set(int argc, char **argv)
         return CLI_ERROR;
     }
     int n = c->n_nodes > 0 ? c->n_nodes : 1, all = strcmp(cmd.pos[0], "all") == 0;
-    int to[n], live[n], any_live = 0;
+    int to[n], live[n], send[n], stage[n], any_live = 0;
     struct restart *rs = calloc((size_t)n, sizeof *rs);
     struct session s = {0};
-    rc = !rs ? CLI_ERROR : set_targets(c, cmd.pos[0], to) != 0 ? CLI_USAGE : CLI_OK;
+    rc = !rs ? CLI_ERROR : set_targets(c, cmd.pos[0], to) != 0 ? CLI_NOT_FOUND : CLI_OK;
     for (int i = 0; rc == CLI_OK && i < c->n_nodes; i++) {
         live[i] = to[i] && cluster_node_is_inferd(c, i);
         any_live |= live[i];
@@ -706,18 +786,23 @@ int cli_set(int argc, char **argv)
         rc = CLI_ERROR;
     }
     json_t *args = rc == CLI_OK && any_live ? links_set_args_json(&want) : NULL;
+    memcpy(send, live, sizeof send);
+    memset(stage, 0, sizeof stage);
     if (any_live && rc == CLI_OK &&
-        (!args || session_open(&s, &cmd) != 0 || ask(&s, &cmd, "set", args, live) != 0))
+        (!args || session_open(&s, &cmd) != 0 || (all && one_door(&s, &cmd, send, stage) != 0) ||
+         ask(&s, &cmd, "set", args, send) != 0))
         rc = CLI_ERROR;
     json_decref(args);
+    if (rc == CLI_OK && any_live)
+        door_answers(&s, stage, live);
     if (rc == CLI_OK) {
         int all_ok = 1;
         for (int i = 0; i < c->n_nodes; i++)
             all_ok &= live[i] ? s.ans[i].ok == 1 : rs[i].job <= 0 || rs[i].r.ok;
         struct set_done d = {c, live, s.ans, rs, &want};
-        rc = (cmd.json ? print_set_json(&d, all_ok) : print_set_table(&d, all)) != 0 ? CLI_ERROR
-             : all_ok                                                                ? CLI_OK
-                                                                                     : CLI_ERROR;
+        rc = (cmd.json ? print_set_json(&d, all_ok) : print_set_table(&d)) != 0 ? CLI_ERROR
+             : all_ok                                                           ? CLI_OK
+                                                                                : CLI_ERROR;
     }
 done:
     session_close(&s);

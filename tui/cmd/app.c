@@ -157,10 +157,16 @@ static void set_config(struct loop *lp, const struct action *a, double now)
     const struct cluster *c = lp->uo->cluster;
     char err[256] = "";
     int failed = 0;
+    /* All the inferd nodes at once: a ring's stages take it from its head. */
+    if (a->node == ACT_ALL_NODES)
+        failed += links_set(lp->l, -1, &a->set, now) > 0;
     for (int i = 0; i < state_node_count(lp->st); i++) {
         if (a->node != ACT_ALL_NODES && a->node != i)
             continue;
-        if (!c || cluster_node_is_inferd(c, i))
+        int inferd = !c || cluster_node_is_inferd(c, i);
+        if (inferd && a->node == ACT_ALL_NODES)
+            continue; /* sent above, with the others */
+        if (inferd)
             failed += links_set(lp->l, i, &a->set, now) > 0;
         else if (!lp->hooks || !lp->hooks->set_knobs)
             snprintf(err, sizeof err,

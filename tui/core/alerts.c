@@ -180,6 +180,8 @@ static unsigned holding(const alerts *a, struct node_alerts *na, const struct al
     unsigned on = 0;
     if (alerts_hold_step(&na->eval, eval_bound(&a->set, smp), hold))
         on |= ALERT_BIT(ALERT_EVAL);
+    if (!e && smp->ring_stage)
+        on |= ALERT_BIT(ALERT_RING);
     if (!e)
         return on;
     if (e->health == ENG_LOADING)
@@ -248,6 +250,15 @@ static void describe(const alerts *a, const struct node_alerts *na, enum alert_k
         else
             snprintf(buf, len, "eval: cleared, eval ms p50 back under the thresholds");
         return;
+    case ALERT_RING:
+        if (raised)
+            snprintf(buf, len,
+                     "ring: broken at stage '%s': %s; requests are refused with "
+                     "ring_down until it answers",
+                     smp->ring_stage, smp->ring_why ? smp->ring_why : "");
+        else
+            snprintf(buf, len, "ring: cleared, the ring answers again");
+        return;
     case ALERT_COUNT:
         break;
     }
@@ -293,7 +304,7 @@ void alerts_text(unsigned bits, char *buf, size_t len)
 {
     char kv[16];
     snprintf(kv, sizeof kv, "KV>%.0f%%", 100 * ALERTS_KV_HIGH);
-    const char *word[ALERT_COUNT] = {"DOWN", "LOADING", "QUEUE", kv, "TTFT", "EVAL>MODEL"};
+    const char *word[ALERT_COUNT] = {"DOWN", "LOADING", "QUEUE", kv, "TTFT", "EVAL>MODEL", "RING"};
     size_t n = 0;
     buf[0] = '\0';
     for (int k = 0; k < ALERT_COUNT; k++) {

@@ -11,12 +11,15 @@
  *   eval     an inferd node's eval ms p50 is over alert_eval_ratio times
  *            its model ms p50 and over alert_eval_floor_ms: the ring's
  *            orchestration, not the model, takes its time (EVAL>MODEL)
+ *   ring     the head of an inferd ring says its ring is broken at a
+ *            stage (its status' ring_health): it refuses every request
+ *            until the ring answers again
  *
  * Queue, kv and ttft need an engine that reports the number (NaN clears
  * them). The measured alerts (ttft, eval) hold for alert_hold samples
  * (state ticks) before they are raised, and are gone for as many before
  * they clear, so that a number hovering at its threshold is one alert,
- * not one a second; down and loading are facts and raised at once.
+ * not one a second; down, loading and ring are facts and raised at once.
  * The thresholds are rows of the settings table, [cluster] keys, and
  * (queue, ttft) flags of the dashboard too. The state owns one alerts and moves
  * it on at each state_tick (state.c's one call), logging every raise and
@@ -45,6 +48,7 @@ enum alert_kind {
     ALERT_KV,
     ALERT_TTFT,
     ALERT_EVAL,
+    ALERT_RING,
     ALERT_COUNT
 };
 #define ALERT_BIT(k) (1u << (k))
@@ -74,6 +78,9 @@ struct alert_sample {
     int down;                 /* its liveness says down */
     const struct eng_view *e; /* its engine's last poll, NULL for inferd */
     double model_ms, eval_ms;
+    /* inferd's head: the stage its ring is broken at and why (its last
+     * status); NULL while the ring answers or the node is not a head. */
+    const char *ring_stage, *ring_why;
 };
 
 /* A condition held for `hold` samples before it turns on, and gone for

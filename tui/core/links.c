@@ -40,6 +40,7 @@ struct link_node {
     char reported[PROTO_NAME_MAX + 1]; /* name from its status reply, "" until one */
     int in_flight;                     /* its requests waiting for their end */
     int hello_pending;                 /* an identification request is in flight */
+    int via_head;                      /* its set travels with the ring head's (links_set) */
     double hello_at;                   /* when the next one is due */
 };
 
@@ -264,16 +265,20 @@ json_t *links_set_args_json(const proto_set_args *want)
     return o;
 }
 
+/* The head of a ring answers for the stages whose set went with its own. */
 static void set_done(void *ctx, const struct links_reply *r)
 {
     links *l = ctx;
     char why[PROTO_MESSAGE_MAX];
-    if (r->ok == 1) {
-        state_config_reply(l->st, r->node, 1, NULL, r->now);
-        return;
-    }
     snprintf(why, sizeof why, "%s: %s", r->code, r->message);
-    state_config_reply(l->st, r->node, 0, why, r->now);
+    int head = state_ring_head(l->st, r->node);
+    for (int i = 0; i < l->n; i++) {
+        if (i != r->node && !(head && l->nodes[i].via_head))
+            continue;
+        if (i != r->node)
+            l->nodes[i].via_head = 0;
+        state_config_reply(l->st, i, r->ok == 1, r->ok == 1 ? NULL : why, r->now);
+    }
 }
 
 static int set_one(links *l, int node, const json_t *args, const proto_set_args *want, double now)
@@ -295,10 +300,18 @@ static int set_one(links *l, int node, const json_t *args, const proto_set_args 
 int links_set(links *l, int node, const proto_set_args *want, double now)
 {
     json_t *args = links_set_args_json(want);
-    int failed = 0;
-    for (int i = 0; i < l->n; i++)
-        if (node == i || (node < 0 && l->nodes[i].ctl))
+    int failed = 0, head = 0;
+    for (int i = 0; node < 0 && i < l->n; i++)
+        head |= l->nodes[i].ctl && state_ring_head(l->st, i);
+    for (int i = 0; i < l->n; i++) {
+        if (node != i && (node >= 0 || !l->nodes[i].ctl))
+            continue;
+        l->nodes[i].via_head = node < 0 && head && state_ring_stage(l->st, i);
+        if (l->nodes[i].via_head)
+            state_config_request(l->st, i, want, now);
+        else
             failed += set_one(l, i, args, want, now) != 0;
+    }
     json_decref(args);
     return failed;
 }

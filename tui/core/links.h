@@ -97,9 +97,11 @@ int links_request(links *l, int node, const char *op, const json_t *args, double
 
 /* Sends `set` to one node, or to every node when node is -1, and records
  * it in the state (state_config_request, then state_config_reply when the
- * node answers). Each node gets its own request and acknowledges for
- * itself: a set sent to a ring's head also travels the ring, and the
- * stages' own requests then apply the same values again, which is a no-op.
+ * node answers). node < 0: every inferd node, a ring through one door: a
+ * stage that does not hold layer 0 is sent nothing when a ring's head is
+ * among the nodes, whose two rounds check the set on every stage before
+ * any applies; the head's answer is the stages' too (a stage's own
+ * request would apply a set another stage refused, and twice).
  * Returns how many nodes it could not send to (each also marked failed in
  * the state). */
 int links_set(links *l, int node, const proto_set_args *want, double now);

@@ -619,6 +619,24 @@ const struct state_config *state_node_config(const state *st, int node)
     return &st->nodes[node].cfg;
 }
 
+int state_ring_broken(const state *st, int node)
+{
+    const proto_status *s = state_node_status(st, node);
+    return s && s->ring_health.known && s->ring_health.state == PROTO_RING_DOWN;
+}
+
+int state_ring_head(const state *st, int node)
+{
+    const proto_status *s = state_node_status(st, node);
+    return s && s->model.layer_first == 0 && s->model.layer_last < s->model.n_layers;
+}
+
+int state_ring_stage(const state *st, int node)
+{
+    const proto_status *s = state_node_status(st, node);
+    return s && s->model.layer_first > 0;
+}
+
 const proto_status *state_node_status(const state *st, int node)
 {
     const struct node *n = &st->nodes[node];
@@ -1058,6 +1076,10 @@ static void tick_alerts(state *st, double now)
                                    .e = state_node_engine(st, i),
                                    .model_ms = p50(st, i, STATE_MODEL_MS, now),
                                    .eval_ms = p50(st, i, STATE_EVAL_MS, now)};
+        if (state_ring_broken(st, i)) {
+            smp.ring_stage = n->status.ring_health.stage;
+            smp.ring_why = n->status.ring_health.message;
+        }
         int c = alerts_note(st->alerts, i, &smp, now, ch);
         for (int k = 0; k < c; k++)
             state_event_add(st, i, ch[k].raised ? "alert" : "alert_clear", now, "%s",

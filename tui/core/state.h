@@ -247,6 +247,14 @@ void state_cluster_view(const state *st, double now, struct state_cluster_view *
 const struct state_config *state_node_config(const state *st, int node);
 /* The last heartbeat, NULL before the first. */
 const proto_status *state_node_status(const state *st, int node);
+/* 1 when node is the head of an inferd ring whose last status says the
+ * ring is broken (ring_health.stage names where). */
+int state_ring_broken(const state *st, int node);
+/* From the node's last status: 1 when it is the head of a ring (holds
+ * layer 0 and not the last), resp. a stage after the head (does not hold
+ * layer 0). 0 before any status. */
+int state_ring_head(const state *st, int node);
+int state_ring_stage(const state *st, int node);
 unsigned state_node_flags(const state *st, int node, double now);
 
 /* Percentiles of a metric over the steps of the last `window` seconds in

@@ -68,9 +68,17 @@ void view_node_state(const state *st, int node, double now, struct view_state *o
 void view_node_alerts_text(const struct view_ctx *v, int node, unsigned flags, char *buf,
                            size_t len)
 {
-    char alerts[64];
+    char alerts[128];
+    unsigned active = alerts_active(state_alerts(v->st), node);
     view_flags_text(v->g, flags, buf, len);
-    alerts_text(alerts_active(state_alerts(v->st), node), alerts, sizeof alerts);
+    /* The ring alert says where: the stage is what the operator acts on. */
+    if ((active & ALERT_BIT(ALERT_RING)) && state_ring_broken(v->st, node)) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, len - n, "%sring broken at %s", n ? " " : "",
+                 state_node_status(v->st, node)->ring_health.stage);
+        active &= ~ALERT_BIT(ALERT_RING);
+    }
+    alerts_text(active, alerts, sizeof alerts);
     if (alerts[0]) {
         size_t n = strlen(buf);
         snprintf(buf + n, len - n, "%s%s", n ? " " : "", alerts);

@@ -164,11 +164,15 @@ static void draw_inferd_cells(struct view_ctx *v, WINDOW *w, int y, int x0, int 
     else
         snprintf(buf, sizeof buf, "-");
     put(v, w, y, x0, LAYOUT_COL_LAYERS, A_NORMAL, buf);
+    /* A head whose ring is broken is not idle: it refuses everything
+     * (the alerts line says at which stage). */
+    int broken = live && state_ring_broken(v->st, node);
     const char *ph = !live                        ? "-"
+                     : broken                     ? "broken"
                      : nv->phase == STATE_PREFILL ? "prefill"
                      : nv->phase == STATE_DECODE  ? "decode"
                                                   : "idle";
-    put(v, w, y, x0, LAYOUT_COL_PHASE, nv->phase < 0 ? dim : A_NORMAL, ph);
+    put(v, w, y, x0, LAYOUT_COL_PHASE, broken ? alert : nv->phase < 0 ? dim : A_NORMAL, ph);
     view_fmt_busy(live ? nv->busy : NAN, nv->phase < 0, buf, sizeof buf);
     /* Busy is neither good nor bad until it saturates the node. */
     double busy_pct = 100 * nv->busy;

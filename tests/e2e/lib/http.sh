@@ -5,12 +5,7 @@ hp() { echo "127.0.0.1:$1"; }
 
 # http_up HOST:PORT: waits (at most 30 s) until the HTTP server answers.
 http_up() {
-    n=0
-    while [ $n -lt 150 ]; do
-        curl -s -o /dev/null "http://$1/metrics" && return 0
-        sleep 0.2
-        n=$((n + 1))
-    done
+    retry 150 curl -s -o /dev/null "http://$1/metrics" && return 0
     echo "HTTP server at $1 did not come up" >&2
     return 1
 }

@@ -127,6 +127,34 @@ Test(metrics, heartbeat_gauges_and_liveness)
     metrics_free(m);
 }
 
+/* The head of a ring: inferd_ring_up, and the broken stage while it is;
+ * neither for a node that is no head of a ring. */
+Test(metrics, ring_gauge_and_broken_stage)
+{
+    metrics *m = metrics_new();
+    proto_tel t = tel(PROTO_TOPIC_NODE, "h", 1);
+    t.status.ring_health.known = 1;
+    t.status.ring_health.state = PROTO_RING_DOWN;
+    snprintf(t.status.ring_health.stage, sizeof t.status.ring_health.stage, "b");
+    metrics_take(m, &t, 1.0);
+    proto_tel other = tel(PROTO_TOPIC_NODE, "b", 1);
+    metrics_take(m, &other, 1.0);
+    char *text = render(m, 1.5);
+    cr_expect_eq(value(text, "inferd_ring_up{node=\"h\"}"), 0);
+    cr_expect_eq(value(text, "inferd_ring_broken_stage{node=\"h\",stage=\"b\"}"), 1);
+    cr_expect(isnan(value(text, "inferd_ring_up{node=\"b\"}")), "not a head of a ring");
+    free(text);
+    t = tel(PROTO_TOPIC_NODE, "h", 2);
+    t.status.ring_health.known = 1;
+    t.status.ring_health.state = PROTO_RING_UP;
+    metrics_take(m, &t, 2.0);
+    text = render(m, 2.5);
+    cr_expect_eq(value(text, "inferd_ring_up{node=\"h\"}"), 1);
+    cr_expect_null(strstr(text, "inferd_ring_broken_stage{"), "no stage while it answers");
+    free(text);
+    metrics_free(m);
+}
+
 Test(metrics, requests_events_and_lost_messages)
 {
     metrics *m = metrics_new();

@@ -35,6 +35,9 @@ static const msg_case msg_cases[] = {
     {RING_PREPARE, PREPARE(",\"eval\":1"), "eval"},
     {RING_START, START(",\"temperature\":0.8,\"top_p\":0.9"), NULL},
     {RING_END, "{\"req\":\"g1\",\"ok\":false}", NULL},
+    {RING_PROBE, "{\"stages\":[]}", NULL},
+    {RING_PROBE, "{\"stages\":[" ENTRY "]}", "ok"},
+    {RING_PROBE, "{\"stages\":[],\"req\":\"g1\"}", "req"},
     {RING_SET,
      "{\"kv_bits\":8,\"stages\":[{\"name\":\"a\",\"first\":0,\"last\":2,\"ok\":true,"
      "\"kv\":{\"from_bits\":16,\"to_bits\":8,\"ms\":3.5,\"bytes_before\":10,"
@@ -230,6 +233,20 @@ Test(ring_msg, decodes_start_set_report)
     cr_expect_eq(m->report.ok, 0);
     cr_expect_eq(m->report.code, PROTO_E_STAGE_TIMEOUT);
     cr_expect_str_eq(m->report.message, "slow");
+    ring_msg_free(RING_REPORT, m);
+
+    m = decoded(RING_PROBE,
+                "{\"head\":\"tcp://127.0.0.1:7000\",\"stages\":[{\"name\":\"b\"," FP
+                ",\"model\":\"m\",\"first\":2,\"last\":5,\"n_layers\":5,\"next\":\"\"}]}");
+    cr_assert_eq(m->probe.stages.n, 1);
+    cr_expect_str_eq(m->probe.stages.v[0].name, "b");
+    cr_expect_str_eq(m->probe.head, "tcp://127.0.0.1:7000");
+    ring_msg_free(RING_PROBE, m);
+    m = decoded(RING_REPORT, "{\"name\":\"q\",\"first\":300,\"of\":\"probe\",\"ok\":false,"
+                             "\"code\":\"ring_down\",\"message\":\"past the limit\"}");
+    cr_expect_str_eq(m->report.name, "q");
+    cr_expect_eq(m->report.of, RING_PROBE);
+    cr_expect_eq(m->report.code, PROTO_E_RING_DOWN);
     ring_msg_free(RING_REPORT, m);
 
     m = decoded(RING_DROP, "{\"sessions\":[\"s1\"]}");

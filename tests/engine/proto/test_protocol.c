@@ -912,3 +912,35 @@ Test(protocol, endpoint_loopback)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         cr_expect_eq(proto_endpoint_is_loopback(cases[i].ep), cases[i].loopback, "%s", cases[i].ep);
 }
+
+/* The head's ring_health goes out in status and comes back as it was;
+ * a status without it (any other node, an older head) reads as unknown. */
+Test(protocol, status_ring_health_round_trip)
+{
+    proto_status s, back;
+    char err[256];
+    memset(&s, 0, sizeof s);
+    s.ring_health.known = 1;
+    s.ring_health.state = PROTO_RING_DOWN;
+    snprintf(s.ring_health.stage, sizeof s.ring_health.stage, "b");
+    snprintf(s.ring_health.message, sizeof s.ring_health.message, "stage 'b' did not answer");
+    json_t *o = proto_status_json("a", &s);
+    cr_assert_not_null(o);
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(o, "ring_health"), "state")),
+                     "down");
+    cr_assert_eq(proto_status_from_json(o, &back, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(back.ring_health.known, 1);
+    cr_expect_eq(back.ring_health.state, PROTO_RING_DOWN);
+    cr_expect_str_eq(back.ring_health.stage, "b");
+    cr_expect_str_eq(back.ring_health.message, "stage 'b' did not answer");
+    json_decref(o);
+
+    s.ring_health.known = 0;
+    o = proto_status_json("a", &s);
+    cr_expect_null(json_object_get(o, "ring_health"));
+    cr_assert_eq(proto_status_from_json(o, &back, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(back.ring_health.known, 0);
+    json_decref(o);
+    cr_expect_eq(proto_ring_state_parse("from_the_future"), PROTO_RING_LOADING);
+    cr_expect_str_eq(proto_ring_state_name(PROTO_RING_UP), "up");
+}

@@ -179,11 +179,12 @@ Test(cli_status, an_unreadable_api_key_file_is_named, .init = write_conf_with_ke
     cr_assert(strstr(buf, "api_key_file /nonexistent/key"), "%s", buf);
 }
 
-Test(cli_status, set_on_an_unknown_node_exits_2, .init = write_cluster, .fini = remove_cluster)
+/* No such node is exit 3, as the man page's EXIT STATUS says. */
+Test(cli_status, set_on_an_unknown_node_exits_3, .init = write_cluster, .fini = remove_cluster)
 {
     cr_assert_eq(
         cli_test_run(cli_set, (const char *[]){"set", "-c", conf, "ghost", "kv_bits=4", NULL}),
-        CLI_USAGE);
+        CLI_NOT_FOUND);
 }
 
 Test(cli_status, set_on_a_silent_node_did_not_apply, .init = write_cluster, .fini = remove_cluster)

@@ -276,3 +276,26 @@ Test(alerts, state_logs_raise_and_clear_as_events)
     cr_expect_eq(alerts_active(state_alerts(st), 0), ALERT_BIT(ALERT_TTFT));
     state_free(st);
 }
+
+/* A head whose ring is broken: raised at once with the stage and why,
+ * "ring broken at" on the alerts line, and cleared once it answers. */
+Test(alerts, ring_broken_at_a_stage)
+{
+    struct alert_sample smp = {.model_ms = NAN, .eval_ms = NAN};
+    cr_assert_eq(alerts_note(a, 0, &smp, 0, ch), 0, "a ring that answers raises nothing");
+    smp.ring_stage = "b";
+    smp.ring_why = "stage 'b' (layers 1:2) did not answer step 7 within 5.0 s";
+    cr_assert_eq(alerts_note(a, 0, &smp, 0.5, ch), 1);
+    cr_expect_eq(ch[0].kind, ALERT_RING);
+    cr_expect(ch[0].raised);
+    cr_expect_neq(strstr(ch[0].message, "broken at stage 'b'"), NULL, "%s", ch[0].message);
+    cr_expect_neq(strstr(ch[0].message, "step 7"), NULL, "%s", ch[0].message);
+    char text[64];
+    alerts_text(alerts_active(a, 0), text, sizeof text);
+    cr_expect_str_eq(text, "RING");
+    cr_assert_eq(alerts_note(a, 0, &smp, 1, ch), 0, "raised once");
+    smp.ring_stage = smp.ring_why = NULL;
+    cr_assert_eq(alerts_note(a, 0, &smp, 1.5, ch), 1);
+    cr_expect_not(ch[0].raised);
+    cr_expect_eq(alerts_active(a, 0), 0);
+}
