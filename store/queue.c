@@ -32,6 +32,9 @@ void store_rec_release(store_rec *r)
     case REC_RUN_END:
         free(r->u.end.failure);
         break;
+    case REC_QUALITY:
+        store_quality_release(r->u.qual);
+        break;
     default:
         break;
     }

@@ -513,7 +513,7 @@ static int run_best(store *s, const hopts *o, const int64_t *runs)
     store_best_by by = o->by;
     store_best b;
     char err[512];
-    if (store_best_settings(s, o->model, o->cluster, o->engine, by, &b, err, sizeof err) != 0)
+    if (store_best_settings(s, o->model, o->cluster, o->engine, by, NULL, &b, err, sizeof err) != 0)
         return store_failed(-1, err);
     if (o->json) {
         int rc = print_json(store_best_json(&b));

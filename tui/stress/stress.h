@@ -74,6 +74,14 @@ typedef struct stress_opts {
     /* sweep */
     int n_kv_bits, kv_bits[STRESS_LIST_MAX];
     int n_prefill_step, prefill_step[STRESS_LIST_MAX];
+    /* quality, and a sweep's --quality: the text to score (borrowed until
+     * stress_start returns; NULL: the shipped excerpt), its name and
+     * sha256 for the record, the window and bucket widths (0: the
+     * engine's defaults) */
+    int quality; /* sweep: a quality measurement after each leg's speed */
+    const char *text;
+    char text_name[OPT_RUN_TEXT_MAX];
+    int64_t ctx, bucket;
     /* every mode */
     int stop_on_failure;
     double timeout_s; /* longest silence of a request (no frame, no step) */
