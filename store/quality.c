@@ -12,24 +12,6 @@
  * than this for any context the engine takes. */
 #define QUALITY_BUCKETS_MAX 4096
 
-void store_quality_free(store_quality *q)
-{
-    if (!q)
-        return;
-    free(q->text_name);
-    free(q->model);
-    free(q->buckets);
-    q->text_name = q->model = NULL;
-    q->buckets = NULL;
-    q->n_buckets = 0;
-}
-
-void store_quality_release(store_quality *q)
-{
-    store_quality_free(q);
-    free(q);
-}
-
 int store_quality_add(store *s, const store_quality *q)
 {
     if (q->leg < 0 || !q->text_name || !q->model || q->n_buckets > QUALITY_BUCKETS_MAX ||

@@ -114,19 +114,6 @@ static char *dup_or_null(const char *t, int *oom)
     return d;
 }
 
-/* A row that could not even be built is still a dropped row, and a loss
- * of its run while the run is going. */
-int store_refuse(store *s, int64_t run)
-{
-    pthread_mutex_lock(&s->lock);
-    s->dropped++;
-    store_active *a = store_active_find(s, run);
-    if (a && !a->closing)
-        a->dropped++;
-    pthread_mutex_unlock(&s->lock);
-    return -1;
-}
-
 int store_leg_start(store *s, int64_t run, int leg, const store_leg_info *info)
 {
     if (leg < 0 || info->concurrency < 1)

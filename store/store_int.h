@@ -98,6 +98,8 @@ typedef struct store_rec {
 } store_rec;
 
 void store_rec_release(store_rec *r);
+/* Frees a deep copy made by store_quality_add (queue.c: records own it). */
+void store_quality_release(store_quality *q);
 
 /* A run this handle began and has not ended: the writer's running state
  * for it. dropped/closing are guarded by store.lock; the rest belongs to
@@ -149,7 +151,7 @@ store_active *store_active_find(store *s, int64_t run);
 void store_charge_run(store *s, int64_t run, int64_t n);
 
 /* A row that could not be built or queued: counted as dropped, and
- * against its run while the run is going (runs.c). Returns -1. */
+ * against its run while the run is going. Returns -1. */
 int store_refuse(store *s, int64_t run);
 
 /* ---- writer.c: the thread that drains the queue ---- */
@@ -174,8 +176,6 @@ json_t *store_json_num(double v);
 /* ---- quality.c ---- */
 /* Writes a quality record and its buckets, all or none (a savepoint). */
 int store_quality_apply(store *s, store_rec *r);
-/* Frees a deep copy made by store_quality_add. */
-void store_quality_release(store_quality *q);
 
 /* ---- recover.c ---- */
 /* Marks runs left running by a dead process as aborted. */
