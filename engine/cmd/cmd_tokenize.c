@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "engine/model/model.h"
 #include "engine/model/tokenizer.h"
+#include "local.h"
 
 typedef struct tokenize_options {
     const char *model;
@@ -42,42 +43,6 @@ static int parse_options(int argc, char **argv, tokenize_options *o)
         .special = (int)opt_int(&v, OPT_SPECIAL),
         .json = (int)opt_int(&v, OPT_TOKENS_JSON),
     };
-    return 0;
-}
-
-static int read_text(const char *path, char **out, size_t *len, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "--file %s: cannot open it", path);
-        return -1;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    int failed = !buf;
-    while (!failed) {
-        if (n == cap) {
-            char *bigger = realloc(buf, cap * 2);
-            failed = !bigger;
-            if (failed)
-                break;
-            buf = bigger;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        if (got == 0)
-            break;
-        n += got;
-    }
-    failed = failed || ferror(f);
-    fclose(f);
-    if (failed) {
-        free(buf);
-        snprintf(err, errlen, "--file %s: cannot read it", path);
-        return -1;
-    }
-    *out = buf;
-    *len = n;
     return 0;
 }
 
@@ -117,7 +82,7 @@ int cmd_tokenize(int argc, char **argv)
     int *ids = NULL, n = -1;
     rc = tok_load(&t, vocab, err, sizeof err);
     if (rc == 0 && o.file)
-        rc = read_text(o.file, &text, &len, err, sizeof err);
+        rc = local_read_text("file", o.file, &text, &len, err, sizeof err);
     if (rc == 0) {
         int flags =
             (!o.no_bos && tok_add_bos(t) ? TOK_ADD_BOS : 0) | (o.special ? TOK_PARSE_SPECIAL : 0);

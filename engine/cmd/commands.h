@@ -7,6 +7,7 @@
 int cmd_eval(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_keygen(int argc, char **argv);
+int cmd_quality(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);

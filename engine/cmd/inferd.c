@@ -11,6 +11,7 @@
 static int (*const runs[OPT_V_COUNT])(int argc, char **argv) = {
     [OPT_V_GENERATE] = cmd_generate, [OPT_V_SERVE] = cmd_serve,       [OPT_V_EVAL] = cmd_eval,
     [OPT_V_TOKENIZE] = cmd_tokenize, [OPT_V_QUANTIZE] = cmd_quantize, [OPT_V_KEYGEN] = cmd_keygen,
+    [OPT_V_QUALITY] = cmd_quality,
 };
 
 static void usage(FILE *out)

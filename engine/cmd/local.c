@@ -2,6 +2,7 @@
 #include "local.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 int local_open(local *r, const char *model, const char *tokenizer, int threads, int kv_bits,
                char *err, size_t errlen)
@@ -33,4 +34,41 @@ void local_close(local *r)
     pool_free(r->pool);
     tok_free(r->tok);
     model_free(r->m);
+}
+
+int local_read_text(const char *flag, const char *path, char **out, size_t *len, char *err,
+                    size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "--%s %s: cannot open it", flag, path);
+        return -1;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    int failed = !buf;
+    while (!failed) {
+        if (n == cap) {
+            char *bigger = realloc(buf, cap * 2);
+            failed = !bigger;
+            if (failed)
+                break;
+            buf = bigger;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        if (got == 0)
+            break;
+        n += got;
+    }
+    failed = failed || ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        snprintf(err, errlen, "--%s %s: cannot read it", flag, path);
+        return -1;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
 }

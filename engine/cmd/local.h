@@ -27,4 +27,8 @@ int local_open(local *r, const char *model, const char *tokenizer, int threads, 
                char *err, size_t errlen);
 void local_close(local *r);
 
+/* The bytes of the file a flag names (--flag PATH), allocated into *out. */
+int local_read_text(const char *flag, const char *path, char **out, size_t *len, char *err,
+                    size_t errlen);
+
 #endif

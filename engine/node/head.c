@@ -37,6 +37,7 @@
 #include "engine/sys/clock.h"
 #include "head.h"
 #include "head_job.h"
+#include "head_quality.h"
 #include "head_ring.h"
 #include "head_set.h"
 #include "head_state.h"
@@ -128,9 +129,13 @@ double head_deadline(const head *hd)
     return d;
 }
 
-/* Prompt positions known before tokenizing (a text prompt's are not). */
-static int known_prompt(const proto_generate_args *g)
+/* Prompt positions known before tokenizing (a text prompt's are not);
+ * a quality request's context is its window's. */
+static int known_prompt(const proto_request *req)
 {
+    const proto_generate_args *g = &req->generate;
+    if (req->op == PROTO_OP_QUALITY)
+        return req->quality.ctx;
     switch (g->input) {
     case PROTO_INPUT_TOKENS:
         return g->n_tokens;
@@ -166,7 +171,7 @@ void head_enqueue(head *hd, const peer *from, proto_request *req)
      * (a session's length may change until its turn) is refused now
      * rather than after waiting for its turn. */
     char msg[PROTO_MESSAGE_MAX];
-    if (guard_ctx(hd->nd->o.max_ctx, g->max_tokens + known_prompt(g), msg, sizeof msg) != 0) {
+    if (guard_ctx(hd->nd->o.max_ctx, g->max_tokens + known_prompt(req), msg, sizeof msg) != 0) {
         node_reply_error(hd->nd, from, req->id, PROTO_E_CTX_LIMIT, "%s", msg);
         proto_request_free(req);
         return;
@@ -231,6 +236,8 @@ static int job_prompt(head *hd, job *j, proto_error *e)
         return proto_fail(e, PROTO_E_BAD_VALUE, "prompt",
                           "the prompt encodes to no tokens and the session has none pending: "
                           "nothing to continue from");
+    if (j->req.op == PROTO_OP_QUALITY)
+        return head_quality_prepare(hd, j, n, e);
     j->n_ids = n + pending;
     return 0;
 }
@@ -250,6 +257,8 @@ static json_t *head_members_json(const head *hd)
 /* What the request's steps hold for logits (stage_admit counts it). */
 static stage_eval job_eval(const job *j)
 {
+    if (j->req.op == PROTO_OP_QUALITY)
+        return STAGE_QUALITY;
     if (j->req.op != PROTO_OP_EVAL)
         return STAGE_EVAL_NONE;
     return j->req.eval_logits ? STAGE_EVAL_RAW : STAGE_EVAL;
@@ -258,7 +267,21 @@ static stage_eval job_eval(const job *j)
 /* The context the request may reach: what the admission rounds check. */
 static int job_ctx(const job *j)
 {
+    if (j->q)
+        return head_quality_ctx(j);
     return j->pos0 + j->n_ids + j->req.generate.max_tokens;
+}
+
+/* Positions one pass prefills: a quality request's window, else its ids. */
+static int job_fed(const job *j)
+{
+    return j->q ? head_quality_ctx(j) : j->n_ids;
+}
+
+/* A quality request's test bits, for its caches; 0 for another request. */
+static int job_quality_bits(const job *j)
+{
+    return j->q ? j->req.quality.kv_bits : 0;
 }
 
 /* Admission done everywhere: set up this stage and tell the others. */
@@ -269,9 +292,10 @@ static void job_begin(head *hd, job *j)
     proto_error e;
     /* Admitted for the whole prompt at once: memory does not bound the
      * chunk, which stays what prefill_step says (and telemetry with it). */
-    if (j->max_chunk >= j->n_ids)
+    if (j->max_chunk >= job_fed(j))
         j->max_chunk = PROTO_PREFILL_STEP_MAX;
-    if (stage_begin(hd->st, j->op, j->req.id, g->session, pos0, job_ctx(j), g, j->seed, &e) != 0) {
+    if (stage_begin(hd->st, j->op, j->req.id, g->session, pos0, job_ctx(j), job_quality_bits(j), g,
+                    j->seed, &e) != 0) {
         head_job_finish(hd, j, &e);
         return;
     }
@@ -281,6 +305,8 @@ static void job_begin(head *hd, job *j)
         json_object_set_new(o, "session", json_string(g->session));
         json_object_set_new(o, "pos", json_integer(pos0));
         json_object_set_new(o, "ctx", json_integer(job_ctx(j)));
+        if (j->q)
+            json_object_set_new(o, "quality_bits", json_integer(job_quality_bits(j)));
         json_object_set_new(o, "temperature", json_real(g->temperature));
         json_object_set_new(o, "top_p", json_real(g->top_p));
         /* The bits of the 64-bit seed, as JSON integers are signed. */
@@ -301,6 +327,7 @@ static void job_begin(head *hd, job *j)
     snprintf(m.req, sizeof m.req, "%s", j->req.id);
     snprintf(m.session, sizeof m.session, "%s", g->session);
     m.input = g->input;
+    snprintf(m.kind, sizeof m.kind, "%s", proto_op_name(j->req.op));
     /* A request that does not say who sent it came in on the control socket. */
     snprintf(m.source, sizeof m.source, "%s", g->source[0] ? g->source : "control");
     m.prompt_tokens = j->n_ids;
@@ -337,10 +364,11 @@ static void job_admit(head *hd, job *j)
     }
     json_t *evicted = json_array();
     stage_admission a;
-    int step = stage_prefill_step(hd->st);
+    int step = head_job_prefill_step(hd, j);
     int most = step == PROTO_PREFILL_AUTO ? PF_AUTO_MAX : step;
-    stage_admit(hd->st, g->session, pos0, job_ctx(j), j->n_ids < most ? j->n_ids : most,
-                job_eval(j), evicted, &a);
+    int fed = job_fed(j);
+    stage_admit(hd->st, g->session, pos0, job_ctx(j), fed < most ? fed : most, job_eval(j),
+                job_quality_bits(j), evicted, &a);
     if (a.code != PROTO_OK) {
         json_decref(evicted);
         head_job_fail(hd, j, a.code, "%s", a.message);
@@ -362,6 +390,8 @@ static void job_admit(head *hd, job *j)
     json_object_set_new(o, "chunk", json_integer(j->max_chunk));
     if (job_eval(j) != STAGE_EVAL_NONE)
         json_object_set_new(o, "eval", json_true());
+    if (j->q)
+        json_object_set_new(o, "quality_bits", json_integer(job_quality_bits(j)));
     json_object_set_new(o, "drop", evicted);
     json_object_set_new(o, "running", head_running_json(hd));
     json_object_set_new(o, "stages", json_pack("[o]", me));

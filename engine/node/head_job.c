@@ -10,6 +10,7 @@
 
 #include "engine/sys/clock.h"
 #include "head_job.h"
+#include "head_quality.h"
 #include "head_ring.h"
 #include "stage.h"
 
@@ -77,6 +78,7 @@ static void job_free(job *j)
     free(j->ids);
     free(j->chunk);
     free(j->logits);
+    head_quality_free(j->q);
     free(j);
 }
 
@@ -94,6 +96,12 @@ void head_job_finish(head *hd, job *j, const proto_error *e)
     job_stats(hd, j, &stats);
     /* Failures carry the stats too: what was done (an HTTP client's usage). */
     json_t *res = json_pack("{so}", "stats", proto_stats_json(&stats));
+    proto_error qe;
+    json_t *quality = !e && j->q ? head_quality_result(j, &qe) : NULL;
+    if (!e && j->q && !quality)
+        e = &qe;
+    if (quality)
+        json_object_set_new(res, "quality", quality);
     node_reply(hd->nd, &j->from,
                e ? proto_reply_error_with(j->req.id, e, res) : proto_reply_ok(j->req.id, res));
     json_decref(res);
@@ -117,6 +125,7 @@ void head_job_finish(head *hd, job *j, const proto_error *e)
         memset(&m, 0, sizeof m);
         snprintf(m.req, sizeof m.req, "%s", j->req.id);
         snprintf(m.session, sizeof m.session, "%s", j->req.generate.session);
+        snprintf(m.kind, sizeof m.kind, "%s", proto_op_name(j->req.op));
         m.end = 1;
         m.ok = e == NULL;
         m.stats = stats;
@@ -181,4 +190,11 @@ int head_job_id(const head *hd, const job *j, int i)
     int vocab = tok_vocab_size(hd->tok) < hd->nd->cfg->vocab_size ? tok_vocab_size(hd->tok)
                                                                   : hd->nd->cfg->vocab_size;
     return synthetic_id(j->pos0 + (j->pending0 >= 0) + i, vocab);
+}
+
+int head_job_prefill_step(const head *hd, const job *j)
+{
+    const proto_quality_args *q = &j->req.quality;
+    return j->req.op == PROTO_OP_QUALITY && q->has_prefill_step ? q->prefill_step
+                                                                : stage_prefill_step(hd->st);
 }

@@ -7,6 +7,9 @@
 
 /* The started job of ring operation op, or NULL (it ended). */
 job *head_job_by_op(const head *hd, uint64_t op);
+/* The prefill chunk setting for the job: a quality request's own when it
+ * gives one, else the node's (PROTO_PREFILL_AUTO or positions). */
+int head_job_prefill_step(const head *hd, const job *j);
 /* The i-th id the job feeds: a session's pending token, then the prompt. */
 int head_job_id(const head *hd, const job *j, int i);
 /* Ends a job with its final reply (ok when e is NULL) and frees it. */

@@ -29,7 +29,10 @@ typedef enum job_state {
     JOB_RUN       /* admitted: its steps run, batched with other requests' */
 } job_state;
 
-/* A generate or eval request on the head. */
+/* A quality request's windows, pairs of steps and figures (head_quality.c). */
+typedef struct head_quality head_quality;
+
+/* A generate, eval or quality request on the head. */
 typedef struct job {
     peer from;
     proto_request req; /* owns the prompt */
@@ -57,6 +60,7 @@ typedef struct job {
     pending wait;      /* the admission round */
     float *logits;     /* an eval on a single node: the step's logits [n][vocab] */
     size_t logits_cap; /* floats */
+    head_quality *q;   /* a quality request's, else NULL */
 } job;
 
 /* Requests waiting for a place beside the --max-seqs running ones. */

@@ -9,6 +9,7 @@
 
 #include "engine/sys/clock.h"
 #include "head_job.h"
+#include "head_quality.h"
 #include "head_ring.h"
 #include "head_step.h"
 #include "stage.h"
@@ -27,7 +28,7 @@ static int head_depth(const head *hd)
  * no more than every stage's memory admitted for the request. */
 static int head_chunk(const head *hd, const job *j, int pos)
 {
-    int step = stage_prefill_step(hd->st);
+    int step = head_job_prefill_step(hd, j);
     if (step != PROTO_PREFILL_AUTO)
         return step < j->max_chunk ? step : j->max_chunk;
     return pf_choose(&hd->pf, pos, hd->nd->o.step_target_ms,
@@ -99,6 +100,15 @@ static int eval_reply(head *hd, job *j, int pos, int n, const float *logits)
     return 0;
 }
 
+/* A chunk's logits to their reader: an eval's client, or a quality
+ * request's comparison. -1 after failing the job. */
+static int logits_done(head *hd, job *j, unsigned flags, int pos, int n, const float *logits)
+{
+    if (j->q)
+        return head_quality_take(hd, j, flags, pos, n, logits);
+    return eval_reply(hd, j, pos, n, logits);
+}
+
 /* The job's buffer for one chunk of logits (admission counted it). */
 static float *eval_buffer(head *hd, job *j, int n)
 {
@@ -130,7 +140,7 @@ static int chunk_ids(head *hd, job *j, int n)
         j->chunk_cap = n;
     }
     for (int i = 0; i < n; i++)
-        j->chunk[i] = head_job_id(hd, j, j->sent + i);
+        j->chunk[i] = j->q ? head_quality_id(j, i) : head_job_id(hd, j, j->sent + i);
     return 0;
 }
 
@@ -167,21 +177,27 @@ static void prefill_step(head *hd, job *j)
 {
     double t0 = clock_ms();
     stage_req *c = stage_find(hd->st, j->op);
-    int remaining = j->n_ids - j->sent;
-    int pos = stage_req_pos(c);
+    /* A quality request's steps go in pairs over the positions of its windows. */
+    int remaining = j->q ? head_quality_left(j) : j->n_ids - j->sent;
+    int pos = j->q ? head_quality_pos(j) : stage_req_pos(c);
     int chunk = head_chunk(hd, j, pos);
     int n = remaining < chunk ? remaining : chunk;
+    unsigned qflags = j->q ? head_quality_begin(j, c, &n) : 0u;
     if (chunk_ids(hd, j, n) != 0)
         return;
     int sample = n == remaining && j->req.generate.max_tokens > 0;
-    int eval = j->req.op == PROTO_OP_EVAL; /* prefill steps only: max_tokens is 0 */
+    /* prefill steps only: max_tokens is 0 */
+    int eval = j->req.op == PROTO_OP_EVAL || j->q;
     int64_t step = j->step++;
     j->sent += n;
     fwd_stats st;
     proto_error e;
     stage_step p = {.t0 = t0, .step = step, .seqs = 1, .n = n, .pos = pos, .chunk = chunk};
     if (!hd->nd->ring) {
-        float *logits = eval ? eval_buffer(hd, j, n) : sample ? stage_logits(hd->st) : NULL;
+        float *logits = (qflags & RING_F_REF) ? head_quality_ref(hd, j, n)
+                        : eval                ? eval_buffer(hd, j, n)
+                        : sample              ? stage_logits(hd->st)
+                                              : NULL;
         if (eval && !logits)
             return;
         int rc = eval ? stage_forward_logits(hd->st, c, j->chunk, NULL, n, logits, &st, &e)
@@ -191,7 +207,7 @@ static void prefill_step(head *hd, job *j)
             return;
         }
         stage_publish(hd->st, c, &p, &st);
-        if (eval && eval_reply(hd, j, pos, n, logits) != 0)
+        if (eval && logits_done(hd, j, qflags, pos, n, logits) != 0)
             return;
         chunk_done(hd, j, n, pos, st.model_ms, sample ? stage_sample(c, logits) : -1);
         return;
@@ -204,7 +220,7 @@ static void prefill_step(head *hd, job *j)
                   .dim = hd->nd->cfg->dim,
                   .token = -1,
                   .chunk = chunk,
-                  .flags = (sample ? RING_F_SAMPLE : 0u) | (eval ? RING_F_LOGITS : 0u)};
+                  .flags = (sample ? RING_F_SAMPLE : 0u) | (eval ? RING_F_LOGITS : 0u) | qflags};
     zmq_msg_t msg;
     float *x_out = ring_hidden_init(&msg, &h);
     if (!x_out) {
@@ -378,7 +394,7 @@ void head_step_on_chunk(head *hd, const ring_frame *f)
         return;
     j->in_flight--;
     int vocab = hd->nd->cfg->vocab_size;
-    int eval = j->req.op == PROTO_OP_EVAL;
+    int eval = j->req.op == PROTO_OP_EVAL || j->q;
     ring_kind want = eval ? RING_LOGITS : RING_TOKEN;
     if (f->h.kind != want || f->h.token >= vocab || f->h.pos != fl.pos || f->h.n != fl.n ||
         (eval && f->h.dim != vocab)) {
@@ -390,7 +406,7 @@ void head_step_on_chunk(head *hd, const ring_frame *f)
             fl.pos, fl.n, ring_kind_name(want), vocab);
         return;
     }
-    if (eval && eval_reply(hd, j, f->h.pos, f->h.n, f->x) != 0)
+    if (eval && logits_done(hd, j, f->h.flags, f->h.pos, f->h.n, f->x) != 0)
         return;
     chunk_done(hd, j, f->h.n, f->h.pos, fl.head_ms + f->h.down_ms, f->h.token);
 }

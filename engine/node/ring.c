@@ -368,10 +368,13 @@ static int step_hdr_check(const ring_hdr *h, char *err, size_t errlen)
                  what, (long long)h->step, h->pos, h->n, PROTO_PREFILL_STEP_MAX, RING_CTX_MAX);
         return -1;
     }
-    /* An eval step is a prefill chunk that samples nothing. */
-    if ((h->flags & ~(RING_F_SAMPLE | RING_F_DECODE | RING_F_LOGITS)) ||
+    /* An eval step is a prefill chunk that samples nothing; a quality
+     * step is an eval step. */
+    unsigned quality = RING_F_REF | RING_F_RESET;
+    if ((h->flags & ~(RING_F_SAMPLE | RING_F_DECODE | RING_F_LOGITS | quality)) ||
         ((h->flags & RING_F_DECODE) && h->n != 1) ||
-        ((h->flags & RING_F_LOGITS) && (h->flags & (RING_F_SAMPLE | RING_F_DECODE)))) {
+        ((h->flags & RING_F_LOGITS) && (h->flags & (RING_F_SAMPLE | RING_F_DECODE))) ||
+        ((h->flags & quality) && !(h->flags & RING_F_LOGITS))) {
         snprintf(err, errlen, "%s frame with flags %u and n %d", what, h->flags, h->n);
         return -1;
     }

@@ -30,6 +30,8 @@
 #define RING_F_SAMPLE 1u /* the tail computes logits and samples after this step */
 #define RING_F_DECODE 2u /* a decode step (else a prefill chunk) */
 #define RING_F_LOGITS 4u /* an eval step: the tail sends every position's logits back */
+#define RING_F_REF 8u    /* a quality step on the reference cache (else the test cache) */
+#define RING_F_RESET 16u /* a quality step that starts a window: its cache is emptied first */
 
 /* A batch frame carries one decode position of up to RING_BATCH_MAX
  * requests: a segment (RING_SEG_BYTES on the wire) names each one's

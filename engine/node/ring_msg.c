@@ -167,6 +167,7 @@ static const fld prepare_msg[] = {
     CONTEXT(ring_msg_prepare),
     FIELD(ring_msg_prepare, chunk, F_INT, REQ, 1, PROTO_PREFILL_STEP_MAX, NULL),
     FIELD(ring_msg_prepare, eval, F_BOOL, OPT, 0, 0, NULL),
+    ROW(ring_msg_prepare, "quality_bits", quality_bits, OPT, OPT_KV_BITS, OPT_ST_INT),
     FIELD(ring_msg_prepare, drop, F_IDS, REQ, 0, RING_DROP_MAX, NULL),
     FIELD(ring_msg_prepare, running, F_OPS, OPT, 0, RING_RUNNING_MAX, NULL),
     FIELD(ring_msg_prepare, stages, F_STAGES, REQ, 0, PROTO_RING_MAX, prepare_entry),
@@ -176,6 +177,7 @@ static const fld prepare_msg[] = {
 static const fld start_msg[] = {
     HEAD_FIELDS(ring_msg_start),
     CONTEXT(ring_msg_start),
+    ROW(ring_msg_start, "quality_bits", quality_bits, OPT, OPT_KV_BITS, OPT_ST_INT),
     ROW(ring_msg_start, "temperature", temperature, REQ, OPT_REQ_TEMPERATURE, OPT_ST_FLOAT),
     ROW(ring_msg_start, "top_p", top_p, REQ, OPT_REQ_TOP_P, OPT_ST_FLOAT),
     FIELD(ring_msg_start, seed, F_INT, REQ, -I64, I64, NULL),

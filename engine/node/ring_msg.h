@@ -92,6 +92,7 @@ typedef struct ring_msg_prepare {
     char session[PROTO_ID_MAX + 1]; /* "" for none */
     int pos, ctx, chunk;
     int eval;
+    int quality_bits; /* a quality request's test bits; 0 for another request */
     ring_ids drop;
     ring_ops running; /* none when the frame lists none */
     ring_stages stages;
@@ -108,6 +109,7 @@ typedef struct ring_msg_start {
     char req[PROTO_ID_MAX + 1];
     char session[PROTO_ID_MAX + 1];
     int pos, ctx;
+    int quality_bits; /* as prepare's */
     float temperature, top_p;
     int64_t seed; /* the bits of the 64-bit seed */
     int top_k;    /* the rest of proto_generate_args' sampling; 0 when absent */

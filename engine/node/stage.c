@@ -191,7 +191,8 @@ static void on_prepare(stage *sg, ring_frame *f)
     stage_end_abandoned(sg, &p->running);
     stage_drop_sessions(sg, &p->drop);
     stage_admission a;
-    stage_admit(sg, p->session, p->pos, p->ctx, p->chunk, p->eval ? STAGE_EVAL : STAGE_EVAL_NONE,
+    stage_eval eval = p->quality_bits ? STAGE_QUALITY : p->eval ? STAGE_EVAL : STAGE_EVAL_NONE;
+    stage_admit(sg, p->session, p->pos, p->ctx, p->chunk, eval, p->quality_bits,
                 frame_list(f, "drop"), &a);
     json_t *entry = node_identity(sg->nd);
     json_object_set_new(entry, "ok", json_boolean(a.code == PROTO_OK));
@@ -227,8 +228,8 @@ static void on_start(stage *sg, ring_frame *f)
                                     .n_bias = s->logit_bias.n,
                                     .bias = (proto_bias *)s->logit_bias.v};
     proto_error e;
-    if (stage_begin(sg, f->h.op, s->req, s->session, s->pos, s->ctx, &sampling, (uint64_t)s->seed,
-                    &e) != 0) {
+    if (stage_begin(sg, f->h.op, s->req, s->session, s->pos, s->ctx, s->quality_bits, &sampling,
+                    (uint64_t)s->seed, &e) != 0) {
         steplog_line(sg->nd->log, "REQ", "%s: %s", s->req, e.message);
         stage_report(sg, &f->h, &e);
         return;
@@ -290,6 +291,7 @@ static void on_hidden(stage *sg, ring_frame *f)
         return;
     }
     proto_error e;
+    stage_req_select(c, in->flags);
     if (in->step != c->next_step || in->pos != kv_len(c->kv) || in->dim != sg->nd->cfg->dim) {
         proto_fail(&e, PROTO_E_INTERNAL, "",
                    "stage '%s': step %lld at position %d with dim %d, expected step %lld at "

@@ -49,22 +49,31 @@ typedef struct stage_admission {
 typedef enum stage_eval {
     STAGE_EVAL_NONE, /* a generate */
     STAGE_EVAL,      /* an eval */
-    STAGE_EVAL_RAW   /* an eval whose client wants the raw logits */
+    STAGE_EVAL_RAW,  /* an eval whose client wants the raw logits */
+    STAGE_QUALITY    /* a quality request: the head holds a reference chunk beside the test's */
 } stage_eval;
 
-/* Checks that a request reaching context ctx, on session (may be "") whose
+/* Checks that a request reaching context ctx (a quality request: two
+ * caches of it, at quality_bits and 32), on session (may be "") whose
  * context the head holds at pos, fits this stage: its KV cache and the
  * memory of a step (scratch, frames, an eval's logits) of at least one
  * position; evicts idle sessions (appending their names to `evicted`)
  * when that makes it fit. Then finds the largest chunk, up to `chunk`,
  * whose steps fit too. */
 void stage_admit(stage *sg, const char *session, int pos, int ctx, int chunk, stage_eval eval,
-                 json_t *evicted, stage_admission *out);
+                 int quality_bits, json_t *evicted, stage_admission *out);
 /* The running request of ring operation op, or NULL. */
 stage_req *stage_find(stage *sg, uint64_t op);
-/* Sets up a request running here (in a free place of the stage's). */
+/* Sets up a request running here (in a free place of the stage's). A
+ * quality request (quality_bits, else 0) gets two caches: one at
+ * quality_bits and the reference at 32. */
 int stage_begin(stage *sg, uint64_t op, const char *req, const char *session, int pos, int ctx,
-                const proto_generate_args *sampling, uint64_t seed, proto_error *e);
+                int quality_bits, const proto_generate_args *sampling, uint64_t seed,
+                proto_error *e);
+/* The cache a step of c runs on, by its ring flags (RING_F_REF,
+ * RING_F_RESET): a quality request's reference or test cache, emptied
+ * at a window's start. Nothing for another request. */
+void stage_req_select(stage_req *c, unsigned flags);
 /* Ends a running request: a session keeps its cache (rolled back to
  * where it was when !ok), anything else is freed. */
 void stage_end(stage *sg, stage_req *c, int ok, int pending_token);

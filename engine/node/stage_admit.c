@@ -24,6 +24,11 @@ static size_t stage_promised(const stage *sg)
             continue;
         size_t want = kv_bytes_for(shape, kv_bits(c->kv), c->ctx), have = kv_bytes(c->kv);
         sum += want > have ? want - have : 0;
+        if (c->other) {
+            want = kv_bytes_for(shape, kv_bits(c->other), c->ctx);
+            have = kv_bytes(c->other);
+            sum += want > have ? want - have : 0;
+        }
     }
     return sum;
 }
@@ -77,6 +82,10 @@ static size_t stage_logit_chunks(const stage *sg, stage_eval eval)
 {
     if (eval == STAGE_EVAL_NONE)
         return 0;
+    /* A quality request's head keeps the reference chunk until the test
+     * chunk's comes. */
+    if (eval == STAGE_QUALITY)
+        return sg->nd->head ? 2 : (size_t)sg->nd->tail;
     return (size_t)(sg->nd->head || sg->nd->tail) +
            (size_t)(sg->nd->head && eval == STAGE_EVAL_RAW);
 }
@@ -117,7 +126,7 @@ static int stage_chunk_cap(stage *sg, size_t kv, int chunk, stage_eval eval)
 }
 
 void stage_admit(stage *sg, const char *session, int pos, int ctx, int chunk, stage_eval eval,
-                 json_t *evicted, stage_admission *out)
+                 int quality_bits, json_t *evicted, stage_admission *out)
 {
     char who[PROTO_TEXT_MAX + 64];
     stage_name_layers(sg, who, sizeof who);
@@ -153,7 +162,10 @@ void stage_admit(stage *sg, const char *session, int pos, int ctx, int chunk, st
         if (pos > 0)
             held = kv_bytes(sess_peek(sg->sessions, session));
     }
-    size_t want = kv_bytes_for(fwd_kv_shape(sg->fwd), sg->kv_bits, ctx);
+    int bits = quality_bits ? quality_bits : sg->kv_bits;
+    size_t want = kv_bytes_for(fwd_kv_shape(sg->fwd), bits, ctx);
+    if (quality_bits)
+        want = add_sat(want, kv_bytes_for(fwd_kv_shape(sg->fwd), 32, ctx));
     size_t kv = want > held ? want - held : 0, step = stage_step_bytes(sg, 1, eval);
     size_t promised = stage_promised(sg);
     out->needed = add_sat(add_sat(kv, step), promised);
@@ -170,9 +182,10 @@ void stage_admit(stage *sg, const char *session, int pos, int ctx, int chunk, st
         break;
     case GUARD_REFUSE:
         admission_fail(out, PROTO_E_KV_OOM,
-                       "%s: context %d at kv_bits %d (KV cache %zu bytes, a step %zu bytes, "
+                       "%s: context %d at kv_bits %d%s (KV cache %zu bytes, a step %zu bytes, "
                        "%zu bytes promised to the %d requests running): %s",
-                       who, ctx, sg->kv_bits, kv, step, promised, sg->n_reqs, msg);
+                       who, ctx, bits, quality_bits ? " and 32 (the reference)" : "", kv, step,
+                       promised, sg->n_reqs, msg);
         return;
     }
     out->chunk = stage_chunk_cap(sg, kv, chunk, eval);

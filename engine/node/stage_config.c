@@ -42,7 +42,7 @@ static size_t stage_growth(stage *sg, int bits)
     kv_shape shape = fwd_kv_shape(sg->fwd);
     size_t grow = 0, shrink = 0;
     for (int i = 0; i < NODE_SEQS_MAX; i++)
-        if (sg->reqs[i].live)
+        if (stage_req_follows_set(&sg->reqs[i]))
             tally(kv_bytes(sg->reqs[i].kv), kv_bytes_for(shape, bits, sg->reqs[i].ctx), &grow,
                   &shrink);
     for (int i = 0; i < sess_count(sg->sessions); i++) {
@@ -52,15 +52,15 @@ static size_t stage_growth(stage *sg, int bits)
     return grow > shrink ? grow - shrink : 0;
 }
 
-/* The i-th cache this node holds: the sessions', then the running
- * requests'. NULL past the last. */
+/* The i-th cache this node holds at the live setting: the sessions',
+ * then the running requests'. NULL past the last. */
 static kv_cache *stage_cache_at(stage *sg, int i)
 {
     if (i < sess_count(sg->sessions))
         return sess_cache_at(sg->sessions, i);
     i -= sess_count(sg->sessions);
     for (int k = 0; k < NODE_SEQS_MAX; k++)
-        if (sg->reqs[k].live && i-- == 0)
+        if (stage_req_follows_set(&sg->reqs[k]) && i-- == 0)
             return sg->reqs[k].kv;
     return NULL;
 }

@@ -17,8 +17,30 @@ size_t stage_kv_bytes(const stage *sg)
     size_t bytes = sess_bytes(sg->sessions);
     for (int i = 0; i < NODE_SEQS_MAX; i++)
         if (sg->reqs[i].live)
-            bytes += kv_bytes(sg->reqs[i].kv);
+            bytes +=
+                kv_bytes(sg->reqs[i].kv) + (sg->reqs[i].other ? kv_bytes(sg->reqs[i].other) : 0);
     return bytes;
+}
+
+int stage_req_follows_set(const stage_req *c)
+{
+    return c->live && !c->other;
+}
+
+void stage_req_select(stage_req *c, unsigned flags)
+{
+    if (!c->other)
+        return;
+    int ref = (flags & RING_F_REF) != 0;
+    if (ref != c->ref_now) {
+        kv_cache *t = c->kv;
+        c->kv = c->other;
+        c->other = t;
+        c->ref_now = ref;
+    }
+    /* Each window is a context of its own. */
+    if (flags & RING_F_RESET)
+        kv_set_len(c->kv, 0);
 }
 
 void stage_name_layers(const stage *sg, char *buf, size_t len)
@@ -36,7 +58,8 @@ stage_req *stage_find(stage *sg, uint64_t op)
 }
 
 int stage_begin(stage *sg, uint64_t op, const char *req, const char *session, int pos, int ctx,
-                const proto_generate_args *sampling, uint64_t seed, proto_error *e)
+                int quality_bits, const proto_generate_args *sampling, uint64_t seed,
+                proto_error *e)
 {
     char err[256];
     stage_req *c = stage_find(sg, op);
@@ -60,8 +83,13 @@ int stage_begin(stage *sg, uint64_t op, const char *req, const char *session, in
                                   session, pos);
         }
     }
-    if (!c->kv && kv_create(&c->kv, fwd_kv_shape(sg->fwd), sg->kv_bits, err, sizeof err) != 0)
+    int bits = quality_bits ? quality_bits : sg->kv_bits;
+    if ((!c->kv && kv_create(&c->kv, fwd_kv_shape(sg->fwd), bits, err, sizeof err) != 0) ||
+        (quality_bits && kv_create(&c->other, fwd_kv_shape(sg->fwd), 32, err, sizeof err) != 0)) {
+        kv_free(c->kv);
+        c->kv = NULL;
         return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': %s", sg->nd->o.name, err);
+    }
     sampler_bias bias[PROTO_BIAS_MAX];
     for (int i = 0; i < sampling->n_bias; i++)
         bias[i] = (sampler_bias){sampling->bias[i].token, sampling->bias[i].bias};
@@ -78,7 +106,8 @@ int stage_begin(stage *sg, uint64_t op, const char *req, const char *session, in
         sampler_free(c->smp);
         c->smp = NULL;
         kv_free(c->kv);
-        c->kv = NULL;
+        kv_free(c->other);
+        c->kv = c->other = NULL;
         return proto_fail(e, PROTO_E_BAD_VALUE, "", "stage '%s': %s", sg->nd->o.name, err);
     }
     c->live = 1;
@@ -108,6 +137,7 @@ void stage_end(stage *sg, stage_req *c, int ok, int pending_token)
         }
     } else {
         kv_free(c->kv);
+        kv_free(c->other);
     }
     sampler_free(c->smp);
     memset(c, 0, sizeof *c);
@@ -170,7 +200,7 @@ void stage_publish(stage *sg, stage_req *c, const stage_step *p, const fwd_stats
     s.wait_ms = wait_ms;
     s.busy = busy_ratio(&sg->busy, now);
     s.kv_bytes = stage_kv_bytes(sg);
-    s.kv_bits = sg->kv_bits;
+    s.kv_bits = kv_bits(c->kv); /* a quality request's step: its own */
     s.prefill_step = p->chunk;
     s.rss = g->rss;
     s.budget = g->budget;

@@ -23,7 +23,12 @@ struct stage_req {
     uint64_t op;
     char req[PROTO_ID_MAX + 1];
     char session[PROTO_ID_MAX + 1]; /* "" for none */
-    kv_cache *kv;
+    kv_cache *kv;                   /* the cache the step in progress runs on */
+    /* A quality request's other cache: it holds a test cache at its own
+     * bits and a reference at 32 (which a set never converts); kv is the
+     * reference while ref_now. NULL for any other request. */
+    kv_cache *other;
+    int ref_now;
     int pos0;          /* context held before the request (a session's) */
     int ctx;           /* context the request was admitted for */
     sampler *smp;      /* tail only */
@@ -53,6 +58,9 @@ struct stage {
     int n_reqs;
 };
 
+/* 1 for a running request whose cache is at the stage's live kv_bits
+ * (every one but a quality request's). */
+int stage_req_follows_set(const stage_req *c);
 /* The running requests' caches and the sessions'. */
 size_t stage_kv_bytes(const stage *sg);
 /* "stage 'name' (layers a:b)", for messages. */

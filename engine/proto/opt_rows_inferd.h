@@ -41,10 +41,11 @@
                      .def = "16",
                      .arg = "B",
                      .help = "KV cache precision in bits per value",
-                     .verbs =
-                         OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_EVAL) | SWEEP,
-                     .list_verbs = OPT_VB(OPT_V_STRESS_SWEEP),
-                     .required = OPT_VB(OPT_V_STRESS_SWEEP)},
+                     .verbs = OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_EVAL) |
+                              OPT_VB(OPT_V_QUALITY) | SWEEP | QUALITY,
+                     .list_verbs =
+                         OPT_VB(OPT_V_STRESS_SWEEP) | OPT_VB(OPT_V_QUALITY) | QUALITY,
+                     .required = OPT_VB(OPT_V_STRESS_SWEEP) | OPT_VB(OPT_V_QUALITY) | QUALITY},
     [OPT_PREFILL_STEP] = {.flag = "prefill-step",
                           .live = 1,
                           .wire = "prefill_step",
@@ -68,14 +69,16 @@
                            .def = "512",
                            .arg = "N",
                            .help = "prompt positions per prefill chunk",
-                           .verbs = OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_EVAL)},
+                           .verbs = OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_EVAL) |
+                                    OPT_VB(OPT_V_QUALITY)},
 
     /* ---- generate, eval, tokenize ---- */
     [OPT_PROMPT] = {.flag = "prompt",
                     .type = OPT_T_TEXT,
                     .arg = "TEXT",
-                    .help = "the text to run (eval and tokenize: BOS first)",
-                    .verbs = OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_EVAL) | OPT_VB(OPT_V_TOKENIZE),
+                    .help = "the text to run (eval, quality and tokenize: BOS first)",
+                    .verbs = OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_EVAL) | OPT_VB(OPT_V_TOKENIZE) |
+                             OPT_VB(OPT_V_QUALITY),
                     .required = OPT_VB(OPT_V_GENERATE)},
     [OPT_STEPS] = {.flag = "steps",
                    .type = OPT_T_INT,
@@ -120,6 +123,42 @@
                     .help = "write every position's logits: float32 little endian, "
                             "[n_tokens][n_vocab]",
                     .verbs = OPT_VB(OPT_V_EVAL)},
+    /* ---- quality: a kv_bits setting against 32 (PROTOCOL.md "quality");
+     * ctx, score_from and bucket are the request's fields too ---- */
+    [OPT_QUALITY_TEXT] = {.flag = "text",
+                          .type = OPT_T_PATH,
+                          .arg = "FILE",
+                          .help = "the text to measure on (BOS first)",
+                          .verbs = OPT_VB(OPT_V_QUALITY)},
+    [OPT_QUALITY_CTX] = {.flag = "ctx",
+                         .wire = "ctx",
+                         .type = OPT_T_INT,
+                         .lo = 2,
+                         .hi = 1 << 30,
+                         .arg = "N",
+                         .def_doc = "the whole text as one window",
+                         .help = "window length: the text is cut into windows of N tokens, each "
+                                 "a fresh context starting with BOS (the last partial one "
+                                 "dropped), as llama-perplexity does",
+                         .verbs = OPT_VB(OPT_V_QUALITY) | QUALITY | SWEEP},
+    [OPT_QUALITY_SCORE_FROM] = {.flag = "score-from",
+                                .wire = "score_from",
+                                .type = OPT_T_INT,
+                                .lo = 0,
+                                .hi = 1 << 30,
+                                .arg = "N",
+                                .def_doc = "ctx/2 with --ctx, else 0",
+                                .help = "positions of a window before N are run but not scored",
+                                .verbs = OPT_VB(OPT_V_QUALITY) | QUALITY | SWEEP},
+    [OPT_QUALITY_BUCKET] = {.flag = "bucket",
+                            .wire = "bucket",
+                            .type = OPT_T_INT,
+                            .lo = 1,
+                            .hi = 1 << 30,
+                            .def = "1024",
+                            .arg = "N",
+                            .help = "depth-bucket width in positions within a window",
+                            .verbs = OPT_VB(OPT_V_QUALITY) | QUALITY | SWEEP},
     [OPT_EVAL_CONTROL] = {.flag = "control",
                           .type = OPT_T_TEXT,
                           .hi = PROTO_TEXT_MAX - 1,

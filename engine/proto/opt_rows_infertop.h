@@ -25,7 +25,7 @@
                   .type = OPT_T_SWITCH,
                   .help = "JSON on stdout instead of a table",
                   .verbs = OPT_VB(OPT_V_STATUS) | OPT_VB(OPT_V_SET) | NODES_ALL | STRESS_RUN |
-                           HISTORY_ALL | OPT_VB(OPT_V_PLAN)},
+                           HISTORY_ALL | OPT_VB(OPT_V_PLAN) | OPT_VB(OPT_V_QUALITY)},
 
     /* ---- the dashboard ---- */
     [OPT_VERSION] = {.flag = "version",
@@ -337,42 +337,15 @@
                  .help = "the mode of every leg, whose options the sweep takes",
                  .verbs = SWEEP},
 
-    /* ---- stress quality, and a sweep's --quality ---- */
-    /* Not the live kv_bits row: the setting under test is the quality
-     * request's, never applied to the nodes. */
-    [OPT_QUALITY_KV_BITS] = {.flag = "kv-bits",
-                             .type = OPT_T_INT,
-                             .ints = kv_bits_all,
-                             .n_ints = KV_BITS_N,
-                             .arg = "LIST",
-                             .help = "the KV settings to measure against the reference (32: the "
-                                     "identity check)",
-                             .verbs = QUALITY,
-                             .list_verbs = QUALITY,
-                             .required = QUALITY},
-    [OPT_QUALITY_TEXT] = {.flag = "text",
-                          .type = OPT_T_PATH,
-                          .arg = "FILE",
-                          .def_doc = "text-en.txt, Pride and Prejudice ch. 1-7, built in",
-                          .help = "the text to score (UTF-8)",
-                          .verbs = QUALITY | SWEEP},
-    [OPT_QUALITY_CTX] = {.flag = "ctx",
-                         .type = OPT_T_INT,
-                         .lo = 2,
-                         .hi = PROTO_SYNTHETIC_MAX,
-                         .arg = "N",
-                         .def_doc = "the whole text as one window, up to the node's max context",
-                         .help = "window length in tokens: the text is cut into windows of N "
-                                 "tokens, each scored from N/2 on (llama-perplexity's way)",
+    /* ---- stress quality, and a sweep's --quality (its --kv-bits,
+     * --ctx, --score-from and --bucket are the request fields' rows) ---- */
+    /* Not inferd quality's --text: this one has the built-in default. */
+    [OPT_STRESS_TEXT] = {.flag = "text",
+                         .type = OPT_T_PATH,
+                         .arg = "FILE",
+                         .def_doc = "text-en.txt, Pride and Prejudice ch. 1-7, built in",
+                         .help = "the text to score (UTF-8)",
                          .verbs = QUALITY | SWEEP},
-    [OPT_QUALITY_BUCKET] = {.flag = "bucket",
-                            .type = OPT_T_INT,
-                            .lo = 1,
-                            .hi = PROTO_SYNTHETIC_MAX,
-                            .arg = "N",
-                            .def_doc = "1024",
-                            .help = "width of the depth buckets, in positions within a window",
-                            .verbs = QUALITY | SWEEP},
     [OPT_SWEEP_QUALITY] = {.flag = "quality",
                            .type = OPT_T_SWITCH,
                            .help = "after each leg's speed, measure its kv_bits' quality (as "

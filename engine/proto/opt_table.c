@@ -12,12 +12,13 @@
 
 #define ALL_INFERD                                                                                 \
     (OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_EVAL) | OPT_VB(OPT_V_TOKENIZE) |  \
-     OPT_VB(OPT_V_QUANTIZE) | OPT_VB(OPT_V_KEYGEN))
+     OPT_VB(OPT_V_QUANTIZE) | OPT_VB(OPT_V_KEYGEN) | OPT_VB(OPT_V_QUALITY))
 #define LOCAL_MODEL                                                                                \
     (OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_EVAL) | OPT_VB(OPT_V_TOKENIZE) |  \
-     OPT_VB(OPT_V_QUANTIZE))
+     OPT_VB(OPT_V_QUANTIZE) | OPT_VB(OPT_V_QUALITY))
 #define COMPUTE                                                                                    \
-    (OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_EVAL) | OPT_VB(OPT_V_QUANTIZE))
+    (OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_EVAL) | OPT_VB(OPT_V_QUANTIZE) |  \
+     OPT_VB(OPT_V_QUALITY))
 
 /* infertop's verbs; a verb with modes takes the flags of every mode
  * (opt.h), so that they parse before the mode is known. */

@@ -45,6 +45,18 @@ const opt_verb_def opt_verbs[OPT_V_COUNT] = {
          "those settings. --model, --tokenizer, --kv-bits, --prefill-step and\n"
          "--threads are for a local run only.",
          0},
+    [OPT_V_QUALITY] = {OPT_INFERD, "quality",
+                       "--kv-bits B[,B...] (--text FILE | --prompt TEXT) [--ctx N] [OPTIONS]",
+                       "what a kv_bits setting costs in answers, locally",
+                       "Runs a text teacher-forced twice per kv_bits setting, the reference at\n"
+                       "kv_bits 32 and the test at the setting, chunk by chunk, and prints the KL\n"
+                       "divergence of the test's next-token distributions from the reference's\n"
+                       "(mean, p99, max), top-1 agreement and both perplexities, over all scored\n"
+                       "positions and by depth bucket.",
+                       "The same measurement as the control op `quality` (engine/PROTOCOL.md),\n"
+                       "without a server. With --json, one JSON object per setting per line, the\n"
+                       "op's `quality` object.",
+                       0},
     [OPT_V_TOKENIZE] = {OPT_INFERD, "tokenize", "(--prompt TEXT | --file PATH) [OPTIONS]",
                         "the token ids of a text",
                         "Prints the token ids of a text on one line, separated by spaces.\n"

@@ -123,6 +123,25 @@ char *proto_reply_eval(const char *id, int pos, const proto_eval_row *rows, int 
     return dump_and_free(o);
 }
 
+char *proto_reply_quality(const char *id, int window, int pos, const double *kl, const int *agree,
+                          int n)
+{
+    json_t *o = reply_head(id, 0);
+    json_t *kls = json_array(), *agrees = json_array();
+    int failed = !o || !kls || !agrees;
+    for (int i = 0; !failed && i < n; i++)
+        failed = json_array_append_new(kls, real_or_null(kl[i])) ||
+                 json_array_append_new(agrees, json_integer(agree[i]));
+    if (failed || json_object_set_new(o, "window", json_integer(window)) ||
+        json_object_set_new(o, "pos", json_integer(pos)) ||
+        json_object_set_new(o, "n", json_integer(n)) || json_object_set_new(o, "kl", kls) ||
+        json_object_set_new(o, "agree", agrees)) {
+        json_decref(o);
+        return NULL;
+    }
+    return dump_and_free(o);
+}
+
 /* Element i of an eval chunk's array `key`: an integer in [lo, hi], or
  * (logprob) a number or null. */
 static int eval_elem(const json_t *a, const char *key, size_t i, int integer, double *out,

@@ -146,6 +146,8 @@ char *proto_req_encode(const proto_head *h, const proto_req_msg *m)
     int bad = !o;
     if (!bad && m->session[0])
         bad = json_object_set_new(o, "session", jw_string(m->session));
+    if (!bad && m->kind[0])
+        bad = json_object_set_new(o, "kind", jw_string(m->kind));
     if (!bad && !m->end && m->source[0])
         bad = json_object_set_new(o, "source", jw_string(m->source));
     if (!bad && !m->end)
@@ -264,6 +266,7 @@ static int decode_req(const json_t *o, proto_req_msg *m, char *err, size_t errle
     if (jr_str(o, "req", m->req, sizeof m->req, err, errlen) ||
         jr_str(o, "state", state, sizeof state, err, errlen) ||
         jr_str(o, "session", m->session, sizeof m->session, err, errlen) ||
+        jr_str(o, "kind", m->kind, sizeof m->kind, err, errlen) ||
         jr_str(o, "input", input, sizeof input, err, errlen) ||
         jr_str(o, "source", m->source, sizeof m->source, err, errlen) ||
         jr_int(o, "prompt_tokens", &m->prompt_tokens, err, errlen) ||

@@ -74,6 +74,7 @@ static const char *const op_names[PROTO_OP_COUNT] = {
     [PROTO_OP_CANCEL] = "cancel",
     [PROTO_OP_DROP_SESSION] = "drop_session",
     [PROTO_OP_EVAL] = "eval",
+    [PROTO_OP_QUALITY] = "quality",
 };
 
 const char *proto_op_name(proto_op op)
@@ -109,6 +110,13 @@ static const opt_field generate_fields[] = {
 static const opt_field cancel_fields[] = {FIELD(OPT_REQ_TARGET, OPT_ST_TEXT, target)};
 static const opt_field drop_fields[] = {FIELD(OPT_REQ_SESSION, OPT_ST_TEXT, session)};
 static const opt_field eval_fields[] = {FIELD(OPT_REQ_LOGITS, OPT_ST_INT, eval_logits)};
+static const opt_field quality_fields[] = {
+    FIELD_GIVEN(OPT_KV_BITS, OPT_ST_INT, quality.kv_bits, quality.has_kv_bits),
+    FIELD(OPT_QUALITY_CTX, OPT_ST_INT, quality.ctx),
+    FIELD_GIVEN(OPT_QUALITY_SCORE_FROM, OPT_ST_INT, quality.score_from, quality.has_score_from),
+    FIELD_GIVEN(OPT_PREFILL_STEP, OPT_ST_INT, quality.prefill_step, quality.has_prefill_step),
+    FIELD(OPT_QUALITY_BUCKET, OPT_ST_INT, quality.bucket),
+};
 /* A prompt input, read once the frame is known to hold only one. */
 static const opt_field synthetic_field =
     FIELD(OPT_REQ_SYNTHETIC, OPT_ST_INT, generate.synthetic_tokens);
@@ -128,6 +136,7 @@ static const struct {
     [PROTO_OP_CANCEL] = {FIELDS(cancel_fields), 0},
     [PROTO_OP_DROP_SESSION] = {FIELDS(drop_fields), 0},
     [PROTO_OP_EVAL] = {FIELDS(eval_fields), 2},
+    [PROTO_OP_QUALITY] = {FIELDS(quality_fields), 2},
 #undef FIELDS
 };
 
@@ -216,7 +225,7 @@ static int decode_input(const json_t *v, proto_op op, proto_request *out, proto_
     if (!v)
         return proto_fail(
             err, PROTO_E_MISSING_FIELD, "prompt", "op '%s' needs one of %s", op_names[op],
-            op == PROTO_OP_EVAL ? "prompt, tokens" : "prompt, tokens, synthetic_tokens");
+            op == PROTO_OP_GENERATE ? "prompt, tokens, synthetic_tokens" : "prompt, tokens");
     if (a->input == PROTO_INPUT_TOKENS)
         return decode_tokens(v, a, err);
     if (a->input == PROTO_INPUT_SYNTHETIC)
@@ -347,7 +356,7 @@ static int decode_op(const json_t *root, proto_op *op, proto_error *err)
     }
     return proto_fail(
         err, PROTO_E_UNKNOWN_OP, "op",
-        "unknown op '%s' (expected status, set, generate, cancel, drop_session, eval)",
+        "unknown op '%s' (expected status, set, generate, cancel, drop_session, eval, quality)",
         clip(json_string_value(v), buf, sizeof buf));
 }
 
@@ -393,6 +402,8 @@ static int decode_root(json_t *root, proto_request *out, proto_error *err)
         return -1;
     if (out->op == PROTO_OP_GENERATE)
         opt_field_defaults(generate_fields, sizeof generate_fields / sizeof *generate_fields, out);
+    if (out->op == PROTO_OP_QUALITY)
+        opt_field_defaults(quality_fields, sizeof quality_fields / sizeof *quality_fields, out);
     if (decode_fields(root, out->op, out, &input, err))
         return -1;
     switch (out->op) {
@@ -418,6 +429,21 @@ static int decode_root(json_t *root, proto_request *out, proto_error *err)
     case PROTO_OP_EVAL:
         /* An eval is a prefill that reports every position: generate's
          * prompt input, nothing to generate, no session. */
+        out->generate.temperature = PROTO_DEFAULT_TEMPERATURE;
+        out->generate.top_p = PROTO_DEFAULT_TOP_P;
+        return decode_input(input, out->op, out, err);
+    case PROTO_OP_QUALITY:
+        /* Two evals of one text: prefills that generate nothing. */
+        if (!out->quality.has_kv_bits)
+            return proto_fail(err, PROTO_E_MISSING_FIELD, "kv_bits",
+                              "op 'quality' needs field 'kv_bits' (the setting to measure "
+                              "against 32)");
+        if (out->quality.has_score_from && out->quality.ctx &&
+            out->quality.score_from >= out->quality.ctx - 1)
+            return proto_fail(err, PROTO_E_BAD_VALUE, "score_from",
+                              "field 'score_from': %d leaves no position of a %d-token window "
+                              "to score (expected below %d)",
+                              out->quality.score_from, out->quality.ctx, out->quality.ctx - 1);
         out->generate.temperature = PROTO_DEFAULT_TEMPERATURE;
         out->generate.top_p = PROTO_DEFAULT_TOP_P;
         return decode_input(input, out->op, out, err);

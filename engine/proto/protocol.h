@@ -119,6 +119,7 @@ typedef enum proto_op {
     PROTO_OP_CANCEL,
     PROTO_OP_DROP_SESSION,
     PROTO_OP_EVAL,
+    PROTO_OP_QUALITY,
     PROTO_OP_COUNT
 } proto_op;
 
@@ -138,6 +139,19 @@ typedef struct proto_set_args {
     int has_kv_bits;
     int kv_bits; /* 32, 16, 8 or 4 */
 } proto_set_args;
+
+/* A quality request's own fields (PROTOCOL.md "quality"); its prompt
+ * input is generate's. */
+typedef struct proto_quality_args {
+    int has_kv_bits;
+    int kv_bits; /* the setting under test, against 32 */
+    int ctx;     /* window length; 0: the whole text as one window */
+    int has_score_from;
+    int score_from; /* positions of a window before it are not scored */
+    int has_prefill_step;
+    int prefill_step; /* both passes' chunk; PROTO_PREFILL_AUTO: auto */
+    int bucket;       /* depth-bucket width */
+} proto_quality_args;
 
 /* logit_bias: {"TOKEN_ID": bias, ...}, at most this many entries. */
 #define PROTO_BIAS_MAX 1024
@@ -181,8 +195,9 @@ typedef struct proto_request {
     proto_set_args set;
     /* generate; eval too: its prompt input, with max_tokens 0 and no
      * session (an eval is a prefill whose every position is reported). */
-    proto_generate_args generate;   /* prompt and tokens owned: proto_request_free */
-    int eval_logits;                /* eval: raw logits asked for ("logits": true) */
+    proto_generate_args generate; /* prompt and tokens owned: proto_request_free */
+    int eval_logits;              /* eval: raw logits asked for ("logits": true) */
+    proto_quality_args quality;
     char target[PROTO_ID_MAX + 1];  /* cancel: the request id to cancel */
     char session[PROTO_ID_MAX + 1]; /* drop_session */
 } proto_request;
@@ -232,6 +247,10 @@ typedef struct proto_eval_row {
  * the chunk's raw logits follow as a second frame of the same message
  * (float32 little-endian [n][V]); vocab 0: they do not. */
 char *proto_reply_eval(const char *id, int pos, const proto_eval_row *rows, int n, int vocab);
+/* A quality chunk (PROTOCOL.md "quality"): the KL and top-1 agreement of
+ * the n scored positions of window `window` from pos on. */
+char *proto_reply_quality(const char *id, int window, int pos, const double *kl, const int *agree,
+                          int n);
 
 /* Statistics of one generate request (its final frame's "stats"). */
 typedef struct proto_stats {
@@ -382,6 +401,7 @@ typedef struct proto_req_msg {
     char req[PROTO_ID_MAX + 1];
     int end; /* 0: "state":"start", 1: "state":"end" */
     char session[PROTO_ID_MAX + 1];
+    char kind[PROTO_CODE_MAX];     /* the request's op: "generate", "eval", "quality"; "" unsaid */
     proto_input input;             /* start */
     char source[PROTO_ID_MAX + 1]; /* start: who sent it ("control", "http") */
     int prompt_tokens;             /* start: prompt length (synthetic included) */

@@ -126,7 +126,7 @@ if command -v zsh >/dev/null; then
     offers zsh "command exec facts logs restart start status stop " infertop nodes ""
     offers zsh "fixed growth " infertop stress sweep --leg ""
     offers zsh "kv_bits= prefill_step= " infertop -c "$tmp/cluster.conf" set alpha ""
-    offers zsh "--help --version eval generate keygen quantize serve tokenize " inferd ""
+    offers zsh "--help --version eval generate keygen quality quantize serve tokenize " inferd ""
 else
     fail "zsh is installed (contrib/install-deps.sh)"
 fi

@@ -105,7 +105,8 @@ static int take_quality(const opt_vals *v, sopts *o)
         return cli_usage_error("stress", "--quality: a sweep's option (or run stress quality)%s",
                                "");
     int wanted = r->mode == STORE_MODE_QUALITY || (r->mode == STORE_MODE_SWEEP && r->quality);
-    static const opt_id with[] = {OPT_QUALITY_TEXT, OPT_QUALITY_CTX, OPT_QUALITY_BUCKET};
+    static const opt_id with[] = {OPT_STRESS_TEXT, OPT_QUALITY_CTX, OPT_QUALITY_SCORE_FROM,
+                                  OPT_QUALITY_BUCKET};
     for (size_t i = 0; !wanted && i < sizeof with / sizeof with[0]; i++)
         if (opt_given(v, with[i]))
             return cli_usage_error("stress", "--%s measures quality: give --quality too",
@@ -113,8 +114,10 @@ static int take_quality(const opt_vals *v, sopts *o)
     if (!wanted)
         return -1;
     r->ctx = (int64_t)opt_int(v, OPT_QUALITY_CTX);
+    r->score_from =
+        opt_given(v, OPT_QUALITY_SCORE_FROM) ? (int64_t)opt_int(v, OPT_QUALITY_SCORE_FROM) : -1;
     r->bucket = (int64_t)opt_int(v, OPT_QUALITY_BUCKET);
-    const char *path = opt_given(v, OPT_QUALITY_TEXT) ? v->v[OPT_QUALITY_TEXT].s : NULL;
+    const char *path = opt_given(v, OPT_STRESS_TEXT) ? v->v[OPT_STRESS_TEXT].s : NULL;
     char err[1024];
     if (!(o->text = stress_text_load(path, err, sizeof err))) {
         fprintf(stderr, "infertop stress: %s\n", err);
@@ -158,7 +161,6 @@ static int parse_options(int argc, char **argv, sopts *o)
         return rc;
     r->quality = of_mode(&v, OPT_SWEEP_QUALITY) && opt_given(&v, OPT_SWEEP_QUALITY);
     if ((rc = take_list(&v, OPT_KV_BITS, r->kv_bits, &r->n_kv_bits)) >= 0 ||
-        (rc = take_list(&v, OPT_QUALITY_KV_BITS, r->kv_bits, &r->n_kv_bits)) >= 0 ||
         (rc = take_list(&v, OPT_PREFILL_STEP, r->prefill_step, &r->n_prefill_step)) >= 0 ||
         (rc = take_list(&v, OPT_CONCURRENCY, r->concurrency, &r->n_concurrency)) >= 0)
         return rc;

@@ -62,6 +62,8 @@ static void quality_params(json_t *p, const stress_run *r)
         json_object_set_new(p, "ctx", json_integer(o->ctx));
     if (o->bucket > 0)
         json_object_set_new(p, "bucket", json_integer(o->bucket));
+    if (o->score_from >= 0)
+        json_object_set_new(p, "score_from", json_integer(o->score_from));
 }
 
 /* The run's parameters as recorded in runs.params. */

@@ -83,11 +83,11 @@ typedef struct stress_opts {
     /* quality, and a sweep's --quality: the text to score (borrowed until
      * stress_start returns; NULL: the shipped excerpt), its name and
      * sha256 for the record, the window and bucket widths (0: the
-     * engine's defaults) */
+     * engine's defaults) and the first scored position (-1: the engine's) */
     int quality; /* sweep: a quality measurement after each leg's speed */
     const char *text;
     char text_name[OPT_RUN_TEXT_MAX];
-    int64_t ctx, bucket;
+    int64_t ctx, bucket, score_from;
     /* every mode */
     int stop_on_failure;
     double timeout_s; /* longest silence of a request (no frame, no step) */

@@ -261,6 +261,8 @@ static store_status measure_quality(stress_run *r, int kv_bits)
         json_object_set_new(a, "ctx", json_integer(o->ctx));
     if (a && o->bucket > 0)
         json_object_set_new(a, "bucket", json_integer(o->bucket));
+    if (a && o->score_from >= 0)
+        json_object_set_new(a, "score_from", json_integer(o->score_from));
     if (a && r->prefill_step > 0)
         json_object_set_new(a, "prefill_step", json_integer(r->prefill_step));
     proto_reply rep;

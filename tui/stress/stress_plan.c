@@ -27,6 +27,7 @@ void stress_opts_init(stress_opts *o)
     o->concurrency[0] = (int)opt_default_int(OPT_CONCURRENCY);
     o->timeout_s = opt_default_num(OPT_STRESS_TIMEOUT);
     o->seed = opt_default_int(OPT_STRESS_SEED);
+    o->score_from = -1;
 }
 
 int64_t stress_growth_next(int64_t level, int64_t to, double factor, int64_t step)
@@ -156,14 +157,18 @@ static int check_quality(const stress_opts *o, char *err, size_t errlen)
         snprintf(err, errlen, "quality: the text to score is empty (--text)");
         return -1;
     }
-    if (o->ctx != 0 && (o->ctx < 2 || o->ctx > PROTO_SYNTHETIC_MAX)) {
-        snprintf(err, errlen, "--ctx %lld: expected a window of 2..%d tokens", (long long)o->ctx,
-                 PROTO_SYNTHETIC_MAX);
+    if (o->ctx != 0 && o->ctx < 2) {
+        snprintf(err, errlen, "--ctx %lld: expected a window of at least 2 tokens",
+                 (long long)o->ctx);
         return -1;
     }
-    if (o->bucket < 0 || o->bucket > PROTO_SYNTHETIC_MAX) {
-        snprintf(err, errlen, "--bucket %lld: expected 1..%d positions", (long long)o->bucket,
-                 PROTO_SYNTHETIC_MAX);
+    if (o->bucket < 0) {
+        snprintf(err, errlen, "--bucket %lld: expected at least 1 position", (long long)o->bucket);
+        return -1;
+    }
+    if (o->score_from < -1 || (o->ctx > 0 && o->score_from >= o->ctx - 1)) {
+        snprintf(err, errlen, "--score-from %lld: expected a position below --ctx - 1",
+                 (long long)o->score_from);
         return -1;
     }
     return 0;

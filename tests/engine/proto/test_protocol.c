@@ -101,6 +101,20 @@ static const bad_case bad_cases[] = {
     {"{" ENV "\"op\":\"eval\",\"tokens\":[1,-1]}", PROTO_E_BAD_VALUE, "tokens"},
     {"{" ENV "\"op\":\"eval\",\"prompt\":5}", PROTO_E_BAD_TYPE, "prompt"},
     {"{" ENV "\"op\":\"eval\",\"tokens\":[1],\"logits\":1}", PROTO_E_BAD_TYPE, "logits"},
+    {"{" ENV "\"op\":\"quality\",\"prompt\":\"x\"}", PROTO_E_MISSING_FIELD, "kv_bits"},
+    {"{" ENV "\"op\":\"quality\",\"kv_bits\":4}", PROTO_E_MISSING_FIELD, "prompt"},
+    {"{" ENV "\"op\":\"quality\",\"prompt\":\"x\",\"kv_bits\":5}", PROTO_E_BAD_VALUE, "kv_bits"},
+    {"{" ENV "\"op\":\"quality\",\"prompt\":\"x\",\"kv_bits\":\"4\"}", PROTO_E_BAD_TYPE, "kv_bits"},
+    {"{" ENV "\"op\":\"quality\",\"prompt\":\"x\",\"kv_bits\":4,\"ctx\":1}", PROTO_E_BAD_VALUE,
+     "ctx"},
+    {"{" ENV "\"op\":\"quality\",\"prompt\":\"x\",\"kv_bits\":4,\"ctx\":64,\"score_from\":63}",
+     PROTO_E_BAD_VALUE, "score_from"},
+    {"{" ENV "\"op\":\"quality\",\"prompt\":\"x\",\"kv_bits\":4,\"bucket\":0}", PROTO_E_BAD_VALUE,
+     "bucket"},
+    {"{" ENV "\"op\":\"quality\",\"prompt\":\"x\",\"kv_bits\":4,\"logits\":true}",
+     PROTO_E_UNKNOWN_FIELD, "logits"},
+    {"{" ENV "\"op\":\"quality\",\"synthetic_tokens\":9,\"kv_bits\":4}", PROTO_E_UNKNOWN_FIELD,
+     "synthetic_tokens"},
 };
 
 #define N_BAD (sizeof bad_cases / sizeof *bad_cases)
@@ -367,6 +381,40 @@ Test(protocol, valid_eval)
     cr_assert_eq(req.eval_logits, 1);
     proto_request_free(&req);
     cr_assert_str_eq(proto_op_name(PROTO_OP_EVAL), "eval");
+}
+
+Test(protocol, valid_quality)
+{
+    proto_request req;
+    proto_error err;
+
+    cr_assert_eq(decode("{" ENV "\"op\":\"quality\",\"tokens\":[1,5,9],\"kv_bits\":4}", &req, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(req.op, PROTO_OP_QUALITY);
+    cr_assert_eq(req.generate.n_tokens, 3);
+    cr_assert_eq(req.quality.kv_bits, 4);
+    /* Unsaid: the whole text as one window, scored from 0, the node's
+     * chunk, buckets of 1024; nothing generated. */
+    cr_assert_eq(req.quality.ctx, 0);
+    cr_assert_eq(req.quality.has_score_from, 0);
+    cr_assert_eq(req.quality.has_prefill_step, 0);
+    cr_assert_eq(req.quality.bucket, 1024);
+    cr_assert_eq(req.generate.max_tokens, 0);
+    proto_request_free(&req);
+
+    cr_assert_eq(decode("{" ENV "\"op\":\"quality\",\"prompt\":\"Once\",\"kv_bits\":32,\"ctx\":512,"
+                        "\"score_from\":10,\"prefill_step\":128,\"bucket\":256}",
+                        &req, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(req.quality.kv_bits, 32);
+    cr_assert_eq(req.quality.ctx, 512);
+    cr_assert_eq(req.quality.score_from, 10);
+    cr_assert_eq(req.quality.has_score_from, 1);
+    cr_assert_eq(req.quality.prefill_step, 128);
+    cr_assert_eq(req.quality.has_prefill_step, 1);
+    cr_assert_eq(req.quality.bucket, 256);
+    proto_request_free(&req);
+    cr_assert_str_eq(proto_op_name(PROTO_OP_QUALITY), "quality");
 }
 
 /* An eval chunk frame as the node sends it, with its logits as the second

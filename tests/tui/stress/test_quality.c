@@ -56,6 +56,10 @@ Test(stress_quality, a_run_checks_its_settings_and_text)
     o = quality();
     o.bucket = -2;
     expect_error(&o, "--bucket -2");
+    o = quality();
+    o.ctx = 64;
+    o.score_from = 63;
+    expect_error(&o, "--score-from 63");
 }
 
 Test(stress_quality, a_sweep_measures_quality_only_with_a_text)
