@@ -426,6 +426,17 @@ static void print_leg_table(const store_summary *sum)
 static void print_text(const stress_result *res, const store_summary *sum,
                        const store_quality_list *q)
 {
+    if (sum && strcmp(sum->run.mode, "quality") == 0) {
+        printf("run %lld %s: quality, %zu of %zu setting%s measured\n", (long long)res->run_id,
+               store_status_name(res->status), q->n, sum->n_legs, sum->n_legs == 1 ? "" : "s");
+        if (res->failure[0])
+            printf("failure: %s\n", res->failure);
+        if (cli_quality_print(q, sum, 0) != 0)
+            fputs("infertop stress: out of memory printing the quality\n", stderr);
+        printf("\n(infertop history show %lld --full for the depth buckets)\n",
+               (long long)res->run_id);
+        return;
+    }
     printf("run %lld %s: %s, %lld request%s (%lld failed) in %.2f s\n", (long long)res->run_id,
            store_status_name(res->status), sum ? sum->run.mode : "-", (long long)res->requests,
            res->requests == 1 ? "" : "s", (long long)res->failed, res->wall_s);
@@ -440,7 +451,7 @@ static void print_text(const stress_result *res, const store_summary *sum,
                res->drift.e2e_last, res->drift.decode_first, res->drift.decode_last);
     if (res->failure[0])
         printf("failure: %s\n", res->failure);
-    if (sum && sum->n_legs && sum->run.n_requests) {
+    if (sum && sum->n_legs) {
         putchar('\n');
         print_leg_table(sum);
     }
@@ -485,7 +496,7 @@ static int exit_code(const stress_result *res)
     case STORE_ABORTED:
         return CLI_INTERRUPTED;
     default:
-        return res->requests == 0 ? CLI_ERROR : CLI_RUN_FAILED;
+        return res->requests == 0 && res->measurements == 0 ? CLI_ERROR : CLI_RUN_FAILED;
     }
 }
 

@@ -99,6 +99,7 @@ static void fill_result(stress_run *r, store_status status, stress_result *res)
     res->run_id = r->run;
     res->requests = r->ok_requests + r->failed_requests;
     res->failed = r->failed_requests;
+    res->measurements = r->measurements;
     if (r->t_first_sent > 0 && r->t_last_end > r->t_first_sent) {
         res->wall_s = (r->t_last_end - r->t_first_sent) / 1000.0;
         res->req_per_s = (double)r->ok_requests / res->wall_s;

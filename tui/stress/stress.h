@@ -225,6 +225,7 @@ typedef struct stress_result {
     double req_per_s;                   /* ok requests / wall_s */
     double tok_per_s;                   /* generated tokens of ok requests / wall_s */
     stress_drift drift;                 /* soak */
+    int64_t measurements;               /* quality measurements the head answered (ok or not) */
     char failure[OPT_RUN_TEXT_MAX * 2]; /* the first failure or the setup error, "" when none */
     int store_failed;                   /* the history could not be written (failure says why) */
 } stress_result;

@@ -110,7 +110,8 @@ struct stress_run {
     /* What the result reports. */
     double t_first_sent, t_last_end; /* clock_ms(); 0: none */
     int64_t ok_requests, failed_requests, gen_tokens_ok;
-    double *soak_v; /* soak: ttft, e2e, decode tok/s of each ok request, 3 per request */
+    int64_t measurements; /* quality requests the head answered */
+    double *soak_v;       /* soak: ttft, e2e, decode tok/s of each ok request, 3 per request */
     size_t soak_n, soak_cap;
     char failure[OPT_RUN_TEXT_MAX * 2];
     int store_broken;  /* the store could not write: the run stops */

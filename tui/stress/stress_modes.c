@@ -278,6 +278,7 @@ static store_status measure_quality(stress_run *r, int kv_bits)
         note_failure(r, "leg %d: quality at kv_bits %d: %s", r->leg, kv_bits, err);
         return STORE_FAILED;
     }
+    r->measurements++;
     store_quality q = {.run = r->run,
                        .leg = r->leg,
                        .text_name = r->o.text_name,
