@@ -534,7 +534,8 @@ static int run_compare(store *s, const hopts *o, const int64_t *runs)
 
 /* ---- best ---- */
 
-/* A row of the table: each ranking shows its own two figures. */
+/* A row of the table: each ranking shows its own two figures, then the
+ * setting's quality (cells a table without those columns leaves out). */
 static int best_table_add(cli_table *t, const store_best *b, const store_best_row *r)
 {
     char c[6][32];
@@ -562,10 +563,10 @@ static int best_table_add(cli_table *t, const store_best *b, const store_best_ro
                          c[1],
                          c[2],
                          c[3],
-                         kl,
-                         top1,
                          c[4],
-                         c[5]};
+                         c[5],
+                         kl,
+                         top1};
     return cli_table_add(t, row);
 }
 
@@ -584,12 +585,16 @@ static int run_best(store *s, const hopts *o, const int64_t *runs)
         return rc;
     }
     static const char *const by_context[] = {"MODEL",        "CLUSTER", "ENGINE",     "KV_BITS",
-                                             "PREFILL_STEP", "MAX_CTX", "DECODE_TPS", "KL_MEAN",
-                                             "TOP1",         "RUN",     "RUNS"};
+                                             "PREFILL_STEP", "MAX_CTX", "DECODE_TPS", "RUN",
+                                             "RUNS",         "KL_MEAN", "TOP1"};
     static const char *const by_agg[] = {"MODEL",        "CLUSTER",     "ENGINE",  "KV_BITS",
-                                         "PREFILL_STEP", "CONCURRENCY", "AGG_TPS", "KL_MEAN",
-                                         "TOP1",         "RUN",         "RUNS"};
-    cli_table *t = cli_table_new(11, by == STORE_BEST_AGG_TPS ? by_agg : by_context);
+                                         "PREFILL_STEP", "CONCURRENCY", "AGG_TPS", "RUN",
+                                         "RUNS",         "KL_MEAN",     "TOP1"};
+    /* The quality columns when there is a quality to show or a floor. */
+    int quality = isfinite(o->floor.max_kl) || isfinite(o->floor.min_top1);
+    for (size_t i = 0; i < b.n; i++)
+        quality |= b.rows[i].quality_run > 0;
+    cli_table *t = cli_table_new(quality ? 11 : 9, by == STORE_BEST_AGG_TPS ? by_agg : by_context);
     int rc = t ? CLI_OK : CLI_ERROR;
     for (size_t i = 0; t && i < b.n; i++)
         if (best_table_add(t, &b, &b.rows[i]) != 0)
@@ -597,8 +602,9 @@ static int run_best(store *s, const hopts *o, const int64_t *runs)
     if (rc == CLI_OK) {
         if (b.n) {
             cli_table_print(t, stdout);
-            puts("\nKL_MEAN, TOP1: the latest quality measurement of the kv_bits on the model "
-                 "(stress quality); 32 is the reference");
+            if (quality)
+                puts("\nKL_MEAN, TOP1: the latest quality measurement of the kv_bits on the "
+                     "model (stress quality); 32 is the reference");
         } else {
             puts("no runs match");
         }
