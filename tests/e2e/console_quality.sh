@@ -40,21 +40,20 @@ check "v charts the KL by depth" wait_for 30 says 'KL by depth'
 # Config: Enter on the first node's row, b cycles kv_bits (16 -> 8 -> 4 -> 32 ...)
 T send-keys -t A c
 check "c opens the Config view" wait_for 30 says 'kv_bits'
+# cycle_to TEXT: b until the screen says TEXT, at most once round kv_bits.
+cycle_to() {
+    n=0
+    while [ $n -lt 4 ] && ! says "$1"; do
+        T send-keys -t A b
+        sleep 0.3
+        n=$((n + 1))
+    done
+}
 T send-keys -t A Enter b
-n=0
-while [ $n -lt 4 ] && ! says "kv_bits 4 on stories260K: KL mean $kl4"; do
-    T send-keys -t A b
-    sleep 0.3
-    n=$((n + 1))
-done
+cycle_to "kv_bits 4 on stories260K: KL mean $kl4"
 check "while kv_bits is edited to 4 the last measurement shows (KL mean $kl4, run 1)" \
     wait_for 30 says "kv_bits 4 on stories260K: KL mean $kl4 .*run 1"
-n=0
-while [ $n -lt 4 ] && ! says "no quality measured"; do
-    T send-keys -t A b
-    sleep 0.3
-    n=$((n + 1))
-done
+cycle_to "no quality measured"
 check "a setting never measured (16) says so" \
     wait_for 30 says "kv_bits 16: no quality measured on stories260K yet"
 T send-keys -t A Escape

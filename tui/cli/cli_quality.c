@@ -16,6 +16,17 @@ static void fmt_kl(double v, char *buf, size_t len)
         snprintf(buf, len, "-");
 }
 
+/* The six figures a setting and a bucket both have, into c[0..5]:
+ * KL mean, p99, max, top-1, the reference's and the setting's perplexity. */
+static void fmt_figures(const double f[6], char (*c)[32])
+{
+    for (int i = 0; i < 3; i++)
+        fmt_kl(f[i], c[i], 32);
+    store_fmt_num(f[3], 4, c[3], 32);
+    store_fmt_num(f[4], 3, c[4], 32);
+    store_fmt_num(f[5], 3, c[5], 32);
+}
+
 static const store_leg_summary *leg_of(const store_summary *sum, int idx)
 {
     for (size_t i = 0; sum && i < sum->n_legs; i++)
@@ -39,12 +50,8 @@ static int print_settings(const store_quality_list *l, const store_summary *sum)
         snprintf(c[0], 32, "%d", q->leg);
         snprintf(c[1], 32, "%d", q->kv_bits);
         snprintf(c[2], 32, "%lld", (long long)q->positions);
-        fmt_kl(q->kl_mean, c[3], 32);
-        fmt_kl(q->kl_p99, c[4], 32);
-        fmt_kl(q->kl_max, c[5], 32);
-        store_fmt_num(q->top1, 4, c[6], 32);
-        store_fmt_num(q->ppl_ref, 3, c[7], 32);
-        store_fmt_num(q->ppl_test, 3, c[8], 32);
+        const double f[6] = {q->kl_mean, q->kl_p99, q->kl_max, q->top1, q->ppl_ref, q->ppl_test};
+        fmt_figures(f, &c[3]);
         store_fmt_num(leg && leg->decode_tps.count ? leg->decode_tps.p50 : NAN, 1, c[9], 32);
         const char *row[] = {c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]};
         fail = cli_table_add(t, row) != 0;
@@ -71,12 +78,9 @@ static int print_buckets(const store_quality_list *l)
             snprintf(c[2], 32, "%lld", (long long)b->from);
             snprintf(c[3], 32, "%lld", (long long)b->to);
             snprintf(c[4], 32, "%lld", (long long)b->positions);
-            fmt_kl(b->kl_mean, c[5], 32);
-            fmt_kl(b->kl_p99, c[6], 32);
-            fmt_kl(b->kl_max, c[7], 32);
-            store_fmt_num(b->top1, 4, c[8], 32);
-            store_fmt_num(b->ppl_ref, 3, c[9], 32);
-            store_fmt_num(b->ppl_test, 3, c[10], 32);
+            const double f[6] = {b->kl_mean, b->kl_p99,  b->kl_max,
+                                 b->top1,    b->ppl_ref, b->ppl_test};
+            fmt_figures(f, &c[5]);
             const char *row[] = {c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10]};
             fail = cli_table_add(t, row) != 0;
         }

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "screen.h"
-#include "tui/core/cluster.h"
 #include "tui/stress/console_runs.h"
 
 static char dir[64], db[128];
@@ -81,29 +80,16 @@ static void record_quality(store *s)
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/infertop-test-vq-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(db, sizeof db, "%s/history.db", dir);
-    char err[256];
-    store *s = store_open(db, NULL, err, sizeof err);
-    cr_assert_not_null(s, "%s", err);
-    record_quality(s);
-    store_close(s);
+    runs = screen_history_open(dir, sizeof dir, db, sizeof db, record_quality);
     static const char *const names[] = {"n"};
     st = state_new("t", 1, names);
-    struct cluster c = {.name = "t"};
-    runs = console_runs_open(db, &c, err, sizeof err);
-    cr_assert_not_null(runs, "%s", err);
 }
 
 static void teardown(void)
 {
     screen_close(&scr);
-    console_runs_free(runs);
+    screen_history_close(runs, dir);
     state_free(st);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_expect_eq(system(cmd), 0);
 }
 
 TestSuite(view_quality, .init = setup, .fini = teardown);
