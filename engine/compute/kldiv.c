@@ -135,11 +135,6 @@ void kld_acc_add(kld_acc *a, int depth, const kld_pos *p)
     a->pos[a->n++] = *p;
 }
 
-int kld_acc_count(const kld_acc *a)
-{
-    return a->n;
-}
-
 static int cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;

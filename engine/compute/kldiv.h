@@ -70,7 +70,6 @@ int kld_acc_create(kld_acc **out, int capacity, char *err, size_t errlen);
 void kld_acc_free(kld_acc *a);
 /* A scored position at depth (its position within its window). */
 void kld_acc_add(kld_acc *a, int depth, const kld_pos *p);
-int kld_acc_count(const kld_acc *a);
 /* The figures of the positions at depths [from, to). -1 when out of
  * memory for the percentile's sort. */
 int kld_acc_figures(const kld_acc *a, int from, int to, kld_figures *out, char *err, size_t errlen);

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "engine/compute/kldiv.h"
-#include "head_job.h"
 #include "quality.h"
 #include "stage.h"
 
@@ -106,7 +105,7 @@ int head_quality_id(const job *j, int i)
     return kld_token(&q->plan, text_ids(j), q->step_w, q->step_p + i);
 }
 
-float *head_quality_ref(head *hd, job *j, int n)
+float *head_quality_ref(head *hd, job *j, int n, proto_error *e)
 {
     head_quality *q = j->q;
     size_t want = (size_t)n * (size_t)hd->nd->cfg->vocab_size;
@@ -114,8 +113,8 @@ float *head_quality_ref(head *hd, job *j, int n)
         free(q->ref_logits);
         q->ref_cap = 0;
         if (!(q->ref_logits = malloc(want * sizeof *q->ref_logits))) {
-            head_job_fail(hd, j, PROTO_E_INTERNAL,
-                          "out of memory for the reference logits of %d positions", n);
+            proto_fail(e, PROTO_E_INTERNAL, "",
+                       "out of memory for the reference logits of %d positions", n);
             return NULL;
         }
         q->ref_cap = want;
@@ -125,7 +124,7 @@ float *head_quality_ref(head *hd, job *j, int n)
 
 /* The test chunk against the reference chunk held: each scored
  * position's figures kept, the chunk's frame to the client. */
-static int compare(head *hd, job *j, int pos, int n, const float *test)
+static int compare(head *hd, job *j, int pos, int n, const float *test, proto_error *e)
 {
     head_quality *q = j->q;
     int vocab = hd->nd->cfg->vocab_size;
@@ -135,10 +134,9 @@ static int compare(head *hd, job *j, int pos, int n, const float *test)
         q->kl = malloc((size_t)n * sizeof *q->kl);
         q->agree = malloc((size_t)n * sizeof *q->agree);
         q->cap = q->kl && q->agree ? n : 0;
-        if (!q->cap) {
-            head_job_fail(hd, j, PROTO_E_INTERNAL, "out of memory for a chunk of %d positions", n);
-            return -1;
-        }
+        if (!q->cap)
+            return proto_fail(e, PROTO_E_INTERNAL, "", "out of memory for a chunk of %d positions",
+                              n);
     }
     int k = 0, first = pos;
     for (int i = 0; i < n; i++) {
@@ -161,12 +159,13 @@ static int compare(head *hd, job *j, int pos, int n, const float *test)
     return 0;
 }
 
-int head_quality_take(head *hd, job *j, unsigned flags, int pos, int n, const float *logits)
+int head_quality_take(head *hd, job *j, unsigned flags, int pos, int n, const float *logits,
+                      proto_error *e)
 {
     head_quality *q = j->q;
     if (flags & RING_F_REF) {
         if (logits != q->ref_logits) {
-            if (!head_quality_ref(hd, j, n))
+            if (!head_quality_ref(hd, j, n, e))
                 return -1;
             memcpy(q->ref_logits, logits,
                    (size_t)n * (size_t)hd->nd->cfg->vocab_size * sizeof *logits);
@@ -175,13 +174,11 @@ int head_quality_take(head *hd, job *j, unsigned flags, int pos, int n, const fl
         q->ref_n = n;
         return 0;
     }
-    if (pos != q->ref_pos || n != q->ref_n) {
-        head_job_fail(hd, j, PROTO_E_INTERNAL,
-                      "a test chunk of positions %d+%d came after the reference chunk %d+%d", pos,
-                      n, q->ref_pos, q->ref_n);
-        return -1;
-    }
-    return compare(hd, j, pos, n, logits);
+    if (pos != q->ref_pos || n != q->ref_n)
+        return proto_fail(e, PROTO_E_INTERNAL, "",
+                          "a test chunk of positions %d+%d came after the reference chunk %d+%d",
+                          pos, n, q->ref_pos, q->ref_n);
+    return compare(hd, j, pos, n, logits, e);
 }
 
 json_t *head_quality_result(const job *j, proto_error *e)

@@ -26,12 +26,13 @@ unsigned head_quality_begin(job *j, stage_req *c, int *n);
 /* Token i of the step begun. */
 int head_quality_id(const job *j, int i);
 /* Where a reference chunk of n positions goes on a single node (the
- * buffer the pair's KL reads); NULL after failing the job. */
-float *head_quality_ref(head *hd, job *j, int n);
+ * buffer the pair's KL reads); NULL with e when out of memory. */
+float *head_quality_ref(head *hd, job *j, int n, proto_error *e);
 /* A step's logits [n][vocab] from position pos: a reference chunk is
  * kept, a test chunk is compared with it and its frame goes to the
- * client. -1 after failing the job. */
-int head_quality_take(head *hd, job *j, unsigned flags, int pos, int n, const float *logits);
+ * client. -1 with e (the job is to fail). */
+int head_quality_take(head *hd, job *j, unsigned flags, int pos, int n, const float *logits,
+                      proto_error *e);
 /* The final reply's `quality` object; NULL with e when out of memory. */
 json_t *head_quality_result(const job *j, proto_error *e);
 

@@ -104,9 +104,23 @@ static int eval_reply(head *hd, job *j, int pos, int n, const float *logits)
  * request's comparison. -1 after failing the job. */
 static int logits_done(head *hd, job *j, unsigned flags, int pos, int n, const float *logits)
 {
-    if (j->q)
-        return head_quality_take(hd, j, flags, pos, n, logits);
-    return eval_reply(hd, j, pos, n, logits);
+    proto_error e;
+    if (!j->q)
+        return eval_reply(hd, j, pos, n, logits);
+    if (head_quality_take(hd, j, flags, pos, n, logits, &e) == 0)
+        return 0;
+    head_job_finish(hd, j, &e);
+    return -1;
+}
+
+/* A quality request's reference chunk buffer; NULL after failing the job. */
+static float *quality_ref(head *hd, job *j, int n)
+{
+    proto_error e;
+    float *buf = head_quality_ref(hd, j, n, &e);
+    if (!buf)
+        head_job_finish(hd, j, &e);
+    return buf;
 }
 
 /* The job's buffer for one chunk of logits (admission counted it). */
@@ -194,7 +208,7 @@ static void prefill_step(head *hd, job *j)
     proto_error e;
     stage_step p = {.t0 = t0, .step = step, .seqs = 1, .n = n, .pos = pos, .chunk = chunk};
     if (!hd->nd->ring) {
-        float *logits = (qflags & RING_F_REF) ? head_quality_ref(hd, j, n)
+        float *logits = (qflags & RING_F_REF) ? quality_ref(hd, j, n)
                         : eval                ? eval_buffer(hd, j, n)
                         : sample              ? stage_logits(hd->st)
                                               : NULL;

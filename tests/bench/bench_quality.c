@@ -4,20 +4,25 @@
  *
  * Starts one `inferd serve` (found on $PATH) of synth:110m, stories110M's
  * shape (dim 768, 12 layers, vocabulary 32000: the KL's share grows with
- * the vocabulary against the layers), at kv_bits 16, and sends it the same
- * 1024 token ids as an `eval` and as a `quality` at kv_bits 16, 8 and 4
- * (the reference at 32 each time). The figure is the node's e2e_ms of each
- * request, the best of RUNS after a warm-up (noise only ever adds time). */
+ * the vocabulary against the layers), and for kv_bits 16, 8 and 4 sets the
+ * node to that setting and sends it the same 512 token ids as an `eval`
+ * (one pass at the setting) and as a `quality` at that setting (the
+ * reference at 32, then the test). The figure is the CPU time the node's
+ * process spent on each request (from /proc: on a machine shared with
+ * other work, wall time measures the neighbours), the best of RUNS after a
+ * warm-up (noise only ever adds time); the wall times are shown beside. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include <zmq.h>
 
 #include "benchlib.h"
 
 #define MODEL "synth:110m"
-#define N_TOKENS 1024
+#define N_TOKENS 512
 #define RUNS 2
 
 static const int BITS[] = {16, 8, 4};
@@ -34,6 +39,28 @@ static json_t *tokens_json(void)
         }
     return a;
 }
+
+/* CPU seconds (user + system) process pid has used, NaN when unreadable. */
+static double cpu_s(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NAN;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    /* Fields 14 and 15, counted after the command's closing parenthesis. */
+    const char *p = strrchr(buf, ')');
+    unsigned long utime, stime;
+    if (!p ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+        return NAN;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static pid_t node_pid;
 
 /* Sends op with args (taken) and waits for its final frame: its e2e_ms to
  * *ms. Chunk frames are read and dropped, as a client would read them. */
@@ -63,19 +90,23 @@ static int timed(client *c, const char *op, json_t *args, double *ms)
     }
 }
 
-/* The best e2e_ms of RUNS requests: an eval (bits 0) or a quality at bits. */
-static int best_of(client *c, int bits, double *best)
+/* The best CPU and e2e times of RUNS requests: an eval (bits 0) or a
+ * quality at bits. */
+static int best_of(client *c, int bits, double *cpu, double *wall)
 {
-    *best = INFINITY;
+    *cpu = *wall = INFINITY;
     for (int i = 0; i < RUNS; i++) {
         json_t *args = json_pack("{so}", "tokens", tokens_json());
         if (args && bits)
             json_object_set_new(args, "kv_bits", json_integer(bits));
-        double ms;
+        double ms, t0 = cpu_s(node_pid);
         if (timed(c, bits ? "quality" : "eval", args, &ms) != 0)
             return -1;
-        if (ms < *best)
-            *best = ms;
+        double used = cpu_s(node_pid) - t0;
+        if (used < *cpu)
+            *cpu = used;
+        if (ms < *wall)
+            *wall = ms;
     }
     return 0;
 }
@@ -83,7 +114,7 @@ static int best_of(client *c, int bits, double *best)
 int main(void)
 {
     bench *b = bench_open("quality");
-    static const char *const opts[] = {"--kv-bits", "16", "--prefill-step", "256", NULL};
+    static const char *const opts[] = {"--prefill-step", "256", NULL};
     static const int bounds[] = {0, 12};
     bench_ring r;
     if (bench_ring_start(&r, 1, MODEL, bounds, opts) != 0)
@@ -96,23 +127,30 @@ int main(void)
         fprintf(stderr, "bench_quality: %s: %s\n", r.control[0], err);
         failed = 1;
     }
-    double eval_ms = NAN, warm;
+    double warm, warm_wall;
+    node_pid = r.pid[0];
     /* Pages in the weights and sizes the scratch; not kept. */
     if (!failed)
-        failed = best_of(c, 0, &warm) != 0 || best_of(c, 0, &eval_ms) != 0;
-    if (!failed)
-        bench_add(b, "eval, 110m, 1024 tokens, kv_bits 16", eval_ms, "ms", NULL, -1);
+        failed = best_of(c, 0, &warm, &warm_wall) != 0;
     for (int i = 0; !failed && i < N_BITS; i++) {
-        double ms;
+        double eval_s, eval_ms, q_s, q_ms;
         char name[96];
-        if (best_of(c, BITS[i], &ms) != 0) {
+        json_t *set = json_pack("{si}", "kv_bits", BITS[i]);
+        if (timed(c, "set", set, &warm) != 0 || best_of(c, 0, &eval_s, &eval_ms) != 0 ||
+            best_of(c, BITS[i], &q_s, &q_ms) != 0) {
             failed = 1;
             break;
         }
-        snprintf(name, sizeof name, "quality, 110m, 1024 tokens, kv_bits %d vs 32", BITS[i]);
-        bench_add(b, name, ms, "ms", NULL, -1);
-        snprintf(name, sizeof name, "quality / eval, kv_bits %d", BITS[i]);
-        bench_add(b, name, ms / eval_ms, "x", "<= 2.2 x", ms / eval_ms <= 2.2);
+        snprintf(name, sizeof name, "eval, 110m, %d tokens, kv_bits %d, CPU", N_TOKENS, BITS[i]);
+        bench_add(b, name, eval_s, "s", NULL, -1);
+        snprintf(name, sizeof name, "eval, 110m, %d tokens, kv_bits %d, wall", N_TOKENS, BITS[i]);
+        bench_add(b, name, eval_ms / 1000.0, "s", NULL, -1);
+        snprintf(name, sizeof name, "quality, kv_bits %d vs 32, CPU", BITS[i]);
+        bench_add(b, name, q_s, "s", NULL, -1);
+        snprintf(name, sizeof name, "quality, kv_bits %d vs 32, wall", BITS[i]);
+        bench_add(b, name, q_ms / 1000.0, "s", NULL, -1);
+        snprintf(name, sizeof name, "quality / eval CPU time, kv_bits %d", BITS[i]);
+        bench_add(b, name, q_s / eval_s, "x", "<= 2.2 x", q_s / eval_s <= 2.2);
     }
     bench_note(b, "one node, --threads: online CPUs; the KL is computed on the node's head, "
                   "in double, two exps per vocabulary entry per position");

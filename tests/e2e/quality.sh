@@ -14,7 +14,7 @@
 #   - malformed requests get the decoder's codes, a text shorter than a
 #     window bad_value naming its tokens;
 #   - perplexity at kv_bits 32 and 16 within 0.5% of llama-perplexity's for
-#     the same model file, text and context
+#     the same model file, text and context, and as many windows
 #     (tests/fixtures/quality/llamacpp-ppl.tsv).
 . "$(dirname "$0")/lib/serve.sh"
 
@@ -170,5 +170,26 @@ call "$G" quality "{\"tokens\":$long,\"kv_bits\":8,\"ctx\":512}" >"$tmp/after"
 check "the node takes the next quality request" [ "$(get ok <"$tmp/after" | tail -n 1)" = true ]
 check "and holds no cache once it ended" [ "$(call "$G" status | get memory.kv_bytes)" = 0 ]
 stop_all
+
+# ---- llama.cpp's perplexity, same model file, text and windows
+# tests/fixtures/quality/llamacpp-ppl.tsv (its README says how it was
+# made): each f32 row against inferd's kv_bits 32, each f16 row against 16.
+fq="$root/tests/fixtures/quality"
+full="$root/contrib/quality/text-en.txt"
+tail -n +2 "$fq/llamacpp-ppl.tsv" | while IFS="$(printf '\t')" read -r model ctx kv chunks ppl rest; do
+    case $kv in f32) bits=32 ;; f16) bits=16 ;; *) continue ;; esac
+    out="$tmp/ppl-$model-$ctx-$bits"
+    inferd quality --model "$root/tests/fixtures/gguf/$model" --text "$full" --kv-bits "$bits" \
+        --ctx "$ctx" --threads 1 --json >"$out"
+    got=$(get ppl_test <"$out")
+    echo "$model $ctx $kv $chunks $(get windows <"$out") $ppl $got"
+done >"$tmp/ppl"
+check "every f32 and f16 row of llama.cpp's was measured ($(wc -l <"$tmp/ppl") of them)" \
+    [ "$(wc -l <"$tmp/ppl")" = "$(tail -n +2 "$fq/llamacpp-ppl.tsv" | cut -f3 | grep -c -E '^f(32|16)$')" ]
+while read -r model ctx kv chunks windows want got; do
+    check "$model ctx $ctx $kv: $windows windows as llama.cpp's $chunks, perplexity $got within 0.5% of llama.cpp's $want" \
+        awk -v w="$want" -v g="$got" -v c="$chunks" -v n="$windows" \
+        'BEGIN { d = (g - w) / w; if (d < 0) d = -d; exit !(c == n && d <= 0.005) }'
+done <"$tmp/ppl"
 
 finish

@@ -798,10 +798,13 @@ Test(protocol, req_and_event_round_trip)
     proto_tel_free(&t);
     free(text);
 
+    cr_assert_str_eq(t.req.kind, "", "an older node's: no kind");
     snprintf(m.source, sizeof m.source, "http");
+    snprintf(m.kind, sizeof m.kind, "quality");
     text = proto_req_encode(&h, &m);
     cr_assert_eq(proto_tel_decode("req", 3, text, strlen(text), &t, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(t.req.source, "http");
+    cr_assert_str_eq(t.req.kind, "quality");
     cr_assert_eq(t.req.input, PROTO_INPUT_SYNTHETIC, "the sender is not the prompt's input");
     proto_tel_free(&t);
     free(text);
