@@ -9,12 +9,16 @@
 #   - the Config view (c): while kv_bits is edited (Enter, b cycles it),
 #     the edit line shows the last measurement of the target setting on
 #     the model, or that there is none; Esc drops the draft;
+#   - the Stress view starts a quality run (mode quality, its kv-bits
+#     field 16,4) on the built-in text and shows the first setting's
+#     quality once measured; a aborts the second measurement;
 #   - q exits 0.
 . "$(dirname "$0")/lib/serve.sh"
 . "$(dirname "$0")/lib/tmux.sh"
 
 cap() { T capture-pane -p -t A; }
 says() { cap | grep -q -e "$1"; }
+says_e() { cap | grep -qE "$1"; }
 both_up() { [ "$(cap | grep -cE 'stage[01] +(inferd +)?up ')" = 2 ]; }
 
 DB="$tmp/history.db"
@@ -58,6 +62,24 @@ check "a setting never measured (16) says so" \
     wait_for 30 says "kv_bits 16: no quality measured on stories260K yet"
 T send-keys -t A Escape
 check "Esc drops the draft and the line" wait_for 30 sh -c "! tmux -L $SOCK capture-pane -p -t A | grep -q 'no quality measured'"
+# Stress view: mode cycles to quality (growth, fixed, soak, sweep, quality);
+# its kv-bits field is the form's 16,4; start (the last row).
+T send-keys -t A s
+wait_for 30 says 'stress run'
+T send-keys -t A g Enter Enter Enter Enter
+check "the form's mode takes quality" wait_for 30 says_e '^mode +quality'
+T send-keys -t A G Enter
+measured() {
+    [ "$(sqlite3 "$DB" "SELECT count(*) FROM quality WHERE run = 2 AND kv_bits = 16
+        AND text_name = 'text-en.txt'" 2>/dev/null)" = 1 ]
+}
+check "a quality run started from the console records kv_bits 16 on the built-in text" \
+    wait_for 1200 measured
+check "the Stress view shows the measured setting's quality" \
+    wait_for 30 says 'quality against kv_bits 32'
+# The second setting's measurement is cancelled: the run ends aborted.
+T send-keys -t A a
+check "a aborts the quality run" wait_for 300 says_e 'run 2 quality +aborted'
 T send-keys -t A q
 check "the console exits with status 0" wait_for 100 sh -c "[ \"\$(cat $tmp/a.rc 2>/dev/null)\" = 0 ]"
 finish

@@ -46,7 +46,7 @@ static const char *const field_label[F_COUNT] = {
     "prefill-step", "timeout s",     "stop on fail", "name",    "notes",  "start"};
 
 static const store_mode modes[] = {STORE_MODE_GROWTH, STORE_MODE_FIXED, STORE_MODE_SOAK,
-                                   STORE_MODE_SWEEP};
+                                   STORE_MODE_SWEEP, STORE_MODE_QUALITY};
 
 static stress_opts *form_opts(struct view_ctx *v)
 {
@@ -148,10 +148,13 @@ static int field_used(const stress_opts *o, enum field f)
     int fixed = o->mode == STORE_MODE_FIXED || o->mode == STORE_MODE_SOAK ||
                 (o->mode == STORE_MODE_SWEEP && o->leg_mode == STORE_MODE_FIXED);
     switch (f) {
-    case F_LEG:
     case F_KV_BITS:
+        return o->mode == STORE_MODE_SWEEP || o->mode == STORE_MODE_QUALITY;
+    case F_LEG:
     case F_PREFILL:
         return o->mode == STORE_MODE_SWEEP;
+    case F_GEN:
+        return o->mode != STORE_MODE_QUALITY;
     case F_FROM:
     case F_TO:
     case F_FACTOR:
@@ -370,15 +373,28 @@ static void stress_draw(struct view_ctx *v)
     draw_curves(v, have ? &pr : NULL);
 }
 
+/* A quality run scores the built-in text (a copy of bytes in the binary:
+ * no disk), its window the engine's default. */
 static void start(struct view_ctx *v)
 {
     char err[512];
     if (view_refuse_readonly(v, "stress runs"))
         return;
-    if (console_runs_start(v->opt->runs, form_opts(v), err, sizeof err) != 0)
+    stress_opts o = *form_opts(v);
+    char *text = NULL;
+    if (o.mode == STORE_MODE_QUALITY) {
+        if (!(text = stress_text_load(NULL, err, sizeof err))) {
+            view_message(v, 1, "%s", err);
+            return;
+        }
+        o.text = text;
+        snprintf(o.text_name, sizeof o.text_name, "%s", stress_text_builtin_name);
+    }
+    if (console_runs_start(v->opt->runs, &o, err, sizeof err) != 0)
         view_message(v, 1, "%s", err);
     else
-        view_message(v, 0, "%s run started: a aborts it", store_mode_name(form_opts(v)->mode));
+        view_message(v, 0, "%s run started: a aborts it", store_mode_name(o.mode));
+    free(text);
 }
 
 static void edit_key(struct view_ctx *v, int key)
