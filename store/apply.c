@@ -45,6 +45,17 @@ int store_wstmts_prepare(sqlite3 *db, store_wstmts *w, char *err, size_t errlen)
          "UPDATE runs SET status = ?2, ended = ?3, failure = ?4, max_context = " RUN_OK_CONTEXT
          " WHERE id = ?1"},
         {&w->progress, "UPDATE runs SET dropped_rows = ?2, last_context = ?3 WHERE id = ?1"},
+        {&w->quality,
+         "INSERT INTO quality(run, leg, kv_bits, ref_kv_bits, ctx, score_from, windows,"
+         " positions, kl_mean, kl_p99, kl_max, top1, ppl_ref, ppl_test, ppl_ref_err,"
+         " text_name, text_sha256, model, t)"
+         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+        {&w->quality_bucket, "INSERT INTO quality_buckets(run, leg, pos_from, pos_to, positions,"
+                             " kl_mean, kl_p99, kl_max, top1, ppl_ref, ppl_test)"
+                             " VALUES (?,?,?,?,?,?,?,?,?,?,?)"},
+        {&w->savepoint, "SAVEPOINT quality"},
+        {&w->release, "RELEASE quality"},
+        {&w->rollback_to, "ROLLBACK TO quality"},
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (store_prepare(db, all[i].sql, all[i].st, err, errlen) != 0)
@@ -54,9 +65,10 @@ int store_wstmts_prepare(sqlite3 *db, store_wstmts *w, char *err, size_t errlen)
 
 void store_wstmts_finalize(store_wstmts *w)
 {
-    sqlite3_stmt **all[] = {&w->begin,   &w->commit,  &w->rollback, &w->step,
-                            &w->steps,   &w->request, &w->event,    &w->leg_begin,
-                            &w->leg_end, &w->run_end, &w->progress};
+    sqlite3_stmt **all[] = {&w->begin,          &w->commit,    &w->rollback, &w->step,
+                            &w->steps,          &w->request,   &w->event,    &w->leg_begin,
+                            &w->leg_end,        &w->run_end,   &w->progress, &w->quality,
+                            &w->quality_bucket, &w->savepoint, &w->release,  &w->rollback_to};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         sqlite3_finalize(*all[i]);
         *all[i] = NULL;
@@ -69,14 +81,6 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *t)
         sqlite3_bind_text(st, i, t, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, i);
-}
-
-static int run_stmt(sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    return rc;
 }
 
 /* The writer's view of the active run; NULL for a run this handle does not
@@ -179,7 +183,7 @@ static int apply_request(store *s, store_rec *r)
     store_bind_measure(st, 20, q->itl_p99_ms);
     store_bind_measure(st, 21, q->prefill_step_ms);
     store_bind_measure(st, 22, q->decode_step_ms);
-    return run_stmt(st);
+    return store_stmt_run(st);
 }
 
 static int apply_event(store *s, store_rec *r)
@@ -191,7 +195,7 @@ static int apply_event(store *s, store_rec *r)
     bind_text_or_null(st, 3, r->u.ev.node);
     sqlite3_bind_text(st, 4, r->u.ev.kind, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 5, r->u.ev.detail, -1, SQLITE_STATIC);
-    return run_stmt(st);
+    return store_stmt_run(st);
 }
 
 static int apply_leg_begin(store *s, store_rec *r)
@@ -203,7 +207,7 @@ static int apply_leg_begin(store *s, store_rec *r)
     sqlite3_bind_int(st, 4, r->u.leg.info.prefill_step);
     sqlite3_bind_int(st, 5, r->u.leg.info.concurrency);
     sqlite3_bind_double(st, 6, r->t);
-    return run_stmt(st);
+    return store_stmt_run(st);
 }
 
 /* Ends one leg, or (leg < 0) every leg still running. */
@@ -215,7 +219,7 @@ static int apply_leg_end(store *s, store_rec *r)
         sqlite3_bind_int(st, 2, r->u.end.leg);
     sqlite3_bind_text(st, 3, store_status_name(r->u.end.status), -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 4, r->t);
-    return run_stmt(st);
+    return store_stmt_run(st);
 }
 
 /* Legs the runner left open end with the run. */
@@ -229,7 +233,7 @@ static int apply_run_end(store *s, store_rec *r, store_active *a)
     sqlite3_bind_text(st, 2, store_status_name(r->u.end.status), -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 3, r->t);
     bind_text_or_null(st, 4, r->u.end.failure);
-    rc = run_stmt(st);
+    rc = store_stmt_run(st);
     if (rc != SQLITE_DONE)
         return rc;
     pthread_mutex_lock(&s->lock);
@@ -262,6 +266,8 @@ int store_rec_apply(store *s, store_rec *r)
         return apply_leg_end(s, r);
     case REC_RUN_END:
         return apply_run_end(s, r, a);
+    case REC_QUALITY:
+        return store_quality_apply(s, r);
     }
     return SQLITE_MISUSE;
 }
@@ -277,7 +283,7 @@ int store_progress_save(store *s)
         sqlite3_bind_int64(st, 2, a->dropped);
         if (a->last_context >= 0)
             sqlite3_bind_int64(st, 3, a->last_context);
-        if (run_stmt(st) != SQLITE_DONE) {
+        if (store_stmt_run(st) != SQLITE_DONE) {
             pthread_mutex_unlock(&s->lock);
             return -1;
         }

@@ -2,6 +2,7 @@
  * bindings. The bottom of the store: it calls no other file of it. */
 #include <errno.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,27 @@ void store_bind_measure(sqlite3_stmt *st, int i, double v)
         sqlite3_bind_null(st, i);
     else
         sqlite3_bind_double(st, i, v);
+}
+
+void store_bind_finite(sqlite3_stmt *st, int i, double v)
+{
+    if (isfinite(v))
+        sqlite3_bind_double(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+double store_col_num(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+int store_stmt_run(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc;
 }
 
 char *store_col_strdup(sqlite3_stmt *st, int i)

@@ -6,8 +6,7 @@
 
 #include "store_int.h"
 
-/* NaN and infinities have no JSON form: they become null. */
-static json_t *jnum(double v)
+json_t *store_json_num(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();
 }
@@ -67,9 +66,9 @@ static json_t *leg_json(const store_leg_summary *l)
     return json_pack(
         "{si si si si ss so so sI sI so so so so so so}", "idx", l->idx, "kv_bits", l->kv_bits,
         "prefill_step", l->prefill_step, "concurrency", l->concurrency, "status", l->status,
-        "max_context", jopt_int(l->max_context), "agg_tps", jnum(l->agg_tps), "requests",
+        "max_context", jopt_int(l->max_context), "agg_tps", store_json_num(l->agg_tps), "requests",
         (json_int_t)l->requests, "failed", (json_int_t)l->failed, "ttft_ms", jdist(&l->ttft_ms),
-        "ttft_p95_ms", jnum(l->ttft_p95_ms), "tpot_ms", jdist(&l->tpot_ms), "decode_tps",
+        "ttft_p95_ms", store_json_num(l->ttft_p95_ms), "tpot_ms", jdist(&l->tpot_ms), "decode_tps",
         jdist(&l->decode_tps), "prefill_tps", jdist(&l->prefill_tps), "e2e_ms", jdist(&l->e2e_ms));
 }
 
@@ -124,8 +123,9 @@ json_t *store_compare_json(const store_compare *c)
     for (size_t i = 0; rows && i < c->n; i++) {
         const store_delta *d = &c->rows[i];
         if (jappend(rows, json_pack("{ss ss so so so so}", "key", d->key, "metric", d->metric, "a",
-                                    jnum(d->a), "b", jnum(d->b), "delta", jnum(d->delta), "ratio",
-                                    jnum(d->ratio))) != 0) {
+                                    store_json_num(d->a), "b", store_json_num(d->b), "delta",
+                                    store_json_num(d->delta), "ratio", store_json_num(d->ratio))) !=
+            0) {
             json_decref(rows);
             json_decref(pairs);
             return NULL;
@@ -155,6 +155,11 @@ static json_t *best_row_json(const store_best *b, const store_best_row *r)
     else if (!bad)
         bad = json_object_set_new(row, "max_context", jopt_int(r->max_context)) ||
               json_object_set_new(row, "decode_tps", jopt_real(r->decode_tps));
+    if (!bad)
+        bad = json_object_set_new(row, "kl_mean", store_json_num(r->kl_mean)) ||
+              json_object_set_new(row, "top1", store_json_num(r->top1)) ||
+              json_object_set_new(row, "quality_run",
+                                  r->quality_run > 0 ? json_integer(r->quality_run) : json_null());
     if (bad) {
         json_decref(row);
         return NULL;
@@ -385,7 +390,7 @@ static json_t *cell_json(const store_cell *c)
     case STORE_INT:
         return json_integer(c->i);
     case STORE_REAL:
-        return jnum(c->d);
+        return store_json_num(c->d);
     case STORE_TEXT:
         return json_string(c->s);
     case STORE_NULL:

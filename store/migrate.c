@@ -144,8 +144,70 @@ static const char migration_7[] =
     "UPDATE runs SET engine_version = json_extract(cluster, '$.engine')"
     " WHERE json_type(cluster, '$.engine') = 'text';";
 
-static const char *const migrations[STORE_SCHEMA_VERSION] = {
-    migration_1, migration_2, migration_3, migration_4, migration_5, migration_6, migration_7};
+/* v8: quality measurements (infertop stress quality, sweep --quality):
+ * per leg what the setting under test did to the model's distributions
+ * against the reference (kv_bits 32), and the same per depth bucket. The
+ * runs table is rebuilt to let its mode CHECK take 'quality' (SQLite
+ * cannot alter a CHECK): store_migrate runs it with foreign keys off, so
+ * that dropping the old table cascades nowhere; the copy keeps every id,
+ * so every reference to a run still holds.
+ * quality_model serves the latest measurement of a setting on a model
+ * (the Config view, history best's floor). */
+static const char migration_8[] =
+    "CREATE TABLE runs_v8 ("
+    " id INTEGER PRIMARY KEY,"
+    " name TEXT NOT NULL DEFAULT '',"
+    " notes TEXT NOT NULL DEFAULT '',"
+    " mode TEXT NOT NULL CHECK (mode IN ('growth','fixed','soak','sweep','quality')),"
+    " status TEXT NOT NULL CHECK (status IN ('running','completed','failed','aborted')),"
+    " started REAL NOT NULL,"
+    " ended REAL,"
+    " params TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(params)),"
+    " cluster TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(cluster)),"
+    " failure TEXT,"
+    " max_context INTEGER,"
+    " dropped_rows INTEGER NOT NULL DEFAULT 0,"
+    " last_context INTEGER, owner_pid INTEGER, owner_start INTEGER, stats_seq INTEGER,"
+    " engine TEXT NOT NULL DEFAULT 'inferd',"
+    " engine_version TEXT);"
+    "INSERT INTO runs_v8 SELECT id, name, notes, mode, status, started, ended, params, cluster,"
+    " failure, max_context, dropped_rows, last_context, owner_pid, owner_start, stats_seq,"
+    " engine, engine_version FROM runs;"
+    "DROP TABLE runs;"
+    "ALTER TABLE runs_v8 RENAME TO runs;"
+    "CREATE INDEX runs_started ON runs(started);"
+    "CREATE INDEX runs_status ON runs(status);"
+    "CREATE TABLE quality ("
+    " run INTEGER NOT NULL,"
+    " leg INTEGER NOT NULL,"
+    " kv_bits INTEGER NOT NULL,"
+    " ref_kv_bits INTEGER NOT NULL,"
+    " ctx INTEGER NOT NULL,"
+    " score_from INTEGER NOT NULL,"
+    " windows INTEGER NOT NULL,"
+    " positions INTEGER NOT NULL,"
+    " kl_mean REAL, kl_p99 REAL, kl_max REAL, top1 REAL,"
+    " ppl_ref REAL, ppl_test REAL, ppl_ref_err REAL,"
+    " text_name TEXT NOT NULL,"
+    " text_sha256 TEXT NOT NULL,"
+    " model TEXT NOT NULL,"
+    " t REAL NOT NULL,"
+    " PRIMARY KEY (run, leg),"
+    " FOREIGN KEY (run, leg) REFERENCES legs(run, idx) ON DELETE CASCADE) WITHOUT ROWID;"
+    "CREATE INDEX quality_model ON quality(model, kv_bits, t);"
+    "CREATE TABLE quality_buckets ("
+    " run INTEGER NOT NULL,"
+    " leg INTEGER NOT NULL,"
+    " pos_from INTEGER NOT NULL,"
+    " pos_to INTEGER NOT NULL,"
+    " positions INTEGER NOT NULL,"
+    " kl_mean REAL, kl_p99 REAL, kl_max REAL, top1 REAL, ppl_ref REAL, ppl_test REAL,"
+    " PRIMARY KEY (run, leg, pos_from),"
+    " FOREIGN KEY (run, leg) REFERENCES quality(run, leg) ON DELETE CASCADE) WITHOUT ROWID;";
+
+static const char *const migrations[STORE_SCHEMA_VERSION] = {migration_1, migration_2, migration_3,
+                                                             migration_4, migration_5, migration_6,
+                                                             migration_7, migration_8};
 
 int store_schema_version(sqlite3 *db, int *version, char *err, size_t errlen)
 {
@@ -208,8 +270,20 @@ int store_migrate(sqlite3 *db, int target, char *err, size_t errlen)
                    version, STORE_SCHEMA_VERSION);
         return -1;
     }
-    for (int v = version + 1; v <= target; v++)
-        if (apply(db, v, err, errlen) != 0)
-            return -1;
-    return 0;
+    if (version >= target)
+        return 0;
+    /* The pragma is a no-op inside a transaction: set it around them. */
+    int fk = 0;
+    sqlite3_stmt *st;
+    if (store_prepare(db, "PRAGMA foreign_keys", &st, err, errlen) != 0)
+        return -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        fk = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    int rc = store_exec(db, "PRAGMA foreign_keys=OFF", err, errlen);
+    for (int v = version + 1; rc == 0 && v <= target; v++)
+        rc = apply(db, v, err, errlen);
+    if (fk && store_exec(db, "PRAGMA foreign_keys=ON", rc == 0 ? err : NULL, errlen) != 0)
+        rc = -1;
+    return rc;
 }

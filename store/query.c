@@ -124,27 +124,39 @@ void store_run_list_free(store_run_list *l)
     l->n = 0;
 }
 
-static int check_name(const char *v, const char *what, const char *const *names, size_t n,
+/* name_of(i) for i in [0, n) are the words v may be. */
+static int check_name(const char *v, const char *what, const char *(*name_of)(int), int n,
                       char *err, size_t errlen)
 {
     if (!v)
         return 0;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(v, names[i]) == 0)
+    char all[128] = "";
+    for (int i = 0; i < n; i++) {
+        if (strcmp(v, name_of(i)) == 0)
             return 0;
-    store_errf(err, errlen, "%s \"%s\" is not one of %s, %s, %s, %s", what, v, names[0], names[1],
-               names[2], names[3]);
+        size_t len = strlen(all);
+        snprintf(all + len, sizeof all - len, "%s%s", i ? ", " : "", name_of(i));
+    }
+    store_errf(err, errlen, "%s \"%s\" is not one of %s", what, v, all);
     return -1;
+}
+
+static const char *mode_at(int i)
+{
+    return store_mode_name((store_mode)i);
+}
+
+static const char *status_at(int i)
+{
+    return store_status_name((store_status)i);
 }
 
 int store_runs_list(store *s, const store_run_filter *f, store_run_list *out, char *err,
                     size_t errlen)
 {
-    static const char *const modes[] = {"growth", "fixed", "soak", "sweep"};
-    static const char *const statuses[] = {"running", "completed", "failed", "aborted"};
     memset(out, 0, sizeof *out);
-    if (check_name(f->mode, "mode", modes, 4, err, errlen) != 0 ||
-        check_name(f->status, "status", statuses, 4, err, errlen) != 0)
+    if (check_name(f->mode, "mode", mode_at, STORE_MODE_COUNT, err, errlen) != 0 ||
+        check_name(f->status, "status", status_at, STORE_ABORTED + 1, err, errlen) != 0)
         return -1;
     if (f->limit < 0 || f->offset < 0) {
         store_errf(err, errlen, "limit and offset must not be negative");
@@ -617,12 +629,26 @@ void store_best_free(store_best *b)
     "  legs.run, legs.idx, legs.kv_bits, legs.prefill_step,"                                       \
     "  coalesce(legs.concurrency, 1) AS concurrency,"                                              \
     "  coalesce(legs.agg_tps, " LEG_AGG_TPS ") AS agg_tps"                                         \
-    " FROM legs JOIN runs r ON r.id = legs.run),"                                                  \
+    " FROM legs JOIN runs r ON r.id = legs.run WHERE r.mode <> 'quality'),"                        \
     "f AS (SELECT * FROM legs_of WHERE (?1 IS NULL OR model = ?1)"                                 \
-    " AND (?2 IS NULL OR cluster = ?2) AND (?3 IS NULL OR engine = ?3)),"
+    " AND (?2 IS NULL OR cluster = ?2) AND (?3 IS NULL OR engine = ?3)),"                          \
+    "qual AS (SELECT q.model, r.engine, q.kv_bits, q.kl_mean, q.top1, q.run,"                      \
+    " row_number() OVER (PARTITION BY q.model, r.engine, q.kv_bits ORDER BY q.t DESC, q.run DESC)" \
+    " AS rn FROM quality q JOIN runs r ON r.id = q.run),"
+
+/* A setting's latest quality (kv_bits 32 on inferd is the reference
+ * itself), and the floor ?4 (max KL) and ?5 (min top-1) on it. */
+#define BEST_KL "coalesce(k.kl_mean, CASE WHEN t.kv_bits = 32 AND t.engine = 'inferd' THEN 0 END)"
+#define BEST_TOP1 "coalesce(k.top1, CASE WHEN t.kv_bits = 32 AND t.engine = 'inferd' THEN 1 END)"
+#define BEST_QUALITY                                                                               \
+    " LEFT JOIN qual k ON k.rn = 1 AND k.model = t.model AND k.engine = t.engine"                  \
+    " AND k.kv_bits = t.kv_bits"                                                                   \
+    " WHERE (?4 IS NULL OR " BEST_KL " <= ?4) AND (?5 IS NULL OR " BEST_TOP1 " >= ?5)"
+#define BEST_QUALITY_COLS ", " BEST_KL ", " BEST_TOP1 ", coalesce(k.run, 0)"
 
 /* Both rankings return: model, cluster, kv_bits, prefill_step,
- * concurrency, max_context, decode_tps, agg_tps, run, runs, engine. A
+ * concurrency, max_context, decode_tps, agg_tps, run, runs, engine,
+ * kl_mean, top1, quality run. A
  * setting is one per engine: q4_0 KV on llama.cpp is not kv_bits 4 on
  * inferd. */
 static const char best_context_sql[] =
@@ -636,10 +662,10 @@ static const char best_context_sql[] =
     "  f.kv_bits, f.prefill_step ORDER BY q.ctx_after DESC, q.decode_tps DESC, q.run DESC) AS rn"
     " FROM f JOIN requests q ON q.run = f.run AND q.leg = f.idx WHERE q.status = 'ok')"
     "SELECT t.model, t.cluster, t.kv_bits, t.prefill_step, 0, coalesce(b.ctx_after, -1),"
-    " coalesce(b.decode_tps, -1), -1, coalesce(b.run, 0), t.runs, t.engine"
+    " coalesce(b.decode_tps, -1), -1, coalesce(b.run, 0), t.runs, t.engine" BEST_QUALITY_COLS
     " FROM tried t LEFT JOIN ranked b ON b.rn = 1 AND b.model = t.model"
     " AND b.cluster = t.cluster AND b.engine = t.engine AND b.kv_bits = t.kv_bits"
-    " AND b.prefill_step = t.prefill_step"
+    " AND b.prefill_step = t.prefill_step" BEST_QUALITY
     " ORDER BY t.model, t.cluster, 6 DESC, 7 DESC, t.engine, t.kv_bits, t.prefill_step";
 
 static const char best_agg_sql[] =
@@ -652,14 +678,15 @@ static const char best_agg_sql[] =
     "  row_number() OVER (PARTITION BY model, cluster, engine, kv_bits, prefill_step,"
     "  concurrency ORDER BY agg_tps DESC, run DESC) AS rn FROM f WHERE agg_tps IS NOT NULL)"
     "SELECT t.model, t.cluster, t.kv_bits, t.prefill_step, t.concurrency, -1, -1,"
-    " coalesce(b.agg_tps, -1), coalesce(b.run, 0), t.runs, t.engine"
+    " coalesce(b.agg_tps, -1), coalesce(b.run, 0), t.runs, t.engine" BEST_QUALITY_COLS
     " FROM tried t LEFT JOIN ranked b ON b.rn = 1 AND b.model = t.model"
     " AND b.cluster = t.cluster AND b.engine = t.engine AND b.kv_bits = t.kv_bits"
-    " AND b.prefill_step = t.prefill_step AND b.concurrency = t.concurrency"
+    " AND b.prefill_step = t.prefill_step AND b.concurrency = t.concurrency" BEST_QUALITY
     " ORDER BY t.model, t.cluster, 8 DESC, t.engine, t.kv_bits, t.prefill_step, t.concurrency";
 
 int store_best_settings(store *s, const char *model, const char *cluster, const char *engine,
-                        store_best_by by, store_best *out, char *err, size_t errlen)
+                        store_best_by by, const store_quality_floor *floor, store_best *out,
+                        char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     out->by = by;
@@ -675,6 +702,10 @@ int store_best_settings(store *s, const char *model, const char *cluster, const 
         sqlite3_bind_text(st, 2, cluster, -1, SQLITE_STATIC);
     if (engine)
         sqlite3_bind_text(st, 3, engine, -1, SQLITE_STATIC);
+    if (floor && isfinite(floor->max_kl))
+        sqlite3_bind_double(st, 4, floor->max_kl);
+    if (floor && isfinite(floor->min_top1))
+        sqlite3_bind_double(st, 5, floor->min_top1);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_best_row *grown = realloc(out->rows, (out->n + 1) * sizeof *grown);
         if (!grown)
@@ -699,6 +730,9 @@ int store_best_settings(store *s, const char *model, const char *cluster, const 
         r->agg_tps = sqlite3_column_double(st, 7);
         r->run = sqlite3_column_int64(st, 8);
         r->runs = sqlite3_column_int64(st, 9);
+        r->kl_mean = store_col_num(st, 11);
+        r->top1 = store_col_num(st, 12);
+        r->quality_run = sqlite3_column_int64(st, 13);
     }
     if (rc == SQLITE_DONE)
         ret = 0;

@@ -16,6 +16,37 @@ store_active *store_active_find(store *s, int64_t run)
     return NULL;
 }
 
+/* A row that could not even be built is still a dropped row, and a loss
+ * of its run while the run is going. */
+int store_refuse(store *s, int64_t run)
+{
+    pthread_mutex_lock(&s->lock);
+    s->dropped++;
+    store_active *a = store_active_find(s, run);
+    if (a && !a->closing)
+        a->dropped++;
+    pthread_mutex_unlock(&s->lock);
+    return -1;
+}
+
+void store_quality_free(store_quality *q)
+{
+    if (!q)
+        return;
+    free(q->text_name);
+    free(q->model);
+    free(q->buckets);
+    q->text_name = q->model = NULL;
+    q->buckets = NULL;
+    q->n_buckets = 0;
+}
+
+void store_quality_release(store_quality *q)
+{
+    store_quality_free(q);
+    free(q);
+}
+
 void store_rec_release(store_rec *r)
 {
     switch (r->kind) {
@@ -31,6 +62,9 @@ void store_rec_release(store_rec *r)
         break;
     case REC_RUN_END:
         free(r->u.end.failure);
+        break;
+    case REC_QUALITY:
+        store_quality_release(r->u.qual);
         break;
     default:
         break;

@@ -8,13 +8,14 @@
 
 #include "store_int.h"
 
-static const char *const mode_names[] = {"growth", "fixed", "soak", "sweep"};
+static const char *const mode_names[STORE_MODE_COUNT] = {"growth", "fixed", "soak", "sweep",
+                                                         "quality"};
 static const char *const status_names[] = {"running", "completed", "failed", "aborted"};
 static const char *const phase_names[] = {"prefill", "decode"};
 
 const char *store_mode_name(store_mode m)
 {
-    return (unsigned)m < 4 ? mode_names[m] : NULL;
+    return (unsigned)m < STORE_MODE_COUNT ? mode_names[m] : NULL;
 }
 
 const char *store_status_name(store_status st)
@@ -49,7 +50,7 @@ static int valid_object(const char *json, const char *what, char *err, size_t er
 int store_run_begin(store *s, const store_run_info *info, int64_t *run_id, char *err, size_t errlen)
 {
     if (!store_mode_name(info->mode)) {
-        store_errf(err, errlen, "run mode %d is not one of growth, fixed, soak, sweep",
+        store_errf(err, errlen, "run mode %d is not one of growth, fixed, soak, sweep, quality",
                    (int)info->mode);
         return -1;
     }
@@ -113,23 +114,10 @@ static char *dup_or_null(const char *t, int *oom)
     return d;
 }
 
-/* A row that could not even be built is still a dropped row, and a loss
- * of its run while the run is going. */
-static int refuse(store *s, int64_t run)
-{
-    pthread_mutex_lock(&s->lock);
-    s->dropped++;
-    store_active *a = store_active_find(s, run);
-    if (a && !a->closing)
-        a->dropped++;
-    pthread_mutex_unlock(&s->lock);
-    return -1;
-}
-
 int store_leg_start(store *s, int64_t run, int leg, const store_leg_info *info)
 {
     if (leg < 0 || info->concurrency < 1)
-        return refuse(s, run);
+        return store_refuse(s, run);
     store_rec r = {.kind = REC_LEG_BEGIN, .run = run, .t = store_now()};
     r.u.leg.leg = leg;
     r.u.leg.info = *info;
@@ -139,7 +127,7 @@ int store_leg_start(store *s, int64_t run, int leg, const store_leg_info *info)
 int store_leg_end(store *s, int64_t run, int leg, store_status status)
 {
     if (!store_status_name(status) || leg < 0)
-        return refuse(s, run);
+        return store_refuse(s, run);
     store_rec r = {.kind = REC_LEG_END, .run = run, .t = store_now()};
     r.u.end.leg = leg;
     r.u.end.status = status;
@@ -149,7 +137,7 @@ int store_leg_end(store *s, int64_t run, int leg, store_status status)
 int store_run_end(store *s, int64_t run, store_status status, const char *failure)
 {
     if (!store_status_name(status) || status == STORE_RUNNING)
-        return refuse(s, run);
+        return store_refuse(s, run);
     store_rec r = {.kind = REC_RUN_END, .run = run, .t = store_now()};
     int oom = 0;
     r.u.end.leg = -1;
@@ -157,7 +145,7 @@ int store_run_end(store *s, int64_t run, store_status status, const char *failur
     r.u.end.failure = dup_or_null(failure, &oom);
     if (oom) {
         store_rec_release(&r);
-        return refuse(s, run);
+        return store_refuse(s, run);
     }
     return store_queue_push(s, &r, 1);
 }
@@ -172,7 +160,7 @@ int store_request_add(store *s, const store_request *q)
     r.u.req.error_message = dup_or_null(q->error_message, &oom);
     if (oom) {
         store_rec_release(&r);
-        return refuse(s, q->run);
+        return store_refuse(s, q->run);
     }
     return store_queue_push(s, &r, 1);
 }
@@ -183,7 +171,7 @@ int store_step_add(store *s, const store_step *st)
     /* A step belongs to a run (the writer keeps the run's step sequence):
      * one with run 0 would have nowhere to go. */
     if (st->run <= 0 || len == 0 || len >= STORE_NODE_MAX || !store_phase_name(st->phase))
-        return refuse(s, st->run);
+        return store_refuse(s, st->run);
     store_rec r = {.kind = REC_STEP, .run = st->run, .t = st->t > 0 ? st->t : store_now()};
     r.u.step.v = *st;
     r.u.step.v.node = NULL;
@@ -194,7 +182,7 @@ int store_step_add(store *s, const store_step *st)
 int store_event_add(store *s, const store_event *e)
 {
     if (!e->kind || !e->kind[0] || valid_object(e->detail, "event detail", NULL, 0) != 0)
-        return refuse(s, e->run);
+        return store_refuse(s, e->run);
     store_rec r = {.kind = REC_EVENT, .run = e->run, .t = e->t > 0 ? e->t : store_now()};
     int oom = 0;
     r.u.ev.node = dup_or_null(e->node, &oom);
@@ -202,7 +190,7 @@ int store_event_add(store *s, const store_event *e)
     r.u.ev.detail = dup_or_null(e->detail ? e->detail : "{}", &oom);
     if (oom) {
         store_rec_release(&r);
-        return refuse(s, e->run);
+        return store_refuse(s, e->run);
     }
     return store_queue_push(s, &r, 0);
 }

@@ -65,8 +65,11 @@ typedef enum store_mode {
     STORE_MODE_GROWTH,
     STORE_MODE_FIXED,
     STORE_MODE_SOAK,
-    STORE_MODE_SWEEP
+    STORE_MODE_SWEEP,
+    STORE_MODE_QUALITY /* a quality measurement per kv_bits setting (schema 8) */
 } store_mode;
+
+#define STORE_MODE_COUNT 5
 
 typedef enum store_status {
     STORE_RUNNING,
@@ -156,6 +159,36 @@ typedef struct store_event {
 } store_event;
 
 int store_event_add(store *s, const store_event *e);
+
+/* What a leg's quality measurement found: the test setting's
+ * distributions against the reference's (kv_bits 32) over the same
+ * tokens, overall and by depth bucket (positions within a window).
+ * Figures are NaN where the engine sent none (a bucket of no scored
+ * positions). store/SCHEMA.md, tables quality and quality_buckets. */
+typedef struct store_quality_bucket {
+    int64_t from, to, positions;
+    double kl_mean, kl_p99, kl_max, top1, ppl_ref, ppl_test;
+} store_quality_bucket;
+
+#define STORE_SHA256_HEX 65 /* a sha256 as hex, with its NUL */
+
+typedef struct store_quality {
+    int64_t run;
+    int leg;
+    int kv_bits, ref_kv_bits;
+    int64_t ctx, score_from, windows, positions;
+    double kl_mean, kl_p99, kl_max, top1, ppl_ref, ppl_test, ppl_ref_err;
+    char *text_name; /* the text measured: its file, or the shipped one's name */
+    char text_sha256[STORE_SHA256_HEX];
+    char *model;
+    double t; /* when it was measured; 0: now */
+    store_quality_bucket *buckets;
+    size_t n_buckets;
+} store_quality;
+
+/* Queues leg q->leg's quality of run q->run (the leg started before);
+ * everything is copied. A leg has at most one. */
+int store_quality_add(store *s, const store_quality *q);
 
 /* failure: why the run failed or was aborted, or NULL. */
 int store_run_end(store *s, int64_t run, store_status status, const char *failure);
@@ -360,6 +393,11 @@ typedef struct store_best_row {
     double agg_tps;      /* STORE_BEST_AGG_TPS: the best leg's aggregate tok/s; -1 none */
     int64_t run;         /* the run holding that request (leg); 0 none */
     int64_t runs;        /* runs that tried this setting */
+    /* The latest quality measured of the setting's kv_bits on the model
+     * (store_quality_last); NaN and 0 when none. kv_bits 32 is the
+     * reference itself: KL 0 and top-1 1 without a measurement. */
+    double kl_mean, top1;
+    int64_t quality_run;
 } store_best_row;
 
 typedef struct store_best {
@@ -368,11 +406,39 @@ typedef struct store_best {
     size_t n;
 } store_best;
 
-/* Per model, cluster name, engine and setting, best first by `by`.
- * model, cluster and engine filter when not NULL. */
+/* A quality floor: only settings whose latest quality measurement has
+ * kl_mean <= max_kl and top1 >= min_top1 are ranked (a setting never
+ * measured is left out). NaN: that bound is not applied. */
+typedef struct store_quality_floor {
+    double max_kl, min_top1;
+} store_quality_floor;
+
+/* Per model, cluster name, engine and setting, best first by `by`, over
+ * the legs of speed runs (a quality run's legs measure no speed).
+ * model, cluster and engine filter when not NULL; floor (NULL: none)
+ * keeps the settings whose quality passes it. */
 int store_best_settings(store *s, const char *model, const char *cluster, const char *engine,
-                        store_best_by by, store_best *out, char *err, size_t errlen);
+                        store_best_by by, const store_quality_floor *floor, store_best *out,
+                        char *err, size_t errlen);
 void store_best_free(store_best *b);
+
+/* The quality measured on each leg of a run, by leg. 1: no such run. */
+typedef struct store_quality_list {
+    store_quality *q;
+    size_t n;
+} store_quality_list;
+
+int store_run_quality(store *s, int64_t run, store_quality_list *out, char *err, size_t errlen);
+void store_quality_list_free(store_quality_list *l);
+
+/* The latest quality measured of kv_bits on model by engine (NULL:
+ * inferd): 0 with *out (store_quality_free it), 1 when there is none. */
+int store_quality_last(store *s, const char *model, const char *engine, int kv_bits,
+                       store_quality *out, char *err, size_t errlen);
+void store_quality_free(store_quality *q);
+
+/* JSON of one measurement (its buckets included); NULL when out of memory. */
+json_t *store_quality_json(const store_quality *q);
 
 /* Deletes finished runs started before `before` with all their rows;
  * VACUUMs afterwards when vacuum is set. */

@@ -9,7 +9,7 @@
 
 #include "store.h"
 
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 
 /* Control rows (requests, legs, run ends) may use this many slots beyond
  * the queue capacity, so that a flood of steps drops steps first. */
@@ -41,6 +41,12 @@ int store_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
 int store_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err, size_t errlen);
 /* Binds NULL for a negative (unknown) measurement. */
 void store_bind_measure(sqlite3_stmt *st, int i, double v);
+/* Binds v, or NULL when it is not finite. */
+void store_bind_finite(sqlite3_stmt *st, int i, double v);
+/* Column i as a number, NaN when NULL. */
+double store_col_num(sqlite3_stmt *st, int i);
+/* Steps a writer statement once, then resets it and clears its bindings. */
+int store_stmt_run(sqlite3_stmt *st);
 /* Copies column i (NULL: "") into a new string; NULL when out of memory. */
 char *store_col_strdup(sqlite3_stmt *st, int i);
 
@@ -59,7 +65,8 @@ typedef enum store_rec_kind {
     REC_EVENT,
     REC_LEG_BEGIN,
     REC_LEG_END,
-    REC_RUN_END
+    REC_RUN_END,
+    REC_QUALITY
 } store_rec_kind;
 
 /* One queued row. Pointers inside are owned by the record (store_rec_release). */
@@ -86,10 +93,13 @@ typedef struct store_rec {
             store_status status;
             char *failure; /* REC_RUN_END only */
         } end;
+        store_quality *qual; /* a deep copy */
     } u;
 } store_rec;
 
 void store_rec_release(store_rec *r);
+/* Frees a deep copy made by store_quality_add (queue.c: records own it). */
+void store_quality_release(store_quality *q);
 
 /* A run this handle began and has not ended: the writer's running state
  * for it. dropped/closing are guarded by store.lock; the rest belongs to
@@ -109,6 +119,7 @@ typedef struct store_active {
 typedef struct store_wstmts {
     sqlite3_stmt *begin, *commit, *rollback;
     sqlite3_stmt *step, *steps, *request, *event, *leg_begin, *leg_end, *run_end, *progress;
+    sqlite3_stmt *quality, *quality_bucket, *savepoint, *release, *rollback_to;
 } store_wstmts;
 
 struct store {
@@ -139,6 +150,10 @@ store_active *store_active_find(store *s, int64_t run);
  * s->lock; the global count is kept by the caller. */
 void store_charge_run(store *s, int64_t run, int64_t n);
 
+/* A row that could not be built or queued: counted as dropped, and
+ * against its run while the run is going. Returns -1. */
+int store_refuse(store *s, int64_t run);
+
 /* ---- writer.c: the thread that drains the queue ---- */
 int store_writer_start(store *s, char *err, size_t errlen);
 void store_writer_stop(store *s);
@@ -153,6 +168,14 @@ int store_rec_apply(store *s, store_rec *r);
 int store_steps_apply(store *s, store_rec *const *recs);
 /* Writes dropped counts and last contexts of the active runs that changed. */
 int store_progress_save(store *s);
+
+/* ---- export.c ---- */
+/* NaN and infinities have no JSON form: they become null. */
+json_t *store_json_num(double v);
+
+/* ---- quality.c ---- */
+/* Writes a quality record and its buckets, all or none (a savepoint). */
+int store_quality_apply(store *s, store_rec *r);
 
 /* ---- recover.c ---- */
 /* Marks runs left running by a dead process as aborted. */

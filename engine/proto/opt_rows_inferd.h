@@ -42,9 +42,10 @@
                      .arg = "B",
                      .help = "KV cache precision in bits per value",
                      .verbs = OPT_VB(OPT_V_GENERATE) | OPT_VB(OPT_V_SERVE) | OPT_VB(OPT_V_EVAL) |
-                              OPT_VB(OPT_V_QUALITY) | SWEEP,
-                     .list_verbs = OPT_VB(OPT_V_STRESS_SWEEP) | OPT_VB(OPT_V_QUALITY),
-                     .required = OPT_VB(OPT_V_STRESS_SWEEP) | OPT_VB(OPT_V_QUALITY)},
+                              OPT_VB(OPT_V_QUALITY) | SWEEP | QUALITY,
+                     .list_verbs =
+                         OPT_VB(OPT_V_STRESS_SWEEP) | OPT_VB(OPT_V_QUALITY) | QUALITY,
+                     .required = OPT_VB(OPT_V_STRESS_SWEEP) | OPT_VB(OPT_V_QUALITY) | QUALITY},
     [OPT_PREFILL_STEP] = {.flag = "prefill-step",
                           .live = 1,
                           .wire = "prefill_step",
@@ -139,7 +140,7 @@
                          .help = "window length: the text is cut into windows of N tokens, each "
                                  "a fresh context starting with BOS (the last partial one "
                                  "dropped), as llama-perplexity does",
-                         .verbs = OPT_VB(OPT_V_QUALITY)},
+                         .verbs = OPT_VB(OPT_V_QUALITY) | QUALITY | SWEEP},
     [OPT_QUALITY_SCORE_FROM] = {.flag = "score-from",
                                 .wire = "score_from",
                                 .type = OPT_T_INT,
@@ -148,7 +149,7 @@
                                 .arg = "N",
                                 .def_doc = "ctx/2 with --ctx, else 0",
                                 .help = "positions of a window before N are run but not scored",
-                                .verbs = OPT_VB(OPT_V_QUALITY)},
+                                .verbs = OPT_VB(OPT_V_QUALITY) | QUALITY | SWEEP},
     [OPT_QUALITY_BUCKET] = {.flag = "bucket",
                             .wire = "bucket",
                             .type = OPT_T_INT,
@@ -157,7 +158,7 @@
                             .def = "1024",
                             .arg = "N",
                             .help = "depth-bucket width in positions within a window",
-                            .verbs = OPT_VB(OPT_V_QUALITY)},
+                            .verbs = OPT_VB(OPT_V_QUALITY) | QUALITY | SWEEP},
     [OPT_EVAL_CONTROL] = {.flag = "control",
                           .type = OPT_T_TEXT,
                           .hi = PROTO_TEXT_MAX - 1,

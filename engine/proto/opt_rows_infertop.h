@@ -13,18 +13,18 @@
                     .def_doc = "./infertop.conf, then $XDG_CONFIG_HOME/infertop/cluster.conf",
                     .help = "the cluster file",
                     .verbs = OPT_VB(OPT_V_CONSOLE) | OPT_VB(OPT_V_STATUS) | OPT_VB(OPT_V_SET) |
-                             NODES_ALL | STRESS_ALL | OPT_VB(OPT_V_METRICS) | OPT_VB(OPT_V_PLAN)},
+                             NODES_ALL | STRESS_RUN | OPT_VB(OPT_V_METRICS) | OPT_VB(OPT_V_PLAN)},
     [OPT_DB] = {.flag = "db",
                 .type = OPT_T_PATH,
                 .arg = "PATH",
                 .def_doc = "$XDG_DATA_HOME/infertop/history.db, else "
                            "~/.local/share/infertop/history.db",
                 .help = "the run history database (the Stress and History views' too)",
-                .verbs = DASHBOARD | STRESS_ALL | HISTORY_ALL},
+                .verbs = DASHBOARD | STRESS_RUN | HISTORY_ALL},
     [OPT_JSON] = {.flag = "json",
                   .type = OPT_T_SWITCH,
                   .help = "JSON on stdout instead of a table",
-                  .verbs = OPT_VB(OPT_V_STATUS) | OPT_VB(OPT_V_SET) | NODES_ALL | STRESS_ALL |
+                  .verbs = OPT_VB(OPT_V_STATUS) | OPT_VB(OPT_V_SET) | NODES_ALL | STRESS_RUN |
                            HISTORY_ALL | OPT_VB(OPT_V_PLAN) | OPT_VB(OPT_V_QUALITY)},
 
     /* ---- the dashboard ---- */
@@ -201,12 +201,12 @@
                             .type = OPT_T_TEXT,
                             .arg = "EP,...",
                             .help = "every node's control endpoint, instead of -c",
-                            .verbs = STRESS_ALL},
+                            .verbs = STRESS_RUN},
     [OPT_STRESS_TELEMETRY] = {.flag = "telemetry",
                               .type = OPT_T_TEXT,
                               .arg = "EP,...",
                               .help = "their telemetry endpoints, in the same order",
-                              .verbs = STRESS_ALL},
+                              .verbs = STRESS_RUN},
     [OPT_STRESS_NODE] = {.flag = "node",
                          .type = OPT_T_TEXT,
                          .arg = "NAME",
@@ -221,23 +221,23 @@
                             .arg = "SEC",
                             .help = "a request that hears nothing (no token, no step) this long "
                                     "fails as `timeout`",
-                            .verbs = STRESS_ALL},
+                            .verbs = STRESS_RUN},
     [OPT_STOP_ON_FAILURE] = {.flag = "stop-on-failure",
                              .type = OPT_T_SWITCH,
                              .help = "stop the run at the first failed request",
-                             .verbs = STRESS_ALL},
+                             .verbs = STRESS_RUN},
     [OPT_RUN_NAME] = {.flag = "name",
                       .type = OPT_T_TEXT,
                       .hi = OPT_RUN_TEXT_MAX - 1,
                       .arg = "TEXT",
                       .help = "recorded with the run",
-                      .verbs = STRESS_ALL},
+                      .verbs = STRESS_RUN},
     [OPT_RUN_NOTES] = {.flag = "notes",
                        .type = OPT_T_TEXT,
                        .hi = OPT_RUN_TEXT_MAX - 1,
                        .arg = "TEXT",
                        .help = "recorded with the run",
-                       .verbs = STRESS_ALL},
+                       .verbs = STRESS_RUN},
 
     /* ---- stress: the modes (sweep: its legs') ---- */
     [OPT_FROM] = {.flag = "from",
@@ -337,6 +337,21 @@
                  .help = "the mode of every leg, whose options the sweep takes",
                  .verbs = SWEEP},
 
+    /* ---- stress quality, and a sweep's --quality (its --kv-bits,
+     * --ctx, --score-from and --bucket are the request fields' rows) ---- */
+    /* Not inferd quality's --text: this one has the built-in default. */
+    [OPT_STRESS_TEXT] = {.flag = "text",
+                         .type = OPT_T_PATH,
+                         .arg = "FILE",
+                         .def_doc = "text-en.txt, Pride and Prejudice ch. 1-7, built in",
+                         .help = "the text to score (UTF-8)",
+                         .verbs = QUALITY | SWEEP},
+    [OPT_SWEEP_QUALITY] = {.flag = "quality",
+                           .type = OPT_T_SWITCH,
+                           .help = "after each leg's speed, measure its kv_bits' quality (as "
+                                   "stress quality; --text, --ctx, --bucket)",
+                           .verbs = SWEEP},
+
     /* ---- history ---- */
     /* Not a flag: the run ids history takes after its mode; "run" in the
      * JSON of stress and history. */
@@ -348,7 +363,7 @@
                     .help = "a run id"},
     [OPT_RUN_MODE] = {.flag = "mode",
                       .type = OPT_T_CHOICE,
-                      .choices = "growth|fixed|soak|sweep",
+                      .choices = "growth|fixed|soak|sweep|quality",
                       .arg = "M",
                       .help = "runs of this mode",
                       .verbs = HISTORY_MODE(OPT_V_HISTORY_LIST)},
@@ -444,6 +459,22 @@
                 .arg = "FIGURE",
                 .help = "the figure that ranks",
                 .verbs = HISTORY_MODE(OPT_V_HISTORY_BEST)},
+    [OPT_MAX_KL] = {.flag = "max-kl",
+                    .type = OPT_T_NUM,
+                    .dlo = 0.0,
+                    .dhi = 1e6,
+                    .arg = "X",
+                    .help = "only settings whose latest quality measurement has a mean KL "
+                            "(nats) of at most X",
+                    .verbs = HISTORY_MODE(OPT_V_HISTORY_BEST)},
+    [OPT_MIN_TOP1] = {.flag = "min-top1",
+                      .type = OPT_T_NUM,
+                      .dlo = 0.0,
+                      .dhi = 1.0,
+                      .arg = "P",
+                      .help = "only settings whose latest quality measurement agrees with the "
+                              "reference's top token on at least P of the positions",
+                      .verbs = HISTORY_MODE(OPT_V_HISTORY_BEST)},
     [OPT_FULL] = {.flag = "full",
                   .type = OPT_T_SWITCH,
                   .help = "every figure (percentiles per leg, node and phase) instead of a "

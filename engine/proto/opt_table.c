@@ -38,10 +38,13 @@
      OPT_VB(OPT_V_HISTORY_PRUNE))
 #define DASHBOARD (OPT_VB(OPT_V_CONSOLE) | OPT_VB(OPT_V_DEMO))
 #define ALL_INFERTOP                                                                               \
-    (DASHBOARD | OPT_VB(OPT_V_STATUS) | OPT_VB(OPT_V_SET) | NODES_ALL | STRESS_ALL | HISTORY_ALL | \
+    (DASHBOARD | OPT_VB(OPT_V_STATUS) | OPT_VB(OPT_V_SET) | NODES_ALL | STRESS_RUN | HISTORY_ALL | \
      OPT_VB(OPT_V_METRICS) | OPT_VB(OPT_V_PLAN))
 #define HISTORY_MODE(v) (OPT_VB(OPT_V_HISTORY) | OPT_VB(v))
 #define SWEEP (OPT_VB(OPT_V_STRESS) | OPT_VB(OPT_V_STRESS_SWEEP))
+#define QUALITY OPT_VB(OPT_V_STRESS_QUALITY)
+/* Every mode that drives a ring: the speed modes and quality. */
+#define STRESS_RUN (STRESS_ALL | QUALITY)
 /* Seconds of the longest timeouts: a day. */
 #define DAY_S 86400.0
 

@@ -194,7 +194,7 @@ const opt_verb_def opt_verbs[OPT_V_COUNT] = {
          1},
     [OPT_V_STRESS] =
         {OPT_INFERTOP, "stress", "MODE [OPTIONS]",
-         "stress runs (growth, fixed, soak, sweep) recorded to the history",
+         "stress runs (growth, fixed, soak, sweep, quality) recorded to the history",
          "Drives the head of a ring with synthetic requests and records every request,\n"
          "every step of every node and every event to the history database. The\n"
          "target is a cluster file (-c), or the endpoints of every node of a local\n"
@@ -244,8 +244,23 @@ const opt_verb_def opt_verbs[OPT_V_COUNT] = {
          "One leg per pair of --kv-bits and --prefill-step, applied live with `set`\n"
          "and checked in every node's telemetry before the leg; the legs are runs of\n"
          "the --leg mode and take its options; fixed legs take --concurrency LIST\n"
-         "as a third axis.",
+         "as a third axis. With --quality, each leg's speed is followed by a\n"
+         "quality measurement at its kv_bits (as stress quality).",
          NULL, 0},
+    [OPT_V_STRESS_QUALITY] =
+        {OPT_INFERTOP, "stress quality",
+         "--kv-bits LIST [--text FILE] [--ctx N] [--bucket N] [OPTIONS]",
+         "what each kv_bits costs in quality: KL and top-1 against kv_bits 32",
+         "One leg per --kv-bits value: the ring's head scores the text twice, at\n"
+         "kv_bits 32 (the reference) and at the value, over the same tokens and\n"
+         "chunks, and reports the KL divergence of the value's next-token\n"
+         "distributions from the reference's (mean, p99, max, in nats), top-1\n"
+         "agreement and both perplexities, overall and by depth bucket. Nothing is\n"
+         "changed on the nodes.",
+         "The built-in text is contrib/quality/text-en.txt, compiled into infertop\n"
+         "(30.5K tokens of the embedded vocabulary). A text too short for one --ctx\n"
+         "window is refused by the node, naming its token count.",
+         0},
     [OPT_V_HISTORY] =
         {OPT_INFERTOP, "history", "[--db PATH] [--json] MODE ...",
          "query the run history: list, show, compare, best, export, prune",

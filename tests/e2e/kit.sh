@@ -111,7 +111,7 @@ offers bash "all alpha beta " infertop -c "$tmp/cluster.conf" nodes stop ""
 offers bash "--concurrency --config --control " infertop stress --co
 offers bash "--http " inferd serve --ht
 # Modes, settings and values, from the table.
-offers bash "fixed growth soak sweep " infertop stress ""
+offers bash "fixed growth quality soak sweep " infertop stress ""
 offers bash "kv_bits= prefill_step= " infertop -c "$tmp/cluster.conf" set alpha ""
 offers bash "16 32 4 8 " inferd serve --kv-bits ""
 offers bash "512 auto " inferd serve --prefill-step ""

@@ -238,14 +238,14 @@ Test(store_migrate, version_7_records_the_engine)
     /* The same kv_bits on two engines are two settings. */
     store_best b;
     cr_assert_eq(
-        store_best_settings(f.s, "m1", NULL, NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
-        "%s", err);
+        store_best_settings(f.s, "m1", NULL, NULL, STORE_BEST_CONTEXT, NULL, &b, err, sizeof err),
+        0, "%s", err);
     cr_assert_eq(b.n, 2);
     cr_expect_neq(strcmp(b.rows[0].engine, b.rows[1].engine), 0);
     store_best_free(&b);
-    cr_assert_eq(
-        store_best_settings(f.s, "m1", NULL, "inferd", STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
-        "%s", err);
+    cr_assert_eq(store_best_settings(f.s, "m1", NULL, "inferd", STORE_BEST_CONTEXT, NULL, &b, err,
+                                     sizeof err),
+                 0, "%s", err);
     cr_assert_eq(b.n, 1);
     cr_expect_str_eq(b.rows[0].engine, "inferd");
     store_best_free(&b);

@@ -445,9 +445,9 @@ Test(store_query, best_settings)
     build(&h);
     store_best b;
     char err[256];
-    cr_assert_eq(
-        store_best_settings(h.f.s, "m1", "lab", NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
-        "%s", err);
+    cr_assert_eq(store_best_settings(h.f.s, "m1", "lab", NULL, STORE_BEST_CONTEXT, NULL, &b, err,
+                                     sizeof err),
+                 0, "%s", err);
     struct {
         int kv, ps;
         int64_t ctx;
@@ -472,13 +472,13 @@ Test(store_query, best_settings)
     }
     store_best_free(&b);
     cr_assert_eq(
-        store_best_settings(h.f.s, NULL, NULL, NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
-        "%s", err);
+        store_best_settings(h.f.s, NULL, NULL, NULL, STORE_BEST_CONTEXT, NULL, &b, err, sizeof err),
+        0, "%s", err);
     cr_assert_eq(b.n, 5, "m2's one setting joins");
     store_best_free(&b);
-    cr_assert_eq(
-        store_best_settings(h.f.s, "nope", NULL, NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
-        "%s", err);
+    cr_assert_eq(store_best_settings(h.f.s, "nope", NULL, NULL, STORE_BEST_CONTEXT, NULL, &b, err,
+                                     sizeof err),
+                 0, "%s", err);
     cr_assert_eq(b.n, 0);
     store_best_free(&b);
     fx_close(&h.f);
@@ -631,8 +631,8 @@ Test(store_query, best_by_aggregate_throughput)
     store_best b;
     char err[256];
     cr_assert_eq(
-        store_best_settings(d.f.s, "m1", NULL, NULL, STORE_BEST_AGG_TPS, &b, err, sizeof err), 0,
-        "%s", err);
+        store_best_settings(d.f.s, "m1", NULL, NULL, STORE_BEST_AGG_TPS, NULL, &b, err, sizeof err),
+        0, "%s", err);
     struct {
         int conc;
         double agg;
@@ -657,8 +657,8 @@ Test(store_query, best_by_aggregate_throughput)
     store_best_free(&b);
 
     cr_assert_eq(
-        store_best_settings(d.f.s, "m1", NULL, NULL, STORE_BEST_CONTEXT, &b, err, sizeof err), 0,
-        "%s", err);
+        store_best_settings(d.f.s, "m1", NULL, NULL, STORE_BEST_CONTEXT, NULL, &b, err, sizeof err),
+        0, "%s", err);
     cr_assert_eq(b.n, 1, "one (kv_bits, prefill_step) whatever the concurrency");
     cr_expect_eq(b.rows[0].runs, 3);
     cr_expect_eq(b.rows[0].max_context, 64 + 30);

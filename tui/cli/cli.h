@@ -9,6 +9,7 @@
 
 #include "engine/proto/opt.h"
 #include "engine/proto/protocol.h"
+#include "store/store.h"
 
 /* Exit codes of every verb, listed in `infertop --help`. */
 enum {
@@ -61,6 +62,14 @@ int cli_metrics(int argc, char **argv);
 /* `infertop plan ...` (cli_plan.c): the layer planner; argv[0] is "plan".
  * Returns an exit code. */
 int cli_plan(int argc, char **argv);
+
+/* A run's quality measurements (cli_quality.c): a table of a line per
+ * setting (its leg's decode p50 from sum beside it; sum may be NULL), and
+ * with full one per depth bucket; nothing when there are none. -1 when
+ * out of memory. */
+int cli_quality_print(const store_quality_list *l, const store_summary *sum, int full);
+/* Their JSON: an array of store_quality_json objects; NULL out of memory. */
+json_t *cli_quality_json(const store_quality_list *l);
 
 /* A text table whose columns are as wide as their widest cell; columns
  * holding only numbers are right-aligned. Either buffered (cli_table_add,

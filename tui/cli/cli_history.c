@@ -25,7 +25,8 @@ typedef struct hopts {
     double older_than;
     int vacuum;
     store_best_by by;
-    int full; /* show, compare: every figure instead of a line per leg */
+    store_quality_floor floor; /* best: NaN where not given */
+    int full;                  /* show, compare: every figure instead of a line per leg */
 } hopts;
 
 typedef int (*run_fn)(store *s, const hopts *o, const int64_t *runs);
@@ -364,22 +365,40 @@ static int show_lines(const store_summary *sum)
     return fail ? -1 : 0;
 }
 
+/* A summary's JSON with the run's quality measurements beside it. */
+static json_t *with_quality(json_t *j, const store_quality_list *q)
+{
+    if (j && json_object_set_new(j, "quality", cli_quality_json(q)) != 0) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
 static int run_show(store *s, const hopts *o, const int64_t *runs)
 {
     store_summary sum;
+    store_quality_list q;
     char err[512];
     int rc = store_run_summary(s, runs[0], &sum, err, sizeof err);
     if (rc != 0)
         return store_failed(rc, err);
-    if (o->json) {
-        rc = print_json(store_summary_json(&sum));
+    if ((rc = store_run_quality(s, runs[0], &q, err, sizeof err)) != 0) {
         store_summary_free(&sum);
+        return store_failed(rc, err);
+    }
+    if (o->json) {
+        rc = print_json(with_quality(store_summary_json(&sum), &q));
+        store_summary_free(&sum);
+        store_quality_list_free(&q);
         return rc;
     }
     show_header(&sum);
     putchar('\n');
     int fail = o->full ? show_full(&sum) : show_lines(&sum);
+    fail = fail || cli_quality_print(&q, &sum, o->full) != 0;
     store_summary_free(&sum);
+    store_quality_list_free(&q);
     if (fail) {
         fputs("infertop history: out of memory formatting the run\n", stderr);
         return CLI_ERROR;
@@ -453,16 +472,46 @@ static int compare_full(const store_compare *c)
     return fail ? -1 : 0;
 }
 
+/* The quality of each compared run, A's then B's. */
+static int compare_quality(const store_compare *c, const store_quality_list *q, int full)
+{
+    const store_summary *side[2] = {&c->a, &c->b};
+    for (int i = 0; i < 2; i++) {
+        if (q[i].n)
+            printf("\n%c:", "AB"[i]);
+        if (cli_quality_print(&q[i], side[i], full) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int run_compare(store *s, const hopts *o, const int64_t *runs)
 {
     store_compare c;
+    store_quality_list q[2] = {{0}};
     char err[512];
     int rc = store_run_compare(s, runs[0], runs[1], &c, err, sizeof err);
     if (rc != 0)
         return store_failed(rc, err);
-    if (o->json) {
-        rc = print_json(store_compare_json(&c));
+    for (int i = 0; rc == 0 && i < 2; i++)
+        rc = store_run_quality(s, runs[i], &q[i], err, sizeof err);
+    if (rc != 0) {
         store_compare_free(&c);
+        store_quality_list_free(&q[0]);
+        return store_failed(rc, err);
+    }
+    if (o->json) {
+        json_t *j = store_compare_json(&c);
+        json_t *qj =
+            json_pack("{so so}", "a", cli_quality_json(&q[0]), "b", cli_quality_json(&q[1]));
+        if (j && (!qj || json_object_set_new(j, "quality", qj) != 0)) {
+            json_decref(j);
+            j = NULL;
+        }
+        rc = print_json(j);
+        store_compare_free(&c);
+        store_quality_list_free(&q[0]);
+        store_quality_list_free(&q[1]);
         return rc;
     }
     compare_side('A', &c.a);
@@ -471,16 +520,22 @@ static int run_compare(store *s, const hopts *o, const int64_t *runs)
         puts("engines differ: legs paired by concurrency (kv_bits and prefill_step are each "
              "engine's own)");
     putchar('\n');
-    rc = (o->full ? compare_full(&c) : compare_lines(&c)) == 0 ? CLI_OK : CLI_ERROR;
+    rc = (o->full ? compare_full(&c) : compare_lines(&c)) == 0 &&
+                 compare_quality(&c, q, o->full) == 0
+             ? CLI_OK
+             : CLI_ERROR;
     if (rc != CLI_OK)
         fputs("infertop history: out of memory formatting the comparison\n", stderr);
     store_compare_free(&c);
+    store_quality_list_free(&q[0]);
+    store_quality_list_free(&q[1]);
     return rc;
 }
 
 /* ---- best ---- */
 
-/* A row of the table: each ranking shows its own two figures. */
+/* A row of the table: each ranking shows its own two figures, then the
+ * setting's quality (cells a table without those columns leaves out). */
 static int best_table_add(cli_table *t, const store_best *b, const store_best_row *r)
 {
     char c[6][32];
@@ -495,6 +550,12 @@ static int best_table_add(cli_table *t, const store_best *b, const store_best_ro
     }
     fmt_ctx(r->run > 0 ? r->run : -1, c[4], 32);
     snprintf(c[5], 32, "%lld", (long long)r->runs);
+    char kl[32], top1[32];
+    if (isfinite(r->kl_mean))
+        snprintf(kl, sizeof kl, "%.4g", r->kl_mean);
+    else
+        snprintf(kl, sizeof kl, "-");
+    store_fmt_num(r->top1, 4, top1, sizeof top1);
     const char *row[] = {r->model[0] ? r->model : "-",
                          r->cluster[0] ? r->cluster : "-",
                          r->engine,
@@ -503,7 +564,9 @@ static int best_table_add(cli_table *t, const store_best *b, const store_best_ro
                          c[2],
                          c[3],
                          c[4],
-                         c[5]};
+                         c[5],
+                         kl,
+                         top1};
     return cli_table_add(t, row);
 }
 
@@ -513,29 +576,38 @@ static int run_best(store *s, const hopts *o, const int64_t *runs)
     store_best_by by = o->by;
     store_best b;
     char err[512];
-    if (store_best_settings(s, o->model, o->cluster, o->engine, by, &b, err, sizeof err) != 0)
+    if (store_best_settings(s, o->model, o->cluster, o->engine, by, &o->floor, &b, err,
+                            sizeof err) != 0)
         return store_failed(-1, err);
     if (o->json) {
         int rc = print_json(store_best_json(&b));
         store_best_free(&b);
         return rc;
     }
-    static const char *const by_context[] = {"MODEL",      "CLUSTER",      "ENGINE",
-                                             "KV_BITS",    "PREFILL_STEP", "MAX_CTX",
-                                             "DECODE_TPS", "RUN",          "RUNS"};
-    static const char *const by_agg[] = {"MODEL",   "CLUSTER",      "ENGINE",
-                                         "KV_BITS", "PREFILL_STEP", "CONCURRENCY",
-                                         "AGG_TPS", "RUN",          "RUNS"};
-    cli_table *t = cli_table_new(9, by == STORE_BEST_AGG_TPS ? by_agg : by_context);
+    static const char *const by_context[] = {"MODEL",        "CLUSTER", "ENGINE",     "KV_BITS",
+                                             "PREFILL_STEP", "MAX_CTX", "DECODE_TPS", "RUN",
+                                             "RUNS",         "KL_MEAN", "TOP1"};
+    static const char *const by_agg[] = {"MODEL",        "CLUSTER",     "ENGINE",  "KV_BITS",
+                                         "PREFILL_STEP", "CONCURRENCY", "AGG_TPS", "RUN",
+                                         "RUNS",         "KL_MEAN",     "TOP1"};
+    /* The quality columns when there is a quality to show or a floor. */
+    int quality = isfinite(o->floor.max_kl) || isfinite(o->floor.min_top1);
+    for (size_t i = 0; i < b.n; i++)
+        quality |= b.rows[i].quality_run > 0;
+    cli_table *t = cli_table_new(quality ? 11 : 9, by == STORE_BEST_AGG_TPS ? by_agg : by_context);
     int rc = t ? CLI_OK : CLI_ERROR;
     for (size_t i = 0; t && i < b.n; i++)
         if (best_table_add(t, &b, &b.rows[i]) != 0)
             rc = CLI_ERROR;
     if (rc == CLI_OK) {
-        if (b.n)
+        if (b.n) {
             cli_table_print(t, stdout);
-        else
+            if (quality)
+                puts("\nKL_MEAN, TOP1: the latest quality measurement of the kv_bits on the "
+                     "model (stress quality); 32 is the reference");
+        } else {
             puts("no runs match");
+        }
     }
     cli_table_free(t);
     store_best_free(&b);
@@ -655,6 +727,8 @@ static void take_options(const opt_vals *v, hopts *o)
                  .older_than = opt_num(v, OPT_OLDER_THAN),
                  .vacuum = opt_given(v, OPT_VACUUM),
                  .by = (store_best_by)opt_int(v, OPT_BY),
+                 .floor = {opt_given(v, OPT_MAX_KL) ? opt_num(v, OPT_MAX_KL) : NAN,
+                           opt_given(v, OPT_MIN_TOP1) ? opt_num(v, OPT_MIN_TOP1) : NAN},
                  .full = opt_given(v, OPT_FULL)};
 }
 

@@ -25,16 +25,15 @@ typedef struct sopts {
     const char *node; /* --node: an HTTP node of the cluster file */
     const char *db;
     int json;
+    char *text; /* quality: the text scored (run.text), owned */
 } sopts;
 
 /* The store's mode named `name` (a mode's word, --leg's value). */
 static store_mode mode_named(const char *name)
 {
-    static const store_mode modes[] = {STORE_MODE_GROWTH, STORE_MODE_FIXED, STORE_MODE_SOAK,
-                                       STORE_MODE_SWEEP};
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-        if (strcmp(name, store_mode_name(modes[i])) == 0)
-            return modes[i];
+    for (int m = 0; m < STORE_MODE_COUNT; m++)
+        if (strcmp(name, store_mode_name((store_mode)m)) == 0)
+            return (store_mode)m;
     return STORE_MODE_GROWTH; /* the table's words are the store's (opt_table.c) */
 }
 
@@ -97,6 +96,38 @@ static int check_leg(const opt_vals *v, opt_verb leg)
     return -1;
 }
 
+/* What a quality measurement scores: --text FILE or the built-in text,
+ * read now so that an unreadable file is refused before anything runs. */
+static int take_quality(const opt_vals *v, sopts *o)
+{
+    stress_opts *r = &o->run;
+    if (opt_given(v, OPT_SWEEP_QUALITY) && r->mode != STORE_MODE_SWEEP)
+        return cli_usage_error("stress", "--quality: a sweep's option (or run stress quality)%s",
+                               "");
+    int wanted = r->mode == STORE_MODE_QUALITY || (r->mode == STORE_MODE_SWEEP && r->quality);
+    static const opt_id with[] = {OPT_STRESS_TEXT, OPT_QUALITY_CTX, OPT_QUALITY_SCORE_FROM,
+                                  OPT_QUALITY_BUCKET};
+    for (size_t i = 0; !wanted && i < sizeof with / sizeof with[0]; i++)
+        if (opt_given(v, with[i]))
+            return cli_usage_error("stress", "--%s measures quality: give --quality too",
+                                   opt_defs[with[i]].flag);
+    if (!wanted)
+        return -1;
+    r->ctx = (int64_t)opt_int(v, OPT_QUALITY_CTX);
+    r->score_from =
+        opt_given(v, OPT_QUALITY_SCORE_FROM) ? (int64_t)opt_int(v, OPT_QUALITY_SCORE_FROM) : -1;
+    r->bucket = (int64_t)opt_int(v, OPT_QUALITY_BUCKET);
+    const char *path = opt_given(v, OPT_STRESS_TEXT) ? v->v[OPT_STRESS_TEXT].s : NULL;
+    char err[1024];
+    if (!(o->text = stress_text_load(path, err, sizeof err))) {
+        fprintf(stderr, "infertop stress: %s\n", err);
+        return CLI_USAGE;
+    }
+    r->text = o->text;
+    snprintf(r->text_name, sizeof r->text_name, "%s", path ? path : stress_text_builtin_name);
+    return -1;
+}
+
 /* Returns -1 to go on, else an exit code (--help, a bad option). */
 static int parse_options(int argc, char **argv, sopts *o)
 {
@@ -128,10 +159,12 @@ static int parse_options(int argc, char **argv, sopts *o)
         (rc = check_leg(&v, r->leg_mode == STORE_MODE_GROWTH ? OPT_V_STRESS_GROWTH
                                                              : OPT_V_STRESS_FIXED)) >= 0)
         return rc;
+    r->quality = of_mode(&v, OPT_SWEEP_QUALITY) && opt_given(&v, OPT_SWEEP_QUALITY);
     if ((rc = take_list(&v, OPT_KV_BITS, r->kv_bits, &r->n_kv_bits)) >= 0 ||
-        (rc = take_list(&v, OPT_PREFILL_STEP, r->prefill_step, &r->n_prefill_step)) >= 0)
+        (rc = take_list(&v, OPT_PREFILL_STEP, r->prefill_step, &r->n_prefill_step)) >= 0 ||
+        (rc = take_list(&v, OPT_CONCURRENCY, r->concurrency, &r->n_concurrency)) >= 0)
         return rc;
-    return take_list(&v, OPT_CONCURRENCY, r->concurrency, &r->n_concurrency);
+    return take_quality(&v, o);
 }
 
 /* Splits "a,b" into n endpoints of the target. */
@@ -390,8 +423,20 @@ static void print_leg_table(const store_summary *sum)
     cli_table_free(t);
 }
 
-static void print_text(const stress_result *res, const store_summary *sum)
+static void print_text(const stress_result *res, const store_summary *sum,
+                       const store_quality_list *q)
 {
+    if (sum && strcmp(sum->run.mode, "quality") == 0) {
+        printf("run %lld %s: quality, %zu of %zu setting%s measured\n", (long long)res->run_id,
+               store_status_name(res->status), q->n, sum->n_legs, sum->n_legs == 1 ? "" : "s");
+        if (res->failure[0])
+            printf("failure: %s\n", res->failure);
+        if (cli_quality_print(q, sum, 0) != 0)
+            fputs("infertop stress: out of memory printing the quality\n", stderr);
+        printf("\n(infertop history show %lld --full for the depth buckets)\n",
+               (long long)res->run_id);
+        return;
+    }
     printf("run %lld %s: %s, %lld request%s (%lld failed) in %.2f s\n", (long long)res->run_id,
            store_status_name(res->status), sum ? sum->run.mode : "-", (long long)res->requests,
            res->requests == 1 ? "" : "s", (long long)res->failed, res->wall_s);
@@ -410,10 +455,13 @@ static void print_text(const stress_result *res, const store_summary *sum)
         putchar('\n');
         print_leg_table(sum);
     }
+    if (cli_quality_print(q, sum, 0) != 0)
+        fputs("infertop stress: out of memory printing the quality\n", stderr);
     printf("\n(infertop history show %lld for the step percentiles)\n", (long long)res->run_id);
 }
 
-static int print_json(const stress_result *res, const store_summary *sum)
+static int print_json(const stress_result *res, const store_summary *sum,
+                      const store_quality_list *q)
 {
     json_t *o = json_pack("{sI ss sI sI sf sf sf}", "run", (json_int_t)res->run_id, "status",
                           store_status_name(res->status), "requests", (json_int_t)res->requests,
@@ -431,6 +479,7 @@ static int print_json(const stress_result *res, const store_summary *sum)
                                       "decode_tps_last", res->drift.decode_last));
     if (sum)
         json_object_set_new(o, "summary", store_summary_json(sum));
+    json_object_set_new(o, "quality", cli_quality_json(q));
     int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
     fputc('\n', stdout);
     json_decref(o);
@@ -447,7 +496,7 @@ static int exit_code(const stress_result *res)
     case STORE_ABORTED:
         return CLI_INTERRUPTED;
     default:
-        return res->requests == 0 ? CLI_ERROR : CLI_RUN_FAILED;
+        return res->requests == 0 && res->measurements == 0 ? CLI_ERROR : CLI_RUN_FAILED;
     }
 }
 
@@ -455,14 +504,20 @@ static int report(store *db, const stress_result *res, int json)
 {
     store_summary sum;
     char err[512];
+    store_quality_list q = {0};
     int have = res->run_id > 0 && store_run_summary(db, res->run_id, &sum, err, sizeof err) == 0;
+    if (have && store_run_quality(db, res->run_id, &q, err, sizeof err) != 0) {
+        store_summary_free(&sum);
+        have = 0;
+    }
     if (res->run_id > 0 && !have)
         fprintf(stderr, "infertop stress: summary of run %lld: %s\n", (long long)res->run_id, err);
-    int failed = json ? print_json(res, have ? &sum : NULL) != 0 : 0;
+    int failed = json ? print_json(res, have ? &sum : NULL, &q) != 0 : 0;
     if (!json)
-        print_text(res, have ? &sum : NULL);
+        print_text(res, have ? &sum : NULL, &q);
     if (have)
         store_summary_free(&sum);
+    store_quality_list_free(&q);
     if (fflush(stdout) != 0 || failed) {
         fprintf(stderr, "infertop stress: writing the result: %s\n", strerror(errno));
         return CLI_ERROR;
@@ -505,20 +560,28 @@ static int drive(const sopts *o, const stress_target *target)
     return rc;
 }
 
-int cli_stress(int argc, char **argv)
+/* After the options: the checks, the target and the run. */
+static int stress_with(sopts *o)
 {
-    sopts o;
-    int rc = parse_options(argc, argv, &o);
-    if (rc >= 0)
-        return rc;
     char err[1024];
-    if (stress_opts_check(&o.run, err, sizeof err) != 0)
+    if (stress_opts_check(&o->run, err, sizeof err) != 0)
         return cli_usage_error("stress", "%s", err);
     stress_target target;
     struct knob_node knobs;
-    if ((rc = load_target(&o, &target, &knobs)) >= 0)
+    int rc = load_target(o, &target, &knobs);
+    if (rc >= 0)
         return rc;
-    rc = drive(&o, &target);
+    rc = drive(o, &target);
     cluster_free(knobs.c);
+    return rc;
+}
+
+int cli_stress(int argc, char **argv)
+{
+    sopts o = {0};
+    int rc = parse_options(argc, argv, &o);
+    if (rc < 0)
+        rc = stress_with(&o);
+    free(o.text);
     return rc;
 }

@@ -30,6 +30,18 @@ struct console_runs {
         store_curve curve;
     } curves[2];
     int curve_next;
+    /* The quality of the run shown last, and the latest measurement of
+     * the setting the Config view asked about last. */
+    struct {
+        int64_t id; /* 0: empty */
+        store_quality_list list;
+    } quality;
+    struct {
+        int asked, found;
+        char model[128];
+        int kv_bits;
+        store_quality q;
+    } last;
 };
 
 int console_runs_target(const struct cluster *c, stress_target *t, char *err, size_t errlen)
@@ -124,6 +136,11 @@ static void drop_history(console_runs *c)
         store_curve_free(&c->curves[i].curve);
         c->curves[i].id = 0;
     }
+    store_quality_list_free(&c->quality.list);
+    c->quality.id = 0;
+    if (c->last.found)
+        store_quality_free(&c->last.q);
+    c->last.asked = c->last.found = 0;
 }
 
 static void join(console_runs *c)
@@ -250,6 +267,37 @@ const store_summary *console_runs_summary(console_runs *c, int64_t id, char *err
         return NULL;
     c->have_summary = 1;
     return &c->summary;
+}
+
+const store_quality_list *console_runs_quality(console_runs *c, int64_t id, char *err,
+                                               size_t errlen)
+{
+    if (c->quality.id == id)
+        return &c->quality.list;
+    store_quality_list_free(&c->quality.list);
+    c->quality.id = 0;
+    int rc = store_run_quality(c->db, id, &c->quality.list, err, errlen);
+    if (rc == 1)
+        snprintf(err, errlen, "no run %lld in the history", (long long)id);
+    if (rc != 0)
+        return NULL;
+    c->quality.id = id;
+    return &c->quality.list;
+}
+
+const store_quality *console_runs_quality_last(console_runs *c, const char *model, int kv_bits)
+{
+    if (!c->last.asked || c->last.kv_bits != kv_bits || strcmp(c->last.model, model) != 0) {
+        if (c->last.found)
+            store_quality_free(&c->last.q);
+        char err[256];
+        c->last.found =
+            store_quality_last(c->db, model, NULL, kv_bits, &c->last.q, err, sizeof err) == 0;
+        c->last.asked = 1;
+        c->last.kv_bits = kv_bits;
+        snprintf(c->last.model, sizeof c->last.model, "%s", model);
+    }
+    return c->last.found ? &c->last.q : NULL;
 }
 
 const store_compare *console_runs_compare(console_runs *c, int64_t a, int64_t b, char *err,

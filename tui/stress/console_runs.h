@@ -7,7 +7,7 @@
  * runner's own thread (stress.h), so that the console never waits on the
  * network or the disk for it; a tick only copies its progress.
  *
- * The history queries (list, summary, compare, curve, export) run on the calling
+ * The history queries (list, summary, compare, curve, quality, export) run on the calling
  * thread, the UI's. That is acceptable because each is bounded: the list
  * is one page, a finished run's summary reads its stored step aggregates
  * rather than its steps (store/stepstats.c), a curve reads requests and
@@ -74,6 +74,15 @@ const store_compare *console_runs_compare(console_runs *c, int64_t a, int64_t b,
 /* The chart points of run id (the two asked for last are kept). NULL with
  * err. */
 const store_curve *console_runs_curve(console_runs *c, int64_t id, char *err, size_t errlen);
+/* The quality measured on each leg of run id (kept until another run is
+ * asked for). NULL with err. */
+const store_quality_list *console_runs_quality(console_runs *c, int64_t id, char *err,
+                                               size_t errlen);
+/* The latest quality measured of kv_bits on model by inferd, or NULL:
+ * one indexed lookup when the setting asked about changes (the Config
+ * view asks while kv_bits is edited), the answer kept until then. A
+ * lookup that fails is "none". */
+const store_quality *console_runs_quality_last(console_runs *c, const char *model, int kv_bits);
 /* Writes run id's requests as CSV to path. */
 int console_runs_export(console_runs *c, int64_t id, const char *path, char *err, size_t errlen);
 

@@ -52,13 +52,33 @@ static json_t *fixed_params(const stress_opts *o)
     return p;
 }
 
-/* The run's parameters as recorded in runs.params. */
-static char *params_json(const stress_opts *o)
+/* What a quality measurement scores, for the run's parameters. */
+static void quality_params(json_t *p, const stress_run *r)
 {
+    const stress_opts *o = &r->o;
+    json_object_set_new(p, "text", json_string(o->text_name));
+    json_object_set_new(p, "text_sha256", json_string(r->text_sha256));
+    if (o->ctx > 0)
+        json_object_set_new(p, "ctx", json_integer(o->ctx));
+    if (o->bucket > 0)
+        json_object_set_new(p, "bucket", json_integer(o->bucket));
+    if (o->score_from >= 0)
+        json_object_set_new(p, "score_from", json_integer(o->score_from));
+}
+
+/* The run's parameters as recorded in runs.params. */
+static char *params_json(const stress_run *r)
+{
+    const stress_opts *o = &r->o;
     store_mode legs = o->mode == STORE_MODE_SWEEP ? o->leg_mode : o->mode;
-    json_t *p = legs == STORE_MODE_GROWTH ? growth_params(o) : fixed_params(o);
+    json_t *p = legs == STORE_MODE_QUALITY
+                    ? json_pack("{so}", "kv_bits", int_list(o->kv_bits, o->n_kv_bits))
+                : legs == STORE_MODE_GROWTH ? growth_params(o)
+                                            : fixed_params(o);
     if (!p)
         return NULL;
+    if (legs == STORE_MODE_QUALITY || o->quality)
+        quality_params(p, r);
     json_object_set_new(p, "mode", json_string(store_mode_name(o->mode)));
     json_object_set_new(p, "timeout_s", json_real(o->timeout_s));
     json_object_set_new(p, "stop_on_failure", json_boolean(o->stop_on_failure));
@@ -79,6 +99,7 @@ static void fill_result(stress_run *r, store_status status, stress_result *res)
     res->run_id = r->run;
     res->requests = r->ok_requests + r->failed_requests;
     res->failed = r->failed_requests;
+    res->measurements = r->measurements;
     if (r->t_first_sent > 0 && r->t_last_end > r->t_first_sent) {
         res->wall_s = (r->t_last_end - r->t_first_sent) / 1000.0;
         res->req_per_s = (double)r->ok_requests / res->wall_s;
@@ -175,7 +196,7 @@ static void *run_main(void *arg)
     char err[512], why[256];
     int connected = st_connect(r, err, sizeof err) == 0;
     char *cluster = connected ? st_cluster_json(r) : NULL;
-    char *params = params_json(&r->o);
+    char *params = params_json(r);
     if (connected && !r->target.http)
         snprintf(r->engine_version, sizeof r->engine_version, "%s", r->nodes[0].status.version);
     store_run_info info = {.name = r->o.name[0] ? r->o.name : NULL,
@@ -250,6 +271,13 @@ int stress_start(stress_run **out, const stress_opts *o, const stress_target *t,
     }
     if (t->http && check_http_sweep(o, t, err, errlen) != 0)
         return -1;
+    if (t->http && (o->mode == STORE_MODE_QUALITY || (o->mode == STORE_MODE_SWEEP && o->quality))) {
+        snprintf(err, errlen,
+                 "node '%s' (%s) is driven over HTTP: a quality measurement needs the `quality` "
+                 "op of an inferd ring (-c with the ring, or --control/--telemetry)",
+                 t->http_node.name, eng_name(t->http_node.engine));
+        return -1;
+    }
     stress_run *r = calloc(1, sizeof *r);
     if (!r) {
         snprintf(err, errlen, "out of memory");
@@ -263,6 +291,15 @@ int stress_start(stress_run **out, const stress_opts *o, const stress_target *t,
     r->o = *o;
     r->target = *t;
     r->db = db;
+    if (o->text) {
+        if (!(r->text = strdup(o->text))) {
+            snprintf(err, errlen, "out of memory");
+            free(r);
+            return -1;
+        }
+        r->o.text = r->text;
+        st_text_sha256(r->text, r->text_sha256);
+    }
     atomic_init(&r->abort, 0);
     pthread_mutex_init(&r->mu, NULL);
     r->prog.state = STRESS_STARTING;
@@ -277,6 +314,7 @@ int stress_start(stress_run **out, const stress_opts *o, const stress_target *t,
         pthread_mutex_destroy(&r->mu);
         if (t->http)
             curl_global_cleanup();
+        free(r->text);
         free(r);
         return -1;
     }
@@ -307,5 +345,6 @@ void stress_free(stress_run *r)
         curl_global_cleanup();
     free(r->soak_v);
     free(r->leg_decode);
+    free(r->text);
     free(r);
 }

@@ -24,7 +24,13 @@
  *   sweep   a grid over kv_bits x prefill_step (x concurrency, for fixed
  *           legs): before each leg the settings are applied live with
  *           `set` and verified from every node's telemetry, then a growth
- *           or fixed leg runs
+ *           or fixed leg runs; with `quality`, each leg's speed is
+ *           followed by a quality measurement at the leg's kv_bits
+ *   quality one leg per kv_bits value: the head scores `text` at kv_bits
+ *           32 and at the value over the same tokens (the `quality` op,
+ *           engine/PROTOCOL.md 2.7), and the leg records the KL, top-1
+ *           agreement and perplexities, overall and per depth bucket.
+ *           Nothing is set on the nodes. An inferd ring only.
  *
  * Every leg records its concurrency and its aggregate throughput (the
  * tokens all its requests generated over its wall time) in the store.
@@ -74,6 +80,14 @@ typedef struct stress_opts {
     /* sweep */
     int n_kv_bits, kv_bits[STRESS_LIST_MAX];
     int n_prefill_step, prefill_step[STRESS_LIST_MAX];
+    /* quality, and a sweep's --quality: the text to score (borrowed until
+     * stress_start returns; NULL: the shipped excerpt), its name and
+     * sha256 for the record, the window and bucket widths (0: the
+     * engine's defaults) and the first scored position (-1: the engine's) */
+    int quality; /* sweep: a quality measurement after each leg's speed */
+    const char *text;
+    char text_name[OPT_RUN_TEXT_MAX];
+    int64_t ctx, bucket, score_from;
     /* every mode */
     int stop_on_failure;
     double timeout_s; /* longest silence of a request (no frame, no step) */
@@ -146,6 +160,29 @@ typedef enum stress_state {
     STRESS_FINISHED /* stress_wait returns at once */
 } stress_state;
 
+#define STRESS_QUALITY_MAX 16  /* legs' quality a watcher sees: the newest */
+#define STRESS_QBUCKETS_MAX 32 /* depth buckets of each kept for a chart */
+
+/* A leg's quality beside its speed, for the Stress and History views. */
+typedef struct stress_quality_leg {
+    int leg, kv_bits;
+    double kl_mean, kl_p99, kl_max, top1, ppl_ref, ppl_test;
+    double decode_p50; /* the leg's decode tok/s p50 (a sweep's legs); NaN without */
+    int n_buckets;     /* the first STRESS_QBUCKETS_MAX */
+    int64_t bucket_from[STRESS_QBUCKETS_MAX], bucket_to[STRESS_QBUCKETS_MAX];
+    double bucket_kl[STRESS_QBUCKETS_MAX]; /* mean KL; NaN for a bucket not scored */
+} stress_quality_leg;
+
+/* A stored measurement as a view's row. */
+void stress_quality_leg_of(const store_quality *q, double decode_p50, stress_quality_leg *out);
+
+/* The text a quality measurement scores: path's bytes, or (path NULL)
+ * the excerpt built into infertop (contrib/quality/text-en.txt, named
+ * stress_text_builtin_name). A new string to free(); NULL with err
+ * naming the file and why (unreadable, empty, a NUL byte). */
+char *stress_text_load(const char *path, char *err, size_t errlen);
+extern const char stress_text_builtin_name[];
+
 /* What the run is doing, for a progress bar or the console's Stress view. */
 typedef struct stress_progress {
     stress_state state;
@@ -167,6 +204,9 @@ typedef struct stress_progress {
     int64_t telemetry_lost; /* messages lost, counted from seq gaps */
     store_status status;    /* STORE_RUNNING until finished */
     char last_error[OPT_RUN_TEXT_MAX];
+    int measuring; /* a quality measurement is in flight */
+    int n_quality; /* legs measured, the newest STRESS_QUALITY_MAX in quality[] */
+    stress_quality_leg quality[STRESS_QUALITY_MAX]; /* in leg order */
 } stress_progress;
 
 /* What the run measured beyond the store's rows, once finished. */
@@ -185,6 +225,7 @@ typedef struct stress_result {
     double req_per_s;                   /* ok requests / wall_s */
     double tok_per_s;                   /* generated tokens of ok requests / wall_s */
     stress_drift drift;                 /* soak */
+    int64_t measurements;               /* quality measurements the head answered (ok or not) */
     char failure[OPT_RUN_TEXT_MAX * 2]; /* the first failure or the setup error, "" when none */
     int store_failed;                   /* the history could not be written (failure says why) */
 } stress_result;

@@ -96,15 +96,22 @@ struct stress_run {
     st_outcome done[ST_INFLIGHT_MAX]; /* ended, not yet taken by the leg */
     int n_done;
 
-    /* The control call awaited (set, drop_session): its id and reply. */
+    /* The control call awaited (set, drop_session, quality): its id, when
+     * its last frame came (clock_ms()), and its reply. */
     char call_id[PROTO_ID_MAX + 1];
     int call_done;
+    double call_seen;
     proto_reply call_reply;
+
+    /* quality: the text scored (owned; o.text points here) and its sha256 */
+    char *text;
+    char text_sha256[STORE_SHA256_HEX];
 
     /* What the result reports. */
     double t_first_sent, t_last_end; /* clock_ms(); 0: none */
     int64_t ok_requests, failed_requests, gen_tokens_ok;
-    double *soak_v; /* soak: ttft, e2e, decode tok/s of each ok request, 3 per request */
+    int64_t measurements; /* quality requests the head answered */
+    double *soak_v;       /* soak: ttft, e2e, decode tok/s of each ok request, 3 per request */
     size_t soak_n, soak_cap;
     char failure[OPT_RUN_TEXT_MAX * 2];
     int store_broken;  /* the store could not write: the run stops */
@@ -144,7 +151,8 @@ int st_send(stress_run *r, json_t *args, int64_t ctx_before, int64_t ctx_target,
 int st_take(stress_run *r, st_outcome *out);
 
 /* Sends a control request and pumps until its final frame: 1 with *out
- * (proto_reply_free it), 0 when nothing came for timeout_ms, -1 on error. */
+ * (proto_reply_free it), 0 when no frame of it came for timeout_ms (it is
+ * cancelled), -1 on error or abort (cancelled too). */
 int st_call(stress_run *r, const char *op, json_t *args, proto_reply *out, int timeout_ms,
             char *err, size_t errlen);
 
@@ -188,6 +196,14 @@ void st_event(stress_run *r, const char *node, const char *kind, json_t *detail)
  * is lost. 0 while writes succeed. */
 int st_store_failed(stress_run *r);
 
+/* ---- stress_quality.c ---- */
+
+/* sha256 of text, as 64 lowercase hex digits. */
+void st_text_sha256(const char *text, char out[STORE_SHA256_HEX]);
+/* The `quality` object of a final reply into q's figures and buckets
+ * (q->buckets: free()); -1 with err naming what is missing. */
+int st_quality_read(const json_t *reply, store_quality *q, char *err, size_t errlen);
+
 /* ---- stress_modes.c ---- */
 
 /* Runs every leg of the run; returns the run's status. */
@@ -204,5 +220,8 @@ void st_progress_request(stress_run *r, const st_outcome *o, int64_t ctx);
 /* How far the current leg is, for the ETA. */
 void st_progress_work(stress_run *r, double done, double total);
 void st_progress_error(stress_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A leg's quality measured (with the leg's decode p50 beside it). */
+void st_progress_quality(stress_run *r, const store_quality *q);
+void st_progress_measuring(stress_run *r, int on);
 
 #endif

@@ -1,4 +1,5 @@
-/* stress_modes.c: the legs of a stress run. A growth leg grows one session
+/* stress_modes.c: the legs of a stress run. A quality leg asks the head
+ * for one quality measurement. A growth leg grows one session
  * level by level until the target or the first failure; a fixed leg keeps
  * up to its concurrency of requests of one shape in flight, for a number
  * of requests (fixed) or a duration (soak), sending each as soon as a
@@ -246,9 +247,67 @@ static store_status leg_fixed(stress_run *r, int64_t requests, double duration_s
     return status;
 }
 
+/* ---- quality ---- */
+
+/* Measures what kv_bits does to the model's distributions on the run's
+ * text (the `quality` op: both passes on the head's ring, nothing set on
+ * the nodes) and records it with the leg. A silence of --timeout (no
+ * frame: the op sends one a chunk) fails it. */
+static store_status measure_quality(stress_run *r, int kv_bits)
+{
+    const stress_opts *o = &r->o;
+    json_t *a = json_pack("{ss si}", "prompt", o->text, "kv_bits", kv_bits);
+    if (a && o->ctx > 0)
+        json_object_set_new(a, "ctx", json_integer(o->ctx));
+    if (a && o->bucket > 0)
+        json_object_set_new(a, "bucket", json_integer(o->bucket));
+    if (a && o->score_from >= 0)
+        json_object_set_new(a, "score_from", json_integer(o->score_from));
+    if (a && r->prefill_step > 0)
+        json_object_set_new(a, "prefill_step", json_integer(r->prefill_step));
+    proto_reply rep;
+    char err[512] = "out of memory";
+    st_progress_measuring(r, 1);
+    int got =
+        a ? st_call(r, "quality", a, &rep, (int)(o->timeout_s * 1000.0), err, sizeof err) : -1;
+    st_progress_measuring(r, 0);
+    json_decref(a);
+    if (got != 1) {
+        if (st_aborted(r))
+            return STORE_ABORTED;
+        note_failure(r, "leg %d: quality at kv_bits %d: %s", r->leg, kv_bits, err);
+        return STORE_FAILED;
+    }
+    r->measurements++;
+    store_quality q = {.run = r->run,
+                       .leg = r->leg,
+                       .text_name = r->o.text_name,
+                       .model = r->nodes[0].status.model.name};
+    memcpy(q.text_sha256, r->text_sha256, sizeof q.text_sha256);
+    store_status st = STORE_FAILED;
+    if (!rep.ok)
+        note_failure(r, "leg %d: quality at kv_bits %d: %s: %s", r->leg, kv_bits, rep.code,
+                     rep.message);
+    else if (st_quality_read(rep.json, &q, err, sizeof err) != 0)
+        note_failure(r, "leg %d: quality at kv_bits %d: %s", r->leg, kv_bits, err);
+    else if (store_quality_add(r->db, &q) != 0)
+        note_failure(r, "leg %d: quality at kv_bits %d: the history did not take the measurement",
+                     r->leg, kv_bits);
+    else
+        st = STORE_COMPLETED;
+    if (st == STORE_COMPLETED)
+        st_progress_quality(r, &q);
+    free(q.buckets);
+    proto_reply_free(&rep);
+    return st;
+}
+
 static store_status run_leg(stress_run *r, store_mode mode)
 {
     switch (mode) {
+    case STORE_MODE_QUALITY:
+        st_progress_leg(r, -1, -1);
+        return measure_quality(r, r->kv_bits);
     case STORE_MODE_GROWTH:
         return leg_growth(r);
     case STORE_MODE_SOAK:
@@ -311,6 +370,8 @@ static int apply_settings(stress_run *r, int kv_bits, int prefill_step)
     json_t *a = json_pack("{si si}", "kv_bits", kv_bits, "prefill_step", prefill_step);
     int got = a ? st_call(r, "set", a, &rep, 60000, err, sizeof err) : -1;
     json_decref(a);
+    if (got != 1 && st_aborted(r))
+        return -1;
     if (got != 1) {
         note_failure(r, "leg %d: set kv_bits %d, prefill_step %d: %s", r->leg, kv_bits,
                      prefill_step, a ? err : "out of memory");
@@ -361,8 +422,11 @@ store_status st_run_legs(stress_run *r)
     for (int leg = 0; leg < r->n_legs; leg++) {
         store_leg_info info;
         stress_leg_at(o, leg, &info);
+        /* A quality leg's kv_bits is the setting it measures; other
+         * legs outside a sweep run at the ring's own. */
         if (!sweep) {
-            info.kv_bits = r->nodes[0].kv_bits;
+            if (o->mode != STORE_MODE_QUALITY)
+                info.kv_bits = r->nodes[0].kv_bits;
             info.prefill_step = r->nodes[0].prefill_step;
         }
         r->leg = leg;
@@ -374,6 +438,14 @@ store_status st_run_legs(stress_run *r)
         store_status st = STORE_FAILED;
         if (!sweep || apply_settings(r, r->kv_bits, r->prefill_step) == 0)
             st = run_leg(r, sweep ? o->leg_mode : o->mode);
+        /* Speed and quality of the same setting: measured even after a
+         * failed speed leg (an OOM at a large context says nothing of
+         * the answers), but not after an abort or a store failure. */
+        if (sweep && o->quality && !st_aborted(r) && !r->store_broken) {
+            store_status q = measure_quality(r, r->kv_bits);
+            if (st == STORE_COMPLETED)
+                st = q;
+        }
         if (st_aborted(r))
             st = STORE_ABORTED;
         store_leg_end(r->db, r->run, leg, st);

@@ -27,6 +27,7 @@ void stress_opts_init(stress_opts *o)
     o->concurrency[0] = (int)opt_default_int(OPT_CONCURRENCY);
     o->timeout_s = opt_default_num(OPT_STRESS_TIMEOUT);
     o->seed = opt_default_int(OPT_STRESS_SEED);
+    o->score_from = -1;
 }
 
 int64_t stress_growth_next(int64_t level, int64_t to, double factor, int64_t step)
@@ -140,6 +141,39 @@ static int check_fixed(const stress_opts *o, int need_requests, char *err, size_
     return 0;
 }
 
+/* The kv_bits list of a sweep or a quality run. */
+static int check_kv_bits(const stress_opts *o, char *err, size_t errlen)
+{
+    char choices[KV_BITS_CHOICES_MAX], bits[KV_BITS_CHOICES_MAX + 8];
+    snprintf(bits, sizeof bits, "one of %s", kv_bits_choices(choices, sizeof choices, ", ", ", "));
+    return check_list("--kv-bits", o->kv_bits, o->n_kv_bits, valid_kv_bits, bits, err, errlen);
+}
+
+/* What a quality measurement needs: a text, and windows and buckets of
+ * at least a position to score (the engine checks them against the text). */
+static int check_quality(const stress_opts *o, char *err, size_t errlen)
+{
+    if (!o->text || !o->text[0]) {
+        snprintf(err, errlen, "quality: the text to score is empty (--text)");
+        return -1;
+    }
+    if (o->ctx != 0 && o->ctx < 2) {
+        snprintf(err, errlen, "--ctx %lld: expected a window of at least 2 tokens",
+                 (long long)o->ctx);
+        return -1;
+    }
+    if (o->bucket < 0) {
+        snprintf(err, errlen, "--bucket %lld: expected at least 1 position", (long long)o->bucket);
+        return -1;
+    }
+    if (o->score_from < -1 || (o->ctx > 0 && o->score_from >= o->ctx - 1)) {
+        snprintf(err, errlen, "--score-from %lld: expected a position below --ctx - 1",
+                 (long long)o->score_from);
+        return -1;
+    }
+    return 0;
+}
+
 int stress_opts_check(const stress_opts *o, char *err, size_t errlen)
 {
     if (o->gen < 0 || o->gen > PROTO_MAX_TOKENS_MAX) {
@@ -161,13 +195,17 @@ int stress_opts_check(const stress_opts *o, char *err, size_t errlen)
             return -1;
         }
         return check_fixed(o, 0, err, errlen);
+    case STORE_MODE_QUALITY:
+        if (o->n_kv_bits < 1) {
+            snprintf(err, errlen, "quality needs --kv-bits (a comma-separated list)");
+            return -1;
+        }
+        return check_kv_bits(o, err, errlen) ? -1 : check_quality(o, err, errlen);
     case STORE_MODE_SWEEP: {
-        char choices[KV_BITS_CHOICES_MAX], bits[KV_BITS_CHOICES_MAX + 8];
-        snprintf(bits, sizeof bits, "one of %s",
-                 kv_bits_choices(choices, sizeof choices, ", ", ", "));
-        if (check_list("--kv-bits", o->kv_bits, o->n_kv_bits, valid_kv_bits, bits, err, errlen) ||
+        if (check_kv_bits(o, err, errlen) ||
             check_list("--prefill-step", o->prefill_step, o->n_prefill_step, valid_prefill_step,
-                       "a chunk size in 1..65536", err, errlen))
+                       "a chunk size in 1..65536", err, errlen) ||
+            (o->quality && check_quality(o, err, errlen)))
             return -1;
         if (o->leg_mode == STORE_MODE_GROWTH)
             return check_growth(o, err, errlen);
@@ -214,6 +252,8 @@ static int concurrency_axis(const stress_opts *o)
 
 int stress_leg_count(const stress_opts *o)
 {
+    if (o->mode == STORE_MODE_QUALITY)
+        return o->n_kv_bits;
     if (o->mode != STORE_MODE_SWEEP)
         return 1;
     return o->n_kv_bits * o->n_prefill_step * concurrency_axis(o);
@@ -225,6 +265,10 @@ void stress_leg_at(const stress_opts *o, int leg, store_leg_info *out)
     int nc = concurrency_axis(o);
     store_mode legs = o->mode == STORE_MODE_SWEEP ? o->leg_mode : o->mode;
     out->concurrency = legs == STORE_MODE_GROWTH ? 1 : o->concurrency[leg % nc];
+    if (o->mode == STORE_MODE_QUALITY) {
+        out->concurrency = 1;
+        out->kv_bits = o->kv_bits[leg];
+    }
     if (o->mode != STORE_MODE_SWEEP)
         return;
     out->kv_bits = o->kv_bits[leg / (o->n_prefill_step * nc)];

@@ -97,6 +97,47 @@ void st_progress_error(stress_run *r, const char *fmt, ...)
     pthread_mutex_unlock(&r->mu);
 }
 
+void stress_quality_leg_of(const store_quality *q, double decode_p50, stress_quality_leg *out)
+{
+    memset(out, 0, sizeof *out);
+    out->leg = q->leg;
+    out->kv_bits = q->kv_bits;
+    out->kl_mean = q->kl_mean;
+    out->kl_p99 = q->kl_p99;
+    out->kl_max = q->kl_max;
+    out->top1 = q->top1;
+    out->ppl_ref = q->ppl_ref;
+    out->ppl_test = q->ppl_test;
+    out->decode_p50 = decode_p50;
+    for (size_t i = 0; i < q->n_buckets && out->n_buckets < STRESS_QBUCKETS_MAX; i++) {
+        int k = out->n_buckets++;
+        out->bucket_from[k] = q->buckets[i].from;
+        out->bucket_to[k] = q->buckets[i].to;
+        out->bucket_kl[k] = q->buckets[i].positions > 0 ? q->buckets[i].kl_mean : NAN;
+    }
+}
+
+/* The newest STRESS_QUALITY_MAX legs stay, oldest dropped first. */
+void st_progress_quality(stress_run *r, const store_quality *q)
+{
+    pthread_mutex_lock(&r->mu);
+    int speed = r->o.mode == STORE_MODE_SWEEP && r->leg_decode_n;
+    stress_progress *p = &r->prog;
+    if (p->n_quality == STRESS_QUALITY_MAX) {
+        memmove(&p->quality[0], &p->quality[1], (STRESS_QUALITY_MAX - 1) * sizeof p->quality[0]);
+        p->n_quality--;
+    }
+    stress_quality_leg_of(q, speed ? p->decode_p50 : NAN, &p->quality[p->n_quality++]);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void st_progress_measuring(stress_run *r, int on)
+{
+    pthread_mutex_lock(&r->mu);
+    r->prog.measuring = on;
+    pthread_mutex_unlock(&r->mu);
+}
+
 size_t stress_points_since(stress_run *r, size_t *seen, store_point *out, size_t max)
 {
     pthread_mutex_lock(&r->mu);

@@ -278,9 +278,16 @@ int st_take(stress_run *r, st_outcome *out)
 
 static void on_reply(stress_run *r, proto_reply *rep)
 {
-    if (r->call_id[0] && !r->call_done && rep->done && strcmp(rep->id, r->call_id) == 0) {
-        r->call_reply = *rep; /* owned by the caller of st_call now */
-        r->call_done = 1;
+    /* A frame of the awaited call: its progress (a quality request sends
+     * one a chunk) keeps it alive, its final frame is the caller's. */
+    if (r->call_id[0] && !r->call_done && strcmp(rep->id, r->call_id) == 0) {
+        r->call_seen = clock_ms();
+        if (rep->done) {
+            r->call_reply = *rep; /* owned by the caller of st_call now */
+            r->call_done = 1;
+            return;
+        }
+        proto_reply_free(rep);
         return;
     }
     int i;
@@ -410,18 +417,26 @@ int st_call(stress_run *r, const char *op, json_t *args, proto_reply *out, int t
     if (client_send(r->ctl, op, args, r->call_id, sizeof r->call_id, err, errlen) != 0)
         return -1;
     r->call_done = 0;
-    double deadline = clock_ms() + timeout_ms;
+    r->call_seen = clock_ms();
     int rc = 0;
-    while (!r->call_done && clock_ms() < deadline)
+    while (!r->call_done && clock_ms() - r->call_seen < timeout_ms) {
+        if (st_aborted(r)) {
+            cancel(r, r->call_id);
+            snprintf(err, errlen, "%s: the run was aborted", op);
+            rc = -1;
+            break;
+        }
         if (st_pump(r, 50, err, errlen) != 0) {
             rc = -1;
             break;
         }
+    }
     if (r->call_done) {
         *out = r->call_reply;
         rc = 1;
     } else if (rc == 0) {
         snprintf(err, errlen, "no answer to %s within %.1f s", op, timeout_ms / 1000.0);
+        cancel(r, r->call_id);
     }
     r->call_id[0] = '\0';
     r->call_done = 0;

@@ -233,4 +233,12 @@ void view_curves_compare(struct view_ctx *v, WINDOW *w, struct layout_rect r, co
                          int64_t ida, const store_curve *b, int64_t idb, int leg,
                          const char *scope);
 
+/* ---- quality beside speed, in view_quality.c ---- */
+
+/* The legs' quality in r of w: a table (speed | KL, top-1, perplexity)
+ * and, when r has the rows, a chart of the KL by depth bucket of the two
+ * settings measured last that are not the reference. */
+void view_quality(struct view_ctx *v, WINDOW *w, struct layout_rect r, const stress_quality_leg *q,
+                  int n);
+
 #endif

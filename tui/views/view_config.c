@@ -14,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "draw.h"
 #include "engine/proto/opt.h"
+#include "tui/stress/console_runs.h"
 #include "ui.h"
 #include "view.h"
 
@@ -241,6 +243,36 @@ static void draw_table(struct view_ctx *v)
         draw_row(v, w, 1 + i, v->cfg.top + i, p->w);
 }
 
+/* While kv_bits is edited: what the target setting cost in quality the
+ * last time it was measured on this model, from the history (a lookup
+ * when the setting changes, kept until the next). */
+static int draw_quality(struct view_ctx *v, WINDOW *w, int y, int width)
+{
+    if (!v->cfg.editing || !v->cfg.draft.has_kv_bits || !v->opt->runs)
+        return 0;
+    struct state_cluster_view cv;
+    state_cluster_view(v->st, v->now, &cv);
+    int kv = v->cfg.draft.kv_bits;
+    const store_quality *q =
+        cv.model && cv.model[0] ? console_runs_quality_last(v->opt->runs, cv.model, kv) : NULL;
+    if (!q) {
+        draw_textf(w, v->g, y, 0, width, palette_attr(v->pal, PAL_DIM),
+                   "kv_bits %d: no quality measured on %s yet (infertop stress quality)", kv,
+                   cv.model && cv.model[0] ? cv.model : "this model");
+        return 1;
+    }
+    char when[32];
+    time_t t = (time_t)q->t;
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime_r(&t, &tm));
+    draw_textf(w, v->g, y, 0, width, palette_attr(v->pal, PAL_TITLE),
+               "kv_bits %d on %s: KL mean %.3g (p99 %.3g) nats, top-1 %.3f, ppl %.2f vs %.2f; "
+               "run %lld, %s",
+               kv, q->model, q->kl_mean, q->kl_p99, q->top1, q->ppl_test, q->ppl_ref,
+               (long long)q->run, when);
+    return 1;
+}
+
 static void draw_edit(struct view_ctx *v)
 {
     WINDOW *w = v->win[LAYOUT_CONFIG_EDIT];
@@ -271,6 +303,8 @@ static void draw_edit(struct view_ctx *v)
                        "%s: confirmed by telemetry %.1fs after the request",
                        row_name(v, v->cfg.row), c->t_confirmed - c->t_requested);
     }
+    if (draw_quality(v, w, 2, p->w))
+        return;
     if (v->opt->readonly)
         draw_text(w, v->g, 2, 0, p->w, palette_attr(v->pal, PAL_DIM),
                   "read-only (--readonly): config changes are disabled");

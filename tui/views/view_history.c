@@ -136,6 +136,30 @@ static int draw_leg_rows(struct view_ctx *v, WINDOW *w, int y, int width, int h,
     return y;
 }
 
+/* The run's quality measurements beside its legs' speed (decode p50),
+ * in r; the rows used (0: the run measured none). */
+static int draw_quality(struct view_ctx *v, WINDOW *w, struct layout_rect r, int64_t id)
+{
+    char err[256];
+    const store_quality_list *l = console_runs_quality(v->opt->runs, id, err, sizeof err);
+    const store_summary *s =
+        l && l->n ? console_runs_summary(v->opt->runs, id, err, sizeof err) : NULL;
+    if (!l || !s || !l->n)
+        return 0;
+    static stress_quality_leg rows[STRESS_QUALITY_MAX];
+    size_t first = l->n > STRESS_QUALITY_MAX ? l->n - STRESS_QUALITY_MAX : 0;
+    int n = 0;
+    for (size_t i = first; i < l->n; i++) {
+        double dec = NAN;
+        for (size_t k = 0; k < s->n_legs; k++)
+            if (s->legs[k].idx == l->q[i].leg && s->legs[k].decode_tps.count)
+                dec = s->legs[k].decode_tps.p50;
+        stress_quality_leg_of(&l->q[i], dec, &rows[n++]);
+    }
+    view_quality(v, w, r, rows, n);
+    return r.h;
+}
+
 static void draw_summary(struct view_ctx *v, WINDOW *w, int width, int h)
 {
     const store_run *sel = selected(v);
@@ -165,6 +189,13 @@ static void draw_summary(struct view_ctx *v, WINDOW *w, int width, int h)
                    "first failure: leg %d request %lld at context %lld: %s %s", s->failure.leg,
                    (long long)s->failure.request, (long long)s->failure.ctx_before, s->failure.code,
                    s->failure.message);
+    /* Quality beside speed, a table here (c charts its KL by depth). */
+    const store_quality_list *q = console_runs_quality(v->opt->runs, sel->id, err, sizeof err);
+    if (q && q->n && y + 3 < h) {
+        int rows = 2 + (int)(q->n < STRESS_QUALITY_MAX ? q->n : STRESS_QUALITY_MAX);
+        struct layout_rect qr = {0, y + 1, width - 1, rows < h - y - 1 ? rows : h - y - 1};
+        y += 1 + draw_quality(v, w, qr, sel->id);
+    }
     if (y < h)
         draw_textf(w, v->g, y++, 0, width, A_BOLD, "%-4s %-12s %-8s %17s %17s %17s", "leg", "node",
                    "phase", "step ms p50/p99", "model ms p50/p99", "eval ms p50/p99");
@@ -273,6 +304,22 @@ static void draw_charts(struct view_ctx *v, WINDOW *w, struct layout_rect r)
     int64_t a = cmp ? v->hist.compare_a : selected(v) ? selected(v)->id : 0;
     if (!a)
         return;
+    /* A run with quality: the quality below its curves (alone when it
+     * has no requests to chart: a quality run). */
+    if (!cmp) {
+        const store_run *sel = selected(v);
+        int speed = sel && sel->n_requests > 0;
+        struct layout_rect qr = r;
+        if (speed) {
+            qr.y = r.y + r.h / 2;
+            qr.h = r.h - r.h / 2;
+        }
+        if (draw_quality(v, w, qr, a) && !speed)
+            return;
+        if (speed && console_runs_quality(v->opt->runs, a, err, sizeof err) &&
+            console_runs_quality(v->opt->runs, a, err, sizeof err)->n)
+            r.h /= 2;
+    }
     leg_scope(v, a, scope, sizeof scope);
     const store_curve *ca = console_runs_curve(v->opt->runs, a, err, sizeof err);
     const store_curve *cb =

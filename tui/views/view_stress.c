@@ -46,7 +46,7 @@ static const char *const field_label[F_COUNT] = {
     "prefill-step", "timeout s",     "stop on fail", "name",    "notes",  "start"};
 
 static const store_mode modes[] = {STORE_MODE_GROWTH, STORE_MODE_FIXED, STORE_MODE_SOAK,
-                                   STORE_MODE_SWEEP};
+                                   STORE_MODE_SWEEP, STORE_MODE_QUALITY};
 
 static stress_opts *form_opts(struct view_ctx *v)
 {
@@ -148,10 +148,13 @@ static int field_used(const stress_opts *o, enum field f)
     int fixed = o->mode == STORE_MODE_FIXED || o->mode == STORE_MODE_SOAK ||
                 (o->mode == STORE_MODE_SWEEP && o->leg_mode == STORE_MODE_FIXED);
     switch (f) {
-    case F_LEG:
     case F_KV_BITS:
+        return o->mode == STORE_MODE_SWEEP || o->mode == STORE_MODE_QUALITY;
+    case F_LEG:
     case F_PREFILL:
         return o->mode == STORE_MODE_SWEEP;
+    case F_GEN:
+        return o->mode != STORE_MODE_QUALITY;
     case F_FROM:
     case F_TO:
     case F_FACTOR:
@@ -304,8 +307,12 @@ static void draw_progress(struct view_ctx *v, const stress_progress *pr)
                    (long long)pr->ctx_target);
     else
         draw_textf(w, v->g, 2, 0, width, A_BOLD, "context %lld", (long long)pr->ctx);
-    draw_textf(w, v->g, 3, 0, width, A_NORMAL, "requests %lld ok  %lld failed  %d in flight",
-               (long long)pr->requests_done, (long long)pr->requests_failed, pr->in_flight);
+    if (pr->mode == STORE_MODE_QUALITY)
+        draw_textf(w, v->g, 3, 0, width, A_NORMAL, "settings measured %d%s", pr->n_quality,
+                   pr->measuring ? "  (measuring)" : "");
+    else
+        draw_textf(w, v->g, 3, 0, width, A_NORMAL, "requests %lld ok  %lld failed  %d in flight",
+                   (long long)pr->requests_done, (long long)pr->requests_failed, pr->in_flight);
     draw_textf(w, v->g, 4, 0, width, A_NORMAL,
                "decode p50 %.1f tok/s  aggregate %.1f tok/s  elapsed %s  eta %s", pr->decode_p50,
                pr->agg_tps, el, eta);
@@ -314,7 +321,9 @@ static void draw_progress(struct view_ctx *v, const stress_progress *pr)
                    pr->last_error);
 }
 
-/* The current leg's requests against context, as they end. */
+/* The current leg's requests against context, as they end, and the
+ * legs' quality as each is measured: a quality run's alone, a sweep
+ * --quality's below its curves. */
 static void draw_curves(struct view_ctx *v, const stress_progress *pr)
 {
     WINDOW *w = v->win[LAYOUT_CHART];
@@ -327,7 +336,20 @@ static void draw_curves(struct view_ctx *v, const stress_progress *pr)
     if (pr && pr->n_legs > 1)
         snprintf(scope, sizeof scope, "leg %d/%d", pr->leg + 1, pr->n_legs);
     struct layout_rect r = {0, 0, p->w - 1, p->h};
-    view_curves_run(v, w, r, points, n, pr ? pr->leg : 0, scope);
+    int quality = pr && (pr->n_quality > 0 || pr->mode == STORE_MODE_QUALITY);
+    if (quality && pr->mode != STORE_MODE_QUALITY)
+        r.h = p->h / 2;
+    if (!quality || pr->mode != STORE_MODE_QUALITY)
+        view_curves_run(v, w, r, points, n, pr ? pr->leg : 0, scope);
+    if (!quality)
+        return;
+    struct layout_rect qr = {0, r.h == p->h ? 0 : r.h, p->w - 1, p->h - (r.h == p->h ? 0 : r.h)};
+    if (pr->n_quality == 0)
+        draw_text(w, v->g, qr.y, 0, qr.w, palette_attr(v->pal, PAL_DIM),
+                  pr->measuring ? "measuring quality: both passes on the head's ring"
+                                : "no quality measured yet");
+    else
+        view_quality(v, w, qr, pr->quality, pr->n_quality);
 }
 
 static void stress_draw(struct view_ctx *v)
@@ -351,15 +373,28 @@ static void stress_draw(struct view_ctx *v)
     draw_curves(v, have ? &pr : NULL);
 }
 
+/* A quality run scores the built-in text (a copy of bytes in the binary:
+ * no disk), its window the engine's default. */
 static void start(struct view_ctx *v)
 {
     char err[512];
     if (view_refuse_readonly(v, "stress runs"))
         return;
-    if (console_runs_start(v->opt->runs, form_opts(v), err, sizeof err) != 0)
+    stress_opts o = *form_opts(v);
+    char *text = NULL;
+    if (o.mode == STORE_MODE_QUALITY) {
+        if (!(text = stress_text_load(NULL, err, sizeof err))) {
+            view_message(v, 1, "%s", err);
+            return;
+        }
+        o.text = text;
+        snprintf(o.text_name, sizeof o.text_name, "%s", stress_text_builtin_name);
+    }
+    if (console_runs_start(v->opt->runs, &o, err, sizeof err) != 0)
         view_message(v, 1, "%s", err);
     else
-        view_message(v, 0, "%s run started: a aborts it", store_mode_name(form_opts(v)->mode));
+        view_message(v, 0, "%s run started: a aborts it", store_mode_name(o.mode));
+    free(text);
 }
 
 static void edit_key(struct view_ctx *v, int key)

@@ -50,7 +50,7 @@ Test(opt_modes, the_mode_is_found_among_options_and_taken_out)
 
     argc = words("stress grow", argv);
     cr_assert_eq(opt_mode(OPT_V_STRESS, &argc, argv, err, sizeof err), OPT_V_COUNT);
-    cr_assert_str_eq(err, "unknown mode 'grow': expected growth, fixed, soak or sweep");
+    cr_assert_str_eq(err, "unknown mode 'grow': expected growth, fixed, soak, sweep or quality");
     cr_assert(opt_has_modes(OPT_V_STRESS) && !opt_has_modes(OPT_V_STRESS_GROWTH));
     cr_assert_null(opt_mode_word(OPT_V_STRESS, OPT_V_HISTORY_SHOW));
 }

@@ -2,7 +2,11 @@
 #include "screen.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "tui/core/cluster.h"
 
 static char row_buf[1024];
 
@@ -101,4 +105,29 @@ const char *screen_cell(struct screen *s, int y, enum layout_col c)
     while (n > 0 && cell[n - 1] == ' ')
         cell[--n] = '\0';
     return cell;
+}
+
+console_runs *screen_history_open(char *dir, size_t dirlen, char *db, size_t dblen,
+                                  void (*record)(store *s))
+{
+    snprintf(dir, dirlen, "/tmp/infertop-test-views-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(db, dblen, "%s/history.db", dir);
+    char err[256];
+    store *s = store_open(db, NULL, err, sizeof err);
+    cr_assert_not_null(s, "%s", err);
+    record(s);
+    store_close(s);
+    struct cluster c = {.name = "t"};
+    console_runs *runs = console_runs_open(db, &c, err, sizeof err);
+    cr_assert_not_null(runs, "%s", err);
+    return runs;
+}
+
+void screen_history_close(console_runs *runs, const char *dir)
+{
+    console_runs_free(runs);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
 }

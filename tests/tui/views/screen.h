@@ -7,6 +7,7 @@
 #ifndef TEST_SCREEN_H
 #define TEST_SCREEN_H
 
+#include "tui/stress/console_runs.h"
 #include "tui/views/layout.h"
 #include "tui/views/ui.h"
 #include "tui/views/view.h"
@@ -37,5 +38,13 @@ const char *screen_row(struct screen *s, enum layout_pane p, int y);
 int screen_find(struct screen *s, enum layout_pane p, const char *text);
 /* The text of column c of row y in the dashboard's node table, blanks cut. */
 const char *screen_cell(struct screen *s, int y, enum layout_col c);
+
+/* A history database in a fresh directory (its path into dir, the
+ * database's into db), filled by record, and the console's runs over it
+ * as the History and Config views read them. Asserts on failure. */
+console_runs *screen_history_open(char *dir, size_t dirlen, char *db, size_t dblen,
+                                  void (*record)(store *s));
+/* Frees runs and removes dir. */
+void screen_history_close(console_runs *runs, const char *dir);
 
 #endif

@@ -10,7 +10,6 @@
 #include "../cli/run.h"
 #include "screen.h"
 #include "tui/cli/cli.h"
-#include "tui/core/cluster.h"
 #include "tui/stress/console_runs.h"
 
 static char dir[64], db[128];
@@ -59,32 +58,25 @@ static int64_t record_sweep(store *s)
     return run;
 }
 
+/* Two sweeps: runs 1 and 2. */
+static void record_two(store *s)
+{
+    record_sweep(s);
+    record_sweep(s);
+}
+
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/infertop-test-vh-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(db, sizeof db, "%s/history.db", dir);
-    char err[256];
-    store *s = store_open(db, NULL, err, sizeof err);
-    cr_assert_not_null(s, "%s", err);
-    record_sweep(s);
-    record_sweep(s);
-    store_close(s);
+    runs = screen_history_open(dir, sizeof dir, db, sizeof db, record_two);
     static const char *const names[] = {"n"};
     st = state_new("t", 1, names);
-    struct cluster c = {.name = "t"};
-    runs = console_runs_open(db, &c, err, sizeof err);
-    cr_assert_not_null(runs, "%s", err);
 }
 
 static void teardown(void)
 {
     screen_close(&scr);
-    console_runs_free(runs);
+    screen_history_close(runs, dir);
     state_free(st);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_expect_eq(system(cmd), 0);
 }
 
 TestSuite(view_history, .init = setup, .fini = teardown);
