@@ -406,7 +406,7 @@ static enum MHD_Result on_completion(http *h, struct MHD_Connection *c, oai_kind
     int streaming = req.stream;
     oai_reply reply = {kind, kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", req.model,
                        (long long)time(NULL)};
-    gen_env env = {h->zctx, h->control, &h->stopping};
+    gen_env env = {h->zctx, h->control, &h->stopping, h->tok};
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     gen *g = NULL;

@@ -292,6 +292,8 @@ static void job_begin(head *hd, job *j)
         json_object_set_new(o, "frequency_penalty", json_real(g->frequency_penalty));
         if (g->n_bias)
             json_object_set_new(o, "logit_bias", proto_bias_json(g->bias, g->n_bias));
+        if (g->has_logprobs)
+            json_object_set_new(o, "logprobs", json_integer(g->logprobs));
         json_object_set_new(o, "stages", head_members_json(hd));
         head_send(hd, RING_START, j->op, o);
         json_decref(o);

@@ -33,8 +33,10 @@ int stage_prefill_step(const stage *sg); /* PROTO_PREFILL_AUTO or positions */
 float *stage_logits(stage *sg);
 /* A running request's context position (its cache's length). */
 int stage_req_pos(const stage_req *c);
-/* A token drawn from one position's logits by the request's sampler (tail). */
-int stage_sample(stage_req *c, float *logits);
+/* A token drawn from one position's logits [vocab] by the request's
+ * sampler (tail), and into lp the logprobs it asked for (n_top -1: none),
+ * of the logits as they came. */
+int stage_sample(stage_req *c, float *logits, int vocab, proto_logprobs *lp);
 
 typedef struct stage_admission {
     proto_code code; /* PROTO_OK, KV_OOM, CTX_LIMIT or NOT_FOUND */

@@ -72,9 +72,14 @@ int stage_begin(stage *sg, uint64_t op, const char *req, const char *session, in
                        .frequency_penalty = sampling->frequency_penalty,
                        .bias = bias,
                        .n_bias = sampling->n_bias};
-    if (sg->nd->tail && (sampler_create(&c->smp, sg->nd->cfg->vocab_size, sampling->temperature,
-                                        sampling->top_p, seed, err, sizeof err) != 0 ||
-                         sampler_configure(c->smp, &so, err, sizeof err) != 0)) {
+    int vocab = sg->nd->cfg->vocab_size;
+    c->logprobs = sampling->has_logprobs ? sampling->logprobs : -1;
+    if (sg->nd->tail &&
+        (sampler_create(&c->smp, vocab, sampling->temperature, sampling->top_p, seed, err,
+                        sizeof err) != 0 ||
+         sampler_configure(c->smp, &so, err, sizeof err) != 0 ||
+         (c->logprobs >= 0 && !(c->lp_row = malloc((size_t)vocab * sizeof *c->lp_row)) &&
+          snprintf(err, sizeof err, "out of memory for the logprobs of %d tokens", vocab) > 0))) {
         sampler_free(c->smp);
         c->smp = NULL;
         kv_free(c->kv);
@@ -110,6 +115,7 @@ void stage_end(stage *sg, stage_req *c, int ok, int pending_token)
         kv_free(c->kv);
     }
     sampler_free(c->smp);
+    free(c->lp_row);
     memset(c, 0, sizeof *c);
     /* The next requests admit their own chunk's scratch: this one's goes
      * once nothing runs. */
@@ -196,7 +202,14 @@ int stage_req_pos(const stage_req *c)
     return kv_len(c->kv);
 }
 
-int stage_sample(stage_req *c, float *logits)
+int stage_sample(stage_req *c, float *logits, int vocab, proto_logprobs *lp)
 {
-    return sampler_sample(c->smp, logits);
+    lp->n_top = -1;
+    if (c->logprobs < 0)
+        return sampler_sample(c->smp, logits);
+    memcpy(c->lp_row, logits, (size_t)vocab * sizeof *logits);
+    int token = sampler_sample(c->smp, logits);
+    lp->n_top =
+        sampler_logprobs(c->lp_row, vocab, token, c->logprobs, lp->top, lp->top_lp, &lp->logprob);
+    return token;
 }

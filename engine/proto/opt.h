@@ -148,6 +148,7 @@ typedef enum opt_id {
     OPT_REQ_PRESENCE_PENALTY,
     OPT_REQ_FREQUENCY_PENALTY,
     OPT_REQ_LOGIT_BIAS,
+    OPT_REQ_LOGPROBS,
     OPT_REQ_SPECIAL,
     OPT_REQ_LOGITS,
     OPT_OAI_MAX_TOKENS,
@@ -156,6 +157,9 @@ typedef enum opt_id {
     OPT_OAI_STREAM,
     OPT_OAI_N,
     OPT_OAI_BEST_OF,
+    OPT_OAI_LOGPROBS,
+    OPT_OAI_CHAT_LOGPROBS,
+    OPT_OAI_TOP_LOGPROBS,
     /* keys of the cluster file */
     OPT_CF_SSH,
     OPT_CF_START,

@@ -102,6 +102,7 @@ static const opt_field generate_fields[] = {
     FIELD(OPT_REQ_REPEAT_PENALTY, OPT_ST_FLOAT, generate.repeat_penalty),
     FIELD(OPT_REQ_PRESENCE_PENALTY, OPT_ST_FLOAT, generate.presence_penalty),
     FIELD(OPT_REQ_FREQUENCY_PENALTY, OPT_ST_FLOAT, generate.frequency_penalty),
+    FIELD_GIVEN(OPT_REQ_LOGPROBS, OPT_ST_INT, generate.logprobs, generate.has_logprobs),
     FIELD(OPT_REQ_SESSION, OPT_ST_TEXT, generate.session),
     FIELD(OPT_REQ_SOURCE, OPT_ST_TEXT, generate.source),
     FIELD(OPT_REQ_SPECIAL, OPT_ST_INT, generate.special),
