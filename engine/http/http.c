@@ -20,6 +20,7 @@
 
 #include <zmq.h>
 
+#include "embed.h"
 #include "engine/proto/version.h"
 #include "feed.h"
 #include "gen.h"
@@ -82,6 +83,7 @@ typedef enum route {
     ROUTE_CHAT,
     ROUTE_TOKENIZE,
     ROUTE_DETOKENIZE,
+    ROUTE_EMBEDDINGS,
     ROUTE_NONE
 } route;
 
@@ -99,6 +101,7 @@ static const struct {
     [ROUTE_CHAT] = {"/v1/chat/completions", "POST", 0},
     [ROUTE_TOKENIZE] = {"/tokenize", "POST", 0},
     [ROUTE_DETOKENIZE] = {"/detokenize", "POST", 0},
+    [ROUTE_EMBEDDINGS] = {"/v1/embeddings", "POST", 0},
 };
 
 /* The methods counted by name; anything else is "other". */
@@ -273,6 +276,24 @@ static enum MHD_Result on_tokens(http *h, struct MHD_Connection *c, route rt, co
     const char *text = body->data ? body->data : "";
     char *out = rt == ROUTE_TOKENIZE ? tokens_tokenize(h->tok, &m, text, body->len, &e)
                                      : tokens_detokenize(h->tok, &m, text, body->len, &e);
+    return out ? respond(h, c, MHD_HTTP_OK, "application/json", out, NULL, NULL)
+               : respond_error(h, c, &e);
+}
+
+/* POST /v1/embeddings: each input an embed request to the node. */
+static enum MHD_Result on_embeddings(http *h, struct MHD_Connection *c, const sbuf *body)
+{
+    proto_status st;
+    oai_error e;
+    if (node_model(h, &st, &e) != 0)
+        return respond_error(h, c, &e);
+    oai_model m = api_model(h, &st);
+    embed_req req;
+    if (embed_parse(body->data ? body->data : "", body->len, &m, st.model.dim, &req, &e) != 0)
+        return respond_error(h, c, &e);
+    gen_env env = {h->zctx, h->control, &h->stopping, h->tok};
+    char *out = embed_run(&env, &req, st.model.dim, &e);
+    embed_req_free(&req);
     return out ? respond(h, c, MHD_HTTP_OK, "application/json", out, NULL, NULL)
                : respond_error(h, c, &e);
 }
@@ -538,6 +559,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return fail(h, c, 500, "internal", "out of memory for the body");
     if (x->rt == ROUTE_TOKENIZE || x->rt == ROUTE_DETOKENIZE)
         return on_tokens(h, c, x->rt, &x->body);
+    if (x->rt == ROUTE_EMBEDDINGS)
+        return on_embeddings(h, c, &x->body);
     return on_completion(h, c, x->rt == ROUTE_CHAT ? OAI_CHAT : OAI_COMPLETION, &x->body);
 }
 

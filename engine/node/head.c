@@ -250,7 +250,7 @@ static json_t *head_members_json(const head *hd)
 /* What the request's steps hold for logits (stage_admit counts it). */
 static stage_eval job_eval(const job *j)
 {
-    if (j->req.op != PROTO_OP_EVAL)
+    if (j->req.op != PROTO_OP_EVAL && j->req.op != PROTO_OP_EMBED)
         return STAGE_EVAL_NONE;
     return j->req.eval_logits ? STAGE_EVAL_RAW : STAGE_EVAL;
 }
@@ -335,6 +335,19 @@ static void job_admit(head *hd, job *j)
     proto_error e;
     if (job_prompt(hd, j, &e) != 0) {
         head_job_finish(hd, j, &e);
+        return;
+    }
+    /* An embedding past the trained context would pool positions the
+     * model never learned: refused, whatever --max-ctx allows. */
+    if (j->req.op == PROTO_OP_EMBED && j->n_ids > hd->nd->cfg->seq_len) {
+        head_job_fail(hd, j, PROTO_E_CTX_LIMIT,
+                      "an embedding of %d tokens passes the model's context of %d", j->n_ids,
+                      hd->nd->cfg->seq_len);
+        return;
+    }
+    if (j->req.op == PROTO_OP_EMBED &&
+        !(j->embed = calloc((size_t)hd->nd->cfg->dim, sizeof *j->embed))) {
+        head_job_fail(hd, j, PROTO_E_INTERNAL, "out of memory for an embedding");
         return;
     }
     json_t *evicted = json_array();

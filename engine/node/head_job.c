@@ -77,6 +77,7 @@ static void job_free(job *j)
     free(j->ids);
     free(j->chunk);
     free(j->logits);
+    free(j->embed);
     free(j);
 }
 
@@ -94,6 +95,9 @@ void head_job_finish(head *hd, job *j, const proto_error *e)
     job_stats(hd, j, &stats);
     /* Failures carry the stats too: what was done (an HTTP client's usage). */
     json_t *res = json_pack("{so}", "stats", proto_stats_json(&stats));
+    if (!e && j->embed)
+        json_object_set_new(res, "embedding",
+                            proto_embedding_json(j->embed, hd->nd->cfg->dim, j->fed));
     node_reply(hd->nd, &j->from,
                e ? proto_reply_error_with(j->req.id, e, res) : proto_reply_ok(j->req.id, res));
     json_decref(res);

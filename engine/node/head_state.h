@@ -57,6 +57,7 @@ typedef struct job {
     pending wait;      /* the admission round */
     float *logits;     /* an eval on a single node: the step's logits [n][vocab] */
     size_t logits_cap; /* floats */
+    double *embed;     /* an embed: the final norm's rows summed so far [dim] */
 } job;
 
 /* Requests waiting for a place beside the --max-seqs running ones. */

@@ -114,10 +114,26 @@ static int eval_reply(head *hd, job *j, int pos, int n, const float *logits)
     return 0;
 }
 
+/* An embed chunk's final-norm rows [n][dim], summed into the job's. */
+static void embed_add(head *hd, job *j, int n, const float *rows)
+{
+    int dim = hd->nd->cfg->dim;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < dim; k++)
+            j->embed[k] += rows[(size_t)i * dim + k];
+}
+
+/* What an eval or embed step gives back for each position: the logits
+ * [vocab], or the final norm's output [dim]. */
+static int eval_row(const head *hd, const job *j)
+{
+    return j->embed ? hd->nd->cfg->dim : hd->nd->cfg->vocab_size;
+}
+
 /* The job's buffer for one chunk of logits (admission counted it). */
 static float *eval_buffer(head *hd, job *j, int n)
 {
-    size_t want = (size_t)n * (size_t)hd->nd->cfg->vocab_size;
+    size_t want = (size_t)n * (size_t)eval_row(hd, j);
     if (want > j->logits_cap) {
         /* The old rows are never read again: no realloc copy. */
         free(j->logits);
@@ -189,7 +205,8 @@ static void prefill_step(head *hd, job *j)
     if (chunk_ids(hd, j, n) != 0)
         return;
     int sample = n == remaining && j->req.generate.max_tokens > 0;
-    int eval = j->req.op == PROTO_OP_EVAL; /* prefill steps only: max_tokens is 0 */
+    /* prefill steps only: max_tokens is 0 */
+    int eval = j->req.op == PROTO_OP_EVAL || j->embed;
     int64_t step = j->step++;
     j->sent += n;
     fwd_stats st;
@@ -199,14 +216,17 @@ static void prefill_step(head *hd, job *j)
         float *logits = eval ? eval_buffer(hd, j, n) : sample ? stage_logits(hd->st) : NULL;
         if (eval && !logits)
             return;
-        int rc = eval ? stage_forward_logits(hd->st, c, j->chunk, NULL, n, logits, &st, &e)
+        int rc = eval ? stage_forward_rows(hd->st, c, j->chunk, NULL, n, j->embed != NULL, logits,
+                                           &st, &e)
                       : stage_forward(hd->st, c, j->chunk, NULL, n, NULL, logits, &st, &e);
         if (rc != 0) {
             head_job_finish(hd, j, &e);
             return;
         }
         stage_publish(hd->st, c, &p, &st);
-        if (eval && eval_reply(hd, j, pos, n, logits) != 0)
+        if (j->embed)
+            embed_add(hd, j, n, logits);
+        else if (eval && eval_reply(hd, j, pos, n, logits) != 0)
             return;
         proto_logprobs lp = {.n_top = -1};
         int vocab = hd->nd->cfg->vocab_size;
@@ -222,7 +242,8 @@ static void prefill_step(head *hd, job *j)
                   .dim = hd->nd->cfg->dim,
                   .token = -1,
                   .chunk = chunk,
-                  .flags = (sample ? RING_F_SAMPLE : 0u) | (eval ? RING_F_LOGITS : 0u)};
+                  .flags = (sample ? RING_F_SAMPLE : 0u) | (eval ? RING_F_LOGITS : 0u) |
+                           (j->embed ? RING_F_EMBED : 0u)};
     zmq_msg_t msg;
     float *x_out = ring_hidden_init(&msg, &h);
     if (!x_out) {
@@ -398,19 +419,21 @@ void head_step_on_chunk(head *hd, const ring_frame *f)
         return;
     j->in_flight--;
     int vocab = hd->nd->cfg->vocab_size;
-    int eval = j->req.op == PROTO_OP_EVAL;
+    int eval = j->req.op == PROTO_OP_EVAL || j->embed;
     ring_kind want = eval ? RING_LOGITS : RING_TOKEN;
     if (f->h.kind != want || f->h.token >= vocab || f->h.pos != fl.pos || f->h.n != fl.n ||
-        (eval && f->h.dim != vocab)) {
+        (eval && f->h.dim != eval_row(hd, j)) || !(f->h.flags & RING_F_EMBED) != !j->embed) {
         head_job_fail(
             hd, j, PROTO_E_INTERNAL,
-            "step %lld came back as a %s frame (token %d, dim %d) for positions %d+%d; the "
-            "head sent positions %d+%d for a %s frame of a %d-token vocabulary",
-            (long long)f->h.step, ring_kind_name(f->h.kind), f->h.token, f->h.dim, f->h.pos, f->h.n,
-            fl.pos, fl.n, ring_kind_name(want), vocab);
+            "step %lld came back as a %s frame (token %d, dim %d, flags %u) for positions %d+%d; "
+            "the head sent positions %d+%d for a %s frame of %d floats a position",
+            (long long)f->h.step, ring_kind_name(f->h.kind), f->h.token, f->h.dim, f->h.flags,
+            f->h.pos, f->h.n, fl.pos, fl.n, ring_kind_name(want), eval ? eval_row(hd, j) : 0);
         return;
     }
-    if (eval && eval_reply(hd, j, f->h.pos, f->h.n, f->x) != 0)
+    if (j->embed)
+        embed_add(hd, j, f->h.n, f->x);
+    else if (eval && eval_reply(hd, j, f->h.pos, f->h.n, f->x) != 0)
         return;
     if (f->h.token >= 0 && lp_agrees(hd, j, f->lp) != 0)
         return;

@@ -477,7 +477,9 @@ static int step_hdr_check(const ring_hdr *h, char *err, size_t errlen)
         return -1;
     }
     /* An eval step is a prefill chunk that samples nothing. */
-    if ((h->flags & ~(RING_F_SAMPLE | RING_F_DECODE | RING_F_LOGITS | RING_F_LOGPROBS)) ||
+    if ((h->flags &
+         ~(RING_F_SAMPLE | RING_F_DECODE | RING_F_LOGITS | RING_F_LOGPROBS | RING_F_EMBED)) ||
+        ((h->flags & RING_F_EMBED) && !(h->flags & RING_F_LOGITS)) ||
         ((h->flags & RING_F_LOGPROBS) && (h->kind != RING_TOKEN || h->token < 0)) ||
         ((h->flags & RING_F_DECODE) && h->n != 1) ||
         ((h->flags & RING_F_LOGITS) && (h->flags & (RING_F_SAMPLE | RING_F_DECODE)))) {

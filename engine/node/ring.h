@@ -30,6 +30,7 @@
 #define RING_F_SAMPLE 1u /* the tail computes logits and samples after this step */
 #define RING_F_DECODE 2u /* a decode step (else a prefill chunk) */
 #define RING_F_LOGITS 4u /* an eval step: the tail sends every position's logits back */
+#define RING_F_EMBED 16u /* with 4, an embed step: the final norm's output instead */
 /* TOKEN, TOKENS flag: each token comes with its logprobs record
  * (RING_LP_BYTES: n_top i32, reserved u32, logprob f64, top i32[20],
  * top_lp f64[20]), one for a TOKEN frame, n for a TOKENS frame after its

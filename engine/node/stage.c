@@ -251,8 +251,10 @@ static int send_floats(stage *sg, stage_req *c, const ring_frame *f, ring_hdr *o
     if (!y)
         return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': out of memory for step %lld",
                           sg->nd->o.name, (long long)f->h.step);
-    int rc = out->kind == RING_LOGITS ? stage_forward_logits(sg, c, NULL, f->x, f->h.n, y, st, e)
-                                      : stage_forward(sg, c, NULL, f->x, f->h.n, y, NULL, st, e);
+    int normed = (f->h.flags & RING_F_EMBED) != 0;
+    int rc = out->kind == RING_LOGITS
+                 ? stage_forward_rows(sg, c, NULL, f->x, f->h.n, normed, y, st, e)
+                 : stage_forward(sg, c, NULL, f->x, f->h.n, y, NULL, st, e);
     if (rc != 0) {
         zmq_msg_close(&msg);
         return -1;
@@ -317,7 +319,7 @@ static void on_hidden(stage *sg, ring_frame *f)
     e.code = PROTO_OK;
     if (sg->nd->tail && (in->flags & RING_F_LOGITS)) {
         out.kind = RING_LOGITS;
-        out.dim = sg->nd->cfg->vocab_size;
+        out.dim = (in->flags & RING_F_EMBED) ? sg->nd->cfg->dim : sg->nd->cfg->vocab_size;
     }
     if (sg->nd->tail && !(in->flags & RING_F_LOGITS))
         rc = send_token(sg, c, f, &out, t0, &st, &e, err, sizeof err);

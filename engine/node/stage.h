@@ -85,9 +85,10 @@ void stage_drop_sessions(stage *sg, const ring_ids *names);
 /* Runs n positions of one request through this stage's layers. */
 int stage_forward(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
                   float *x_out, float *logits, fwd_stats *st, proto_error *e);
-/* The same on the tail, with every position's logits into logits [n][vocab]. */
-int stage_forward_logits(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
-                         float *logits, fwd_stats *st, proto_error *e);
+/* The same on the tail, with every position's row into out: its logits
+ * [n][vocab], or (normed) the final norm's output [n][dim]. */
+int stage_forward_rows(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
+                       int normed, float *out, fwd_stats *st, proto_error *e);
 /* One decode position of each of b requests (fwd_step_batch): the
  * weights are read once for all of them. */
 int stage_forward_batch(stage *sg, stage_req *const *cs, int b, const int *tokens,

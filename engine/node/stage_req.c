@@ -135,11 +135,12 @@ int stage_forward(stage *sg, stage_req *c, const int *tokens, const float *x_in,
     return 0;
 }
 
-int stage_forward_logits(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
-                         float *logits, fwd_stats *st, proto_error *e)
+int stage_forward_rows(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
+                       int normed, float *out, fwd_stats *st, proto_error *e)
 {
     char err[256];
-    if (fwd_step_logits(sg->fwd, c->kv, tokens, x_in, n, logits, st, err, sizeof err) != 0)
+    if ((normed ? fwd_step_normed : fwd_step_logits)(sg->fwd, c->kv, tokens, x_in, n, out, st, err,
+                                                     sizeof err) != 0)
         return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': %s", sg->nd->o.name, err);
     return 0;
 }

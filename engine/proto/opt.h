@@ -160,6 +160,8 @@ typedef enum opt_id {
     OPT_OAI_LOGPROBS,
     OPT_OAI_CHAT_LOGPROBS,
     OPT_OAI_TOP_LOGPROBS,
+    OPT_OAI_ENCODING_FORMAT,
+    OPT_OAI_DIMENSIONS,
     /* keys of the cluster file */
     OPT_CF_SSH,
     OPT_CF_START,

@@ -154,6 +154,19 @@
                               .hi = PROTO_LOGPROBS_MAX,
                               .help = "with logprobs: the N most probable tokens at each "
                                       "position"},
+    /* /v1/embeddings' (engine/http/embed.h). */
+    [OPT_OAI_ENCODING_FORMAT] = {.wire = "encoding_format",
+                                 .type = OPT_T_CHOICE,
+                                 .choices = "float|base64",
+                                 .def = "float",
+                                 .help = "embeddings as numbers, or base64 of little-endian "
+                                         "float32s"},
+    /* Taken only at the model's dim (embed.c): no truncation. */
+    [OPT_OAI_DIMENSIONS] = {.wire = "dimensions",
+                            .type = OPT_T_INT,
+                            .lo = 1,
+                            .hi = 65536,
+                            .help = "the embeddings' length: the model's dim"},
     /* OpenAI's fields of features this server lacks: taken only at the
      * value that leaves the feature off, so that a client never silently
      * gets less than it asked. */

@@ -37,6 +37,17 @@ static char *dump_and_free(json_t *o)
     return text;
 }
 
+json_t *proto_embedding_json(const double *sum, int dim, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < dim; i++)
+        if (json_array_append_new(a, real_or_null(n > 0 ? sum[i] / n : 0.0))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
 /* A token frame with logprobs: rarer, and its doubles want every digit. */
 static char *token_with_lp(const char *id, int token, const char *text, const proto_logprobs *lp)
 {

@@ -74,6 +74,7 @@ static const char *const op_names[PROTO_OP_COUNT] = {
     [PROTO_OP_CANCEL] = "cancel",
     [PROTO_OP_DROP_SESSION] = "drop_session",
     [PROTO_OP_EVAL] = "eval",
+    [PROTO_OP_EMBED] = "embed",
 };
 
 const char *proto_op_name(proto_op op)
@@ -129,6 +130,7 @@ static const struct {
     [PROTO_OP_CANCEL] = {FIELDS(cancel_fields), 0},
     [PROTO_OP_DROP_SESSION] = {FIELDS(drop_fields), 0},
     [PROTO_OP_EVAL] = {FIELDS(eval_fields), 2},
+    [PROTO_OP_EMBED] = {NULL, 0, 2},
 #undef FIELDS
 };
 
@@ -217,7 +219,7 @@ static int decode_input(const json_t *v, proto_op op, proto_request *out, proto_
     if (!v)
         return proto_fail(
             err, PROTO_E_MISSING_FIELD, "prompt", "op '%s' needs one of %s", op_names[op],
-            op == PROTO_OP_EVAL ? "prompt, tokens" : "prompt, tokens, synthetic_tokens");
+            op == PROTO_OP_GENERATE ? "prompt, tokens, synthetic_tokens" : "prompt, tokens");
     if (a->input == PROTO_INPUT_TOKENS)
         return decode_tokens(v, a, err);
     if (a->input == PROTO_INPUT_SYNTHETIC)
@@ -417,8 +419,10 @@ static int decode_root(json_t *root, proto_request *out, proto_error *err)
                               "op 'drop_session' needs field 'session'");
         return 0;
     case PROTO_OP_EVAL:
-        /* An eval is a prefill that reports every position: generate's
-         * prompt input, nothing to generate, no session. */
+    case PROTO_OP_EMBED:
+        /* An eval is a prefill that reports every position, an embed one
+         * that pools them: generate's prompt input, nothing to generate,
+         * no session. */
         out->generate.temperature = PROTO_DEFAULT_TEMPERATURE;
         out->generate.top_p = PROTO_DEFAULT_TOP_P;
         return decode_input(input, out->op, out, err);

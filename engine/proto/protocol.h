@@ -119,6 +119,7 @@ typedef enum proto_op {
     PROTO_OP_CANCEL,
     PROTO_OP_DROP_SESSION,
     PROTO_OP_EVAL,
+    PROTO_OP_EMBED,
     PROTO_OP_COUNT
 } proto_op;
 
@@ -250,6 +251,10 @@ typedef struct proto_eval_row {
  * the chunk's raw logits follow as a second frame of the same message
  * (float32 little-endian [n][V]); vocab 0: they do not. */
 char *proto_reply_eval(const char *id, int pos, const proto_eval_row *rows, int n, int vocab);
+
+/* An embed's result: the mean over n positions of sum [dim] (an array of
+ * dim numbers; NULL when out of memory). */
+json_t *proto_embedding_json(const double *sum, int dim, int n);
 
 /* Statistics of one generate request (its final frame's "stats"). */
 typedef struct proto_stats {

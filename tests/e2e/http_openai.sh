@@ -238,4 +238,45 @@ code=$(post "$HB" /v1/completions '{"model":"stories260K","prompt":"x","logprobs
 check "completions logprobs 21: 400 bad_value (at most 20)" \
     [ "$code $(get error.code error.param <"$tmp/body")" = "$(printf '400 bad_value\tlogprobs')" ]
 
+# ---- /v1/embeddings: the final norm's output, mean-pooled, unit length
+emb_checks() { # WHERE HOST
+    ids=$(post "$2" /tokenize '{"content":"Once upon a time","add_special":true}' >/dev/null &&
+        get tokens <"$tmp/body" | tr -d ' \n')
+    oai "http://$2/v1" stories260K "$ids" 64 embeddings >"$tmp/emb" ||
+        { cat "$tmp/emb"; fail "$1 openai npm: the embeddings case ran"; }
+    e() { grep '"what":"embeddings"' "$tmp/emb" | get "$@"; }
+    check "$1 embeddings.create of 3 strings: a list, indexed 0, 1, 2, each of the model's dim (64)" \
+        [ "$(e object n index.2 dim_ok)" = "$(printf 'list\t3\t2\ttrue')" ]
+    check "$1 ... each of unit length" [ "$(e unit)" = true ]
+    check "$1 ... identical inputs give identical vectors, different texts differ" \
+        [ "$(e identical differ)" = "$(printf 'true\ttrue')" ]
+    check "$1 ... a token array (the text's ids, BOS first) gives the text's vector" \
+        [ "$(e tokens_equal_text)" = true ]
+    check "$1 ... encoding_format base64 decodes to the same vector" [ "$(e base64_equal)" = true ]
+    check "$1 ... usage counts every input's tokens (BOS included: 5 + 5 + 13)" \
+        [ "$(e usage.prompt_tokens usage.total_tokens)" = "$(printf '23\t23')" ]
+    r() { grep '"what":"embeddings_refused"' "$tmp/emb" | get "$@"; }
+    check "$1 refused with a clear 400: an empty string, no input, an empty token array, a token past the vocabulary" \
+        [ "$(r refused.0.code refused.1.code refused.2.code refused.3.code)" = \
+            "$(printf 'bad_value\tbad_value\tbad_value\tbad_token')" ]
+}
+emb_checks "node:" "$HB"
+emb_checks "ring:" "$HR"
+check "ring: the same vector as one node's (to 1e-6)" \
+    node -e '
+        const a = JSON.parse(process.argv[1]), b = JSON.parse(process.argv[2]);
+        process.exit(a.length === b.length && a.every((x, i) => Math.abs(x - b[i]) < 1e-6) ? 0 : 1);' \
+    "$(curl -s "http://$HB/v1/embeddings" -d '{"model":"stories260K","input":"Once upon a time"}' | get data.0.embedding)" \
+    "$(curl -s "http://$HR/v1/embeddings" -d '{"model":"stories260K","input":"Once upon a time"}' | get data.0.embedding)"
+head -c 4000 "$tmp/mb" >"$tmp/long"
+code=$(post "$HB" /v1/embeddings "{\"model\":\"stories260K\",\"input\":\"$(cat "$tmp/long")\"}")
+check "an input longer than the model's context (512): 400 ctx_limit naming it" \
+    [ "$code $(get error.code <"$tmp/body")" = "400 ctx_limit" ] &&
+    grep -q "passes the model's context of 512" "$tmp/body"
+code=$(post "$HB" /v1/embeddings '{"model":"stories260K","input":"x","dimensions":32}')
+check "dimensions other than the model's: 400 unsupported" \
+    [ "$code $(get error.code error.param <"$tmp/body")" = "$(printf '400 unsupported\tdimensions')" ]
+check "control embed: the pooled final hidden state, of the model's dim" \
+    [ "$(call "$(ep "$P4")" embed '{"prompt":"Once upon a time"}' | get embedding.63 stats.prompt_tokens | cut -f2)" = 5 ]
+
 finish

@@ -184,7 +184,42 @@ async function logprobs(client, model, prompt, n) {
         same: per3.every((p) => JSON.stringify(p) === JSON.stringify(solo)) }));
 }
 
-const cases = { basic, big, sampling, bias, retrieve, logprobs };
+// embeddings: strings and token arrays. PROMPT is the token ids of
+// "Once upon a time" as JSON (with BOS, as the node adds it to text).
+async function embeddings(client, model, prompt, dim) {
+    const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+    const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+    const r = await client.embeddings.create({ model, input: ['Once upon a time', 'Once upon a time',
+                                                              'The dog barked at the moon'] });
+    const [a, b, c] = r.data.map((d) => d.embedding);
+    const ids = await client.embeddings.create({ model, input: JSON.parse(prompt) });
+    const t = ids.data[0].embedding;
+    const one = await client.embeddings.create({ model, input: 'Once upon a time',
+                                                 encoding_format: 'base64' });
+    // Asked for explicitly, the client hands the base64 text over as it came.
+    const raw = Buffer.from(one.data[0].embedding, 'base64');
+    const b64 = Array.from(new Float32Array(raw.buffer, raw.byteOffset, raw.length / 4));
+    const maxdiff = (x, y) => Math.max(...x.map((v, i) => Math.abs(v - y[i])));
+    console.log(JSON.stringify({ what: 'embeddings', object: r.object, n: r.data.length,
+        index: r.data.map((d) => d.index), dims: [a.length, b.length, c.length, t.length],
+        dim_ok: [a, b, c, t].every((v) => v.length === dim),
+        unit: [a, b, c, t].every((v) => Math.abs(norm(v) - 1) < 1e-5),
+        identical: same(a, b), differ: maxdiff(a, c) > 1e-3,
+        tokens_equal_text: maxdiff(a, t) < 1e-6, base64_equal: maxdiff(a, b64) < 1e-6,
+        usage: r.usage }));
+    const refused = [];
+    for (const input of ['', [], [[]], [1, 99999]]) {
+        try {
+            await client.embeddings.create({ model, input });
+            refused.push(null);
+        } catch (e) {
+            refused.push(failed('refused', e));
+        }
+    }
+    console.log(JSON.stringify({ what: 'embeddings_refused', refused }));
+}
+
+const cases = { basic, big, sampling, bias, retrieve, logprobs, embeddings };
 
 async function main() {
     const [baseURL, model, prompt, maxTokens, which = 'basic'] = process.argv.slice(2);
