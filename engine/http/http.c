@@ -64,6 +64,9 @@ struct http {
     char *(*metrics_more)(void *ctx);
     void *metrics_ctx;
     atomic_int stopping;
+    /* CPU time of the connection threads within their requests: what the
+     * HTTP server costs beside the node (make bench reads it per token). */
+    atomic_ullong cpu_ns;
     long long started; /* unix seconds, for /v1/models */
     size_t max_body;   /* 0: from the node's context */
     char *names[OAI_NAMES_MAX];
@@ -115,7 +118,17 @@ typedef struct exchange {
     sbuf body;
     size_t limit; /* the body's largest size */
     int too_large;
+    uint64_t cpu0; /* the thread's CPU time when the request came */
 } exchange;
+
+/* The calling thread's CPU time: a connection's requests all run on its
+ * thread (MHD_USE_THREAD_PER_CONNECTION). */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* ---- responses ---------------------------------------------------------- */
 
@@ -353,8 +366,11 @@ static void put_counts(http *h, sbuf *b)
     sbuf_printf(b,
                 "# HELP inferd_http_requests_uncounted_total HTTP requests past the counters' "
                 "table.\n# TYPE inferd_http_requests_uncounted_total counter\n"
-                "inferd_http_requests_uncounted_total %llu\n",
-                (unsigned long long)h->counts_dropped);
+                "inferd_http_requests_uncounted_total %llu\n"
+                "# HELP inferd_http_cpu_seconds_total CPU time the HTTP server's connection "
+                "threads spent on requests.\n# TYPE inferd_http_cpu_seconds_total counter\n"
+                "inferd_http_cpu_seconds_total %.6f\n",
+                (unsigned long long)h->counts_dropped, (double)atomic_load(&h->cpu_ns) / 1e9);
     pthread_mutex_unlock(&h->counts_lock);
 }
 
@@ -542,6 +558,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!x) {
         if (!(x = calloc(1, sizeof *x)))
             return MHD_NO;
+        x->cpu0 = thread_cpu_ns();
         *con_cls = x;
         return on_headers(h, c, x, url, method);
     }
@@ -575,6 +592,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
     if (ci && ci->http_status)
         count_request(cls, x, ci->http_status);
+    uint64_t now = thread_cpu_ns();
+    if (now > x->cpu0)
+        atomic_fetch_add(&((http *)cls)->cpu_ns, now - x->cpu0);
     sbuf_free(&x->body);
     free(x);
     *con_cls = NULL;

@@ -105,6 +105,18 @@ static void refused(const proto_logprobs *lp, int at, unsigned char poke, const 
     cr_expect(strstr(err, why), "expected '%s' in: %s", why, err);
 }
 
+/* A frame of kind h.kind with the logprobs flag and a payload of len
+ * bytes: refused for its flags. */
+static void flag_refused(ring_hdr h, size_t len)
+{
+    ring_frame f;
+    char err[256];
+    h.flags = RING_F_LOGPROBS;
+    ring_hdr_encode(&h, buf);
+    cr_expect_eq(ring_frame_decode(buf, RING_HDR_BYTES + len, &f, err, sizeof err), -1);
+    cr_expect(strstr(err, "flags 8"), "%s", err);
+}
+
 Test(ring_lp, malformed_records_are_refused)
 {
     proto_logprobs ok = {.n_top = 2, .logprob = -1.0, .top = {1, 2}, .top_lp = {-0.5, -1.0}};
@@ -123,37 +135,9 @@ Test(ring_lp, malformed_records_are_refused)
     refused(&far, -1, 0, "top_logprobs[0]: token 16777216");
 
     /* The flag only on token frames that sampled, and on tokens frames. */
-    ring_frame f;
-    char err[256];
-    ring_hdr h = {.kind = RING_TOKEN,
-                  .op = 3,
-                  .step = 0,
-                  .pos = 4,
-                  .n = 1,
-                  .token = -1,
-                  .flags = RING_F_LOGPROBS};
-    ring_hdr_encode(&h, buf);
-    cr_expect_eq(ring_frame_decode(buf, RING_HDR_BYTES + RING_LP_BYTES, &f, err, sizeof err), -1);
-    cr_expect(strstr(err, "flags 8"), "%s", err);
-    h = (ring_hdr){.kind = RING_HIDDEN,
-                   .op = 3,
-                   .step = 0,
-                   .n = 1,
-                   .dim = 1,
-                   .token = -1,
-                   .flags = RING_F_LOGPROBS};
-    ring_hdr_encode(&h, buf);
-    cr_expect_eq(ring_frame_decode(buf, RING_HDR_BYTES + 4, &f, err, sizeof err), -1);
-    cr_expect(strstr(err, "flags 8"), "%s", err);
-    h = (ring_hdr){.kind = RING_BATCH,
-                   .op = 3,
-                   .step = 0,
-                   .n = 1,
-                   .dim = 1,
-                   .token = -1,
-                   .flags = RING_F_LOGPROBS};
-    ring_hdr_encode(&h, buf);
-    cr_expect_eq(ring_frame_decode(buf, RING_HDR_BYTES + RING_SEG_BYTES + 4, &f, err, sizeof err),
-                 -1);
-    cr_expect(strstr(err, "flags 8"), "%s", err);
+    flag_refused((ring_hdr){.kind = RING_TOKEN, .op = 3, .n = 1, .pos = 4, .token = -1},
+                 RING_LP_BYTES);
+    flag_refused((ring_hdr){.kind = RING_HIDDEN, .op = 3, .n = 1, .dim = 1, .token = -1}, 4);
+    flag_refused((ring_hdr){.kind = RING_BATCH, .op = 3, .n = 1, .dim = 1, .token = -1},
+                 RING_SEG_BYTES + 4);
 }
