@@ -151,10 +151,11 @@ static const char *clip(const char *s, char *buf, size_t cap)
 
 static int unknown_field(proto_op op, const char *key, proto_error *err)
 {
-    char list[160] = "", buf[PROTO_FIELD_MAX];
+    char list[320] = "", buf[PROTO_FIELD_MAX];
     size_t len = 0;
     int n = op_fields[op].inputs + (int)op_fields[op].n;
-    for (int i = 0; i < n; i++) {
+    /* A list that outgrew the buffer stops there rather than past it. */
+    for (int i = 0; i < n && len < sizeof list; i++) {
         int k = i - op_fields[op].inputs;
         const char *name = k < 0 ? input_names[i] : opt_defs[op_fields[op].fields[k].id].wire;
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", name);
