@@ -775,6 +775,20 @@ int fwd_step_logits(fwd_stage *s, kv_cache *kv, const int *tokens, const float *
     return step(s, kv, tokens, x_in, n, NULL, logits, n, st, err, errlen);
 }
 
+int fwd_step_normed(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n,
+                    float *x_out, fwd_stats *st, char *err, size_t errlen)
+{
+    if (!fwd_is_tail(s) || !x_out) {
+        snprintf(err, errlen, "the final norm's output needs the tail stage and a buffer");
+        return -1;
+    }
+    if (step(s, kv, tokens, x_in, n, x_out, NULL, 0, st, err, errlen) != 0)
+        return -1;
+    /* Row by row, each read whole before it is written: in place. */
+    rmsnorm(x_out, x_out, model_rms_final(s->m), n, s->c.dim, s->c.norm_eps);
+    return 0;
+}
+
 int fwd_step_batch(fwd_stage *s, kv_cache *const *kvs, int b, const int *tokens, const float *x_in,
                    float *x_out, float *logits, fwd_stats *st, char *err, size_t errlen)
 {

@@ -69,6 +69,12 @@ int fwd_step(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, i
 int fwd_step_logits(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n,
                     float *logits, fwd_stats *st, char *err, size_t errlen);
 
+/* The same on the tail stage, with the final norm's output of all n
+ * positions (the model's last hidden states, before the classifier) into
+ * `x_out` [n][dim]: what an embedding pools. */
+int fwd_step_normed(fwd_stage *s, kv_cache *kv, const int *tokens, const float *x_in, int n,
+                    float *x_out, fwd_stats *st, char *err, size_t errlen);
+
 /* Runs one decode position of each of b sequences: sequence i's position
  * kv_len(kvs[i]) through this stage's layers, over its own cache. Caches
  * may be at different lengths and bits; they hold the stage's layers and

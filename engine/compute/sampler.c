@@ -300,16 +300,54 @@ int sampler_sample(sampler *s, float *logits)
     return drawn(s, sample_topp(logits, n, s->top_p, s->candidates, coin));
 }
 
-void sampler_top1(const float *logits, int vocab, int *id, double *logprob)
+/* The most likely token (the lowest id on ties), the largest logit and
+ * the log of the softmax's denominator over it, summed in double: a
+ * token's log-probability is then its logit - max - log_sum. */
+static void log_norm(const float *logits, int vocab, int *best, double *max, double *log_sum)
 {
-    int best = 0;
-    double max = logits[0];
+    int b = 0;
+    double m = logits[0];
     for (int v = 1; v < vocab; v++)
-        if (logits[v] > max)
-            max = logits[best = v];
+        if (logits[v] > m)
+            m = logits[b = v];
     double sum = 0.0;
     for (int v = 0; v < vocab; v++)
-        sum += exp((double)logits[v] - max);
-    *id = best;
-    *logprob = -log(sum);
+        sum += exp((double)logits[v] - m);
+    *best = b;
+    *max = m;
+    *log_sum = log(sum);
+}
+
+void sampler_top1(const float *logits, int vocab, int *id, double *logprob)
+{
+    double max, log_sum;
+    log_norm(logits, vocab, id, &max, &log_sum);
+    *logprob = -log_sum;
+}
+
+int sampler_logprobs(const float *logits, int vocab, int chosen, int k, int *top, double *top_lp,
+                     double *chosen_lp)
+{
+    int best;
+    double max, log_sum;
+    log_norm(logits, vocab, &best, &max, &log_sum);
+    k = k < vocab ? k : vocab;
+    /* The k largest by insertion into a sorted list: a logit enters only
+     * when it beats the list's last, so this is one pass for small k. A
+     * later equal logit does not enter: the lowest id first on ties. */
+    int n = 0;
+    for (int v = 0; v < vocab && k > 0; v++) {
+        if (n == k && !(logits[v] > logits[top[n - 1]]))
+            continue;
+        int i = n < k ? n++ : n - 1;
+        while (i > 0 && logits[v] > logits[top[i - 1]]) {
+            top[i] = top[i - 1];
+            i--;
+        }
+        top[i] = v;
+    }
+    for (int i = 0; i < n; i++)
+        top_lp[i] = (double)logits[top[i]] - max - log_sum;
+    *chosen_lp = (double)logits[chosen] - max - log_sum;
+    return n;
 }

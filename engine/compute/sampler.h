@@ -58,4 +58,12 @@ int sampler_sample(sampler *s, float *logits);
  * the node and locally alike, so that both print the same digits. */
 void sampler_top1(const float *logits, int vocab, int *id, double *logprob);
 
+/* What a request's logprobs report of one position's raw logits [vocab]
+ * (before any bias, penalty or temperature: the model's distribution), in
+ * the same double precision: the chosen token's log-probability and the
+ * k most probable tokens' (most probable first, the lowest id on ties)
+ * into top and top_lp [k]. Returns how many: min(k, vocab). */
+int sampler_logprobs(const float *logits, int vocab, int chosen, int k, int *top, double *top_lp,
+                     double *chosen_lp);
+
 #endif

@@ -11,6 +11,8 @@
 
 #include <zmq.h>
 
+#include "logprobs.h"
+
 /* How often a wait looks at the stop flag. */
 #define WAKE_MS 100
 /* How long gen_free waits for the node to confirm a cancel: one step. */
@@ -26,6 +28,7 @@ typedef struct choice {
     int stopped;                /* a stop sequence ended the text; the request was cancelled */
     int finished;               /* streaming: its last chunk is written */
     int prompt_tokens, gen_tokens;
+    lp_list lp; /* the tokens' logprobs, when asked */
 } choice;
 
 struct gen {
@@ -134,6 +137,18 @@ static int index_of(const gen *g, const choice *c)
     return (int)(c - g->c);
 }
 
+/* The logprobs of c's tokens from `from` on, up to `to`, or NULL when the
+ * request asked none (out of memory fails the output). */
+static char *logprobs_of(gen *g, choice *c, int from, int to)
+{
+    if (g->req.logprobs < 0)
+        return NULL;
+    char *s = lp_render(g->req.kind, g->env.tok, c->lp.v, from, to, c->text.data);
+    if (!s)
+        g->out.failed = 1;
+    return s;
+}
+
 static void release(gen *g, choice *c, int final)
 {
     size_t emit = c->text.len;
@@ -144,11 +159,21 @@ static void release(gen *g, choice *c, int final)
     } else if (final) {
         emit = c->text.len;
     }
-    if (emit <= c->sent)
+    /* The tokens whose text starts in what goes out; at the end, every
+     * one (a last token may have no text of its own). */
+    int to = c->lp.sent;
+    while (to < c->lp.n && (c->lp.v[to].offset < emit || (final && !c->stopped)))
+        to++;
+    if (emit <= c->sent && to == c->lp.sent)
         return;
-    if (g->req.stream)
-        oai_chunk(&g->out, &g->reply, index_of(g, c), c->text.data + c->sent, emit - c->sent, NULL);
-    c->sent = emit;
+    if (g->req.stream) {
+        char *lp = logprobs_of(g, c, c->lp.sent, to);
+        const char *text = c->text.data ? c->text.data + c->sent : "";
+        oai_chunk(&g->out, &g->reply, index_of(g, c), text, emit - c->sent, lp, NULL);
+        free(lp);
+    }
+    c->sent = emit > c->sent ? emit : c->sent;
+    c->lp.sent = to;
 }
 
 static const char *finish_reason(const gen *g, const choice *c)
@@ -162,10 +187,16 @@ static int take(gen *g, choice *c, const proto_reply *r, oai_error *e)
 {
     c->begun = 1;
     if (!r->done) {
-        if (!c->stopped) {
-            sbuf_puts(&c->text, r->text);
-            release(g, c, 0);
-        }
+        if (c->stopped)
+            return 0;
+        char why[PROTO_MESSAGE_MAX - 64] = "out of memory";
+        if (g->req.logprobs >= 0 && r->has_token &&
+            (proto_logprobs_check(&r->lp, g->req.logprobs, PROTO_TOKEN_ID_MAX + 1, why,
+                                  sizeof why) != 0 ||
+             lp_add(&c->lp, c->text.len, r->token, &r->lp) != 0))
+            return oai_fail(e, 500, "internal", NULL, "the node's token: %s", why);
+        sbuf_puts(&c->text, r->text);
+        release(g, c, 0);
         return 0;
     }
     c->done = 1;
@@ -183,7 +214,7 @@ static int take(gen *g, choice *c, const proto_reply *r, oai_error *e)
         release(g, c, 1);
     /* A stream ends each choice as it ends. */
     if (g->req.stream) {
-        oai_chunk(&g->out, &g->reply, index_of(g, c), NULL, 0, finish_reason(g, c));
+        oai_chunk(&g->out, &g->reply, index_of(g, c), NULL, 0, NULL, finish_reason(g, c));
         c->finished = 1;
     }
     return 0;
@@ -306,10 +337,14 @@ char *gen_complete(gen *g, oai_error *e)
     if (cs) {
         for (int i = 0; i < g->n; i++)
             cs[i] = (oai_choice){g->c[i].text.data ? g->c[i].text.data : "", g->c[i].sent,
-                                 finish_reason(g, &g->c[i])};
+                                 finish_reason(g, &g->c[i]),
+                                 logprobs_of(g, &g->c[i], 0, g->c[i].lp.sent)};
         int pt, gt;
         usage(g, &pt, &gt);
-        body = oai_response(&g->reply, cs, g->n, pt, gt);
+        if (!g->out.failed)
+            body = oai_response(&g->reply, cs, g->n, pt, gt);
+        for (int i = 0; i < g->n; i++)
+            free((char *)cs[i].logprobs);
         free(cs);
     }
     if (!body)
@@ -375,8 +410,10 @@ void gen_free(gen *g)
     if (g->sock)
         zmq_close(g->sock);
     oai_req_free(&g->req);
-    for (int i = 0; g->c && i < g->n; i++)
+    for (int i = 0; g->c && i < g->n; i++) {
         sbuf_free(&g->c[i].text);
+        lp_free(&g->c[i].lp);
+    }
     free(g->c);
     sbuf_free(&g->out);
     free(g);

@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
+#include "engine/model/tokenizer.h"
 #include "openai.h"
 
 /* What a gen needs of the server (borrowed). */
@@ -24,6 +25,7 @@ typedef struct gen_env {
     void *zctx;
     const char *control;        /* the node's control endpoint */
     const atomic_int *stopping; /* set when the server stops: every wait ends */
+    const tokenizer *tok;       /* the node's, for logprobs' token strings (may be NULL) */
 } gen_env;
 
 typedef struct gen gen;

@@ -20,6 +20,7 @@
 
 #include <zmq.h>
 
+#include "embed.h"
 #include "engine/proto/version.h"
 #include "feed.h"
 #include "gen.h"
@@ -63,6 +64,9 @@ struct http {
     char *(*metrics_more)(void *ctx);
     void *metrics_ctx;
     atomic_int stopping;
+    /* CPU time of the connection threads within their requests: what the
+     * HTTP server costs beside the node (make bench reads it per token). */
+    atomic_ullong cpu_ns;
     long long started; /* unix seconds, for /v1/models */
     size_t max_body;   /* 0: from the node's context */
     char *names[OAI_NAMES_MAX];
@@ -83,6 +87,7 @@ typedef enum route {
     ROUTE_CHAT,
     ROUTE_TOKENIZE,
     ROUTE_DETOKENIZE,
+    ROUTE_EMBEDDINGS,
     ROUTE_NONE
 } route;
 
@@ -101,6 +106,7 @@ static const struct {
     [ROUTE_CHAT] = {"/v1/chat/completions", "POST", 0},
     [ROUTE_TOKENIZE] = {"/tokenize", "POST", 0},
     [ROUTE_DETOKENIZE] = {"/detokenize", "POST", 0},
+    [ROUTE_EMBEDDINGS] = {"/v1/embeddings", "POST", 0},
 };
 
 /* The methods counted by name; anything else is "other". */
@@ -114,7 +120,17 @@ typedef struct exchange {
     sbuf body;
     size_t limit; /* the body's largest size */
     int too_large;
+    uint64_t cpu0; /* the thread's CPU time when the request came */
 } exchange;
+
+/* The calling thread's CPU time: a connection's requests all run on its
+ * thread (MHD_USE_THREAD_PER_CONNECTION). */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* ---- responses ---------------------------------------------------------- */
 
@@ -281,6 +297,24 @@ static enum MHD_Result on_tokens(http *h, struct MHD_Connection *c, route rt, co
                : respond_error(h, c, &e);
 }
 
+/* POST /v1/embeddings: each input an embed request to the node. */
+static enum MHD_Result on_embeddings(http *h, struct MHD_Connection *c, const sbuf *body)
+{
+    proto_status st;
+    oai_error e;
+    if (node_model(h, &st, &e) != 0)
+        return respond_error(h, c, &e);
+    oai_model m = api_model(h, &st);
+    embed_req req;
+    if (embed_parse(body->data ? body->data : "", body->len, &m, st.model.dim, &req, &e) != 0)
+        return respond_error(h, c, &e);
+    gen_env env = {h->zctx, h->control, &h->stopping, h->tok};
+    char *out = embed_run(&env, &req, st.model.dim, &e);
+    embed_req_free(&req);
+    return out ? respond(h, c, MHD_HTTP_OK, "application/json", out, NULL, NULL)
+               : respond_error(h, c, &e);
+}
+
 /* The largest body taken: --max-body, else what the node's context calls
  * for (the node's own frame limit is the same: engine/node/serve.c). */
 static size_t body_limit(const http *h, const proto_status *st)
@@ -336,8 +370,11 @@ static void put_counts(http *h, sbuf *b)
     sbuf_printf(b,
                 "# HELP inferd_http_requests_uncounted_total HTTP requests past the counters' "
                 "table.\n# TYPE inferd_http_requests_uncounted_total counter\n"
-                "inferd_http_requests_uncounted_total %llu\n",
-                (unsigned long long)h->counts_dropped);
+                "inferd_http_requests_uncounted_total %llu\n"
+                "# HELP inferd_http_cpu_seconds_total CPU time the HTTP server's connection "
+                "threads spent on requests.\n# TYPE inferd_http_cpu_seconds_total counter\n"
+                "inferd_http_cpu_seconds_total %.6f\n",
+                (unsigned long long)h->counts_dropped, (double)atomic_load(&h->cpu_ns) / 1e9);
     pthread_mutex_unlock(&h->counts_lock);
 }
 
@@ -437,7 +474,7 @@ static enum MHD_Result on_completion(http *h, struct MHD_Connection *c, oai_kind
     int streaming = req.stream;
     oai_reply reply = {kind, kind == OAI_CHAT ? "chatcmpl-" : "cmpl-", req.model,
                        (long long)time(NULL)};
-    gen_env env = {h->zctx, h->control, &h->stopping};
+    gen_env env = {h->zctx, h->control, &h->stopping, h->tok};
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     gen *g = NULL;
@@ -556,6 +593,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!x) {
         if (!(x = calloc(1, sizeof *x)))
             return MHD_NO;
+        x->cpu0 = thread_cpu_ns();
         *con_cls = x;
         return on_headers(h, c, x, url, method);
     }
@@ -573,6 +611,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return fail(h, c, 500, "internal", "out of memory for the body");
     if (x->rt == ROUTE_TOKENIZE || x->rt == ROUTE_DETOKENIZE)
         return on_tokens(h, c, x->rt, &x->body);
+    if (x->rt == ROUTE_EMBEDDINGS)
+        return on_embeddings(h, c, &x->body);
     return on_completion(h, c, x->rt == ROUTE_CHAT ? OAI_CHAT : OAI_COMPLETION, &x->body);
 }
 
@@ -587,6 +627,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
     if (ci && ci->http_status)
         count_request(cls, x, ci->http_status);
+    uint64_t now = thread_cpu_ns();
+    if (now > x->cpu0)
+        atomic_fetch_add(&((http *)cls)->cpu_ns, now - x->cpu0);
     sbuf_free(&x->body);
     free(x);
     *con_cls = NULL;

@@ -74,6 +74,7 @@ typedef struct parsing {
     const oai_model *model;
     oai_req *out;
     int has_model, has_max, has_max_completion, has_stream_options;
+    int chat_logprobs, top_logprobs; /* a chat's logprobs and top_logprobs; -1: absent */
     const json_t *prompt, *messages;
     opt_id row;      /* the field's row, when it has one ... */
     opt_value value; /* ... and its value, checked by it */
@@ -198,6 +199,35 @@ static int take_bias(parsing *p, const char *key, const json_t *v, oai_error *e)
     return o ? set(p, key, o, e) : oai_fail(e, 500, "internal", key, "out of memory");
 }
 
+/* A completion's logprobs: N; a chat's logprobs (a switch) and
+ * top_logprobs, which parse_fields adds up. */
+static int take_logprobs(parsing *p, const char *key, const json_t *v, oai_error *e)
+{
+    (void)v, (void)e;
+    int n = (int)p->value.i;
+    if (p->kind == OAI_COMPLETION)
+        p->out->logprobs = n;
+    else if (strcmp(key, "logprobs") == 0)
+        p->chat_logprobs = n;
+    else
+        p->top_logprobs = n;
+    return 0;
+}
+
+/* The generate request's logprobs: a chat's top_logprobs needs logprobs
+ * true, as OpenAI's API has it. */
+static int logprobs_field(parsing *p, oai_error *e)
+{
+    if (p->kind == OAI_CHAT) {
+        if (p->top_logprobs >= 0 && p->chat_logprobs != 1)
+            return oai_fail(e, 400, "bad_value", "top_logprobs",
+                            "'top_logprobs' needs 'logprobs' to be true");
+        if (p->chat_logprobs == 1)
+            p->out->logprobs = p->top_logprobs >= 0 ? p->top_logprobs : 0;
+    }
+    return p->out->logprobs < 0 ? 0 : set(p, "logprobs", json_integer(p->out->logprobs), e);
+}
+
 /* n choices run as n requests at once, which the node batches: at most
  * its --max-seqs, so that they all run together. */
 static int take_n(parsing *p, const char *key, const json_t *v, oai_error *e)
@@ -313,8 +343,9 @@ static const field fields[] = {
     {"best_of", COMPLETION, NULL, OPT_OAI_BEST_OF},
     {"echo", COMPLETION, take_off, NO_ROW},
     {"suffix", COMPLETION, take_off, NO_ROW},
-    {"logprobs", BOTH, take_off, NO_ROW},
-    {"top_logprobs", CHAT, take_off, NO_ROW},
+    {"logprobs", COMPLETION, take_logprobs, OPT_OAI_LOGPROBS},
+    {"logprobs", CHAT, take_logprobs, OPT_OAI_CHAT_LOGPROBS},
+    {"top_logprobs", CHAT, take_logprobs, OPT_OAI_TOP_LOGPROBS},
     {"tools", CHAT, take_off, NO_ROW},
     {"tool_choice", CHAT, take_off, NO_ROW},
     {"functions", CHAT, take_off, NO_ROW},
@@ -535,6 +566,8 @@ static int parse_fields(parsing *p, const json_t *root, oai_error *e)
     if (p->has_stream_options && !p->out->stream)
         return oai_fail(e, 400, "bad_value", "stream_options",
                         "'stream_options' is only allowed when 'stream' is true");
+    if (logprobs_field(p, e))
+        return -1;
     if (p->kind == OAI_CHAT)
         return p->messages
                    ? chat_prompt(p, e)
@@ -549,6 +582,7 @@ int oai_parse(oai_kind kind, const char *body, size_t len, const oai_model *mode
     memset(out, 0, sizeof *out);
     out->kind = kind;
     out->n = 1;
+    out->logprobs = -1;
     out->max_tokens = kind == OAI_CHAT ? PROTO_DEFAULT_MAX_TOKENS : OAI_COMPLETION_MAX_TOKENS;
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -556,7 +590,7 @@ int oai_parse(oai_kind kind, const char *body, size_t len, const oai_model *mode
         return oai_fail(e, 400, "bad_json", "", "the body is not valid JSON: %s (at byte %d)",
                         jerr.text, jerr.position);
     out->generate = json_pack("{s:s}", "source", "http");
-    parsing p = {.kind = kind, .model = model, .out = out};
+    parsing p = {.kind = kind, .model = model, .out = out, .chat_logprobs = -1, .top_logprobs = -1};
     int rc = out->generate ? 0 : oai_fail(e, 500, "internal", "", "out of memory");
     if (!rc)
         rc = sampling_defaults(&p, e);
@@ -601,9 +635,11 @@ static void put_head(sbuf *b, const oai_reply *r, int chunk)
     sbuf_puts(b, ",\"choices\":[");
 }
 
-static void put_finish(sbuf *b, const char *finish)
+static void put_finish(sbuf *b, const char *logprobs, const char *finish)
 {
-    sbuf_puts(b, ",\"logprobs\":null,\"finish_reason\":");
+    sbuf_puts(b, ",\"logprobs\":");
+    sbuf_puts(b, logprobs ? logprobs : "null");
+    sbuf_puts(b, ",\"finish_reason\":");
     if (finish)
         sbuf_printf(b, "\"%s\"}", finish);
     else
@@ -631,7 +667,7 @@ char *oai_response(const oai_reply *r, const oai_choice *c, int n, int prompt_to
             sbuf_puts(&b, "\"text\":");
             sbuf_json_str(&b, c[i].text, c[i].len);
         }
-        put_finish(&b, c[i].finish);
+        put_finish(&b, c[i].logprobs, c[i].finish);
     }
     sbuf_puts(&b, "],");
     put_usage(&b, prompt_tokens, completion_tokens);
@@ -640,7 +676,7 @@ char *oai_response(const oai_reply *r, const oai_choice *c, int n, int prompt_to
 }
 
 void oai_chunk(sbuf *out, const oai_reply *r, int index, const char *text, size_t len,
-               const char *finish)
+               const char *logprobs, const char *finish)
 {
     sbuf_puts(out, "data: ");
     put_head(out, r, 1);
@@ -655,7 +691,7 @@ void oai_chunk(sbuf *out, const oai_reply *r, int index, const char *text, size_
         sbuf_printf(out, "{\"index\":%d,\"text\":", index);
         sbuf_json_str(out, text ? text : "", text ? len : 0);
     }
-    put_finish(out, finish);
+    put_finish(out, logprobs, finish);
     sbuf_puts(out, "]}\n\n");
 }
 
@@ -664,7 +700,7 @@ void oai_chunk_role(sbuf *out, const oai_reply *r, int index)
     sbuf_puts(out, "data: ");
     put_head(out, r, 1);
     sbuf_printf(out, "{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}", index);
-    put_finish(out, NULL);
+    put_finish(out, NULL, NULL);
     sbuf_puts(out, "]}\n\n");
 }
 

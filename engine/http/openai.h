@@ -57,6 +57,7 @@ typedef struct oai_req {
     json_t *generate;  /* the generate request's fields, "source":"http" included */
     const char *model; /* the name the request used (one of oai_model's) */
     int n;             /* choices: n requests run at once */
+    int logprobs;      /* alternatives asked with each token's logprobs; -1: none */
 } oai_req;
 
 /* What the node serves: the model names accepted (--alias, else the
@@ -86,7 +87,8 @@ typedef struct oai_reply {
 typedef struct oai_choice {
     const char *text;
     size_t len;
-    const char *finish; /* "stop" or "length" */
+    const char *finish;   /* "stop" or "length" */
+    const char *logprobs; /* its logprobs object (logprobs.h) as JSON text, or NULL */
 } oai_choice;
 
 /* The whole response of a request that does not stream: its n choices,
@@ -94,10 +96,11 @@ typedef struct oai_choice {
 char *oai_response(const oai_reply *r, const oai_choice *c, int n, int prompt_tokens,
                    int completion_tokens);
 
-/* Server-sent events, appended to out. A chunk of choice `index`'s text;
- * text NULL for its last one, which carries finish ("stop" or "length"). */
+/* Server-sent events, appended to out. A chunk of choice `index`'s text
+ * and its tokens' logprobs (JSON text, or NULL); text NULL for its last
+ * one, which carries finish ("stop" or "length"). */
 void oai_chunk(sbuf *out, const oai_reply *r, int index, const char *text, size_t len,
-               const char *finish);
+               const char *logprobs, const char *finish);
 /* A chat stream's first chunk of a choice: the assistant's role. */
 void oai_chunk_role(sbuf *out, const oai_reply *r, int index);
 /* stream_options.include_usage: the usage after the last chunk. */

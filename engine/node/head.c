@@ -271,7 +271,7 @@ static stage_eval job_eval(const job *j)
 {
     if (j->req.op == PROTO_OP_QUALITY)
         return STAGE_QUALITY;
-    if (j->req.op != PROTO_OP_EVAL)
+    if (j->req.op != PROTO_OP_EVAL && j->req.op != PROTO_OP_EMBED)
         return STAGE_EVAL_NONE;
     return j->req.eval_logits ? STAGE_EVAL_RAW : STAGE_EVAL;
 }
@@ -330,6 +330,8 @@ static void job_begin(head *hd, job *j)
         json_object_set_new(o, "frequency_penalty", json_real(g->frequency_penalty));
         if (g->n_bias)
             json_object_set_new(o, "logit_bias", proto_bias_json(g->bias, g->n_bias));
+        if (g->has_logprobs)
+            json_object_set_new(o, "logprobs", json_integer(g->logprobs));
         json_object_set_new(o, "stages", head_members_json(hd));
         head_send(hd, RING_START, j->op, o);
         json_decref(o);
@@ -372,6 +374,19 @@ static void job_admit(head *hd, job *j)
     proto_error e;
     if (job_prompt(hd, j, &e) != 0) {
         head_job_finish(hd, j, &e);
+        return;
+    }
+    /* An embedding past the trained context would pool positions the
+     * model never learned: refused, whatever --max-ctx allows. */
+    if (j->req.op == PROTO_OP_EMBED && j->n_ids > hd->nd->cfg->seq_len) {
+        head_job_fail(hd, j, PROTO_E_CTX_LIMIT,
+                      "an embedding of %d tokens passes the model's context of %d", j->n_ids,
+                      hd->nd->cfg->seq_len);
+        return;
+    }
+    if (j->req.op == PROTO_OP_EMBED &&
+        !(j->embed = calloc((size_t)hd->nd->cfg->dim, sizeof *j->embed))) {
+        head_job_fail(hd, j, PROTO_E_INTERNAL, "out of memory for an embedding");
         return;
     }
     json_t *evicted = json_array();

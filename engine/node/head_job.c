@@ -80,6 +80,7 @@ static void job_free(job *j)
     free(j->chunk);
     free(j->logits);
     head_quality_free(j->q);
+    free(j->embed);
     free(j);
 }
 
@@ -103,6 +104,9 @@ void head_job_finish(head *hd, job *j, const proto_error *e)
         e = &qe;
     if (quality)
         json_object_set_new(res, "quality", quality);
+    if (!e && j->embed)
+        json_object_set_new(res, "embedding",
+                            proto_embedding_json(j->embed, hd->nd->cfg->dim, j->fed));
     node_reply(hd->nd, &j->from,
                e ? proto_reply_error_with(j->req.id, e, res) : proto_reply_ok(j->req.id, res));
     json_decref(res);

@@ -61,6 +61,7 @@ typedef struct job {
     float *logits;     /* an eval on a single node: the step's logits [n][vocab] */
     size_t logits_cap; /* floats */
     head_quality *q;   /* a quality request's, else NULL */
+    double *embed;     /* an embed: the final norm's rows summed so far [dim] */
 } job;
 
 /* Requests waiting for a place beside the --max-seqs running ones. */

@@ -36,17 +36,31 @@ static int head_chunk(const head *hd, const job *j, int pos)
                      PF_AUTO_MAX < j->max_chunk ? PF_AUTO_MAX : j->max_chunk);
 }
 
-static void emit_token(head *hd, job *j, int token)
+static void emit_token(head *hd, job *j, int token, const proto_logprobs *lp)
 {
     int prev = j->generated > 0 ? j->last_token : head_job_id(hd, j, j->n_ids - 1);
     char buf[TOK_DECODE_BUF];
     const char *text = tok_decode(hd->tok, prev, token, buf);
-    node_reply(hd->nd, &j->from, proto_reply_token(j->req.id, token, text));
+    node_reply(hd->nd, &j->from, proto_reply_token(j->req.id, token, text, lp));
+}
+
+/* The logprobs the tail sent with a job's token (NULL: none) against what
+ * the job asked: 0, or -1 after failing the job. */
+static int lp_agrees(head *hd, job *j, const proto_logprobs *lp)
+{
+    const proto_generate_args *g = &j->req.generate;
+    int asked = g->has_logprobs ? g->logprobs : -1;
+    proto_logprobs none = {.n_top = -1};
+    char why[PROTO_MESSAGE_MAX - 64];
+    if (proto_logprobs_check(lp ? lp : &none, asked, hd->nd->cfg->vocab_size, why, sizeof why) == 0)
+        return 0;
+    head_job_fail(hd, j, PROTO_E_INTERNAL, "the tail's token for this request: %s", why);
+    return -1;
 }
 
 /* A token sampled for a request: by its prompt's last chunk, or by a
- * decode position. */
-static void token_done(head *hd, job *j, int token)
+ * decode position, with its logprobs (NULL: none asked). */
+static void token_done(head *hd, job *j, int token, const proto_logprobs *lp)
 {
     if (j->generated == 0)
         j->t_first = clock_ms();
@@ -57,7 +71,7 @@ static void token_done(head *hd, job *j, int token)
         head_job_finish(hd, j, NULL);
         return;
     }
-    emit_token(hd, j, token);
+    emit_token(hd, j, token, lp);
     j->generated++;
     j->last_token = token;
     if (j->generated == j->req.generate.max_tokens)
@@ -66,14 +80,15 @@ static void token_done(head *hd, job *j, int token)
 
 /* A prefill chunk of n positions from pos is done (token -1: it sampled
  * none); model_ms is what the stages spent on it, for prefill_step auto. */
-static void chunk_done(head *hd, job *j, int n, int pos, double model_ms, int token)
+static void chunk_done(head *hd, job *j, int n, int pos, double model_ms, int token,
+                       const proto_logprobs *lp)
 {
     pf_observe(&hd->pf, n, pos, model_ms);
     j->fed += n;
     if (j->fed == j->n_ids)
         j->t_prefill_end = clock_ms();
     if (token >= 0)
-        token_done(hd, j, token);
+        token_done(hd, j, token, lp);
     else if (j->fed == j->n_ids && j->req.generate.max_tokens == 0)
         head_job_finish(hd, j, NULL);
 }
@@ -124,10 +139,26 @@ static float *quality_ref(head *hd, job *j, int n)
     return buf;
 }
 
+/* An embed chunk's final-norm rows [n][dim], summed into the job's. */
+static void embed_add(head *hd, job *j, int n, const float *rows)
+{
+    int dim = hd->nd->cfg->dim;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < dim; k++)
+            j->embed[k] += rows[(size_t)i * dim + k];
+}
+
+/* What an eval or embed step gives back for each position: the logits
+ * [vocab], or the final norm's output [dim]. */
+static int eval_row(const head *hd, const job *j)
+{
+    return j->embed ? hd->nd->cfg->dim : hd->nd->cfg->vocab_size;
+}
+
 /* The job's buffer for one chunk of logits (admission counted it). */
 static float *eval_buffer(head *hd, job *j, int n)
 {
-    size_t want = (size_t)n * (size_t)hd->nd->cfg->vocab_size;
+    size_t want = (size_t)n * (size_t)eval_row(hd, j);
     if (want > j->logits_cap) {
         /* The old rows are never read again: no realloc copy. */
         free(j->logits);
@@ -202,7 +233,7 @@ static void prefill_step(head *hd, job *j)
         return;
     int sample = n == remaining && j->req.generate.max_tokens > 0;
     /* prefill steps only: max_tokens is 0 */
-    int eval = j->req.op == PROTO_OP_EVAL || j->q;
+    int eval = j->req.op == PROTO_OP_EVAL || j->q || j->embed;
     int64_t step = j->step++;
     j->sent += n;
     fwd_stats st;
@@ -215,16 +246,22 @@ static void prefill_step(head *hd, job *j)
                                               : NULL;
         if (eval && !logits)
             return;
-        int rc = eval ? stage_forward_logits(hd->st, c, j->chunk, NULL, n, logits, &st, &e)
+        int rc = eval ? stage_forward_rows(hd->st, c, j->chunk, NULL, n, j->embed != NULL, logits,
+                                           &st, &e)
                       : stage_forward(hd->st, c, j->chunk, NULL, n, NULL, logits, &st, &e);
         if (rc != 0) {
             head_job_finish(hd, j, &e);
             return;
         }
         stage_publish(hd->st, c, &p, &st);
-        if (eval && logits_done(hd, j, qflags, pos, n, logits) != 0)
+        if (j->embed)
+            embed_add(hd, j, n, logits);
+        else if (eval && logits_done(hd, j, qflags, pos, n, logits) != 0)
             return;
-        chunk_done(hd, j, n, pos, st.model_ms, sample ? stage_sample(c, logits) : -1);
+        proto_logprobs lp = {.n_top = -1};
+        int vocab = hd->nd->cfg->vocab_size;
+        chunk_done(hd, j, n, pos, st.model_ms, sample ? stage_sample(c, logits, vocab, &lp) : -1,
+                   &lp);
         return;
     }
     ring_hdr h = {.kind = RING_HIDDEN,
@@ -235,7 +272,8 @@ static void prefill_step(head *hd, job *j)
                   .dim = hd->nd->cfg->dim,
                   .token = -1,
                   .chunk = chunk,
-                  .flags = (sample ? RING_F_SAMPLE : 0u) | (eval ? RING_F_LOGITS : 0u) | qflags};
+                  .flags = (sample ? RING_F_SAMPLE : 0u) | (eval ? RING_F_LOGITS : 0u) |
+                           (j->embed ? RING_F_EMBED : 0u) | qflags};
     zmq_msg_t msg;
     float *x_out = ring_hidden_init(&msg, &h);
     if (!x_out) {
@@ -300,13 +338,15 @@ static void decode_step(head *hd, job *const *js, int b)
         stage_publish(hd->st, cs[0], &p, &st);
         /* Sampling may end a job (and free its place): take the tokens
          * first, then finish each. */
+        int vocab = hd->nd->cfg->vocab_size;
+        proto_logprobs lp[NODE_SEQS_MAX];
         for (int i = 0; i < b; i++) {
             js[i]->step++;
             tokens[i] =
-                stage_sample(cs[i], stage_logits(hd->st) + (size_t)i * hd->nd->cfg->vocab_size);
+                stage_sample(cs[i], stage_logits(hd->st) + (size_t)i * vocab, vocab, &lp[i]);
         }
         for (int i = 0; i < b; i++)
-            token_done(hd, js[i], tokens[i]);
+            token_done(hd, js[i], tokens[i], &lp[i]);
         return;
     }
     uint64_t op = ++hd->next_op;
@@ -409,21 +449,25 @@ void head_step_on_chunk(head *hd, const ring_frame *f)
         return;
     j->in_flight--;
     int vocab = hd->nd->cfg->vocab_size;
-    int eval = j->req.op == PROTO_OP_EVAL || j->q;
+    int eval = j->req.op == PROTO_OP_EVAL || j->q || j->embed;
     ring_kind want = eval ? RING_LOGITS : RING_TOKEN;
     if (f->h.kind != want || f->h.token >= vocab || f->h.pos != fl.pos || f->h.n != fl.n ||
-        (eval && f->h.dim != vocab)) {
+        (eval && f->h.dim != eval_row(hd, j)) || !(f->h.flags & RING_F_EMBED) != !j->embed) {
         head_job_fail(
             hd, j, PROTO_E_INTERNAL,
-            "step %lld came back as a %s frame (token %d, dim %d) for positions %d+%d; the "
-            "head sent positions %d+%d for a %s frame of a %d-token vocabulary",
-            (long long)f->h.step, ring_kind_name(f->h.kind), f->h.token, f->h.dim, f->h.pos, f->h.n,
-            fl.pos, fl.n, ring_kind_name(want), vocab);
+            "step %lld came back as a %s frame (token %d, dim %d, flags %u) for positions %d+%d; "
+            "the head sent positions %d+%d for a %s frame of %d floats a position",
+            (long long)f->h.step, ring_kind_name(f->h.kind), f->h.token, f->h.dim, f->h.flags,
+            f->h.pos, f->h.n, fl.pos, fl.n, ring_kind_name(want), eval ? eval_row(hd, j) : 0);
         return;
     }
-    if (eval && logits_done(hd, j, f->h.flags, f->h.pos, f->h.n, f->x) != 0)
+    if (j->embed)
+        embed_add(hd, j, f->h.n, f->x);
+    else if (eval && logits_done(hd, j, f->h.flags, f->h.pos, f->h.n, f->x) != 0)
         return;
-    chunk_done(hd, j, f->h.n, f->h.pos, fl.head_ms + f->h.down_ms, f->h.token);
+    if (f->h.token >= 0 && lp_agrees(hd, j, f->lp) != 0)
+        return;
+    chunk_done(hd, j, f->h.n, f->h.pos, fl.head_ms + f->h.down_ms, f->h.token, f->lp);
 }
 
 /* The tail's tokens for a decode batch, in the batch's order. */
@@ -445,8 +489,8 @@ void head_step_on_batch(head *hd, const ring_frame *f)
                           "holds %d)",
                           (long long)f->h.step, fl.n, f->h.n, k < f->h.n ? f->tokens[k] : -1,
                           hd->nd->cfg->vocab_size);
-        else
-            token_done(hd, j, f->tokens[k]);
+        else if (lp_agrees(hd, j, f->lp ? &f->lp[k] : NULL) == 0)
+            token_done(hd, j, f->tokens[k], f->lp ? &f->lp[k] : NULL);
     }
 }
 

@@ -140,6 +140,7 @@ void ring_frame_free(ring_frame *f)
     ring_msg_free(f->h.kind, f->m);
     free(f->segs);
     free(f->tokens);
+    free(f->lp);
     zmq_msg_close(&f->msg);
     memset(f, 0, sizeof *f);
 }
@@ -250,13 +251,120 @@ float *ring_batch_init(zmq_msg_t *msg, const ring_hdr *h, const ring_seg *segs)
     return (float *)(void *)(p + RING_HDR_BYTES + segs_bytes);
 }
 
+/* A TOKEN or TOKENS frame's ids, then its logprobs records. */
+static size_t ids_bytes(const ring_hdr *h)
+{
+    return h->kind == RING_TOKENS ? (size_t)h->n * sizeof(int32_t) : 0;
+}
+
+static size_t lp_count(const ring_hdr *h)
+{
+    if (!(h->flags & RING_F_LOGPROBS))
+        return 0;
+    return h->kind == RING_TOKENS ? (size_t)h->n : 1;
+}
+
 int32_t *ring_tokens_init(zmq_msg_t *msg, const ring_hdr *h)
 {
-    if (zmq_msg_init_size(msg, RING_HDR_BYTES + (size_t)h->n * sizeof(int32_t)) != 0)
+    if (zmq_msg_init_size(msg, RING_HDR_BYTES + ids_bytes(h) + lp_count(h) * RING_LP_BYTES) != 0)
         return NULL;
     unsigned char *p = zmq_msg_data(msg);
     ring_hdr_encode(h, p);
     return (int32_t *)(void *)(p + RING_HDR_BYTES);
+}
+
+static void put_f64(unsigned char *p, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    put_u64(p, bits);
+}
+
+static double get_f64(const unsigned char *p)
+{
+    uint64_t bits = get_u64(p);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+/* Where a record's fields are. */
+#define LP_LOGPROB 8
+#define LP_TOP 16
+#define LP_TOP_LP (LP_TOP + 4 * PROTO_LOGPROBS_MAX)
+
+void ring_lp_put(zmq_msg_t *msg, const ring_hdr *h, int i, const proto_logprobs *lp)
+{
+    unsigned char *q = (unsigned char *)zmq_msg_data(msg) + RING_HDR_BYTES + ids_bytes(h) +
+                       (size_t)i * RING_LP_BYTES;
+    memset(q, 0, RING_LP_BYTES);
+    int n = lp ? lp->n_top : -1;
+    put_u32(q, (uint32_t)n);
+    if (n < 0)
+        return;
+    put_f64(q + LP_LOGPROB, lp->logprob);
+    for (int k = 0; k < n; k++) {
+        put_u32(q + LP_TOP + 4 * k, (uint32_t)lp->top[k]);
+        put_f64(q + LP_TOP_LP + 8 * k, lp->top_lp[k]);
+    }
+}
+
+/* One record, checked: n_top -1..20 with what it does not use zero, the
+ * values as proto_logprobs_check wants them. */
+static int lp_get(const unsigned char *q, proto_logprobs *lp, char *err, size_t errlen)
+{
+    static const unsigned char zero[RING_LP_BYTES];
+    memset(lp, 0, sizeof *lp);
+    lp->n_top = (int32_t)get_u32(q);
+    int n = lp->n_top;
+    if (n < -1 || n > PROTO_LOGPROBS_MAX || get_u32(q + 4) != 0) {
+        snprintf(err, errlen, "logprobs record with n_top %d (expected -1..%d, reserved 0)", n,
+                 PROTO_LOGPROBS_MAX);
+        return -1;
+    }
+    if (n >= 0) {
+        lp->logprob = get_f64(q + LP_LOGPROB);
+        for (int k = 0; k < n; k++) {
+            lp->top[k] = (int32_t)get_u32(q + LP_TOP + 4 * k);
+            lp->top_lp[k] = get_f64(q + LP_TOP_LP + 8 * k);
+        }
+    }
+    int used = n < 0 ? 0 : n;
+    if ((n < 0 && memcmp(q + LP_LOGPROB, zero, 8) != 0) ||
+        memcmp(q + LP_TOP + 4 * used, zero, 4 * (size_t)(PROTO_LOGPROBS_MAX - used)) != 0 ||
+        memcmp(q + LP_TOP_LP + 8 * used, zero, 8 * (size_t)(PROTO_LOGPROBS_MAX - used)) != 0) {
+        snprintf(err, errlen, "logprobs record with %d alternatives and other bytes not zero", n);
+        return -1;
+    }
+    return n < 0 ? 0 : proto_logprobs_check(lp, n, PROTO_TOKEN_ID_MAX + 1, err, errlen);
+}
+
+/* The records after a TOKEN or TOKENS frame's ids (p, len: the payload),
+ * into f->lp; a TOKEN frame's is for its token, never -1. */
+static int lp_records(ring_frame *f, const unsigned char *p, size_t len, char *err, size_t errlen)
+{
+    size_t n = lp_count(&f->h), want = ids_bytes(&f->h) + n * RING_LP_BYTES;
+    if (len != want) {
+        snprintf(err, errlen, "%s frame of %zu payload bytes, n=%d flags %u needs %zu",
+                 ring_kind_name(f->h.kind), len, f->h.n, f->h.flags, want);
+        return -1;
+    }
+    if (n == 0)
+        return 0;
+    if (!(f->lp = malloc(n * sizeof *f->lp))) {
+        snprintf(err, errlen, "out of memory for %zu logprobs records", n);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char why[PROTO_MESSAGE_MAX];
+        if (lp_get(p + ids_bytes(&f->h) + i * RING_LP_BYTES, &f->lp[i], why, sizeof why) != 0 ||
+            (f->h.kind == RING_TOKEN && f->lp[i].n_top < 0 &&
+             snprintf(why, sizeof why, "no logprobs for its token") > 0)) {
+            snprintf(err, errlen, "%s frame: token %zu: %s", ring_kind_name(f->h.kind), i, why);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int ring_send_on(void *sock, zmq_msg_t *msg, const char *what, char *err, size_t errlen)
@@ -369,9 +477,13 @@ static int step_hdr_check(const ring_hdr *h, char *err, size_t errlen)
         return -1;
     }
     /* An eval step is a prefill chunk that samples nothing; a quality
-     * step is an eval step. */
+     * step and an embed step are eval steps. */
     unsigned quality = RING_F_REF | RING_F_RESET;
-    if ((h->flags & ~(RING_F_SAMPLE | RING_F_DECODE | RING_F_LOGITS | quality)) ||
+    if ((h->flags & ~(RING_F_SAMPLE | RING_F_DECODE | RING_F_LOGITS | RING_F_LOGPROBS |
+                      RING_F_EMBED | quality)) ||
+        ((h->flags & RING_F_EMBED) && !(h->flags & RING_F_LOGITS)) ||
+        ((h->flags & RING_F_EMBED) && (h->flags & quality)) ||
+        ((h->flags & RING_F_LOGPROBS) && (h->kind != RING_TOKEN || h->token < 0)) ||
         ((h->flags & RING_F_DECODE) && h->n != 1) ||
         ((h->flags & RING_F_LOGITS) && (h->flags & (RING_F_SAMPLE | RING_F_DECODE))) ||
         ((h->flags & quality) && !(h->flags & RING_F_LOGITS))) {
@@ -400,12 +512,14 @@ static int step_hdr_check(const ring_hdr *h, char *err, size_t errlen)
 static int batch_hdr_check(const ring_hdr *h, char *err, size_t errlen)
 {
     int dim_ok = h->kind == RING_BATCH ? h->dim >= 1 && h->dim <= RING_DIM_MAX : h->dim == 0;
+    unsigned flags_ok = h->kind == RING_TOKENS ? RING_F_LOGPROBS : 0u;
     if (h->step < 0 || h->n < 1 || h->n > RING_BATCH_MAX || h->pos || !dim_ok || h->token != -1 ||
-        h->flags || h->chunk < 0 || h->chunk > PROTO_PREFILL_STEP_MAX || !(h->down_ms >= 0.0) ||
-        h->down_ms > RING_MS_MAX) {
+        (h->flags & ~flags_ok) || h->chunk < 0 || h->chunk > PROTO_PREFILL_STEP_MAX ||
+        !(h->down_ms >= 0.0) || h->down_ms > RING_MS_MAX) {
         snprintf(err, errlen,
                  "%s frame with step %lld, n %d, pos %d, dim %d, token %d, flags %u, chunk %d, "
-                 "down_ms %g (expected step >= 0, n 1..%d, pos 0, token -1, no flags)",
+                 "down_ms %g (expected step >= 0, n 1..%d, pos 0, token -1, no flags but "
+                 "logprobs on tokens)",
                  ring_kind_name(h->kind), (long long)h->step, h->n, h->pos, h->dim, h->token,
                  h->flags, h->chunk, h->down_ms, RING_BATCH_MAX);
         return -1;
@@ -476,8 +590,8 @@ static int ring_payload(ring_frame *f, const unsigned char *p, size_t len, char 
         return batch_segs(f, p, err, errlen);
     }
     case RING_TOKENS: {
-        size_t want = (size_t)f->h.n * sizeof(int32_t);
-        if (len != want) {
+        size_t want = ids_bytes(&f->h);
+        if (len < want) {
             snprintf(err, errlen, "tokens frame of %zu payload bytes, n=%d needs %zu", len, f->h.n,
                      want);
             return -1;
@@ -497,7 +611,7 @@ static int ring_payload(ring_frame *f, const unsigned char *p, size_t len, char 
                 return -1;
             }
         }
-        return 0;
+        return lp_records(f, p, len, err, errlen);
     }
     case RING_HIDDEN:
     case RING_LOGITS: {
@@ -511,11 +625,7 @@ static int ring_payload(ring_frame *f, const unsigned char *p, size_t len, char 
         return 0;
     }
     case RING_TOKEN:
-        if (len != 0) {
-            snprintf(err, errlen, "token frame with %zu payload bytes (expected none)", len);
-            return -1;
-        }
-        return 0;
+        return lp_records(f, p, len, err, errlen);
     default: {
         json_error_t je;
         f->json = json_loadb((const char *)p, len, JSON_REJECT_DUPLICATES, &je);

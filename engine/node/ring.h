@@ -30,8 +30,15 @@
 #define RING_F_SAMPLE 1u /* the tail computes logits and samples after this step */
 #define RING_F_DECODE 2u /* a decode step (else a prefill chunk) */
 #define RING_F_LOGITS 4u /* an eval step: the tail sends every position's logits back */
+#define RING_F_EMBED 16u /* with 4, an embed step: the final norm's output instead */
 #define RING_F_REF 32u   /* a quality step on the reference cache (else the test cache) */
 #define RING_F_RESET 64u /* a quality step that starts a window: its cache is emptied first */
+/* TOKEN, TOKENS flag: each token comes with its logprobs record
+ * (RING_LP_BYTES: n_top i32, reserved u32, logprob f64, top i32[20],
+ * top_lp f64[20]), one for a TOKEN frame, n for a TOKENS frame after its
+ * ids; a request that did not ask has n_top -1 and the rest 0. */
+#define RING_F_LOGPROBS 8u
+#define RING_LP_BYTES 256
 
 /* A batch frame carries one decode position of up to RING_BATCH_MAX
  * requests: a segment (RING_SEG_BYTES on the wire) names each one's
@@ -63,11 +70,12 @@ typedef struct ring_hdr {
 typedef struct ring_frame {
     ring_hdr h;
     zmq_msg_t msg;
-    const float *x;  /* HIDDEN, LOGITS, BATCH: [n][dim] inside msg */
-    ring_seg *segs;  /* BATCH: [n], decoded */
-    int32_t *tokens; /* TOKENS: [n], decoded (little-endian, as every host we run on) */
-    json_t *json;    /* JSON kinds: the payload object, only to pass on */
-    ring_msg *m;     /* JSON kinds: the payload decoded, the member of its kind */
+    const float *x;     /* HIDDEN, LOGITS, BATCH: [n][dim] inside msg */
+    ring_seg *segs;     /* BATCH: [n], decoded */
+    int32_t *tokens;    /* TOKENS: [n], decoded (little-endian, as every host we run on) */
+    proto_logprobs *lp; /* RING_F_LOGPROBS: TOKEN [1], TOKENS [n], decoded and checked */
+    json_t *json;       /* JSON kinds: the payload object, only to pass on */
+    ring_msg *m;        /* JSON kinds: the payload decoded, the member of its kind */
 } ring_frame;
 
 void ring_frame_free(ring_frame *f);
@@ -101,8 +109,13 @@ float *ring_hidden_init(zmq_msg_t *msg, const ring_hdr *h);
 /* The same for a BATCH frame: h->n segments are written from segs, and
  * the caller writes h->n * h->dim floats at the returned pointer. */
 float *ring_batch_init(zmq_msg_t *msg, const ring_hdr *h, const ring_seg *segs);
-/* A TOKENS frame: the caller writes h->n ids at the returned pointer. */
+/* A TOKENS frame: the caller writes h->n ids at the returned pointer;
+ * or a TOKEN frame (nothing to write there). With RING_F_LOGPROBS the
+ * frame holds the records too, each written by ring_lp_put. */
 int32_t *ring_tokens_init(zmq_msg_t *msg, const ring_hdr *h);
+/* Record i (0 for a TOKEN frame) of a frame from ring_tokens_init; lp NULL
+ * for a request that did not ask. */
+void ring_lp_put(zmq_msg_t *msg, const ring_hdr *h, int i, const proto_logprobs *lp);
 
 /* Sends a frame built by ring_hidden_init (the message is consumed, sent
  * or not). Never blocks: fails when the next stage's queue is full. */

@@ -197,6 +197,7 @@ static const fld start_msg[] = {
     ROW(ring_msg_start, "frequency_penalty", frequency_penalty, OPT, OPT_REQ_FREQUENCY_PENALTY,
         OPT_ST_FLOAT),
     FIELD(ring_msg_start, logit_bias, F_BIAS, OPT, 0, 0, NULL),
+    ROW_HAS(ring_msg_start, "logprobs", logprobs, has_logprobs, OPT, OPT_REQ_LOGPROBS, OPT_ST_INT),
     FIELD(ring_msg_start, stages, F_STAGES, REQ, 0, PROTO_RING_MAX, member_entry),
     END,
 };

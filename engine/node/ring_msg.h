@@ -115,6 +115,7 @@ typedef struct ring_msg_start {
     int64_t seed; /* the bits of the 64-bit seed */
     int top_k;    /* the rest of proto_generate_args' sampling; 0 when absent */
     float min_p, repeat_penalty, presence_penalty, frequency_penalty;
+    int has_logprobs, logprobs; /* the tail sends them with each token */
     ring_bias logit_bias;
     ring_stages stages;
 } ring_msg_start;

@@ -175,6 +175,7 @@ static void on_request(server *sv, const peer *from, const void *buf, size_t len
     case PROTO_OP_GENERATE:
     case PROTO_OP_EVAL:
     case PROTO_OP_QUALITY:
+    case PROTO_OP_EMBED:
         /* Nobody would read the tokens of a client already gone. */
         if (!clients_alive(sv->clients, from->conn)) {
             steplog_line(sv->nd.log, "REQ",

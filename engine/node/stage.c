@@ -252,6 +252,8 @@ static void on_start(stage *sg, ring_frame *f)
                                     .repeat_penalty = s->repeat_penalty,
                                     .presence_penalty = s->presence_penalty,
                                     .frequency_penalty = s->frequency_penalty,
+                                    .has_logprobs = s->has_logprobs,
+                                    .logprobs = s->logprobs,
                                     .n_bias = s->logit_bias.n,
                                     .bias = (proto_bias *)s->logit_bias.v};
     proto_error e;
@@ -277,8 +279,10 @@ static int send_floats(stage *sg, stage_req *c, const ring_frame *f, ring_hdr *o
     if (!y)
         return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': out of memory for step %lld",
                           sg->nd->o.name, (long long)f->h.step);
-    int rc = out->kind == RING_LOGITS ? stage_forward_logits(sg, c, NULL, f->x, f->h.n, y, st, e)
-                                      : stage_forward(sg, c, NULL, f->x, f->h.n, y, NULL, st, e);
+    int normed = (f->h.flags & RING_F_EMBED) != 0;
+    int rc = out->kind == RING_LOGITS
+                 ? stage_forward_rows(sg, c, NULL, f->x, f->h.n, normed, y, st, e)
+                 : stage_forward(sg, c, NULL, f->x, f->h.n, y, NULL, st, e);
     if (rc != 0) {
         zmq_msg_close(&msg);
         return -1;
@@ -298,9 +302,18 @@ static int send_token(stage *sg, stage_req *c, const ring_frame *f, ring_hdr *ou
         return -1;
     out->kind = RING_TOKEN;
     out->dim = 0;
-    out->token = sample ? sampler_sample(c->smp, sg->logits) : -1;
+    proto_logprobs lp = {.n_top = -1};
+    out->token = sample ? stage_sample(c, sg->logits, sg->nd->cfg->vocab_size, &lp) : -1;
     out->down_ms = f->h.down_ms + (clock_ms() - t0);
-    return ring_send(sg->nd->ring, out, NULL, err, errlen);
+    if (lp.n_top < 0)
+        return ring_send(sg->nd->ring, out, NULL, err, errlen);
+    out->flags |= RING_F_LOGPROBS;
+    zmq_msg_t msg;
+    if (!ring_tokens_init(&msg, out))
+        return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': out of memory for step %lld",
+                          sg->nd->o.name, (long long)f->h.step);
+    ring_lp_put(&msg, out, 0, &lp);
+    return ring_send_msg(sg->nd->ring, &msg, err, errlen);
 }
 
 /* Runs this stage's layers on a step's hidden states and passes the result
@@ -335,7 +348,7 @@ static void on_hidden(stage *sg, ring_frame *f)
     e.code = PROTO_OK;
     if (sg->nd->tail && (in->flags & RING_F_LOGITS)) {
         out.kind = RING_LOGITS;
-        out.dim = sg->nd->cfg->vocab_size;
+        out.dim = (in->flags & RING_F_EMBED) ? sg->nd->cfg->dim : sg->nd->cfg->vocab_size;
     }
     if (sg->nd->tail && !(in->flags & RING_F_LOGITS))
         rc = send_token(sg, c, f, &out, t0, &st, &e, err, sizeof err);
@@ -404,16 +417,23 @@ static int batch_run(stage *sg, const ring_frame *f, stage_req *const *cs, ring_
     } else {
         if (stage_forward_batch(sg, cs, b, NULL, f->x, NULL, sg->logits, st, e) != 0)
             return -1;
+        int vocab = sg->nd->cfg->vocab_size;
+        int32_t drawn[NODE_SEQS_MAX];
+        proto_logprobs lp[NODE_SEQS_MAX];
         out->kind = RING_TOKENS;
         out->dim = 0;
+        for (int i = 0; i < b; i++) {
+            drawn[i] = stage_sample(cs[i], sg->logits + (size_t)i * (size_t)vocab, vocab, &lp[i]);
+            out->flags |= lp[i].n_top >= 0 ? RING_F_LOGPROBS : 0u;
+        }
         int32_t *tokens = ring_tokens_init(&msg, out);
         if (!tokens)
             return proto_fail(e, PROTO_E_INTERNAL, "",
                               "stage '%s': out of memory for batch %lld's tokens", sg->nd->o.name,
                               (long long)f->h.step);
-        for (int i = 0; i < b; i++)
-            tokens[i] = sampler_sample(cs[i]->smp,
-                                       sg->logits + (size_t)i * (size_t)sg->nd->cfg->vocab_size);
+        memcpy(tokens, drawn, (size_t)b * sizeof *drawn);
+        for (int i = 0; (out->flags & RING_F_LOGPROBS) && i < b; i++)
+            ring_lp_put(&msg, out, i, &lp[i]);
     }
     out->down_ms = f->h.down_ms + (clock_ms() - t0);
     ring_hdr_encode(out, zmq_msg_data(&msg));

@@ -33,8 +33,10 @@ int stage_prefill_step(const stage *sg); /* PROTO_PREFILL_AUTO or positions */
 float *stage_logits(stage *sg);
 /* A running request's context position (its cache's length). */
 int stage_req_pos(const stage_req *c);
-/* A token drawn from one position's logits by the request's sampler (tail). */
-int stage_sample(stage_req *c, float *logits);
+/* A token drawn from one position's logits [vocab] by the request's
+ * sampler (tail), and into lp the logprobs it asked for (n_top -1: none),
+ * of the logits as they came. */
+int stage_sample(stage_req *c, float *logits, int vocab, proto_logprobs *lp);
 
 typedef struct stage_admission {
     proto_code code; /* PROTO_OK, KV_OOM, CTX_LIMIT or NOT_FOUND */
@@ -92,9 +94,10 @@ void stage_drop_sessions(stage *sg, const ring_ids *names);
 /* Runs n positions of one request through this stage's layers. */
 int stage_forward(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
                   float *x_out, float *logits, fwd_stats *st, proto_error *e);
-/* The same on the tail, with every position's logits into logits [n][vocab]. */
-int stage_forward_logits(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
-                         float *logits, fwd_stats *st, proto_error *e);
+/* The same on the tail, with every position's row into out: its logits
+ * [n][vocab], or (normed) the final norm's output [n][dim]. */
+int stage_forward_rows(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
+                       int normed, float *out, fwd_stats *st, proto_error *e);
 /* One decode position of each of b requests (fwd_step_batch): the
  * weights are read once for all of them. */
 int stage_forward_batch(stage *sg, stage_req *const *cs, int b, const int *tokens,

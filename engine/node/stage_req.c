@@ -100,9 +100,14 @@ int stage_begin(stage *sg, uint64_t op, const char *req, const char *session, in
                        .frequency_penalty = sampling->frequency_penalty,
                        .bias = bias,
                        .n_bias = sampling->n_bias};
-    if (sg->nd->tail && (sampler_create(&c->smp, sg->nd->cfg->vocab_size, sampling->temperature,
-                                        sampling->top_p, seed, err, sizeof err) != 0 ||
-                         sampler_configure(c->smp, &so, err, sizeof err) != 0)) {
+    int vocab = sg->nd->cfg->vocab_size;
+    c->logprobs = sampling->has_logprobs ? sampling->logprobs : -1;
+    if (sg->nd->tail &&
+        (sampler_create(&c->smp, vocab, sampling->temperature, sampling->top_p, seed, err,
+                        sizeof err) != 0 ||
+         sampler_configure(c->smp, &so, err, sizeof err) != 0 ||
+         (c->logprobs >= 0 && !(c->lp_row = malloc((size_t)vocab * sizeof *c->lp_row)) &&
+          snprintf(err, sizeof err, "out of memory for the logprobs of %d tokens", vocab) > 0))) {
         sampler_free(c->smp);
         c->smp = NULL;
         kv_free(c->kv);
@@ -140,6 +145,7 @@ void stage_end(stage *sg, stage_req *c, int ok, int pending_token)
         kv_free(c->other);
     }
     sampler_free(c->smp);
+    free(c->lp_row);
     memset(c, 0, sizeof *c);
     /* The next requests admit their own chunk's scratch: this one's goes
      * once nothing runs. */
@@ -159,11 +165,12 @@ int stage_forward(stage *sg, stage_req *c, const int *tokens, const float *x_in,
     return 0;
 }
 
-int stage_forward_logits(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
-                         float *logits, fwd_stats *st, proto_error *e)
+int stage_forward_rows(stage *sg, stage_req *c, const int *tokens, const float *x_in, int n,
+                       int normed, float *out, fwd_stats *st, proto_error *e)
 {
     char err[256];
-    if (fwd_step_logits(sg->fwd, c->kv, tokens, x_in, n, logits, st, err, sizeof err) != 0)
+    if ((normed ? fwd_step_normed : fwd_step_logits)(sg->fwd, c->kv, tokens, x_in, n, out, st, err,
+                                                     sizeof err) != 0)
         return proto_fail(e, PROTO_E_INTERNAL, "", "stage '%s': %s", sg->nd->o.name, err);
     return 0;
 }
@@ -226,7 +233,14 @@ int stage_req_pos(const stage_req *c)
     return kv_len(c->kv);
 }
 
-int stage_sample(stage_req *c, float *logits)
+int stage_sample(stage_req *c, float *logits, int vocab, proto_logprobs *lp)
 {
-    return sampler_sample(c->smp, logits);
+    lp->n_top = -1;
+    if (c->logprobs < 0)
+        return sampler_sample(c->smp, logits);
+    memcpy(c->lp_row, logits, (size_t)vocab * sizeof *logits);
+    int token = sampler_sample(c->smp, logits);
+    lp->n_top =
+        sampler_logprobs(c->lp_row, vocab, token, c->logprobs, lp->top, lp->top_lp, &lp->logprob);
+    return token;
 }

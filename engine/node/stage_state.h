@@ -32,6 +32,8 @@ struct stage_req {
     int pos0;          /* context held before the request (a session's) */
     int ctx;           /* context the request was admitted for */
     sampler *smp;      /* tail only */
+    int logprobs;      /* tail: the alternatives asked with each token, -1: none */
+    float *lp_row;     /* tail, with logprobs: the raw logits the sampler overwrites */
     int64_t next_step; /* the step the next hidden frame must carry */
     int numeric;       /* a numeric event was raised for this request */
 };

@@ -88,6 +88,13 @@
                             .dlo = -100.0,
                             .dhi = 100.0,
                             .help = "added to the logits of the tokens named; -100 bans one"},
+    /* Absent: none; 0: the chosen token's alone. */
+    [OPT_REQ_LOGPROBS] = {.wire = "logprobs",
+                          .type = OPT_T_INT,
+                          .lo = 0,
+                          .hi = PROTO_LOGPROBS_MAX,
+                          .help = "with each token, its log-probability and those of the N most "
+                                  "probable tokens"},
     [OPT_REQ_SPECIAL] = {.wire = "special",
                          .type = OPT_T_SWITCH,
                          .help = "control tokens' texts in the prompt become those tokens"},
@@ -129,6 +136,37 @@
                    .hi = PROTO_SEQS_MAX,
                    .def = "1",
                    .help = "choices per request"},
+    /* Logprobs in OpenAI's two shapes: a completion's `logprobs: N`, a
+     * chat's `logprobs: true` with `top_logprobs: N`; N up to the
+     * control protocol's bound (OpenAI's completions stop at 5). */
+    [OPT_OAI_LOGPROBS] = {.wire = "logprobs",
+                          .type = OPT_T_INT,
+                          .lo = 0,
+                          .hi = PROTO_LOGPROBS_MAX,
+                          .help = "the N most probable tokens at each position, with the chosen "
+                                  "one's log-probability"},
+    [OPT_OAI_CHAT_LOGPROBS] = {.wire = "logprobs",
+                               .type = OPT_T_SWITCH,
+                               .help = "each generated token's log-probability"},
+    [OPT_OAI_TOP_LOGPROBS] = {.wire = "top_logprobs",
+                              .type = OPT_T_INT,
+                              .lo = 0,
+                              .hi = PROTO_LOGPROBS_MAX,
+                              .help = "with logprobs: the N most probable tokens at each "
+                                      "position"},
+    /* /v1/embeddings' (engine/http/embed.h). */
+    [OPT_OAI_ENCODING_FORMAT] = {.wire = "encoding_format",
+                                 .type = OPT_T_CHOICE,
+                                 .choices = "float|base64",
+                                 .def = "float",
+                                 .help = "embeddings as numbers, or base64 of little-endian "
+                                         "float32s"},
+    /* Taken only at the model's dim (embed.c): no truncation. */
+    [OPT_OAI_DIMENSIONS] = {.wire = "dimensions",
+                            .type = OPT_T_INT,
+                            .lo = 1,
+                            .hi = 65536,
+                            .help = "the embeddings' length: the model's dim"},
     /* OpenAI's fields of features this server lacks: taken only at the
      * value that leaves the feature off, so that a client never silently
      * gets less than it asked. */

@@ -37,8 +37,41 @@ static char *dump_and_free(json_t *o)
     return text;
 }
 
-char *proto_reply_token(const char *id, int token, const char *text)
+json_t *proto_embedding_json(const double *sum, int dim, int n)
 {
+    json_t *a = json_array();
+    for (int i = 0; a && i < dim; i++)
+        if (json_array_append_new(a, real_or_null(n > 0 ? sum[i] / n : 0.0))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* A token frame with logprobs: rarer, and its doubles want every digit. */
+static char *token_with_lp(const char *id, int token, const char *text, const proto_logprobs *lp)
+{
+    json_t *o = reply_head(id, 0), *top = json_array();
+    int failed = !o || !top;
+    for (int i = 0; !failed && i < lp->n_top; i++)
+        failed = json_array_append_new(
+            top, json_pack("{s:i,s:f}", "token", lp->top[i], "logprob", lp->top_lp[i]));
+    if (failed || json_object_set_new(o, "token", json_integer(token)) ||
+        json_object_set_new(o, "text", jw_string(text)) ||
+        json_object_set_new(o, "logprob", real_or_null(lp->logprob)) ||
+        json_object_set_new(o, "top_logprobs", top)) {
+        json_decref(o);
+        if (failed)
+            json_decref(top);
+        return NULL;
+    }
+    return dump_and_free(o);
+}
+
+char *proto_reply_token(const char *id, int token, const char *text, const proto_logprobs *lp)
+{
+    if (lp && lp->n_top >= 0)
+        return token_with_lp(id, token, text, lp);
     /* A token frame goes out for every generated token, so it is written
      * directly rather than through a jansson tree. */
     size_t cap = 64 + 6 * (strlen(id) + strlen(text));
@@ -65,6 +98,64 @@ char *proto_reply_token(const char *id, int token, const char *text)
         return NULL;
     }
     return buf;
+}
+
+int proto_logprobs_check(const proto_logprobs *lp, int asked, int vocab, char *err, size_t errlen)
+{
+    int want = asked < vocab ? asked : vocab;
+    if (lp->n_top != want) {
+        snprintf(err, errlen, "logprobs with %d alternatives, %d asked (vocabulary %d)", lp->n_top,
+                 asked, vocab);
+        return -1;
+    }
+    if (want < 0)
+        return 0;
+    if (!(lp->logprob <= 0.0) || !isfinite(lp->logprob)) {
+        snprintf(err, errlen, "logprob %g (expected a finite value <= 0)", lp->logprob);
+        return -1;
+    }
+    for (int i = 0; i < lp->n_top; i++) {
+        if (lp->top[i] < 0 || lp->top[i] >= vocab || !isfinite(lp->top_lp[i]) ||
+            !(lp->top_lp[i] <= (i ? lp->top_lp[i - 1] : 0.0))) {
+            snprintf(err, errlen,
+                     "top_logprobs[%d]: token %d, logprob %g (expected 0..%d, finite, <= 0 and "
+                     "not above the one before)",
+                     i, lp->top[i], lp->top_lp[i], vocab - 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A token frame's "logprob" and "top_logprobs", into out->lp (n_top -1
+ * when the frame has neither). */
+static int decode_logprobs(const json_t *root, proto_reply *out, char *err, size_t errlen)
+{
+    const json_t *lp = json_object_get(root, "logprob"),
+                 *top = json_object_get(root, "top_logprobs");
+    out->lp.n_top = -1;
+    if (!out->has_token || (!lp && !top)) /* an eval chunk's logprob is its own */
+        return 0;
+    if (!json_is_number(lp) || !json_is_array(top) || json_array_size(top) > PROTO_LOGPROBS_MAX) {
+        snprintf(err, errlen,
+                 "reply: 'logprob' must be a number and 'top_logprobs' an array of at most %d",
+                 PROTO_LOGPROBS_MAX);
+        return -1;
+    }
+    out->lp.logprob = json_number_value(lp);
+    out->lp.n_top = (int)json_array_size(top);
+    for (int i = 0; i < out->lp.n_top; i++) {
+        const json_t *e = json_array_get(top, (size_t)i), *t = json_object_get(e, "token"),
+                     *x = json_object_get(e, "logprob");
+        if (!json_is_integer(t) || !json_is_number(x) || json_integer_value(t) < 0 ||
+            json_integer_value(t) > PROTO_TOKEN_ID_MAX) {
+            snprintf(err, errlen, "reply: top_logprobs[%d] needs a token id and a logprob", i);
+            return -1;
+        }
+        out->lp.top[i] = (int)json_integer_value(t);
+        out->lp.top_lp[i] = json_number_value(x);
+    }
+    return 0;
 }
 
 char *proto_reply_ok(const char *id, const json_t *results)
@@ -243,6 +334,7 @@ int proto_reply_decode(const void *buf, size_t len, proto_reply *out, char *err,
     int v = 0;
 
     memset(out, 0, sizeof *out);
+    out->lp.n_top = -1;
     json_t *root = json_loadb(buf, len, JSON_DECODE_ANY, &jerr);
     if (!root) {
         snprintf(err, errlen, "reply is not valid JSON at byte %d: %s", jerr.position, jerr.text);
@@ -267,6 +359,8 @@ int proto_reply_decode(const void *buf, size_t len, proto_reply *out, char *err,
     out->has_token = token != NULL;
     const json_t *text = json_object_get(root, "text");
     out->text = json_is_string(text) ? json_string_value(text) : "";
+    if (decode_logprobs(root, out, err, errlen))
+        goto fail;
     if (!out->done)
         return 0;
     if (!json_is_boolean(json_object_get(root, "ok"))) {

@@ -94,6 +94,7 @@ static const char *const op_names[PROTO_OP_COUNT] = {
     [PROTO_OP_DROP_SESSION] = "drop_session",
     [PROTO_OP_EVAL] = "eval",
     [PROTO_OP_QUALITY] = "quality",
+    [PROTO_OP_EMBED] = "embed",
 };
 
 const char *proto_op_name(proto_op op)
@@ -122,6 +123,7 @@ static const opt_field generate_fields[] = {
     FIELD(OPT_REQ_REPEAT_PENALTY, OPT_ST_FLOAT, generate.repeat_penalty),
     FIELD(OPT_REQ_PRESENCE_PENALTY, OPT_ST_FLOAT, generate.presence_penalty),
     FIELD(OPT_REQ_FREQUENCY_PENALTY, OPT_ST_FLOAT, generate.frequency_penalty),
+    FIELD_GIVEN(OPT_REQ_LOGPROBS, OPT_ST_INT, generate.logprobs, generate.has_logprobs),
     FIELD(OPT_REQ_SESSION, OPT_ST_TEXT, generate.session),
     FIELD(OPT_REQ_SOURCE, OPT_ST_TEXT, generate.source),
     FIELD(OPT_REQ_SPECIAL, OPT_ST_INT, generate.special),
@@ -156,6 +158,7 @@ static const struct {
     [PROTO_OP_DROP_SESSION] = {FIELDS(drop_fields), 0},
     [PROTO_OP_EVAL] = {FIELDS(eval_fields), 2},
     [PROTO_OP_QUALITY] = {FIELDS(quality_fields), 2},
+    [PROTO_OP_EMBED] = {NULL, 0, 2},
 #undef FIELDS
 };
 
@@ -176,10 +179,11 @@ static const char *clip(const char *s, char *buf, size_t cap)
 
 static int unknown_field(proto_op op, const char *key, proto_error *err)
 {
-    char list[160] = "", buf[PROTO_FIELD_MAX];
+    char list[320] = "", buf[PROTO_FIELD_MAX];
     size_t len = 0;
     int n = op_fields[op].inputs + (int)op_fields[op].n;
-    for (int i = 0; i < n; i++) {
+    /* A list that outgrew the buffer stops there rather than past it. */
+    for (int i = 0; i < n && len < sizeof list; i++) {
         int k = i - op_fields[op].inputs;
         const char *name = k < 0 ? input_names[i] : opt_defs[op_fields[op].fields[k].id].wire;
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", name);
@@ -446,8 +450,10 @@ static int decode_root(json_t *root, proto_request *out, proto_error *err)
                               "op 'drop_session' needs field 'session'");
         return 0;
     case PROTO_OP_EVAL:
-        /* An eval is a prefill that reports every position: generate's
-         * prompt input, nothing to generate, no session. */
+    case PROTO_OP_EMBED:
+        /* An eval is a prefill that reports every position, an embed one
+         * that pools them: generate's prompt input, nothing to generate,
+         * no session. */
         out->generate.temperature = PROTO_DEFAULT_TEMPERATURE;
         out->generate.top_p = PROTO_DEFAULT_TOP_P;
         return decode_input(input, out->op, out, err);

@@ -121,6 +121,7 @@ typedef enum proto_op {
     PROTO_OP_DROP_SESSION,
     PROTO_OP_EVAL,
     PROTO_OP_QUALITY,
+    PROTO_OP_EMBED,
     PROTO_OP_COUNT
 } proto_op;
 
@@ -168,6 +169,22 @@ int proto_bias_read(const json_t *v, proto_bias *out, int *n, proto_error *err);
 /* The map back, for a frame (NULL when out of memory). */
 json_t *proto_bias_json(const proto_bias *b, int n);
 
+/* A generate's logprobs: with each token, its log-probability and those
+ * of the N most probable tokens at its position (N 0..PROTO_LOGPROBS_MAX),
+ * of the model's raw distribution (engine/compute/sampler.h). */
+#define PROTO_LOGPROBS_MAX 20
+typedef struct proto_logprobs {
+    int n_top;      /* -1: not asked; else top[0..n_top), the most probable first */
+    double logprob; /* the chosen token's, <= 0 */
+    int top[PROTO_LOGPROBS_MAX];
+    double top_lp[PROTO_LOGPROBS_MAX];
+} proto_logprobs;
+
+/* Checks what a frame carries against what was asked (n_top as the
+ * request's N, at most vocab) and the values (<= 0, top_lp not
+ * increasing, ids below vocab). Returns 0, or -1 with err filled. */
+int proto_logprobs_check(const proto_logprobs *lp, int asked, int vocab, char *err, size_t errlen);
+
 typedef struct proto_generate_args {
     proto_input input;
     char *prompt;      /* PROMPT: UTF-8, NUL-terminated, may be "" */
@@ -185,6 +202,7 @@ typedef struct proto_generate_args {
     float min_p, repeat_penalty, presence_penalty, frequency_penalty;
     int n_bias;
     proto_bias *bias;               /* [n_bias], owned: proto_request_free */
+    int has_logprobs, logprobs;     /* logprobs: N alternatives with each token */
     char session[PROTO_ID_MAX + 1]; /* "" = no session: KV freed at the end */
     char source[PROTO_ID_MAX + 1];  /* "" or who sent it ("http": the node's HTTP server) */
     int special;                    /* PROMPT: control tokens' texts become those tokens */
@@ -220,8 +238,9 @@ void proto_request_free(proto_request *req);
 
 /* A streamed token: {"v":1,"id":..,"done":false,"token":N,"text":".."}.
  * text may hold invalid UTF-8 (a byte-fallback piece); each invalid byte
- * becomes U+FFFD, the token id stays exact. */
-char *proto_reply_token(const char *id, int token, const char *text);
+ * becomes U+FFFD, the token id stays exact. lp (NULL or n_top -1: none)
+ * adds "logprob":X,"top_logprobs":[{"token":ID,"logprob":X},..]. */
+char *proto_reply_token(const char *id, int token, const char *text, const proto_logprobs *lp);
 
 /* The final success frame: {"v":1,"id":..,"done":true,"ok":true, ...} with
  * every field of `results` (an object, or NULL) added. Borrowed: neither
@@ -253,6 +272,10 @@ char *proto_reply_eval(const char *id, int pos, const proto_eval_row *rows, int 
 char *proto_reply_quality(const char *id, int window, int pos, const double *kl, const int *agree,
                           int n);
 
+/* An embed's result: the mean over n positions of sum [dim] (an array of
+ * dim numbers; NULL when out of memory). */
+json_t *proto_embedding_json(const double *sum, int dim, int n);
+
 /* Statistics of one generate request (its final frame's "stats"). */
 typedef struct proto_stats {
     int prompt_tokens;
@@ -278,9 +301,10 @@ typedef struct proto_reply {
     char field[PROTO_FIELD_MAX];
     int has_token; /* a token frame */
     int token;
-    const char *text; /* token text, owned by json */
-    json_t *json;     /* the whole frame: results live here */
-    void *data;       /* a second frame's bytes (an eval chunk's logits), or NULL */
+    proto_logprobs lp; /* a token frame's logprobs: n_top -1 when it has none */
+    const char *text;  /* token text, owned by json */
+    json_t *json;      /* the whole frame: results live here */
+    void *data;        /* a second frame's bytes (an eval chunk's logits), or NULL */
     size_t data_len;
 } proto_reply;
 

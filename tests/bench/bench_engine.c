@@ -99,18 +99,6 @@ static const struct {
 #define N_GGUF (int)(sizeof GGUF_TYPES / sizeof GGUF_TYPES[0])
 #define GGUF_PREFILL_BAR 0.6
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* ---- triad ---- */
 
 typedef struct triad_arg {
@@ -410,7 +398,7 @@ static int measure(const job *j, point *out, char *err, size_t errlen)
         if (i >= 0)
             ms[i] = t;
     }
-    out->step_ms = median(ms, runs);
+    out->step_ms = bench_median(ms, runs);
     out->peak_rss = peak_rss();
     out->kv_bytes = (double)kv_bytes(r.kv[0]);
     out->formula_ok =

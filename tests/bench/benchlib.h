@@ -38,6 +38,9 @@ const char *bench_dir(void);
 /* Monotonic clock in seconds, for timing the measured code. */
 double bench_now(void);
 
+/* The median of v[n] (sorted in place). */
+double bench_median(double *v, int n);
+
 /* Adds a line (printf format) printed under the table and kept in the
  * JSON file's "notes": what limits a figure that missed its bar. */
 void bench_note(bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

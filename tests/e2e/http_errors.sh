@@ -74,7 +74,9 @@ row "an unknown field" 400 unknown_field POST "$A/v1/chat/completions" "{$CHAT,\
 row "n past --max-seqs" 400 bad_value POST "$A/v1/chat/completions" "{$CHAT,\"n\":17}" -H "$KEY"
 check "... which names the limit" grep -q 'at most 16 requests at once (--max-seqs)' "$tmp/body"
 row "a feature at a value other than off" 400 unsupported POST "$A/v1/chat/completions" \
-    "{$CHAT,\"logprobs\":true}" -H "$KEY"
+    "{$CHAT,\"tools\":[{\"type\":\"function\"}]}" -H "$KEY"
+row "top_logprobs without logprobs" 400 bad_value POST "$A/v1/chat/completions" \
+    "{$CHAT,\"top_logprobs\":2}" -H "$KEY"
 row "stream_options without stream" 400 bad_value POST "$A/v1/chat/completions" \
     "{$CHAT,\"stream_options\":{\"include_usage\":true}}" -H "$KEY"
 row "a tool message" 400 bad_value POST "$A/v1/chat/completions" \

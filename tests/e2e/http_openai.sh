@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib/serve.sh"
 . "$(dirname "$0")/lib/http.sh"
 
-alloc_ports 9
+alloc_ports 16
 # A: a context cap of 100000 (--max-body auto 1.66 MB), aliases, CORS. B: the
 # embedded model's own 512 positions (--max-body auto 72 KiB; without
 # --max-ctx the node caps no context, so what fits the body is served).
@@ -17,13 +17,20 @@ start b --control "$(ep "$P4")" --telemetry "$(ep "$P5")" --threads 1 --http "$(
 # C: for the metrics of a scripted mix of requests (--max-body auto 66560).
 start c --control "$(ep "$P7")" --telemetry "$(ep "$P8")" --threads 1 --max-ctx 64 \
     --http "$(hp "$P9")"
+# R: a 2-stage ring whose head serves HTTP: the tail samples, and sends
+# the logprobs back with each token.
+start ra --layers 0:3 --control "$(ep "$P10")" --telemetry "$(ep "$P11")" \
+    --listen "$(ep "$P12")" --next "$(ep "$P15")" --threads 1 --http "$(hp "$P13")"
+start rb --layers 3:5 --control "$(ep "$P14")" --telemetry "$(ep "$P16")" \
+    --listen "$(ep "$P15")" --next "$(ep "$P12")" --threads 1
+HR=$(hp "$P13")
 HA=$(hp "$P3")
 HB=$(hp "$P6")
 HC=$(hp "$P9")
-for c in "$(ep "$P1")" "$(ep "$P4")" "$(ep "$P7")"; do
+for c in "$(ep "$P1")" "$(ep "$P4")" "$(ep "$P7")" "$(ep "$P10")" "$(ep "$P14")"; do
     up "$c" || { fail "node $c started"; finish; exit 1; }
 done
-for h in "$HA" "$HB" "$HC"; do
+for h in "$HA" "$HB" "$HC" "$HR"; do
     http_up "$h" || { fail "HTTP at $h started"; finish; exit 1; }
 done
 openai_setup || { fail "openai npm package installed"; finish; exit 1; }
@@ -180,5 +187,96 @@ oai "http://$HB/v1" stories260K "{\"$first\":-100}" 24 bias >"$tmp/bias"
 banned=$(get text <"$tmp/bias")
 check "logit_bias -100 on greedy's first token: another first token" \
     [ -n "$banned" ] && [ "$(printf '%s' "$banned" | cut -c1-3)" != "$(printf '%s' "$solo" | cut -c1-3)" ]
+
+# ---- logprobs: chat and completions, streaming and not, n 3, on one node
+# and across a ring (whose tail samples)
+lp_checks() { # WHERE FILE
+    l() { grep "\"what\":\"$1\"" "$2"; }
+    check "$1 chat logprobs: 5 alternatives a token, sorted, <= 0, mass <= 1, bytes the token's" \
+        [ "$(l lp_chat "$2" | get k sorted nonpos mass bytes)" = "$(printf 'true\ttrue\ttrue\ttrue\ttrue')" ]
+    check "$1 ... greedy: the chosen token is the top entry, its logprob equal" \
+        [ "$(l lp_chat "$2" | get chosen)" = true ]
+    check "$1 ... one entry per generated token, their strings the content" \
+        [ "$(l lp_chat "$2" | get n joined)" = "$(printf '%s\ttrue' "$(l lp_chat "$2" | get tokens)")" ]
+    check "$1 chat streaming: the same entries, chunk by chunk, one per token" \
+        [ "$(l lp_chat_stream "$2" | get same n)" = "$(printf 'true\t%s' "$(l lp_chat "$2" | get tokens)")" ]
+    check "$1 chat sampled (temperature 1): sorted, <= 0, the chosen no likelier than the top" \
+        [ "$(l lp_chat_sampled "$2" | get sorted nonpos mass chosen)" = "$(printf 'true\ttrue\ttrue\ttrue')" ]
+    check "$1 chat n 3 greedy: each choice its own logprobs, equal to the solo run's" \
+        [ "$(l lp_chat_n3 "$2" | get choices each same)" = "$(printf '3\ttrue\ttrue')" ]
+    check "$1 completions logprobs 5: tokens, token_logprobs, top_logprobs, text_offset" \
+        [ "$(l lp_completion "$2" | get k sorted nonpos mass chosen joined offsets)" = \
+            "$(printf 'true\ttrue\ttrue\ttrue\ttrue\ttrue\ttrue')" ]
+    check "$1 completions streaming n 3: every choice's token_logprobs the solo run's" \
+        [ "$(l lp_completion_stream_n3 "$2" | get same)" = true ]
+}
+oai "http://$HB/v1" stories260K "Once upon a time" 12 logprobs >"$tmp/lp" ||
+    { cat "$tmp/lp"; fail "openai npm: the logprobs case ran"; }
+lp_checks "node:" "$tmp/lp"
+oai "http://$HR/v1" stories260K "Once upon a time" 12 logprobs >"$tmp/lp_ring" ||
+    { cat "$tmp/lp_ring"; fail "openai npm: the logprobs case ran on the ring"; }
+lp_checks "ring:" "$tmp/lp_ring"
+check "ring: the greedy chat's tokens and logprobs those of one node (to 1e-9)" \
+    node -e '
+        const a = JSON.parse(process.argv[1]).content, b = JSON.parse(process.argv[2]).content;
+        process.exit(a.length === b.length && a.every((e, i) => e.token === b[i].token &&
+            Math.abs(e.logprob - b[i].logprob) < 1e-9) ? 0 : 1);' \
+        "$(grep '"what":"lp_chat"' "$tmp/lp")" "$(grep '"what":"lp_chat"' "$tmp/lp_ring")"
+one=$(call "$(ep "$P4")" generate '{"prompt":"Once upon a time","max_tokens":1,"temperature":0,"logprobs":3}')
+check "control generate logprobs 3: the token frame's logprob is its top_logprobs' first" \
+    [ "$(printf '%s\n' "$one" | head -n 1 | get token logprob)" = \
+        "$(printf '%s\n' "$one" | head -n 1 | get top_logprobs.0.token top_logprobs.0.logprob)" ]
+check "... three alternatives" [ "$(printf '%s\n' "$one" | head -n 1 | get top_logprobs.2.token | wc -l)" = 1 ]
+check "control generate logprobs 21: bad_value naming the field" \
+    [ "$(call "$(ep "$P4")" generate '{"prompt":"x","logprobs":21}' | get error.code error.field)" = \
+        "$(printf 'bad_value\tlogprobs')" ]
+code=$(post "$HB" /v1/chat/completions \
+    '{"model":"stories260K","messages":[{"role":"user","content":"x"}],"top_logprobs":3}')
+check "chat top_logprobs without logprobs true: 400 naming top_logprobs" \
+    [ "$code $(get error.param <"$tmp/body")" = "400 top_logprobs" ]
+code=$(post "$HB" /v1/completions '{"model":"stories260K","prompt":"x","logprobs":21}')
+check "completions logprobs 21: 400 bad_value (at most 20)" \
+    [ "$code $(get error.code error.param <"$tmp/body")" = "$(printf '400 bad_value\tlogprobs')" ]
+
+# ---- /v1/embeddings: the final norm's output, mean-pooled, unit length
+emb_checks() { # WHERE HOST
+    ids=$(post "$2" /tokenize '{"content":"Once upon a time","add_special":true}' >/dev/null &&
+        get tokens <"$tmp/body" | tr -d ' \n')
+    oai "http://$2/v1" stories260K "$ids" 64 embeddings >"$tmp/emb" ||
+        { cat "$tmp/emb"; fail "$1 openai npm: the embeddings case ran"; }
+    e() { grep '"what":"embeddings"' "$tmp/emb" | get "$@"; }
+    check "$1 embeddings.create of 3 strings: a list, indexed 0, 1, 2, each of the model's dim (64)" \
+        [ "$(e object n index.2 dim_ok)" = "$(printf 'list\t3\t2\ttrue')" ]
+    check "$1 ... each of unit length" [ "$(e unit)" = true ]
+    check "$1 ... identical inputs give identical vectors, different texts differ" \
+        [ "$(e identical differ)" = "$(printf 'true\ttrue')" ]
+    check "$1 ... a token array (the text's ids, BOS first) gives the text's vector" \
+        [ "$(e tokens_equal_text)" = true ]
+    check "$1 ... encoding_format base64 decodes to the same vector" [ "$(e base64_equal)" = true ]
+    check "$1 ... usage counts every input's tokens (BOS included: 5 + 5 + 13)" \
+        [ "$(e usage.prompt_tokens usage.total_tokens)" = "$(printf '23\t23')" ]
+    r() { grep '"what":"embeddings_refused"' "$tmp/emb" | get "$@"; }
+    check "$1 refused with a clear 400: an empty string, no input, an empty token array, a token past the vocabulary" \
+        [ "$(r refused.0.code refused.1.code refused.2.code refused.3.code)" = \
+            "$(printf 'bad_value\tbad_value\tbad_value\tbad_token')" ]
+}
+emb_checks "node:" "$HB"
+emb_checks "ring:" "$HR"
+check "ring: the same vector as one node's (to 1e-6)" \
+    node -e '
+        const a = JSON.parse(process.argv[1]), b = JSON.parse(process.argv[2]);
+        process.exit(a.length === b.length && a.every((x, i) => Math.abs(x - b[i]) < 1e-6) ? 0 : 1);' \
+    "$(curl -s "http://$HB/v1/embeddings" -d '{"model":"stories260K","input":"Once upon a time"}' | get data.0.embedding)" \
+    "$(curl -s "http://$HR/v1/embeddings" -d '{"model":"stories260K","input":"Once upon a time"}' | get data.0.embedding)"
+head -c 4000 "$tmp/mb" >"$tmp/long"
+code=$(post "$HB" /v1/embeddings "{\"model\":\"stories260K\",\"input\":\"$(cat "$tmp/long")\"}")
+check "an input longer than the model's context (512): 400 ctx_limit naming it" \
+    [ "$code $(get error.code <"$tmp/body")" = "400 ctx_limit" ] &&
+    grep -q "passes the model's context of 512" "$tmp/body"
+code=$(post "$HB" /v1/embeddings '{"model":"stories260K","input":"x","dimensions":32}')
+check "dimensions other than the model's: 400 unsupported" \
+    [ "$code $(get error.code error.param <"$tmp/body")" = "$(printf '400 unsupported\tdimensions')" ]
+check "control embed: the pooled final hidden state, of the model's dim" \
+    [ "$(call "$(ep "$P4")" embed '{"prompt":"Once upon a time"}' | get embedding.63 stats.prompt_tokens | cut -f2)" = 5 ]
 
 finish

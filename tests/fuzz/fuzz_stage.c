@@ -137,10 +137,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (f.m)
         check_msg(f.h.kind, f.m);
     size_t rows = (size_t)f.h.n * (size_t)f.h.dim * sizeof(float);
+    /* Logprobs records follow a token's or a batch's tokens, one a token. */
+    int has_lp = (f.h.flags & RING_F_LOGPROBS) != 0;
+    size_t n_lp = has_lp ? (tokens ? (size_t)f.h.n : 1) : 0;
     if ((floats && rows + RING_HDR_BYTES != size) ||
         (batch && rows + (size_t)f.h.n * RING_SEG_BYTES + RING_HDR_BYTES != size) ||
-        (tokens && (size_t)f.h.n * sizeof(int32_t) + RING_HDR_BYTES != size))
+        (tokens &&
+         (size_t)f.h.n * sizeof(int32_t) + n_lp * RING_LP_BYTES + RING_HDR_BYTES != size) ||
+        (f.h.kind == RING_TOKEN && n_lp * RING_LP_BYTES + RING_HDR_BYTES != size) ||
+        has_lp != (f.lp != NULL) || (has_lp && !tokens && f.h.kind != RING_TOKEN))
         abort();
+    for (size_t i = 0; i < n_lp; i++) {
+        const proto_logprobs *lp = &f.lp[i];
+        if (lp->n_top < -1 || lp->n_top > PROTO_LOGPROBS_MAX ||
+            (f.h.kind == RING_TOKEN && lp->n_top < 0) || (lp->n_top >= 0 && !(lp->logprob <= 0)))
+            abort();
+        for (int k = 0; k < lp->n_top; k++)
+            if (lp->top[k] < 0 || lp->top[k] > PROTO_TOKEN_ID_MAX || !(lp->top_lp[k] <= 0) ||
+                (k && lp->top_lp[k] > lp->top_lp[k - 1]))
+                abort();
+    }
     for (int i = 0; batch && i < f.h.n; i++)
         if (f.segs[i].op == 0 || f.segs[i].step < 0 || f.segs[i].pos < 0)
             abort();

@@ -219,7 +219,15 @@ static const bad bads[] = {
     {OAI_CHAT, "{" M MSG ",\"logit_bias\":[]}", 400, "bad_type", "logit_bias"},
     {OAI_CHAT, "{" M MSG ",\"logit_bias\":{\"x\":1}}", 400, "bad_value", "logit_bias"},
     {OAI_CHAT, "{" M MSG ",\"logit_bias\":{\"5\":101}}", 400, "bad_value", "logit_bias"},
-    {OAI_CHAT, "{" M MSG ",\"logprobs\":true}", 400, "unsupported", "logprobs"},
+    {OAI_CHAT, "{" M MSG ",\"top_logprobs\":2}", 400, "bad_value", "top_logprobs"},
+    {OAI_CHAT, "{" M MSG ",\"logprobs\":false,\"top_logprobs\":2}", 400, "bad_value",
+     "top_logprobs"},
+    {OAI_CHAT, "{" M MSG ",\"logprobs\":true,\"top_logprobs\":21}", 400, "bad_value",
+     "top_logprobs"},
+    {OAI_CHAT, "{" M MSG ",\"logprobs\":2}", 400, "bad_type", "logprobs"},
+    {OAI_COMPLETION, "{" M "\"prompt\":\"x\",\"logprobs\":true}", 400, "bad_type", "logprobs"},
+    {OAI_COMPLETION, "{" M "\"prompt\":\"x\",\"logprobs\":-1}", 400, "bad_value", "logprobs"},
+    {OAI_COMPLETION, "{" M "\"prompt\":\"x\",\"logprobs\":21}", 400, "bad_value", "logprobs"},
     {OAI_CHAT, "{" M MSG ",\"tools\":[{\"type\":\"function\"}]}", 400, "unsupported", "tools"},
     {OAI_CHAT, "{" M MSG ",\"response_format\":{\"type\":\"json_object\"}}", 400, "unsupported",
      "response_format"},
@@ -299,8 +307,8 @@ Test(openai, chat_stream_chunks)
     oai_reply r = {OAI_CHAT, "chatcmpl-1", "m\"odel", 1700000000};
     sbuf b = {0};
     oai_chunk_role(&b, &r, 0);
-    oai_chunk(&b, &r, 0, "Hi \"there\"\n", 11, NULL);
-    oai_chunk(&b, &r, 0, NULL, 0, "length");
+    oai_chunk(&b, &r, 0, "Hi \"there\"\n", 11, NULL, NULL);
+    oai_chunk(&b, &r, 0, NULL, 0, NULL, "length");
     oai_chunk_usage(&b, &r, 5, 2);
     oai_chunk_done(&b);
     size_t at = 0;
@@ -334,7 +342,7 @@ Test(openai, chat_stream_chunks)
 Test(openai, whole_responses)
 {
     oai_reply r = {OAI_COMPLETION, "cmpl-2", "stories260K", 1};
-    char *text = oai_response(&r, &(oai_choice){", there was", 11, "stop"}, 1, 5, 3);
+    char *text = oai_response(&r, &(oai_choice){", there was", 11, "stop", NULL}, 1, 5, 3);
     json_t *o = json_loads(text, 0, NULL);
     cr_assert_not_null(o, "%s", text);
     cr_expect_str_eq(json_string_value(json_object_get(o, "object")), "text_completion");
@@ -347,7 +355,7 @@ Test(openai, whole_responses)
     free(text);
 
     r.kind = OAI_CHAT;
-    text = oai_response(&r, &(oai_choice){"ab", 1, "length"}, 1, 1, 1);
+    text = oai_response(&r, &(oai_choice){"ab", 1, "length", NULL}, 1, 1, 1);
     o = json_loads(text, 0, NULL);
     c = json_array_get(json_object_get(o, "choices"), 0);
     cr_expect_str_eq(json_string_value(json_object_get(json_object_get(c, "message"), "content")),

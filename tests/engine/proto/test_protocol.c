@@ -474,7 +474,7 @@ Test(protocol, eval_reply_round_trip)
     free(text);
 
     /* A token frame is not an eval chunk; a chunk with ragged arrays is a bad one. */
-    text = proto_reply_token("g-1", 3, "x");
+    text = proto_reply_token("g-1", 3, "x", NULL);
     eval_frame(&r, text, NULL, 0);
     cr_assert_eq(proto_eval_decode(&r, &pos, &got, &n, &vocab, err, sizeof err), 0);
     proto_reply_free(&r);
@@ -498,7 +498,7 @@ Test(protocol, token_reply_round_trip)
 {
     /* Quote, backslash, newline, a control byte, UTF-8, and an invalid
      * byte as a byte-fallback token can produce. */
-    char *text = proto_reply_token("r-1", 42, "a\"b\\c\nd\x01\xc3\xa9\xff");
+    char *text = proto_reply_token("r-1", 42, "a\"b\\c\nd\x01\xc3\xa9\xff", NULL);
     cr_assert_not_null(text);
     json_error_t jerr;
     json_t *o = json_loads(text, 0, &jerr);

@@ -177,7 +177,7 @@ Test(links, token_frames_push_the_deadline_and_late_replies_are_ignored)
     char id[PROTO_ID_MAX + 1];
     snprintf(id, sizeof id, "%s", id_of(req));
     json_decref(req);
-    node_answer(&who, proto_reply_token(id, 42, " once"), 0);
+    node_answer(&who, proto_reply_token(id, 42, " once", NULL), 0);
     PUMP_UNTIL(links_next_deadline(lk) > 2.5, 1.5);
     cr_assert_float_eq(links_next_deadline(lk), 3.5, 1e-9);
     cr_assert_eq(links_tick(lk, 3.0), 0);
