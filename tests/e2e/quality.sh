@@ -131,7 +131,9 @@ MiB=1048576
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0:allocator_release_to_os_interval_ms=0"
 export ASAN_OPTIONS
 GFLAGS="--threads 1 --prefill-step 256 --kv-bits 32 --max-body 1M"
-long="[$(seq 0 2047 | awk '{ printf "%s%d", (NR > 1 ? "," : ""), (NR == 1 ? 1 : 3 + ($1 * 37) % 500) }')]"
+# A JSON array of N token ids, BOS first.
+ids_json() { echo "[$(seq 0 $(($1 - 1)) | awk '{ printf "%s%d", (NR > 1 ? "," : ""), (NR == 1 ? 1 : 3 + ($1 * 37) % 500) }')]"; }
+long=$(ids_json 2048)
 start probe --model "$M" --control "$(ep "$P9")" --telemetry "$(ep "$P10")" $GFLAGS
 up "$(ep "$P9")" || { fail "probe node started"; finish; exit 1; }
 call "$(ep "$P9")" eval "{\"tokens\":$long}" >/dev/null
@@ -152,12 +154,15 @@ call "$G" quality "{\"tokens\":$long,\"kv_bits\":4,\"ctx\":512}" >"$tmp/small"
 check "windows of 512 are admitted ($(get quality.windows <"$tmp/small") of them)" \
     [ "$(get ok quality.windows <"$tmp/small" | tail -n 1)" = "$(printf 'true\t4')" ]
 
-# ---- cancel: one position a step makes it long
-call "$G" quality "{\"tokens\":$long,\"kv_bits\":4,\"ctx\":512,\"prefill_step\":1}" --id qc \
+# ---- cancel: one position a step over 16 windows makes it long (2048
+# tokens at a position a step ran to its end before the cancel came)
+longer=$(ids_json 8192)
+call "$G" quality "{\"tokens\":$longer,\"kv_bits\":4,\"ctx\":512,\"prefill_step\":1}" --id qc \
     --timeout 60000 >"$tmp/qc" &
 qpid=$!
 i=0
-while [ "$(wc -l <"$tmp/qc")" -lt 1 ] && [ $i -lt 300 ]; do
+# The shell may not have opened the reply file yet: until then it counts 0.
+while [ "$(cat "$tmp/qc" 2>/dev/null | wc -l)" -lt 1 ] && [ $i -lt 300 ]; do
     sleep 0.1
     i=$((i + 1))
 done
