@@ -25,6 +25,12 @@ CC      ?= cc
 ARCH    ?=
 OPT     ?= -O2
 SAN     ?=
+# The entry points that build before they do something else (run, test,
+# bench, asan) build on every core: CI calls plain `make test`, and a
+# serial build of the whole tree is a large part of its 15-minute budget.
+# A -j given on the command line wins.
+JOBS    ?= $(shell nproc 2>/dev/null || echo 1)
+SUBMAKE  = $(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 
 PKGS_ENGINE := openblas libzmq jansson libcrypto libpcre2-8 libmicrohttpd
 PKGS_STORE  := sqlite3 jansson
@@ -111,22 +117,22 @@ deps:
 	@contrib/install-deps.sh
 
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(SUBMAKE) all
 	@if [ -x bin/infertop ]; then exec bin/infertop demo; \
 	 else exec bin/inferd generate --prompt "Once upon a time" --steps 200; fi
 
 test: deps
-	@$(MAKE) --no-print-directory test-only
+	@$(SUBMAKE) test-only
 
 test-only: $(BINS) $(MANS) $(COMPLETIONS) $(OPTDOC) $(UNIT_BINS) $(HELPER_BINS)
 	@B=$(B) tests/run.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BINS) $(BENCH_BINS) $(HELPER_BINS)
+	@$(SUBMAKE) $(BINS) $(BENCH_BINS) $(HELPER_BINS)
 	@B=$(B) tests/bench/run.sh
 
 asan: deps
-	@$(MAKE) --no-print-directory B=build/asan OPT=-O1 \
+	@$(SUBMAKE) B=build/asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test-only
 
 # libFuzzer: each target is built with clang and the sanitizers and runs for
