@@ -1,0 +1,33 @@
+/* desired_sync.h: the console keeps the nodes at their desired settings.
+ *
+ * Each turn of the console's loop: the state file (desired.h) is read
+ * again when it changed on disk (another `infertop set`); a set the
+ * console itself sent and a node accepted is recorded in it; and a node
+ * that is up but lacks a desired setting (it restarted at its command
+ * line's default) is sent it once per life of its process. On a ring
+ * whose stages all want the same, that set goes through the head's two
+ * rounds (links_set to every node), not stage by stage.
+ */
+#ifndef DESIRED_SYNC_H
+#define DESIRED_SYNC_H
+
+#include "cluster.h"
+#include "desired.h"
+#include "links.h"
+#include "state.h"
+
+typedef struct desired_sync desired_sync;
+
+/* For the cluster file c->path (borrowed, must outlive it). NULL when out
+ * of memory. The file is first read at the first tick. */
+desired_sync *desired_sync_new(const struct cluster *c);
+void desired_sync_free(desired_sync *ds);
+
+void desired_sync_tick(desired_sync *ds, state *st, links *l, double now);
+
+/* What the views show: node's desired settings (NULL when none), and the
+ * ones its config lacks (1 when any, into *drift). */
+const proto_set_args *desired_sync_want(const desired_sync *ds, const state *st, int node);
+int desired_sync_drift(const desired_sync *ds, const state *st, int node, proto_set_args *drift);
+
+#endif
