@@ -56,7 +56,7 @@ struct session {
     state *st;
     links *l;
     struct answer *ans;
-    struct eng_view *eng; /* status: what the HTTP nodes' polls found */
+    struct eng_view *eng;   /* status: what the HTTP nodes' polls found */
     struct desired desired; /* status: the state file's settings */
 };
 
@@ -310,7 +310,7 @@ static int answer_drift(const struct session *s, int i, proto_set_args *drift)
     const struct answer *a = &s->ans[i];
     json_t *cfg = is_http(s, i) || a->ok != 1 ? NULL : json_object_get(a->json, "config");
     json_t *step = json_object_get(cfg, "prefill_step");
-    int prefill = json_is_integer(step) ? (int)json_integer_value(step)
+    int prefill = json_is_integer(step)  ? (int)json_integer_value(step)
                   : json_is_string(step) ? PROTO_PREFILL_AUTO
                                          : -1;
     return desired_drift(desired_get(&s->desired, s->c->nodes[i].name),
@@ -321,7 +321,7 @@ static int answer_drift(const struct session *s, int i, proto_set_args *drift)
 static json_t *settings_json(const proto_set_args *set)
 {
     return set && (set->has_kv_bits || set->has_prefill_step) ? links_set_args_json(set)
-                                                               : json_null();
+                                                              : json_null();
 }
 
 static int print_status_json(const struct session *s)
@@ -335,9 +335,8 @@ static int print_status_json(const struct session *s)
         json_t *e = status_entry(s, i);
         int drifted = answer_drift(s, i, &drift);
         if (!e ||
-            json_object_set_new(e, "desired",
-                                settings_json(desired_get(&s->desired, s->c->nodes[i].name))) !=
-                0 ||
+            json_object_set_new(
+                e, "desired", settings_json(desired_get(&s->desired, s->c->nodes[i].name))) != 0 ||
             json_object_set_new(e, "drift", settings_json(drifted ? &drift : NULL)) != 0 ||
             json_array_append_new(nodes, e) != 0) {
             json_decref(o);
@@ -367,10 +366,10 @@ static void prefill_text(char *buf, size_t len, json_t *v)
 
 static int print_status_table(const struct session *s)
 {
-    static const char *const headers[] = {
-        "NODE",    "ENGINE",       "STATE",    "LAYERS", "PREFILL_STEP", "KV_BITS",      "SESSIONS",
-        "RSS_MIB", "HEADROOM_MIB", "UPTIME_S", "MODEL",  "WEIGHTS_MIB",  "WEIGHT_TYPES", "DRIFT",
-        "PROBLEM"};
+    static const char *const headers[] = {"NODE",         "ENGINE",   "STATE",    "LAYERS",
+                                          "PREFILL_STEP", "KV_BITS",  "SESSIONS", "RSS_MIB",
+                                          "HEADROOM_MIB", "UPTIME_S", "MODEL",    "WEIGHTS_MIB",
+                                          "WEIGHT_TYPES", "DRIFT",    "PROBLEM"};
     enum { NCOL = sizeof headers / sizeof headers[0] };
     cli_table *t = cli_table_new(NCOL, headers);
     if (!t)
@@ -760,13 +759,12 @@ static void door_answers(struct session *s, const int *stage, int *live)
 /* Records in the state file what each node accepted: a live set it
  * answered ok (a ring's stage by its head's answer), or a restart that
  * came back. A refused change records nothing. */
-static int record_accepted(struct desired *d, const struct set_done *sd, const int *stage,
-                           int head)
+static int record_accepted(struct desired *d, const struct set_done *sd, const int *stage, int head)
 {
     char err[1024];
     int any = 0;
     for (int i = 0; i < sd->c->n_nodes; i++) {
-        int ok = sd->live[i]   ? sd->ans[i].ok == 1
+        int ok = sd->live[i]    ? sd->ans[i].ok == 1
                  : stage[i] > 0 ? head >= 0 && sd->ans[head].ok == 1
                                 : sd->rs[i].job > 0 && sd->rs[i].r.ok;
         if (!ok)
@@ -860,7 +858,8 @@ int cli_set(int argc, char **argv)
     memcpy(send, live, sizeof send);
     memset(stage, 0, sizeof stage);
     if (any_live && rc == CLI_OK &&
-        (!args || session_open(&s, &cmd) != 0 || (all && one_door(&s, &cmd, send, stage, &head) != 0) ||
+        (!args || session_open(&s, &cmd) != 0 ||
+         (all && one_door(&s, &cmd, send, stage, &head) != 0) ||
          ask(&s, &cmd, "set", args, send) != 0))
         rc = CLI_ERROR;
     json_decref(args);

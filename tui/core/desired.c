@@ -152,8 +152,8 @@ static int write_all(FILE *f, const struct desired *d)
             rc |= fprintf(f, "%s = %d\n", opt_defs[OPT_KV_BITS].wire, s->kv_bits) < 0;
         if (s->has_prefill_step) {
             char v[32];
-            opt_format(OPT_PREFILL_STEP, &(opt_value){.i = (unsigned long long)s->prefill_step},
-                       v, sizeof v);
+            opt_format(OPT_PREFILL_STEP, &(opt_value){.i = (unsigned long long)s->prefill_step}, v,
+                       sizeof v);
             rc |= fprintf(f, "%s = %s\n", opt_defs[OPT_PREFILL_STEP].wire, v) < 0;
         }
     }
@@ -163,7 +163,7 @@ static int write_all(FILE *f, const struct desired *d)
 /* The folder's entry of the rename reaches the disk too. */
 static int sync_dir(const char *path)
 {
-    char copy[sizeof ((struct desired *)0)->path];
+    char copy[sizeof((struct desired *)0)->path];
     snprintf(copy, sizeof copy, "%s", path);
     int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
     if (fd < 0)
@@ -199,8 +199,7 @@ int desired_save(const struct desired *d, char *err, size_t errlen)
         rc = -1;
     }
     if (rc != 0) {
-        snprintf(err, errlen, "%s: %s: %s (the file is unchanged)", d->path, step,
-                 strerror(saved));
+        snprintf(err, errlen, "%s: %s: %s (the file is unchanged)", d->path, step, strerror(saved));
         unlink(tmp);
         return -1;
     }
@@ -233,8 +232,7 @@ const proto_set_args *desired_get(const struct desired *d, const char *node)
     return e ? &e->set : NULL;
 }
 
-int desired_drift(const proto_set_args *want, int kv_bits, int prefill_step,
-                  proto_set_args *drift)
+int desired_drift(const proto_set_args *want, int kv_bits, int prefill_step, proto_set_args *drift)
 {
     memset(drift, 0, sizeof *drift);
     if (!want)

@@ -61,8 +61,7 @@ int desired_setting(opt_id id, const char *value, proto_set_args *a, char *err, 
 /* The settings of `want` a node whose config is kv_bits and prefill_step
  * (0 resp. -1 when not known) does not have, into *drift. Returns 1 when
  * it lacks any, 0 when it has them all or is not known yet. */
-int desired_drift(const proto_set_args *want, int kv_bits, int prefill_step,
-                  proto_set_args *drift);
+int desired_drift(const proto_set_args *want, int kv_bits, int prefill_step, proto_set_args *drift);
 
 /* "kv_bits=8 prefill_step=auto": the keys of `set` that are given. */
 void desired_describe(const proto_set_args *set, char *buf, size_t len);

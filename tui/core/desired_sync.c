@@ -25,7 +25,7 @@ struct sync_node {
 struct desired_sync {
     const struct cluster *c;
     struct desired d;
-    int broken;        /* the file does not parse: nothing is written to it */
+    int broken; /* the file does not parse: nothing is written to it */
     char broken_why[1024];
     struct stat seen;  /* the file as last read; st_ino 0 = missing */
     double next_check; /* when to stat it again */
@@ -35,8 +35,8 @@ struct desired_sync {
 desired_sync *desired_sync_new(const struct cluster *c)
 {
     desired_sync *ds = calloc(1, sizeof *ds);
-    if (!ds || !(ds->nodes = calloc((size_t)(c->n_nodes > 0 ? c->n_nodes : 1),
-                                    sizeof *ds->nodes))) {
+    if (!ds ||
+        !(ds->nodes = calloc((size_t)(c->n_nodes > 0 ? c->n_nodes : 1), sizeof *ds->nodes))) {
         free(ds);
         return NULL;
     }

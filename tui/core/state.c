@@ -6,8 +6,8 @@
  * computed when a view asks, a few times a second.
  */
 #include "state.h"
-#include "store/store.h"
 #include "desired.h"
+#include "store/store.h"
 
 #include <math.h>
 #include <stdarg.h>
