@@ -334,7 +334,8 @@ static int turn(struct loop *lp, struct signals *sig, zmq_pollitem_t *items, int
         changed |= hook_changed;
     }
     if (lp->uo->desired)
-        desired_sync_tick(lp->uo->desired, lp->st, lp->l, now);
+        desired_sync_tick(lp->uo->desired, lp->st, lp->l, !lp->uo->readonly && !lp->stress_active,
+                          now);
     lp->stress_active = console_runs_tick(lp->uo->runs);
     changed |= lp->stress_active;
     lp->plan_active = lp->uo->plan && plan_job_tick(lp->uo->plan, lp->st, now) != PLAN_JOB_IDLE;

@@ -15,9 +15,15 @@
 #define SYNC_RETRY_S 1.0
 #define SYNC_TRIES 5
 
+/* A node heard first this long after the console started was not
+ * running then: its first heartbeat is a node coming back. */
+#define SYNC_SETTLE_S 5.0
+
 struct sync_node {
     double seen_request; /* t_requested of the last own set looked at */
-    uint64_t restarts;   /* the node's restart count the tries are for */
+    uint64_t restarts;   /* the node's restart count when last looked at */
+    int heard;           /* a heartbeat came since the console started */
+    int due;             /* it came back: its desired settings are to be re-applied */
     int tries;
     double next_try;
 };
@@ -29,6 +35,7 @@ struct desired_sync {
     char broken_why[1024];
     struct stat seen;  /* the file as last read; st_ino 0 = missing */
     double next_check; /* when to stat it again */
+    double started;    /* the first tick */
     struct sync_node *nodes;
 };
 
@@ -42,6 +49,7 @@ desired_sync *desired_sync_new(const struct cluster *c)
     }
     ds->c = c;
     ds->next_check = -1;
+    ds->started = -1;
     ds->seen.st_ino = (ino_t)-1; /* read at the first tick, whatever is there */
     desired_path(c->path, ds->d.path, sizeof ds->d.path);
     return ds;
@@ -83,8 +91,6 @@ static void reload(desired_sync *ds, state *st, double now)
     if (ds->broken && strcmp(err, ds->broken_why) != 0)
         state_event_add(st, -1, "desired", now, "state file %s: desired settings not applied", err);
     snprintf(ds->broken_why, sizeof ds->broken_why, "%s", ds->broken ? err : "");
-    for (int i = 0; i < ds->c->n_nodes; i++)
-        ds->nodes[i].tries = 0;
 }
 
 /* 1 when `had` holds every setting of `want` with its value. */
@@ -149,29 +155,45 @@ static int ring_uniform(const desired_sync *ds, const state *st, int node)
     return 1;
 }
 
-static void reapply(desired_sync *ds, state *st, links *l, double now)
+/* A node comes back when its process restarted (its sequence numbers
+ * went back), or when it is first heard well after the console started. */
+static void note_comebacks(desired_sync *ds, const state *st, double now)
 {
     for (int i = 0; i < ds->c->n_nodes; i++) {
         struct sync_node *sn = &ds->nodes[i];
         struct state_node_view nv;
-        proto_set_args drift;
-        if (!cluster_node_is_inferd(ds->c, i) || state_node_live(st, i, now) != STATE_UP ||
-            state_node_config(st, i)->stage == STATE_CFG_REQUESTED ||
-            !desired_sync_drift(ds, st, i, &drift))
-            continue;
         state_node_view(st, i, now, &nv);
-        if (nv.restarts != sn->restarts) {
-            sn->restarts = nv.restarts;
+        int heard = state_node_status(st, i) != NULL;
+        if (nv.restarts != sn->restarts ||
+            (heard && !sn->heard && now - ds->started > SYNC_SETTLE_S)) {
+            sn->due = 1;
             sn->tries = 0;
+            sn->next_try = now;
         }
-        if (sn->tries >= SYNC_TRIES || now < sn->next_try)
+        sn->restarts = nv.restarts;
+        sn->heard |= heard;
+    }
+}
+
+static void reapply(desired_sync *ds, state *st, links *l, double now)
+{
+    for (int i = 0; i < ds->c->n_nodes; i++) {
+        struct sync_node *sn = &ds->nodes[i];
+        proto_set_args drift;
+        if (!sn->due || !cluster_node_is_inferd(ds->c, i) ||
+            state_node_live(st, i, now) != STATE_UP ||
+            state_node_config(st, i)->stage == STATE_CFG_REQUESTED || now < sn->next_try)
             continue;
+        if (!desired_sync_drift(ds, st, i, &drift) || sn->tries >= SYNC_TRIES) {
+            sn->due = state_node_config(st, i)->kv_bits == 0; /* not known yet: wait */
+            continue;
+        }
         sn->tries++;
         sn->next_try = now + SYNC_RETRY_S;
         char what[64];
         desired_describe(&drift, what, sizeof what);
         int whole = ring_uniform(ds, st, i);
-        state_event_add(st, i, "desired", now, "re-applying %s%s", what,
+        state_event_add(st, i, "desired", now, "the node came back: re-applying %s%s", what,
                         whole ? " to the ring, through its head" : "");
         if (whole) {
             for (int j = 0; j < ds->c->n_nodes; j++)
@@ -184,11 +206,15 @@ static void reapply(desired_sync *ds, state *st, links *l, double now)
     }
 }
 
-void desired_sync_tick(desired_sync *ds, state *st, links *l, double now)
+void desired_sync_tick(desired_sync *ds, state *st, links *l, int reapplying, double now)
 {
+    if (ds->started < 0)
+        ds->started = now;
     reload(ds, st, now);
     record_own(ds, st, now);
-    reapply(ds, st, l, now);
+    note_comebacks(ds, st, now);
+    if (reapplying)
+        reapply(ds, st, l, now);
 }
 
 const proto_set_args *desired_sync_want(const desired_sync *ds, const state *st, int node)

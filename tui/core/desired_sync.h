@@ -3,8 +3,9 @@
  * Each turn of the console's loop: the state file (desired.h) is read
  * again when it changed on disk (another `infertop set`); a set the
  * console itself sent and a node accepted is recorded in it; and a node
- * that is up but lacks a desired setting (it restarted at its command
- * line's default) is sent it once per life of its process. On a ring
+ * that comes back (it restarted, at its command line's defaults) and
+ * lacks a desired setting is sent it. Other drift is shown, not undone:
+ * a sweep run elsewhere changes settings on purpose. On a ring
  * whose stages all want the same, that set goes through the head's two
  * rounds (links_set to every node), not stage by stage.
  */
@@ -23,7 +24,9 @@ typedef struct desired_sync desired_sync;
 desired_sync *desired_sync_new(const struct cluster *c);
 void desired_sync_free(desired_sync *ds);
 
-void desired_sync_tick(desired_sync *ds, state *st, links *l, double now);
+/* reapplying 0: record and watch only (a read-only console, a stress run
+ * of its own going). */
+void desired_sync_tick(desired_sync *ds, state *st, links *l, int reapplying, double now);
 
 /* What the views show: node's desired settings (NULL when none), and the
  * ones its config lacks (1 when any, into *drift). */
