@@ -59,7 +59,7 @@ T -f "$tmp/tmux.conf" new-session -d -s C -x 180 -y 40 \
     "env LC_ALL=C.UTF-8 infertop -c $conf; echo \$? >$tmp/c.rc"
 cap() { T capture-pane -p -t C; }
 says() { cap | grep -qE -- "$1"; }
-check "the console shows the three stages up" wait_for 100 says "d_c +up "
+check "the console shows the three stages up" wait_for 100 says "d_c +inferd +up "
 applied() { grep -c '\[EVENT\] config_applied' "$tmp/$1.log"; }
 a0=$(applied d_a)
 c0=$(applied d_c)
@@ -74,6 +74,10 @@ echo "     (8 bits again $(echo "$t1 - $t0" | bc) s after the restarted stage fi
 check "... through the head: d_a and d_c applied the set too" \
     [ "$(applied d_a)" -gt "$a0" ] && [ "$(applied d_c)" -gt "$c0" ]
 check "every stage runs 8 bits" [ "$(kv)" = "8 8 8" ]
+# The re-apply confirmed by d_b's telemetry, before the next change.
+T send-keys -t C c
+check "Config: the re-apply is confirmed on d_b" wait_for 50 says "d_b .* 8 +live +confirmed kv_bits=8"
+T send-keys -t C d
 
 # ---- drift: d_b set behind the console's back
 call "$B" set '{"kv_bits":16}' >/dev/null

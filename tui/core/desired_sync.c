@@ -180,14 +180,20 @@ static void reapply(desired_sync *ds, state *st, links *l, double now)
     for (int i = 0; i < ds->c->n_nodes; i++) {
         struct sync_node *sn = &ds->nodes[i];
         proto_set_args drift;
+        enum state_cfg_stage stage = state_node_config(st, i)->stage;
+        /* A set in flight, or acknowledged and not yet in telemetry, is
+         * waited for: sending it again would also undo a change made
+         * meanwhile by someone else. */
         if (!sn->due || !cluster_node_is_inferd(ds->c, i) ||
-            state_node_live(st, i, now) != STATE_UP ||
-            state_node_config(st, i)->stage == STATE_CFG_REQUESTED || now < sn->next_try)
+            state_node_live(st, i, now) != STATE_UP || stage == STATE_CFG_REQUESTED ||
+            stage == STATE_CFG_ACKED)
             continue;
         if (!desired_sync_drift(ds, st, i, &drift) || sn->tries >= SYNC_TRIES) {
             sn->due = state_node_config(st, i)->kv_bits == 0; /* not known yet: wait */
             continue;
         }
+        if (now < sn->next_try)
+            continue;
         sn->tries++;
         sn->next_try = now + SYNC_RETRY_S;
         char what[64];
