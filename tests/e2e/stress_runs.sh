@@ -17,7 +17,8 @@
 #  - sweep of fixed legs over --concurrency 1,2: one leg per concurrency,
 #    each with its aggregate tok/s (its requests' tokens over its wall
 #    time), the requests of the concurrency-2 leg in flight together, and
-#    `history best --by agg-tps` ranking the settings by it.
+#    `history best --by agg-tps` ranking the settings by it;
+#  - two fixed runs at once: each records only its own requests' steps.
 . "$(dirname "$0")/lib/serve.sh"
 
 DB="$tmp/history.db"
@@ -232,4 +233,21 @@ infertop history --db "$DB" best --by agg-tps >"$tmp/best.txt"
 check "history best --by agg-tps: its table names concurrency and aggregate tok/s" \
     grep -qE '^MODEL +CLUSTER +ENGINE +KV_BITS +PREFILL_STEP +CONCURRENCY +AGG_TPS +RUN +RUNS$' "$tmp/best.txt"
 
+# ---- two runs at once: each records its own requests' steps only
+for k in 1 2; do
+    infertop stress fixed --requests 8 --prompt-tokens 32 --gen 8 $RING --db "$tmp/two$k.db" \
+        >"$tmp/two$k.out" 2>&1 &
+    eval "two$k=\$!"
+done
+wait "$two1"
+rc1=$?
+wait "$two2"
+check "two runs at once both complete" [ "$rc1 $?" = "0 0" ]
+for k in 1 2; do
+    tq() { sqlite3 "$tmp/two$k.db" "$1"; }
+    check "run $k at once: steps recorded ($(tq "SELECT count(*) FROM steps"))" \
+        [ "$(tq "SELECT count(*) > 0 FROM steps")" = 1 ]
+    check "run $k at once: every step row is one of its own requests'" \
+        [ "$(tq "SELECT count(*) FROM steps WHERE req IS NULL OR req NOT IN (SELECT idx FROM requests)")" = 0 ]
+done
 finish
