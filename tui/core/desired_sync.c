@@ -101,6 +101,11 @@ static int covers(const proto_set_args *had, const proto_set_args *want)
             (had->has_prefill_step && had->prefill_step == want->prefill_step));
 }
 
+static const proto_set_args *desired_sync_want(const desired_sync *ds, const state *st, int node)
+{
+    return desired_get(&ds->d, state_node_name(st, node));
+}
+
 /* A set the console sent (the Config view, or a re-apply) that a node
  * accepted is what the operator wants from now on. */
 static void record_own(desired_sync *ds, state *st, double now)
@@ -221,11 +226,6 @@ void desired_sync_tick(desired_sync *ds, state *st, links *l, int reapplying, do
     note_comebacks(ds, st, now);
     if (reapplying)
         reapply(ds, st, l, now);
-}
-
-const proto_set_args *desired_sync_want(const desired_sync *ds, const state *st, int node)
-{
-    return desired_get(&ds->d, state_node_name(st, node));
 }
 
 int desired_sync_drift(const desired_sync *ds, const state *st, int node, proto_set_args *drift)

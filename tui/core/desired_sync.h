@@ -28,9 +28,8 @@ void desired_sync_free(desired_sync *ds);
  * of its own going). */
 void desired_sync_tick(desired_sync *ds, state *st, links *l, int reapplying, double now);
 
-/* What the views show: node's desired settings (NULL when none), and the
- * ones its config lacks (1 when any, into *drift). */
-const proto_set_args *desired_sync_want(const desired_sync *ds, const state *st, int node);
+/* What the views show: the desired settings node's config lacks (1 when
+ * any, into *drift). */
 int desired_sync_drift(const desired_sync *ds, const state *st, int node, proto_set_args *drift);
 
 #endif
