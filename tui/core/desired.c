@@ -25,6 +25,20 @@ void desired_free(struct desired *d)
     d->n = 0;
 }
 
+int desired_copy(struct desired *dst, const struct desired *src)
+{
+    *dst = *src;
+    dst->nodes = NULL;
+    dst->n = 0;
+    if (src->n == 0)
+        return 0;
+    if (!(dst->nodes = malloc((size_t)src->n * sizeof *dst->nodes)))
+        return -1;
+    memcpy(dst->nodes, src->nodes, (size_t)src->n * sizeof *dst->nodes);
+    dst->n = src->n;
+    return 0;
+}
+
 static struct desired_node *find(const struct desired *d, const char *node)
 {
     for (int i = 0; i < d->n; i++)

@@ -43,6 +43,9 @@ int desired_path(const char *cluster_path, char *out, size_t len);
  * parse; *d is then empty. */
 int desired_load(const char *path, struct desired *d, char *err, size_t errlen);
 void desired_free(struct desired *d);
+/* *dst becomes a copy of *src (dst's old memory is not freed). -1 when
+ * out of memory, dst then empty. */
+int desired_copy(struct desired *dst, const struct desired *src);
 
 /* Writes *d to d->path atomically. -1 with err naming the file. */
 int desired_save(const struct desired *d, char *err, size_t errlen);

@@ -2,10 +2,12 @@
  * (desired_sync.h). */
 #include "desired_sync.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* The state file is looked at this often for another process's write. */
 #define SYNC_CHECK_S 1.0
@@ -28,16 +30,119 @@ struct sync_node {
     double next_try;
 };
 
+/* The file is read and written by a thread of its own: the console's
+ * loop never waits for the disk. It hands over what to save and takes
+ * what was read, under the mutex. */
+struct disk {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int quit;
+    char path[CLUSTER_PATH_MAX + 8];
+    struct desired to_save; /* loop -> thread, when save_due */
+    int save_due;
+    struct desired loaded; /* thread -> loop, when load_ready */
+    int load_ready, load_failed, save_failed;
+    char load_why[1024], save_why[1024];
+};
+
 struct desired_sync {
     const struct cluster *c;
     struct desired d;
     int broken; /* the file does not parse: nothing is written to it */
     char broken_why[1024];
-    struct stat seen;  /* the file as last read; st_ino 0 = missing */
-    double next_check; /* when to stat it again */
-    double started;    /* the first tick */
+    double started; /* the first tick */
     struct sync_node *nodes;
+    struct disk disk;
+    int running; /* the disk thread */
 };
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Reads the file when it changed since `seen` (another `infertop set`);
+ * the result waits for the loop in loaded. */
+static void disk_check(struct disk *k, struct stat *seen)
+{
+    struct stat now_st;
+    struct desired got;
+    char why[sizeof k->load_why] = "";
+    if (stat(k->path, &now_st) != 0)
+        memset(&now_st, 0, sizeof now_st);
+    if (same_file(&now_st, seen))
+        return;
+    *seen = now_st;
+    int failed = desired_load(k->path, &got, why, sizeof why) != 0;
+    pthread_mutex_lock(&k->mu);
+    desired_free(&k->loaded);
+    k->loaded = got;
+    k->load_ready = 1;
+    k->load_failed = failed;
+    snprintf(k->load_why, sizeof k->load_why, "%s", why);
+    pthread_mutex_unlock(&k->mu);
+}
+
+static void *disk_main(void *arg)
+{
+    struct disk *k = arg;
+    struct stat seen;
+    memset(&seen, 0, sizeof seen);
+    seen.st_ino = (ino_t)-1; /* read at once, whatever is there */
+    pthread_mutex_lock(&k->mu);
+    for (;;) {
+        if (k->save_due) {
+            struct desired d = k->to_save;
+            char why[sizeof k->save_why];
+            memset(&k->to_save, 0, sizeof k->to_save);
+            k->save_due = 0;
+            pthread_mutex_unlock(&k->mu);
+            int rc = desired_save(&d, why, sizeof why);
+            desired_free(&d);
+            pthread_mutex_lock(&k->mu);
+            if (rc != 0) {
+                k->save_failed = 1;
+                snprintf(k->save_why, sizeof k->save_why, "%s", why);
+            }
+            continue;
+        }
+        if (k->quit)
+            break;
+        pthread_mutex_unlock(&k->mu);
+        disk_check(k, &seen);
+        pthread_mutex_lock(&k->mu);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += (time_t)SYNC_CHECK_S;
+        while (!k->save_due && !k->quit && pthread_cond_timedwait(&k->cv, &k->mu, &until) == 0)
+            ;
+    }
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+
+static int disk_start(struct disk *k)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&k->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0)
+        return -1;
+    if (pthread_mutex_init(&k->mu, NULL) != 0) {
+        pthread_cond_destroy(&k->cv);
+        return -1;
+    }
+    if (pthread_create(&k->th, NULL, disk_main, k) != 0) {
+        pthread_mutex_destroy(&k->mu);
+        pthread_cond_destroy(&k->cv);
+        return -1;
+    }
+    return 0;
+}
 
 desired_sync *desired_sync_new(const struct cluster *c)
 {
@@ -48,49 +153,77 @@ desired_sync *desired_sync_new(const struct cluster *c)
         return NULL;
     }
     ds->c = c;
-    ds->next_check = -1;
     ds->started = -1;
-    ds->seen.st_ino = (ino_t)-1; /* read at the first tick, whatever is there */
     desired_path(c->path, ds->d.path, sizeof ds->d.path);
+    snprintf(ds->disk.path, sizeof ds->disk.path, "%s", ds->d.path);
+    if (disk_start(&ds->disk) != 0) {
+        desired_sync_free(ds);
+        return NULL;
+    }
+    ds->running = 1;
     return ds;
 }
 
+/* A save still queued is written before the thread ends. */
 void desired_sync_free(desired_sync *ds)
 {
     if (!ds)
         return;
+    if (ds->running) {
+        pthread_mutex_lock(&ds->disk.mu);
+        ds->disk.quit = 1;
+        pthread_cond_signal(&ds->disk.cv);
+        pthread_mutex_unlock(&ds->disk.mu);
+        pthread_join(ds->disk.th, NULL);
+        pthread_mutex_destroy(&ds->disk.mu);
+        pthread_cond_destroy(&ds->disk.cv);
+    }
+    desired_free(&ds->disk.to_save);
+    desired_free(&ds->disk.loaded);
     desired_free(&ds->d);
     free(ds->nodes);
     free(ds);
 }
 
-static int same_file(const struct stat *a, const struct stat *b)
+/* Takes what the disk thread read and says what it could not do. */
+static void take_disk(desired_sync *ds, state *st, double now)
 {
-    return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
-           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+    struct disk *k = &ds->disk;
+    pthread_mutex_lock(&k->mu);
+    if (k->load_ready) {
+        desired_free(&ds->d);
+        ds->d = k->loaded;
+        memset(&k->loaded, 0, sizeof k->loaded);
+        snprintf(ds->d.path, sizeof ds->d.path, "%s", k->path);
+        k->load_ready = 0;
+        ds->broken = k->load_failed;
+        if (ds->broken && strcmp(k->load_why, ds->broken_why) != 0)
+            state_event_add(st, -1, "desired", now, "state file %s: desired settings not applied",
+                            k->load_why);
+        snprintf(ds->broken_why, sizeof ds->broken_why, "%s", ds->broken ? k->load_why : "");
+    }
+    if (k->save_failed) {
+        state_event_add(st, -1, "desired", now, "not recorded: %s", k->save_why);
+        k->save_failed = 0;
+    }
+    pthread_mutex_unlock(&k->mu);
 }
 
-/* Reads the file again when it changed; a new file starts every node's
- * tries over. */
-static void reload(desired_sync *ds, state *st, double now)
+/* Hands the settings to the disk thread to write. */
+static void queue_save(desired_sync *ds, state *st, double now)
 {
-    struct stat now_st;
-    char err[1024], path[sizeof ds->d.path];
-    if (now < ds->next_check)
+    struct disk *k = &ds->disk;
+    struct desired copy;
+    if (desired_copy(&copy, &ds->d) != 0) {
+        state_event_add(st, -1, "desired", now, "not recorded: out of memory");
         return;
-    ds->next_check = now + SYNC_CHECK_S;
-    if (stat(ds->d.path, &now_st) != 0)
-        memset(&now_st, 0, sizeof now_st);
-    if (same_file(&now_st, &ds->seen))
-        return;
-    ds->seen = now_st;
-    snprintf(path, sizeof path, "%s", ds->d.path);
-    desired_free(&ds->d);
-    ds->broken = desired_load(path, &ds->d, err, sizeof err) != 0;
-    snprintf(ds->d.path, sizeof ds->d.path, "%s", path);
-    if (ds->broken && strcmp(err, ds->broken_why) != 0)
-        state_event_add(st, -1, "desired", now, "state file %s: desired settings not applied", err);
-    snprintf(ds->broken_why, sizeof ds->broken_why, "%s", ds->broken ? err : "");
+    }
+    pthread_mutex_lock(&k->mu);
+    desired_free(&k->to_save);
+    k->to_save = copy;
+    k->save_due = 1;
+    pthread_cond_signal(&k->cv);
+    pthread_mutex_unlock(&k->mu);
 }
 
 /* 1 when `had` holds every setting of `want` with its value. */
@@ -130,11 +263,8 @@ static void record_own(desired_sync *ds, state *st, double now)
         }
         changed = 1;
     }
-    char err[1024];
-    if (changed && desired_save(&ds->d, err, sizeof err) != 0)
-        state_event_add(st, -1, "desired", now, "not recorded: %s", err);
-    else if (changed && stat(ds->d.path, &ds->seen) != 0)
-        memset(&ds->seen, 0, sizeof ds->seen);
+    if (changed)
+        queue_save(ds, st, now);
 }
 
 static int same_want(const proto_set_args *a, const proto_set_args *b)
@@ -166,16 +296,15 @@ static void note_comebacks(desired_sync *ds, const state *st, double now)
 {
     for (int i = 0; i < ds->c->n_nodes; i++) {
         struct sync_node *sn = &ds->nodes[i];
-        struct state_node_view nv;
-        state_node_view(st, i, now, &nv);
+        uint64_t restarts = state_node_restarts(st, i);
         int heard = state_node_status(st, i) != NULL;
-        if (nv.restarts != sn->restarts ||
+        if (restarts != sn->restarts ||
             (heard && !sn->heard && now - ds->started > SYNC_SETTLE_S)) {
             sn->due = 1;
             sn->tries = 0;
             sn->next_try = now;
         }
-        sn->restarts = nv.restarts;
+        sn->restarts = restarts;
         sn->heard |= heard;
     }
 }
@@ -221,7 +350,7 @@ void desired_sync_tick(desired_sync *ds, state *st, links *l, int reapplying, do
 {
     if (ds->started < 0)
         ds->started = now;
-    reload(ds, st, now);
+    take_disk(ds, st, now);
     record_own(ds, st, now);
     note_comebacks(ds, st, now);
     if (reapplying)

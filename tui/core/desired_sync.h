@@ -20,7 +20,9 @@
 typedef struct desired_sync desired_sync;
 
 /* For the cluster file c->path (borrowed, must outlive it). NULL when out
- * of memory. The file is first read at the first tick. */
+ * of memory or no thread. A thread of its own reads the file (at once,
+ * then when it changes) and writes it, so that the loop never waits for
+ * the disk; freeing waits for a write still queued. */
 desired_sync *desired_sync_new(const struct cluster *c);
 void desired_sync_free(desired_sync *ds);
 

@@ -612,6 +612,11 @@ int state_ring_broken(const state *st, int node)
     return s && s->ring_health.known && s->ring_health.state == PROTO_RING_DOWN;
 }
 
+uint64_t state_node_restarts(const state *st, int node)
+{
+    return st->nodes[node].restarts;
+}
+
 int state_ring_head(const state *st, int node)
 {
     const proto_status *s = state_node_status(st, node);

@@ -85,6 +85,13 @@ Test(desired, record_save_load_round_trip)
     cr_assert(a && a->has_kv_bits && a->kv_bits == 8);
     cr_assert(a->has_prefill_step && a->prefill_step == PROTO_PREFILL_AUTO);
     cr_assert(b && !b->has_kv_bits && b->has_prefill_step && b->prefill_step == 256);
+    struct desired copy;
+    cr_assert_eq(desired_copy(&copy, &d), 0);
+    cr_assert_eq(copy.n, 2);
+    cr_assert_neq(copy.nodes, d.nodes);
+    cr_assert_str_eq(copy.path, d.path);
+    cr_assert_eq(desired_get(&copy, "b")->prefill_step, 256);
+    desired_free(&copy);
     /* No temporary file is left behind. */
     char tmp[160];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
