@@ -231,6 +231,7 @@ typedef enum opt_id {
     OPT_LEG,
     OPT_STRESS_TEXT,
     OPT_SWEEP_QUALITY,
+    OPT_KEEP_LAST,
     OPT_RUN_ID,
     OPT_RUN_MODE,
     OPT_RUN_STATUS,

@@ -351,6 +351,11 @@
                            .help = "after each leg's speed, measure its kv_bits' quality (as "
                                    "stress quality; --text, --ctx, --bucket)",
                            .verbs = SWEEP},
+    [OPT_KEEP_LAST] = {.flag = "keep-last",
+                       .type = OPT_T_SWITCH,
+                       .help = "leave the ring at the last leg's settings (by default a sweep "
+                               "restores the settings it found, also after a failure or ^C)",
+                       .verbs = SWEEP},
 
     /* ---- history ---- */
     /* Not a flag: the run ids history takes after its mode; "run" in the

@@ -10,12 +10,15 @@
 #  - fixed, 12 requests at concurrency 4 (--json): throughput and
 #    percentiles agree with the request rows;
 #  - soak for 1.5 s at Poisson arrivals: drift reported and recorded;
-#  - SIGINT during a growth run: exit 130, the run aborted with its
-#    requests kept;
+#  - a sweep restores the settings it found at start (after its last leg,
+#    and after SIGINT), unless --keep-last;
+#  - SIGINT during a sweep of growth legs: exit 130, the run aborted with
+#    its requests kept;
 #  - sweep of fixed legs over --concurrency 1,2: one leg per concurrency,
 #    each with its aggregate tok/s (its requests' tokens over its wall
 #    time), the requests of the concurrency-2 leg in flight together, and
-#    `history best --by agg-tps` ranking the settings by it.
+#    `history best --by agg-tps` ranking the settings by it;
+#  - two fixed runs at once: each records only its own requests' steps.
 . "$(dirname "$0")/lib/serve.sh"
 
 DB="$tmp/history.db"
@@ -84,7 +87,8 @@ infertop history --db "$DB" show 1 >"$tmp/show"
 check "history show prints the run" grep -q "^run 1  grow  growth  completed" "$tmp/show"
 check "history show gives the max context" grep -q "context    max 4096" "$tmp/show"
 
-# ---- sweep: 4 legs applied live
+# ---- sweep: 4 legs applied live, and the settings found at start restored
+found="$(call "$A" status | get config.kv_bits config.prefill_step) $(call "$B" status | get config.kv_bits config.prefill_step)"
 infertop stress sweep --kv-bits 16,4 --prefill-step 64,256 --from 64 --to 1024 --gen 4 $RING \
     --db "$DB" >"$tmp/sweep.out" 2>"$tmp/sweep.err"
 check "sweep completes (exit 0)" [ $? = 0 ]
@@ -101,9 +105,14 @@ check "prefill chunks follow the leg's prefill_step" \
     [ "$(q "SELECT group_concat(m, ' ') FROM (SELECT max(tokens) AS m FROM steps
             WHERE run = 2 AND node = 'a' AND phase = 'prefill' GROUP BY leg ORDER BY leg)")" = \
       "64 256 64 256" ]
-check "each set is recorded as verified" \
+check "each set is recorded as verified, the 4 legs' and the restore's" \
     [ "$(q "SELECT count(*) FROM events WHERE run = 2 AND kind = 'config'
-            AND detail ->> 'verified' = 1")" = 4 ]
+            AND detail ->> 'verified' = 1")" = 5 ]
+check "the sweep leaves the ring as it found it ($found)" \
+    [ "$(call "$A" status | get config.kv_bits config.prefill_step) $(call "$B" status | get config.kv_bits config.prefill_step)" = "$found" ]
+check "... and records the restore" \
+    [ "$(q "SELECT count(*) FROM events WHERE run = 2 AND kind = 'restore'
+            AND detail ->> 'restored' = 1")" = 1 ]
 infertop history --db "$DB" best >"$tmp/best"
 n=0
 for kp in "16 64" "16 256" "4 64" "4 256"; do
@@ -147,9 +156,11 @@ check "soak: the drift is kept with the run" \
 check "soak: every request recorded ($(s requests))" \
     [ "$(q "SELECT count(*) FROM requests WHERE run = 4")" = "$(s requests)" ]
 
-# ---- SIGINT: aborted, requests kept
-infertop stress growth --from 64 --to 1000000 --step 64 --gen 4 $RING --db "$DB" \
-    >"$tmp/int.out" 2>"$tmp/int.err" &
+# ---- SIGINT: aborted, requests kept; a sweep's, so the settings found
+# at start come back even so
+found="$(call "$A" status | get config.kv_bits) $(call "$B" status | get config.kv_bits)"
+infertop stress sweep --kv-bits 4 --prefill-step 64 --from 64 --to 1000000 --step 64 --gen 4 \
+    $RING --db "$DB" >"$tmp/int.out" 2>"$tmp/int.err" &
 spid=$!
 pids="$pids $spid"
 : >>"$tmp/int.err" # the job may not have opened it yet
@@ -165,13 +176,17 @@ check "SIGINT: exit 130" [ "$rc" = 130 ]
 check "SIGINT: the run is aborted" [ "$(q "SELECT status FROM runs WHERE id = 5")" = aborted ]
 check "SIGINT: its requests are kept" [ "$(q "SELECT count(*) >= 3 FROM requests WHERE run = 5")" = 1 ]
 check "SIGINT: its leg is aborted" [ "$(q "SELECT status FROM legs WHERE run = 5")" = aborted ]
+check "SIGINT: the sweep still restored kv_bits ($found)" \
+    [ "$(call "$A" status | get config.kv_bits) $(call "$B" status | get config.kv_bits)" = "$found" ]
 check "SIGINT: the ring still serves" \
     [ "$(call "$A" generate '{"prompt":"Hi","max_tokens":2}' | get ok | tail -n 1)" = true ]
 
 # ---- sweep over concurrency: aggregate throughput per leg
 infertop stress sweep --leg fixed --kv-bits 16 --prefill-step 64 --concurrency 1,2 --requests 6 \
-    --prompt-tokens 32 --gen 8 $RING --db "$DB" --json >"$tmp/conc.json" 2>"$tmp/conc.err"
+    --prompt-tokens 32 --gen 8 $RING --db "$DB" --json --keep-last >"$tmp/conc.json" 2>"$tmp/conc.err"
 check "concurrency sweep completes (exit 0)" [ $? = 0 ]
+check "--keep-last leaves the ring at the last leg's settings" \
+    [ "$(call "$A" status | get config.kv_bits config.prefill_step | tr '\t' ' ')" = "16 64" ]
 check "one leg per concurrency, each recorded with it" \
     [ "$(q "SELECT group_concat(idx || ':' || concurrency || ':' || status, ' ') FROM legs
             WHERE run = 6")" = "0:1:completed 1:2:completed" ]
@@ -218,4 +233,21 @@ infertop history --db "$DB" best --by agg-tps >"$tmp/best.txt"
 check "history best --by agg-tps: its table names concurrency and aggregate tok/s" \
     grep -qE '^MODEL +CLUSTER +ENGINE +KV_BITS +PREFILL_STEP +CONCURRENCY +AGG_TPS +RUN +RUNS$' "$tmp/best.txt"
 
+# ---- two runs at once: each records its own requests' steps only
+for k in 1 2; do
+    infertop stress fixed --requests 8 --prompt-tokens 32 --gen 8 $RING --db "$tmp/two$k.db" \
+        >"$tmp/two$k.out" 2>&1 &
+    eval "two$k=\$!"
+done
+wait "$two1"
+rc1=$?
+wait "$two2"
+check "two runs at once both complete" [ "$rc1 $?" = "0 0" ]
+for k in 1 2; do
+    tq() { sqlite3 "$tmp/two$k.db" "$1"; }
+    check "run $k at once: steps recorded ($(tq "SELECT count(*) FROM steps"))" \
+        [ "$(tq "SELECT count(*) > 0 FROM steps")" = 1 ]
+    check "run $k at once: every step row is one of its own requests'" \
+        [ "$(tq "SELECT count(*) FROM steps WHERE req IS NULL OR req NOT IN (SELECT idx FROM requests)")" = 0 ]
+done
 finish

@@ -21,6 +21,7 @@
 #include "cli_engine.h"
 #include "engine/sys/clock.h"
 #include "tui/core/cluster.h"
+#include "tui/core/desired.h"
 #include "tui/core/links.h"
 #include "tui/core/state.h"
 #include "tui/engine/ewatch.h"
@@ -55,7 +56,8 @@ struct session {
     state *st;
     links *l;
     struct answer *ans;
-    struct eng_view *eng; /* status: what the HTTP nodes' polls found */
+    struct eng_view *eng;   /* status: what the HTTP nodes' polls found */
+    struct desired desired; /* status: the state file's settings */
 };
 
 /* Returns -1 to go on, else the exit code (--help, a bad option). */
@@ -103,6 +105,7 @@ static void session_close(struct session *s)
         json_decref(s->ans[i].json);
     free(s->ans);
     free(s->eng);
+    desired_free(&s->desired);
     links_close(s->l);
     state_free(s->st);
     cluster_free(s->c);
@@ -300,17 +303,46 @@ static json_t *status_entry(const struct session *s, int i)
     return o;
 }
 
+/* What node i's answer lacks of its desired settings (desired.h): 1
+ * when it drifted, with the desired values in *drift. */
+static int answer_drift(const struct session *s, int i, proto_set_args *drift)
+{
+    const struct answer *a = &s->ans[i];
+    json_t *cfg = is_http(s, i) || a->ok != 1 ? NULL : json_object_get(a->json, "config");
+    json_t *step = json_object_get(cfg, "prefill_step");
+    int prefill = json_is_integer(step)  ? (int)json_integer_value(step)
+                  : json_is_string(step) ? PROTO_PREFILL_AUTO
+                                         : -1;
+    return desired_drift(desired_get(&s->desired, s->c->nodes[i].name),
+                         (int)json_integer_value(json_object_get(cfg, "kv_bits")), prefill, drift);
+}
+
+/* {"kv_bits": 8, ...} of the keys given; JSON null for none. */
+static json_t *settings_json(const proto_set_args *set)
+{
+    return set && (set->has_kv_bits || set->has_prefill_step) ? links_set_args_json(set)
+                                                              : json_null();
+}
+
 static int print_status_json(const struct session *s)
 {
     json_t *nodes = json_array();
     json_t *o = json_pack("{s:s, s:o}", "cluster", s->c->name, "nodes", nodes);
     if (!o)
         return -1;
-    for (int i = 0; i < s->c->n_nodes; i++)
-        if (json_array_append_new(nodes, status_entry(s, i)) != 0) {
+    for (int i = 0; i < s->c->n_nodes; i++) {
+        proto_set_args drift;
+        json_t *e = status_entry(s, i);
+        int drifted = answer_drift(s, i, &drift);
+        if (!e ||
+            json_object_set_new(
+                e, "desired", settings_json(desired_get(&s->desired, s->c->nodes[i].name))) != 0 ||
+            json_object_set_new(e, "drift", settings_json(drifted ? &drift : NULL)) != 0 ||
+            json_array_append_new(nodes, e) != 0) {
             json_decref(o);
             return -1;
         }
+    }
     int rc = json_dumpf(o, stdout, JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(o);
     return rc != 0 || putchar('\n') == EOF ? -1 : 0;
@@ -334,9 +366,10 @@ static void prefill_text(char *buf, size_t len, json_t *v)
 
 static int print_status_table(const struct session *s)
 {
-    static const char *const headers[] = {
-        "NODE",    "ENGINE",       "STATE",    "LAYERS", "PREFILL_STEP", "KV_BITS",      "SESSIONS",
-        "RSS_MIB", "HEADROOM_MIB", "UPTIME_S", "MODEL",  "WEIGHTS_MIB",  "WEIGHT_TYPES", "PROBLEM"};
+    static const char *const headers[] = {"NODE",         "ENGINE",   "STATE",    "LAYERS",
+                                          "PREFILL_STEP", "KV_BITS",  "SESSIONS", "RSS_MIB",
+                                          "HEADROOM_MIB", "UPTIME_S", "MODEL",    "WEIGHTS_MIB",
+                                          "WEIGHT_TYPES", "DRIFT",    "PROBLEM"};
     enum { NCOL = sizeof headers / sizeof headers[0] };
     cli_table *t = cli_table_new(NCOL, headers);
     if (!t)
@@ -345,7 +378,7 @@ static int print_status_table(const struct session *s)
     for (int i = 0; i < s->c->n_nodes && rc == 0; i++) {
         const struct answer *a = &s->ans[i];
         char layers[32] = "-", prefill[32] = "-", kv[16] = "-", sessions[16] = "-", rss[32] = "-",
-             head[32] = "-", up[32] = "-", weights[32] = "-",
+             head[32] = "-", up[32] = "-", weights[32] = "-", drift_text[64] = "-",
              problem[PROTO_MESSAGE_MAX + PROTO_CODE_MAX + 2] = "";
         const char *name = "-", *types = "-";
         if (is_http(s, i)) {
@@ -376,6 +409,12 @@ static int print_status_table(const struct session *s)
             snprintf(up, sizeof up, "%.0f",
                      json_number_value(json_object_get(a->json, "uptime_s")));
             ring_broken(s, i, problem, sizeof problem);
+            proto_set_args drift;
+            if (answer_drift(s, i, &drift)) {
+                char want[48];
+                desired_describe(&drift, want, sizeof want);
+                snprintf(drift_text, sizeof drift_text, "want %s", want);
+            }
         } else {
             snprintf(problem, sizeof problem, "%s: %s", a->code, a->message);
         }
@@ -392,6 +431,7 @@ static int print_status_table(const struct session *s)
                                    name,
                                    weights,
                                    types,
+                                   drift_text,
                                    problem};
         rc = cli_table_add(t, cells);
     }
@@ -410,7 +450,16 @@ int cli_status(int argc, char **argv)
         return rc;
     struct session s;
     rc = CLI_ERROR;
-    if (session_open(&s, &cmd) == 0 && poll_engines(&s, &cmd) == 0) {
+    char dpath[sizeof s.desired.path], err[1024];
+    int opened = session_open(&s, &cmd) == 0 && poll_engines(&s, &cmd) == 0, bad_state = 0;
+    /* A state file that does not parse: the status without drift, and an
+     * exit that says something is wrong. */
+    if (opened && (desired_path(s.c->path, dpath, sizeof dpath) != 0 ||
+                   desired_load(dpath, &s.desired, err, sizeof err) != 0)) {
+        fprintf(stderr, "infertop status: state file %s (no drift shown)\n", err);
+        bad_state = 1;
+    }
+    if (opened) {
         int to[s.c->n_nodes > 0 ? s.c->n_nodes : 1];
         for (int i = 0; i < s.c->n_nodes; i++)
             to[i] = !is_http(&s, i);
@@ -422,6 +471,8 @@ int cli_status(int argc, char **argv)
             for (int i = 0; i < s.c->n_nodes; i++)
                 if (strcmp(node_state(&s, i), "up") != 0 || ring_broken(&s, i, why, sizeof why))
                     rc = CLI_ERROR;
+            if (bad_state)
+                rc = CLI_ERROR;
         }
     }
     session_close(&s);
@@ -429,26 +480,6 @@ int cli_status(int argc, char **argv)
 }
 
 /* ---- set -------------------------------------------------------------------- */
-
-/* One SETTING, the value checked by its row of the settings table. */
-static int set_setting(opt_id id, const char *value, proto_set_args *a, char *err, size_t errlen)
-{
-    int prefill = id == OPT_PREFILL_STEP;
-    int *has = prefill ? &a->has_prefill_step : &a->has_kv_bits;
-    opt_value got = {0};
-    char why[320];
-    if (*has) {
-        snprintf(err, errlen, "%s is given twice", opt_defs[id].wire);
-        return -1;
-    }
-    if (opt_check_text(id, value, &got, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s \"%s\": %s", opt_defs[id].wire, value, why);
-        return -1;
-    }
-    *(prefill ? &a->prefill_step : &a->kv_bits) = (int)got.i;
-    *has = 1;
-    return 0;
-}
 
 int cli_set_parse(const char *kv, proto_set_args *a, char *err, size_t errlen)
 {
@@ -460,7 +491,7 @@ int cli_set_parse(const char *kv, proto_set_args *a, char *err, size_t errlen)
         if (!opt_defs[id].live)
             continue;
         if (eq && strlen(wire) == klen && strncmp(kv, wire, klen) == 0)
-            return set_setting((opt_id)id, eq + 1, a, err, errlen);
+            return desired_setting((opt_id)id, eq + 1, a, err, errlen);
         const char *sep = forms[0] ? " or " : "";
         snprintf(forms + strlen(forms), sizeof forms - strlen(forms), "%s%s=%s", sep, wire,
                  opt_defs[id].arg);
@@ -679,10 +710,12 @@ static int answer_layers(const struct answer *a, int *first, int *last, int *n_l
  * refuses, and log it twice. So the nodes are asked who they are, and
  * a stage that does not hold layer 0 is taken out of send[]: the head's
  * reply speaks for it. covered[i] is 1 for those when a ring's head
- * answered, 0 when none did (they are then not sent the set either). */
-static int one_door(struct session *s, const struct cmd *cmd, int *send, int *stage)
+ * answered, 0 when none did (they are then not sent the set either).
+ * *head is the head's index, -1 when none answered. */
+static int one_door(struct session *s, const struct cmd *cmd, int *send, int *stage, int *head)
 {
-    int n = s->c->n_nodes, head = 0;
+    int n = s->c->n_nodes;
+    *head = -1;
     if (ask(s, cmd, "status", NULL, send) != 0)
         return -1;
     for (int i = 0; i < n; i++) {
@@ -690,7 +723,8 @@ static int one_door(struct session *s, const struct cmd *cmd, int *send, int *st
         stage[i] = 0;
         if (send[i] && answer_layers(&s->ans[i], &first, &last, &layers)) {
             stage[i] = first > 0;
-            head |= first == 0 && last < layers;
+            if (first == 0 && last < layers)
+                *head = i;
         }
         json_decref(s->ans[i].json);
         s->ans[i].json = NULL;
@@ -699,7 +733,7 @@ static int one_door(struct session *s, const struct cmd *cmd, int *send, int *st
         if (!stage[i])
             continue;
         send[i] = 0;
-        stage[i] = head ? 1 : -1;
+        stage[i] = *head >= 0 ? 1 : -1;
     }
     return 0;
 }
@@ -720,6 +754,32 @@ static void door_answers(struct session *s, const int *stage, int *live)
                  "a stage of a ring takes a set through the ring's head (the node holding "
                  "layer 0), and no head answered: nothing was sent to it");
     }
+}
+
+/* Records in the state file what each node accepted: a live set it
+ * answered ok (a ring's stage by its head's answer), or a restart that
+ * came back. A refused change records nothing. */
+static int record_accepted(struct desired *d, const struct set_done *sd, const int *stage, int head)
+{
+    char err[1024];
+    int any = 0;
+    for (int i = 0; i < sd->c->n_nodes; i++) {
+        int ok = sd->live[i]    ? sd->ans[i].ok == 1
+                 : stage[i] > 0 ? head >= 0 && sd->ans[head].ok == 1
+                                : sd->rs[i].job > 0 && sd->rs[i].r.ok;
+        if (!ok)
+            continue;
+        if (desired_record(d, sd->c->nodes[i].name, sd->want) != 0) {
+            fprintf(stderr, "infertop set: out of memory\n");
+            return -1;
+        }
+        any = 1;
+    }
+    if (any && desired_save(d, err, sizeof err) != 0) {
+        fprintf(stderr, "infertop set: the settings were applied but not recorded: %s\n", err);
+        return -1;
+    }
+    return 0;
 }
 
 /* The nodes NODE|all names; -1 after saying there is no such node. */
@@ -763,10 +823,19 @@ int cli_set(int argc, char **argv)
         return CLI_ERROR;
     }
     int n = c->n_nodes > 0 ? c->n_nodes : 1, all = strcmp(cmd.pos[0], "all") == 0;
-    int to[n], live[n], send[n], stage[n], any_live = 0;
+    int to[n], live[n], send[n], stage[n], any_live = 0, head = -1;
     struct restart *rs = calloc((size_t)n, sizeof *rs);
     struct session s = {0};
+    struct desired d = {0};
+    char dpath[sizeof d.path];
     rc = !rs ? CLI_ERROR : set_targets(c, cmd.pos[0], to) != 0 ? CLI_NOT_FOUND : CLI_OK;
+    /* A state file that does not parse stops the set before anything
+     * changes: writing it afterwards would drop what it holds. */
+    if (rc == CLI_OK && (desired_path(c->path, dpath, sizeof dpath) != 0 ||
+                         desired_load(dpath, &d, err, sizeof err) != 0)) {
+        fprintf(stderr, "infertop set: state file %s\n", err);
+        rc = CLI_ERROR;
+    }
     for (int i = 0; rc == CLI_OK && i < c->n_nodes; i++) {
         live[i] = to[i] && cluster_node_is_inferd(c, i);
         any_live |= live[i];
@@ -789,7 +858,8 @@ int cli_set(int argc, char **argv)
     memcpy(send, live, sizeof send);
     memset(stage, 0, sizeof stage);
     if (any_live && rc == CLI_OK &&
-        (!args || session_open(&s, &cmd) != 0 || (all && one_door(&s, &cmd, send, stage) != 0) ||
+        (!args || session_open(&s, &cmd) != 0 ||
+         (all && one_door(&s, &cmd, send, stage, &head) != 0) ||
          ask(&s, &cmd, "set", args, send) != 0))
         rc = CLI_ERROR;
     json_decref(args);
@@ -799,12 +869,15 @@ int cli_set(int argc, char **argv)
         int all_ok = 1;
         for (int i = 0; i < c->n_nodes; i++)
             all_ok &= live[i] ? s.ans[i].ok == 1 : rs[i].job <= 0 || rs[i].r.ok;
-        struct set_done d = {c, live, s.ans, rs, &want};
-        rc = (cmd.json ? print_set_json(&d, all_ok) : print_set_table(&d)) != 0 ? CLI_ERROR
-             : all_ok                                                           ? CLI_OK
-                                                                                : CLI_ERROR;
+        struct set_done sd = {c, live, s.ans, rs, &want};
+        rc = (cmd.json ? print_set_json(&sd, all_ok) : print_set_table(&sd)) != 0 ? CLI_ERROR
+             : all_ok                                                             ? CLI_OK
+                                                                                  : CLI_ERROR;
+        if (record_accepted(&d, &sd, stage, head) != 0)
+            rc = CLI_ERROR;
     }
 done:
+    desired_free(&d);
     session_close(&s);
     free(rs);
     cluster_free(c);

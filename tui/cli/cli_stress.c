@@ -149,6 +149,7 @@ static int parse_options(int argc, char **argv, sopts *o)
     take_shape(&v, r);
     r->timeout_s = opt_num(&v, OPT_STRESS_TIMEOUT);
     r->stop_on_failure = opt_given(&v, OPT_STOP_ON_FAILURE);
+    r->keep_last = of_mode(&v, OPT_KEEP_LAST) && opt_given(&v, OPT_KEEP_LAST);
     /* The rows' lengths are the buffers' (opt_table.c). */
     snprintf(r->name, sizeof r->name, "%s", opt_given(&v, OPT_RUN_NAME) ? v.v[OPT_RUN_NAME].s : "");
     snprintf(r->notes, sizeof r->notes, "%s",

@@ -15,6 +15,7 @@
 #include "engine/sys/clock.h"
 #include "tui/cli/cli.h"
 #include "tui/core/cluster.h"
+#include "tui/core/desired_sync.h"
 #include "tui/engine/ewatch.h"
 #include "tui/plan/plan_job.h"
 #include "tui/ssh/remote.h"
@@ -332,6 +333,9 @@ static int turn(struct loop *lp, struct signals *sig, zmq_pollitem_t *items, int
         lp->next_hook = lp->hooks->tick(lp->hooks->ctx, now, &hook_changed);
         changed |= hook_changed;
     }
+    if (lp->uo->desired)
+        desired_sync_tick(lp->uo->desired, lp->st, lp->l, !lp->uo->readonly && !lp->stress_active,
+                          now);
     lp->stress_active = console_runs_tick(lp->uo->runs);
     changed |= lp->stress_active;
     lp->plan_active = lp->uo->plan && plan_job_tick(lp->uo->plan, lp->st, now) != PLAN_JOB_IDLE;
@@ -448,7 +452,7 @@ int app_main(const opt_vals *v)
         alerts_read(v, &alerts);
         state_alert_settings(st, &alerts);
         rc = remote_new(c, st, &r, err, sizeof err);
-        if (rc == 0 && !(uo.plan = plan_job_new(c, r))) {
+        if (rc == 0 && (!(uo.plan = plan_job_new(c, r)) || !(uo.desired = desired_sync_new(c)))) {
             snprintf(err, sizeof err, "out of memory");
             rc = -1;
         }
@@ -459,6 +463,7 @@ int app_main(const opt_vals *v)
         }
         /* An apply still going ends first: it restarts the nodes. */
         plan_job_free(uo.plan);
+        desired_sync_free(uo.desired);
         /* Before the state it writes to; may wait for a connect in
          * progress to time out, with the terminal already given back. */
         remote_free(r);

@@ -6,6 +6,7 @@
  * computed when a view asks, a few times a second.
  */
 #include "state.h"
+#include "desired.h"
 #include "store/store.h"
 
 #include <math.h>
@@ -570,20 +571,6 @@ void state_ingest(state *st, int node, const proto_tel *t, double now)
 
 /* ---- config ---------------------------------------------------------- */
 
-static void describe_set(const proto_set_args *w, char *buf, size_t len)
-{
-    int n = 0;
-    buf[0] = '\0';
-    if (w->has_prefill_step) {
-        if (w->prefill_step == PROTO_PREFILL_AUTO)
-            n = snprintf(buf, len, "prefill_step=auto");
-        else
-            n = snprintf(buf, len, "prefill_step=%d", w->prefill_step);
-    }
-    if (w->has_kv_bits && n >= 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, "%skv_bits=%d", n ? " " : "", w->kv_bits);
-}
-
 void state_config_request(state *st, int node, const proto_set_args *want, double now)
 {
     struct state_config *c = &st->nodes[node].cfg;
@@ -593,7 +580,7 @@ void state_config_request(state *st, int node, const proto_set_args *want, doubl
     c->t_requested = now;
     c->t_acked = c->t_confirmed = 0;
     c->error[0] = '\0';
-    describe_set(want, what, sizeof what);
+    desired_describe(want, what, sizeof what);
     state_event_add(st, node, "config_request", now, "%s requested", what);
 }
 
@@ -623,6 +610,11 @@ int state_ring_broken(const state *st, int node)
 {
     const proto_status *s = state_node_status(st, node);
     return s && s->ring_health.known && s->ring_health.state == PROTO_RING_DOWN;
+}
+
+uint64_t state_node_restarts(const state *st, int node)
+{
+    return st->nodes[node].restarts;
 }
 
 int state_ring_head(const state *st, int node)

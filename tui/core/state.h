@@ -256,6 +256,10 @@ int state_ring_broken(const state *st, int node);
 int state_ring_head(const state *st, int node);
 int state_ring_stage(const state *st, int node);
 unsigned state_node_flags(const state *st, int node, double now);
+/* How often the node restarted (its sequence numbers went back) since the
+ * console first heard it: the restarts of state_node_view, without the
+ * rest of the view. */
+uint64_t state_node_restarts(const state *st, int node);
 
 /* Percentiles of a metric over the steps of the last `window` seconds in
  * the given phase (at most the ring's STATE_STEP_RING newest steps). q in

@@ -86,6 +86,7 @@ static char *params_json(const stress_run *r)
         json_object_set_new(p, "leg_mode", json_string(store_mode_name(o->leg_mode)));
         json_object_set_new(p, "kv_bits", int_list(o->kv_bits, o->n_kv_bits));
         json_object_set_new(p, "prefill_step", int_list(o->prefill_step, o->n_prefill_step));
+        json_object_set_new(p, "keep_last", json_boolean(o->keep_last));
     }
     char *text = json_dumps(p, JSON_COMPACT);
     json_decref(p);

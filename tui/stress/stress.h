@@ -90,6 +90,7 @@ typedef struct stress_opts {
     int64_t ctx, bucket, score_from;
     /* every mode */
     int stop_on_failure;
+    int keep_last;    /* sweep: do not restore the settings found at start */
     double timeout_s; /* longest silence of a request (no frame, no step) */
     char name[OPT_RUN_TEXT_MAX];
     char notes[OPT_RUN_TEXT_MAX];

@@ -413,7 +413,7 @@ static int apply_settings(stress_run *r, int kv_bits, int prefill_step)
     return 0;
 }
 
-store_status st_run_legs(stress_run *r)
+static store_status run_legs(stress_run *r)
 {
     const stress_opts *o = &r->o;
     int sweep = o->mode == STORE_MODE_SWEEP;
@@ -457,5 +457,40 @@ store_status st_run_legs(stress_run *r)
                 break;
         }
     }
+    return run;
+}
+
+/* A sweep leaves the ring as it found it (unless --keep-last): the
+ * settings every node reported at connect go back through the head, also
+ * after a failed leg or an abort, whose flag is lifted for the restore
+ * (a restore is one set, bounded by its timeouts). A ring that was mixed
+ * at start cannot be restored through the head: the run says so. */
+static int restore_found(stress_run *r, int kv_bits, int prefill_step, int uniform)
+{
+    if (!uniform) {
+        note_failure(r, "the settings found at start differ between the nodes: not restored");
+        return -1;
+    }
+    int aborted = atomic_exchange(&r->abort, 0);
+    r->leg = r->n_legs;
+    int rc = apply_settings(r, kv_bits, prefill_step);
+    if (aborted)
+        atomic_store(&r->abort, aborted);
+    json_t *d = json_pack("{si si sb}", "kv_bits", kv_bits, "prefill_step", prefill_step,
+                          "restored", rc == 0);
+    st_event(r, r->nodes[0].name, "restore", d);
+    return rc;
+}
+
+store_status st_run_legs(stress_run *r)
+{
+    int sweep = r->o.mode == STORE_MODE_SWEEP, uniform = 1;
+    int kv_bits = r->nodes[0].kv_bits, prefill_step = r->nodes[0].prefill_step;
+    for (int i = 1; i < r->n_nodes; i++)
+        uniform &= r->nodes[i].kv_bits == kv_bits && r->nodes[i].prefill_step == prefill_step;
+    store_status run = run_legs(r);
+    if (sweep && !r->o.keep_last && !r->store_broken &&
+        restore_found(r, kv_bits, prefill_step, uniform) != 0 && run == STORE_COMPLETED)
+        run = STORE_FAILED;
     return run;
 }

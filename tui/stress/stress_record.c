@@ -208,7 +208,7 @@ static void on_step(stress_run *r, const proto_tel *t)
     const proto_step *s = &t->step;
     int64_t idx = -1;
     int leg = r->leg;
-    idmap_find(r, s->req, &idx, &leg);
+    int ours = idmap_find(r, s->req, &idx, &leg);
     st_req *q = (st_req *)req_by_id(r, s->req);
     if (q)
         q->t_activity = clock_ms(); /* a long prefill is not silence */
@@ -224,10 +224,10 @@ static void on_step(stress_run *r, const proto_tel *t)
         if (s->step_ms > n->slowest_ms)
             n->slowest_ms = s->step_ms;
     }
-    /* Steps of other clients' requests (a console's demo load) can come
-     * while the run is being set up, before it has an id to file them
-     * under. */
-    if (r->run <= 0)
+    /* Only the run's own requests' steps are its: the nodes publish every
+     * client's (another stress run, a console's demo load), and a run not
+     * yet begun has no id to file them under. */
+    if (r->run <= 0 || !ours)
         return;
     store_step row = {
         .run = r->run,

@@ -34,6 +34,7 @@
 #include "tui/core/state.h"
 
 struct cluster;
+struct desired_sync;
 struct console_runs;
 struct plan_job;
 struct remote;
@@ -67,6 +68,10 @@ struct ui_options {
     /* Optional: where the Plan view's layout is applied from (plan_job.h).
      * NULL: applying is not available (the view says so). Borrowed. */
     struct plan_job *plan;
+    /* Optional: the desired settings the console keeps the nodes at, and
+     * their drift for the views (desired_sync.h). NULL: none shown or kept.
+     * Borrowed. */
+    struct desired_sync *desired;
 };
 
 /* Sets up the terminal (initscr on stdin/stdout, raw keys, no echo,

@@ -208,6 +208,10 @@ void view_scroll_to(int sel, int rows, int *top);
 int view_node_action_key(struct view_ctx *v, int key, int node);
 /* One event as a line at row y of w, in width columns. */
 void view_event_line(struct view_ctx *v, WINDOW *w, int y, int width, const struct state_event *e);
+/* What node's config lacks of the settings the operator set
+ * (desired_sync.h): 1 when it drifted, with the desired values in *drift;
+ * 0 without drift or without desired settings (a demo). */
+int view_drift(const struct view_ctx *v, int node, proto_set_args *drift);
 /* prefill_step as shown: "auto", a size, or "-" when unknown. */
 void view_fmt_prefill(int prefill, char *buf, size_t len);
 /* A busy fraction as shown: "73%", "idle" for an idle node, "-" for NaN. */

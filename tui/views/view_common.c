@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "draw.h"
+#include "tui/core/desired_sync.h"
 #include "ui.h"
 #include "view.h"
 
@@ -218,6 +219,12 @@ void view_event_line(struct view_ctx *v, WINDOW *w, int y, int width, const stru
     snprintf(rest, sizeof rest, "%s%s%s%s%s%s", e->code[0] ? "[" : "", e->code,
              e->code[0] ? "] " : "", e->message, e->req[0] ? "  req " : "", e->req);
     draw_text(w, v->g, y, x, width - x, A_NORMAL, rest);
+}
+
+int view_drift(const struct view_ctx *v, int node, proto_set_args *drift)
+{
+    memset(drift, 0, sizeof *drift);
+    return v->opt->desired && desired_sync_drift(v->opt->desired, v->st, node, drift);
 }
 
 void view_fmt_prefill(int prefill, char *buf, size_t len)

@@ -18,6 +18,7 @@
 
 #include "draw.h"
 #include "engine/proto/opt.h"
+#include "tui/core/desired.h"
 #include "tui/stress/console_runs.h"
 #include "ui.h"
 #include "view.h"
@@ -76,44 +77,46 @@ static const char *row_name(const struct view_ctx *v, int row)
     return row == v->n_nodes ? "all nodes" : state_node_name(v->st, row);
 }
 
-/* The values in effect of a row; for all nodes, the first node's that
- * knows them. */
-static void row_current(const struct view_ctx *v, int row, int *prefill, int *kv_bits)
+/* The values in effect of a row; for all nodes, the first known ones,
+ * with *mixed (1 prefill_step, 2 kv_bits) when the nodes that know differ. */
+static void row_current(const struct view_ctx *v, int row, int *prefill, int *kv_bits, int *mixed)
 {
     *prefill = -1;
     *kv_bits = 0;
+    *mixed = 0;
     for (int i = row == v->n_nodes ? 0 : row; i < v->n_nodes; i++) {
         const struct state_config *c = state_node_config(v->st, i);
+        if (c->prefill_step >= 0 && *prefill >= 0 && c->prefill_step != *prefill)
+            *mixed |= 1;
+        if (c->kv_bits > 0 && *kv_bits > 0 && c->kv_bits != *kv_bits)
+            *mixed |= 2;
         if (*prefill < 0)
             *prefill = c->prefill_step;
         if (*kv_bits == 0)
             *kv_bits = c->kv_bits;
-        if (row != v->n_nodes || (*prefill >= 0 && *kv_bits > 0))
+        if (row != v->n_nodes)
             break;
     }
 }
 
-static void describe_set(const proto_set_args *w, char *buf, size_t len)
-{
-    char pf[16];
-    view_fmt_prefill(w->prefill_step, pf, sizeof pf);
-    if (w->has_prefill_step && w->has_kv_bits)
-        snprintf(buf, len, "prefill_step=%s kv_bits=%d", pf, w->kv_bits);
-    else if (w->has_prefill_step)
-        snprintf(buf, len, "prefill_step=%s", pf);
-    else if (w->has_kv_bits)
-        snprintf(buf, len, "kv_bits=%d", w->kv_bits);
-    else
-        buf[0] = '\0';
-}
-
 /* ---- drawing ---- */
 
-static void draw_status(struct view_ctx *v, WINDOW *w, int y, int width,
-                        const struct state_config *c)
+/* A node's change column: where the last change is, or, once it ended,
+ * the settings the node lacks of those the operator set. */
+static void draw_status(struct view_ctx *v, WINDOW *w, int y, int width, int node)
 {
+    const struct state_config *c = state_node_config(v->st, node);
+    proto_set_args drift;
+    if (c->stage != STATE_CFG_REQUESTED && c->stage != STATE_CFG_ACKED &&
+        view_drift(v, node, &drift)) {
+        char want[64];
+        desired_describe(&drift, want, sizeof want);
+        draw_textf(w, v->g, y, COL_STATUS, width, palette_attr(v->pal, PAL_ERROR),
+                   "drift: desired %s", want);
+        return;
+    }
     char want[64];
-    describe_set(&c->want, want, sizeof want);
+    desired_describe(&c->want, want, sizeof want);
     switch (c->stage) {
     case STATE_CFG_NONE:
         draw_text(w, v->g, y, COL_STATUS, width, palette_attr(v->pal, PAL_DIM), "-");
@@ -169,12 +172,21 @@ static void draw_value(struct view_ctx *v, WINDOW *w, int y, int x, int width, c
 static void draw_row(struct view_ctx *v, WINDOW *w, int y, int row, int width)
 {
     int sel = row == v->cfg.row, drafting = sel && v->cfg.editing;
-    int prefill, kv_bits;
+    int prefill, kv_bits, mixed;
     char cur_p[16], cur_k[16], new_p[16], new_k[16];
-    row_current(v, row, &prefill, &kv_bits);
+    proto_set_args drift = {0};
+    row_current(v, row, &prefill, &kv_bits, &mixed);
+    if (row < v->n_nodes)
+        view_drift(v, row, &drift);
     view_fmt_prefill(prefill, cur_p, sizeof cur_p);
-    if (kv_bits > 0)
-        snprintf(cur_k, sizeof cur_k, "%d", kv_bits);
+    if (mixed & 1)
+        snprintf(cur_p, sizeof cur_p, "mixed");
+    else if (drift.has_prefill_step)
+        snprintf(cur_p + strlen(cur_p), sizeof cur_p - strlen(cur_p), "*");
+    if (mixed & 2)
+        snprintf(cur_k, sizeof cur_k, "mixed");
+    else if (kv_bits > 0)
+        snprintf(cur_k, sizeof cur_k, "%d%s", kv_bits, drift.has_kv_bits ? "*" : "");
     else
         snprintf(cur_k, sizeof cur_k, "-");
     /* The focused field shows a cursor until it holds a value. */
@@ -217,7 +229,7 @@ static void draw_row(struct view_ctx *v, WINDOW *w, int y, int row, int width)
                drafting && v->cfg.draft.has_kv_bits ? new_k : NULL,
                sel && v->cfg.field == VIEW_CFG_KV_BITS);
     if (row < v->n_nodes)
-        draw_status(v, w, y, width - COL_STATUS, state_node_config(v->st, row));
+        draw_status(v, w, y, width - COL_STATUS, row);
     else
         draw_all_status(v, w, y, width - COL_STATUS);
 }
@@ -282,7 +294,7 @@ static void draw_edit(struct view_ctx *v)
         return;
     draw_repeat(w, 0, 0, p->w, palette_attr(v->pal, PAL_DIM), v->g->hline);
     if (v->cfg.editing) {
-        describe_set(&v->cfg.draft, want, sizeof want);
+        desired_describe(&v->cfg.draft, want, sizeof want);
         draw_textf(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_PENDING), "%s: %s%s",
                    row_name(v, v->cfg.row), want[0] ? want : "type digits, or + - a b",
                    "   Enter: apply   Esc: cancel");
@@ -292,7 +304,7 @@ static void draw_edit(struct view_ctx *v)
             draw_textf(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_ERROR), "%s: %s",
                        row_name(v, v->cfg.row), c->error);
         else if (c->stage == STATE_CFG_REQUESTED || c->stage == STATE_CFG_ACKED) {
-            describe_set(&c->want, want, sizeof want);
+            desired_describe(&c->want, want, sizeof want);
             draw_textf(w, v->g, 1, 0, p->w, palette_attr(v->pal, PAL_PENDING), "%s: %s pending, %s",
                        row_name(v, v->cfg.row), want,
                        c->stage == STATE_CFG_REQUESTED
@@ -330,10 +342,10 @@ static void config_draw(struct view_ctx *v)
 
 static void begin_edit(struct view_ctx *v)
 {
-    int prefill, kv_bits;
+    int prefill, kv_bits, mixed;
     if (v->cfg.editing)
         return;
-    row_current(v, v->cfg.row, &prefill, &kv_bits);
+    row_current(v, v->cfg.row, &prefill, &kv_bits, &mixed);
     memset(&v->cfg.draft, 0, sizeof v->cfg.draft);
     v->cfg.draft.prefill_step = prefill;
     v->cfg.draft.kv_bits = kv_bits;
@@ -451,7 +463,7 @@ static void apply_edit(struct view_ctx *v)
     struct action a = {
         .kind = ACT_SET_CONFIG, .node = all_row(v) ? ACT_ALL_NODES : v->cfg.row, .set = *d};
     view_emit(v, &a);
-    describe_set(d, what, sizeof what);
+    desired_describe(d, what, sizeof what);
     view_message(v, 0, "sent to %s: %s%s", row_name(v, v->cfg.row), what,
                  row_mode(v, v->cfg.row)->note);
     cancel_edit(v);

@@ -203,16 +203,22 @@ static void draw_inferd_cells(struct view_ctx *v, WINDOW *w, int y, int x0, int 
     attr_t cfg_a = cfg_pending(cfg)                 ? palette_attr(v->pal, PAL_PENDING)
                    : cfg->stage == STATE_CFG_FAILED ? palette_attr(v->pal, PAL_ERROR)
                                                     : A_NORMAL;
+    /* A value other than the operator set (desired_sync.h) is marked `*`. */
+    proto_set_args drift;
+    view_drift(v, node, &drift);
+    attr_t drift_a = palette_attr(v->pal, PAL_ERROR);
     if (cfg->kv_bits > 0)
-        snprintf(buf, sizeof buf, "%d", cfg->kv_bits);
+        snprintf(buf, sizeof buf, "%d%s", cfg->kv_bits, drift.has_kv_bits ? "*" : "");
     else
         snprintf(buf, sizeof buf, "-");
-    put(v, w, y, x0, LAYOUT_COL_KV_BITS, cfg_a, buf);
+    put(v, w, y, x0, LAYOUT_COL_KV_BITS, drift.has_kv_bits ? drift_a : cfg_a, buf);
     view_fmt_prefill(cfg->prefill_step >= 0       ? cfg->prefill_step
                      : cfg->prefill_effective > 0 ? cfg->prefill_effective
                                                   : -1,
                      buf, sizeof buf);
-    put(v, w, y, x0, LAYOUT_COL_PREFILL, cfg_a, buf);
+    if (drift.has_prefill_step)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "*");
+    put(v, w, y, x0, LAYOUT_COL_PREFILL, drift.has_prefill_step ? drift_a : cfg_a, buf);
     if ((r = cell(v, LAYOUT_COL_SPARK))) {
         /* Each row is scaled to its own peak: the peak leads the line when
          * the column has room for it (the legend, `?`, says so). */

@@ -15,6 +15,7 @@
 #include "draw.h"
 #include "meter.h"
 #include "tui/core/cluster.h"
+#include "tui/core/desired.h"
 #include "tui/ssh/remote.h"
 #include "ui.h"
 #include "view.h"
@@ -250,6 +251,12 @@ static void collect_facts(struct view_ctx *v, int node, struct facts *fs)
     fact(fs, "messages", nv.lost ? PAL_PENDING : PAL_TEXT, "%llu, %llu lost",
          (unsigned long long)nv.received, (unsigned long long)nv.lost);
     fact(fs, "restarts", PAL_TEXT, "%llu", (unsigned long long)nv.restarts);
+    proto_set_args drift;
+    if (view_drift(v, node, &drift)) {
+        char want[64];
+        desired_describe(&drift, want, sizeof want);
+        fact(fs, "drift", PAL_ERROR, "desired %s, not in effect", want);
+    }
     const struct cluster *c = v->opt->cluster;
     const struct cluster_node *cn = c && node < c->n_nodes ? &c->nodes[node] : NULL;
     if (cn) {
