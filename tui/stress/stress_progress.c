@@ -102,6 +102,8 @@ void stress_quality_leg_of(const store_quality *q, double decode_p50, stress_qua
     memset(out, 0, sizeof *out);
     out->leg = q->leg;
     out->kv_bits = q->kv_bits;
+    out->ref_kv_bits = q->ref_kv_bits;
+    out->topk = q->topk;
     out->kl_mean = q->kl_mean;
     out->kl_p99 = q->kl_p99;
     out->kl_max = q->kl_max;
