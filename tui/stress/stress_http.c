@@ -521,3 +521,30 @@ int st_http_pump(stress_run *r, int timeout_ms, char *err, size_t errlen)
     }
     return 0;
 }
+
+/* ---- settings, by the target's restart (the engines take theirs at
+ * start) ---- */
+
+int st_restart_with(stress_run *r, int kv_bits, int prefill_step)
+{
+    st_node *n = &r->nodes[0];
+    if (n->kv_bits == kv_bits && n->prefill_step == prefill_step)
+        return 0;
+    char err[256] = "";
+    double took = 0.0;
+    int rc =
+        r->target.apply_knobs(r->target.knobs_ctx, kv_bits, prefill_step, &took, err, sizeof err);
+    json_t *d = json_pack("{si si sb sf}", "kv_bits", kv_bits, "prefill_step", prefill_step, "ok",
+                          rc == 0, "took_s", took);
+    if (rc != 0) {
+        json_object_set_new(d, "error", json_string(err));
+        st_note_failure(r, "leg %d: restarting node '%s' with kv_bits %d, prefill_step %d: %s",
+                        r->leg, n->name, kv_bits, prefill_step, err);
+    } else {
+        n->kv_bits = kv_bits;
+        n->prefill_step = prefill_step;
+        n->down = 0;
+    }
+    st_event(r, n->name, "restart", d);
+    return rc == 0 ? 0 : -1;
+}

@@ -181,6 +181,10 @@ json_t *st_http_json(const stress_run *r, const char *path, const char *post, lo
                      char *err, size_t errlen);
 /* The model the node serves (its /v1/models' first). */
 const char *st_http_model(const stress_run *r);
+/* Restarts the HTTP node with kv_bits and prefill_step (0: its start
+ * line's) unless it runs with them; the restart is an event of the run.
+ * 0, or -1 with the failure noted. */
+int st_restart_with(stress_run *r, int kv_bits, int prefill_step);
 
 /* ---- stress_record.c ---- */
 
@@ -226,12 +230,7 @@ void st_topk_end(stress_run *r);
 
 /* Runs every leg of the run; returns the run's status. */
 store_status st_run_legs(stress_run *r);
-/* Restarts the HTTP node with kv_bits and prefill_step (0: its start
- * line's) unless it runs with them; the restart is an event of the run.
- * 0, or -1 with the failure noted. */
-int st_restart_with(stress_run *r, int kv_bits, int prefill_step);
-/* Keeps the first failure of the run (runs.failure) and shows it. */
-void st_note_failure(stress_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 
 /* ---- stress_progress.c ---- */
 
@@ -244,6 +243,8 @@ void st_progress_request(stress_run *r, const st_outcome *o, int64_t ctx);
 /* How far the current leg is, for the ETA. */
 void st_progress_work(stress_run *r, double done, double total);
 void st_progress_error(stress_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Keeps the first failure of the run (runs.failure) and shows it. */
+void st_note_failure(stress_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A leg's quality measured (with the leg's decode p50 beside it). */
 void st_progress_quality(stress_run *r, const store_quality *q);
 void st_progress_measuring(stress_run *r, int on);

@@ -7,7 +7,6 @@
  * sweep applies each grid point live, checks it in every node's
  * telemetry, and runs a leg of either kind. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,18 +15,6 @@
 #include "stress_int.h"
 
 enum { WAIT_ENDED = 1, WAIT_TIME = 0, WAIT_ABORTED = -1, WAIT_BROKEN = -2 };
-
-void st_note_failure(stress_run *r, const char *fmt, ...)
-{
-    char msg[sizeof r->failure];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!r->failure[0])
-        snprintf(r->failure, sizeof r->failure, "%s", msg);
-    st_progress_error(r, "%s", msg);
-}
 
 static void note_request_failure(stress_run *r, const st_outcome *o)
 {
@@ -325,33 +312,6 @@ static int every_node_shows(const stress_run *r, int kv_bits, int prefill_step, 
             return 0;
         }
     return 1;
-}
-
-/* Applies a grid point to an HTTP node by the target's restart (the
- * engines take their settings at start), unless it runs with them
- * already; the restart and its time are an event of the run. */
-int st_restart_with(stress_run *r, int kv_bits, int prefill_step)
-{
-    st_node *n = &r->nodes[0];
-    if (n->kv_bits == kv_bits && n->prefill_step == prefill_step)
-        return 0;
-    char err[256] = "";
-    double took = 0.0;
-    int rc =
-        r->target.apply_knobs(r->target.knobs_ctx, kv_bits, prefill_step, &took, err, sizeof err);
-    json_t *d = json_pack("{si si sb sf}", "kv_bits", kv_bits, "prefill_step", prefill_step, "ok",
-                          rc == 0, "took_s", took);
-    if (rc != 0) {
-        json_object_set_new(d, "error", json_string(err));
-        st_note_failure(r, "leg %d: restarting node '%s' with kv_bits %d, prefill_step %d: %s",
-                        r->leg, n->name, kv_bits, prefill_step, err);
-    } else {
-        n->kv_bits = kv_bits;
-        n->prefill_step = prefill_step;
-        n->down = 0;
-    }
-    st_event(r, n->name, "restart", d);
-    return rc == 0 ? 0 : -1;
 }
 
 /* Applies a grid point through the head (which passes it around the ring)

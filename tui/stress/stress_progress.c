@@ -173,3 +173,15 @@ void stress_abort(stress_run *r)
 {
     atomic_store(&r->abort, 1);
 }
+
+void st_note_failure(stress_run *r, const char *fmt, ...)
+{
+    char msg[sizeof r->failure];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!r->failure[0])
+        snprintf(r->failure, sizeof r->failure, "%s", msg);
+    st_progress_error(r, "%s", msg);
+}
