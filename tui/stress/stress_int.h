@@ -231,7 +231,6 @@ void st_topk_end(stress_run *r);
 /* Runs every leg of the run; returns the run's status. */
 store_status st_run_legs(stress_run *r);
 
-
 /* ---- stress_progress.c ---- */
 
 int st_aborted(stress_run *r);
