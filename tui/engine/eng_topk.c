@@ -97,10 +97,12 @@ int eng_topk_read(const char *body, size_t len, eng_topk *out, char *why, size_t
     json_t *j = eng_json_load(body, len, why, whylen);
     if (!j)
         return -1;
-    const json_t *lps =
-        json_object_get(json_array_get(json_object_get(j, "choices"), 0), "logprobs");
+    const json_t *choice = json_array_get(json_object_get(j, "choices"), 0);
+    const json_t *lps = json_object_get(choice, "logprobs");
     int rc = -1;
-    if (!json_is_object(lps))
+    if (json_is_null(lps) && json_is_string(json_object_get(choice, "text")))
+        rc = 1;
+    else if (!json_is_object(lps))
         snprintf(why, whylen, "choices[0] has no logprobs (does the engine take `logprobs`?)");
     else if (read_alts(lps, out, why, whylen) != 0)
         out->n = 0;

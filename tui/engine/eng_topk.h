@@ -37,8 +37,11 @@ typedef struct eng_topk {
  * of model with the top k; NULL when out of memory. */
 char *eng_topk_body(const char *model, const int *tokens, int n, int k);
 
-/* The top-k of the answer's first generated token into out. -1 with why
- * (not JSON, no logprobs, no alternatives, a logprob that is not a
+/* The top-k of the answer's first generated token into out: 0. 1 (out->n
+ * 0) when the engine withheld them, `logprobs` null beside a choice's
+ * text: llama-server does for a token ending inside a UTF-8 character (it
+ * holds such a token's text back, and its probabilities with it). -1 with
+ * why (not JSON, no logprobs, no alternatives, a logprob that is not a
  * number or is above 0). */
 int eng_topk_read(const char *body, size_t len, eng_topk *out, char *why, size_t whylen);
 

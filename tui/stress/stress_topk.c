@@ -153,6 +153,8 @@ static int score_one(stress_run *r, const struct st_topk *k, int i, int *ids, en
     json_decref(o);
     int rc = text ? eng_topk_read(text, strlen(text), out, why, sizeof why) : -1;
     free(text);
+    if (rc == 1)
+        return 0; /* withheld (out->n 0): the position is left out of the figures */
     if (rc != 0)
         snprintf(err, errlen, "window %lld, position %lld: %s", (long long)w, (long long)p, why);
     return rc;
@@ -213,6 +215,8 @@ static void figures(const double *kl, const int *agree, const int *sel, size_t n
     *p99 = n ? p99_of(work, n) : NAN;
 }
 
+/* The figures of the positions both passes have a top-k of (an engine
+ * may withhold one: eng_topk_read); -1 when none has. */
 static int fill(const struct st_topk *k, const eng_topk *test, store_quality *q)
 {
     size_t n = (size_t)k->n_pos;
@@ -224,11 +228,16 @@ static int fill(const struct st_topk *k, const eng_topk *test, store_quality *q)
     if (!kl || !work || !agree || !sel || !q->buckets)
         goto done;
     q->n_buckets = (size_t)nb;
+    size_t both = 0;
     for (size_t i = 0; i < n; i++) {
         kl[i] = stress_topk_kl(&k->ref[i], &test[i], &agree[i]);
-        sel[i] = (int)i;
+        if (k->ref[i].n && test[i].n)
+            sel[both++] = (int)i;
     }
-    figures(kl, agree, sel, n, work, &q->kl_mean, &q->kl_p99, &q->kl_max, &q->top1);
+    q->positions = (int64_t)both;
+    if (both == 0)
+        goto done;
+    figures(kl, agree, sel, both, work, &q->kl_mean, &q->kl_p99, &q->kl_max, &q->top1);
     for (int64_t b = 0; b < nb; b++) {
         store_quality_bucket *qb = &q->buckets[b];
         qb->from = b * k->bucket;
@@ -237,7 +246,7 @@ static int fill(const struct st_topk *k, const eng_topk *test, store_quality *q)
         for (size_t i = 0; i < n; i++) {
             int64_t w, p;
             position_of(k, (int)i, &w, &p);
-            if (p >= qb->from && p < qb->to)
+            if (p >= qb->from && p < qb->to && k->ref[i].n && test[i].n)
                 sel[m++] = (int)i;
         }
         qb->positions = (int64_t)m;
@@ -329,7 +338,9 @@ store_status st_topk_measure(stress_run *r, int kv_bits)
                        .model = (char *)st_http_model(r)};
     memcpy(q.text_sha256, r->text_sha256, sizeof q.text_sha256);
     if (fill(k, test, &q) != 0)
-        st_note_failure(r, "leg %d: top-k quality at kv_bits %d: out of memory", r->leg, kv_bits);
+        st_note_failure(r, "leg %d: top-k quality at kv_bits %d: %s", r->leg, kv_bits,
+                        q.n_buckets ? "the engine withheld the logprobs of every position"
+                                    : "out of memory");
     else if (store_quality_add(r->db, &q) != 0)
         st_note_failure(r,
                         "leg %d: top-k quality at kv_bits %d: the history did not take the "

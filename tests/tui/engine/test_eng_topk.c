@@ -1,6 +1,7 @@
 /* test_eng_topk.c: a position's top-k read from real completions answers
  * (tests/fixtures/engines: inferd's legacy shape, llama-server's
- * content[] shape), the request body, and the answers refused. */
+ * content[] shape and its withheld logprobs), the request body, and the
+ * answers refused. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
@@ -31,6 +32,35 @@ Test(eng_topk, inferd_legacy_shape)
     cr_assert_str_eq(t.piece[19], " T");
 }
 
+/* llama-server's shape, the same prefix of the same model (stories260K
+ * F16): the same 20 tokens, the same order, its logprobs in float. */
+Test(eng_topk, llamacpp_content_shape)
+{
+    eng_topk t, inferd;
+    read_ok("completion-topk.json", &t);
+    read_ok("../inferd/completion-topk.json", &inferd);
+    cr_assert_eq(t.n, 20);
+    cr_assert_str_eq(t.piece[0], ",");
+    cr_assert(fabs(t.logprob[0] - -0.0318431481719017) < 1e-15);
+    for (int i = 0; i < 20; i++) {
+        cr_expect_str_eq(t.piece[i], inferd.piece[i], "token %d", i);
+        cr_expect(fabs(t.logprob[i] - inferd.logprob[i]) < 0.02, "token %d: %g vs %g", i,
+                  t.logprob[i], inferd.logprob[i]);
+    }
+}
+
+/* A greedy token ending inside a UTF-8 character: llama-server holds its
+ * text back and answers `logprobs` null. Withheld, not an error. */
+Test(eng_topk, llamacpp_withheld)
+{
+    struct engfix f = engfix_load("completion-topk-withheld.json");
+    eng_topk t;
+    char why[256] = "";
+    cr_assert_eq(eng_topk_read(f.body, f.len, &t, why, sizeof why), 1, "%s", why);
+    cr_assert_eq(t.n, 0);
+    engfix_free(&f);
+}
+
 static void refused(const char *body, const char *needle)
 {
     eng_topk t;
@@ -43,7 +73,7 @@ static void refused(const char *body, const char *needle)
 Test(eng_topk, refusals)
 {
     refused("{\"choices\":[", "not JSON");
-    refused("{\"choices\":[{\"text\":\",\",\"logprobs\":null}]}", "no logprobs");
+    refused("{\"choices\":[{\"logprobs\":null}]}", "no logprobs");
     refused("{\"choices\":[{\"logprobs\":{\"tokens\":[]}}]}", "neither content nor");
     refused("{\"choices\":[{\"logprobs\":{\"top_logprobs\":[{\"a\":0.5}]}}]}", "not a number <= 0");
     refused("{\"choices\":[{\"logprobs\":{\"top_logprobs\":[{\"a\":\"x\"}]}}]}", "not a number");
