@@ -48,8 +48,8 @@ int store_wstmts_prepare(sqlite3 *db, store_wstmts *w, char *err, size_t errlen)
         {&w->quality,
          "INSERT INTO quality(run, leg, kv_bits, ref_kv_bits, ctx, score_from, windows,"
          " positions, kl_mean, kl_p99, kl_max, top1, ppl_ref, ppl_test, ppl_ref_err,"
-         " text_name, text_sha256, model, t)"
-         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+         " text_name, text_sha256, model, t, topk)"
+         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
         {&w->quality_bucket, "INSERT INTO quality_buckets(run, leg, pos_from, pos_to, positions,"
                              " kl_mean, kl_p99, kl_max, top1, ppl_ref, ppl_test)"
                              " VALUES (?,?,?,?,?,?,?,?,?,?,?)"},

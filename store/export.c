@@ -156,10 +156,13 @@ static json_t *best_row_json(const store_best *b, const store_best_row *r)
         bad = json_object_set_new(row, "max_context", jopt_int(r->max_context)) ||
               json_object_set_new(row, "decode_tps", jopt_real(r->decode_tps));
     if (!bad)
-        bad = json_object_set_new(row, "kl_mean", store_json_num(r->kl_mean)) ||
-              json_object_set_new(row, "top1", store_json_num(r->top1)) ||
-              json_object_set_new(row, "quality_run",
-                                  r->quality_run > 0 ? json_integer(r->quality_run) : json_null());
+        bad =
+            json_object_set_new(row, "kl_mean", store_json_num(r->kl_mean)) ||
+            json_object_set_new(row, "top1", store_json_num(r->top1)) ||
+            json_object_set_new(row, "quality_run",
+                                r->quality_run > 0 ? json_integer(r->quality_run) : json_null()) ||
+            json_object_set_new(row, "quality_topk",
+                                r->quality_topk > 0 ? json_integer(r->quality_topk) : json_null());
     if (bad) {
         json_decref(row);
         return NULL;

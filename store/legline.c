@@ -31,6 +31,14 @@ void store_fmt_num(double v, int decimals, char *buf, size_t len)
         snprintf(buf, len, "%.*f", decimals, v);
 }
 
+void store_fmt_estimate(int topk, char *buf, size_t len)
+{
+    if (topk > 0)
+        snprintf(buf, len, "top-k estimate (k=%d)", topk);
+    else
+        snprintf(buf, len, "%s", topk == 0 ? "full" : "-");
+}
+
 /* A distribution's p50 as text; "-" when it holds no value. */
 static void fmt_p50(const store_dist *d, char *buf, size_t len)
 {

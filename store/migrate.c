@@ -205,9 +205,14 @@ static const char migration_8[] =
     " PRIMARY KEY (run, leg, pos_from),"
     " FOREIGN KEY (run, leg) REFERENCES quality(run, leg) ON DELETE CASCADE) WITHOUT ROWID;";
 
+/* v9: a measurement of another engine's setting is an estimate from its
+ * top-k logprobs (stress_topk.c): topk holds its k, NULL for the
+ * full-vocabulary measurement of inferd's quality op. */
+static const char migration_9[] = "ALTER TABLE quality ADD COLUMN topk INTEGER CHECK (topk > 0);";
+
 static const char *const migrations[STORE_SCHEMA_VERSION] = {migration_1, migration_2, migration_3,
                                                              migration_4, migration_5, migration_6,
-                                                             migration_7, migration_8};
+                                                             migration_7, migration_8, migration_9};
 
 int store_schema_version(sqlite3 *db, int *version, char *err, size_t errlen)
 {

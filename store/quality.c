@@ -80,6 +80,10 @@ static int insert_quality(store *s, const store_rec *r)
     sqlite3_bind_text(st, 17, q->text_sha256, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 18, q->model, -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 19, r->t);
+    if (q->topk > 0)
+        sqlite3_bind_int(st, 20, q->topk);
+    else
+        sqlite3_bind_null(st, 20);
     return store_stmt_run(st);
 }
 
@@ -102,7 +106,7 @@ int store_quality_apply(store *s, store_rec *r)
 #define QUALITY_COLUMNS                                                                            \
     "SELECT q.run, q.leg, q.kv_bits, q.ref_kv_bits, q.ctx, q.score_from, q.windows, q.positions,"  \
     " q.kl_mean, q.kl_p99, q.kl_max, q.top1, q.ppl_ref, q.ppl_test, q.ppl_ref_err, q.text_name,"   \
-    " q.text_sha256, q.model, q.t FROM quality q "
+    " q.text_sha256, q.model, q.t, coalesce(q.topk, 0) FROM quality q "
 
 static int buckets_of(sqlite3 *db, store_quality *q, char *err, size_t errlen)
 {
@@ -161,6 +165,7 @@ static int quality_of_row(sqlite3 *db, sqlite3_stmt *st, store_quality *q, char 
     snprintf(q->text_sha256, sizeof q->text_sha256, "%s", sha ? (const char *)sha : "");
     q->model = store_col_strdup(st, 17);
     q->t = sqlite3_column_double(st, 18);
+    q->topk = sqlite3_column_int(st, 19);
     if (!q->text_name || !q->model) {
         store_quality_free(q);
         store_errf(err, errlen, "out of memory reading a quality measurement");
@@ -278,6 +283,8 @@ json_t *store_quality_json(const store_quality *q)
     const double v[] = {q->kl_mean, q->kl_p99,   q->kl_max,     q->top1,
                         q->ppl_ref, q->ppl_test, q->ppl_ref_err};
     set_figures(o, v, figure_names, 7);
+    json_object_set_new(o, "estimate", json_string(q->topk > 0 ? "topk" : "full"));
+    json_object_set_new(o, "topk", q->topk > 0 ? json_integer(q->topk) : json_null());
     for (size_t i = 0; i < q->n_buckets; i++) {
         const store_quality_bucket *b = &q->buckets[i];
         json_t *bj = json_pack("{sI sI sI}", "from", (json_int_t)b->from, "to", (json_int_t)b->to,

@@ -632,7 +632,7 @@ void store_best_free(store_best *b)
     " FROM legs JOIN runs r ON r.id = legs.run WHERE r.mode <> 'quality'),"                        \
     "f AS (SELECT * FROM legs_of WHERE (?1 IS NULL OR model = ?1)"                                 \
     " AND (?2 IS NULL OR cluster = ?2) AND (?3 IS NULL OR engine = ?3)),"                          \
-    "qual AS (SELECT q.model, r.engine, q.kv_bits, q.kl_mean, q.top1, q.run,"                      \
+    "qual AS (SELECT q.model, r.engine, q.kv_bits, q.kl_mean, q.top1, q.run, q.topk,"              \
     " row_number() OVER (PARTITION BY q.model, r.engine, q.kv_bits ORDER BY q.t DESC, q.run DESC)" \
     " AS rn FROM quality q JOIN runs r ON r.id = q.run),"
 
@@ -644,11 +644,11 @@ void store_best_free(store_best *b)
     " LEFT JOIN qual k ON k.rn = 1 AND k.model = t.model AND k.engine = t.engine"                  \
     " AND k.kv_bits = t.kv_bits"                                                                   \
     " WHERE (?4 IS NULL OR " BEST_KL " <= ?4) AND (?5 IS NULL OR " BEST_TOP1 " >= ?5)"
-#define BEST_QUALITY_COLS ", " BEST_KL ", " BEST_TOP1 ", coalesce(k.run, 0)"
+#define BEST_QUALITY_COLS ", " BEST_KL ", " BEST_TOP1 ", coalesce(k.run, 0), coalesce(k.topk, 0)"
 
 /* Both rankings return: model, cluster, kv_bits, prefill_step,
  * concurrency, max_context, decode_tps, agg_tps, run, runs, engine,
- * kl_mean, top1, quality run. A
+ * kl_mean, top1, quality run, its top-k (0: a full measurement). A
  * setting is one per engine: q4_0 KV on llama.cpp is not kv_bits 4 on
  * inferd. */
 static const char best_context_sql[] =
@@ -733,6 +733,7 @@ int store_best_settings(store *s, const char *model, const char *cluster, const 
         r->kl_mean = store_col_num(st, 11);
         r->top1 = store_col_num(st, 12);
         r->quality_run = sqlite3_column_int64(st, 13);
+        r->quality_topk = sqlite3_column_int(st, 14);
     }
     if (rc == SQLITE_DONE)
         ret = 0;

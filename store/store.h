@@ -182,6 +182,9 @@ typedef struct store_quality {
     char text_sha256[STORE_SHA256_HEX];
     char *model;
     double t; /* when it was measured; 0: now */
+    /* k of a top-k estimate (another engine's setting, from its top-k
+     * logprobs: stress_topk.c); 0 for inferd's full-vocabulary measure */
+    int topk;
     store_quality_bucket *buckets;
     size_t n_buckets;
 } store_quality;
@@ -369,6 +372,11 @@ extern const char store_leg_legend[];
  * `decimals` decimals. */
 void store_fmt_num(double v, int decimals, char *buf, size_t len);
 
+/* What a quality measurement is, as every output says it: "top-k
+ * estimate (k=20)" for a store_quality.topk of 20, "full" for 0, "-" for
+ * < 0 (none measured). */
+void store_fmt_estimate(int topk, char *buf, size_t len);
+
 /* The leg's figures as text: counts as integers, rates and times with
  * one decimal, "-" where there is none. */
 void store_leg_line_of(const store_leg_summary *l, store_leg_line *out);
@@ -398,6 +406,7 @@ typedef struct store_best_row {
      * reference itself: KL 0 and top-1 1 without a measurement. */
     double kl_mean, top1;
     int64_t quality_run;
+    int quality_topk; /* that measurement's k when a top-k estimate, else 0 */
 } store_best_row;
 
 typedef struct store_best {

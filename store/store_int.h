@@ -9,7 +9,7 @@
 
 #include "store.h"
 
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 
 /* Control rows (requests, legs, run ends) may use this many slots beyond
  * the queue capacity, so that a flood of steps drops steps first. */

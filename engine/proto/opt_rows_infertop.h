@@ -211,8 +211,9 @@
                          .type = OPT_T_TEXT,
                          .arg = "NAME",
                          .help = "drive this node of the cluster file through its HTTP API "
-                                 "(its `url`; any engine) instead of the inferd ring",
-                         .verbs = STRESS_ALL},
+                                 "(its `url`; any engine) instead of the inferd ring; quality "
+                                 "there is a top-k estimate, its settings applied by restart",
+                         .verbs = STRESS_RUN},
     [OPT_STRESS_TIMEOUT] = {.flag = "timeout",
                             .type = OPT_T_NUM,
                             .dlo = 0.001,

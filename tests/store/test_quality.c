@@ -103,7 +103,7 @@ Test(store_quality, version_7_upgrades_keeping_runs_and_their_references)
     sqlite3_close(db);
     f.s = store_open(f.path, NULL, err, sizeof err);
     cr_assert_not_null(f.s, "%s", err);
-    cr_assert_eq(fx_int(f.path, "PRAGMA user_version"), 8);
+    cr_assert_eq(fx_int(f.path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
 
     store_run r;
     cr_assert_eq(store_run_get(f.s, 1, &r, err, sizeof err), 0, "%s", err);
@@ -193,6 +193,69 @@ Test(store_quality, a_measurement_reads_back_as_written)
     cr_assert_eq(store_prune(f.s, 1e12, 0, &deleted, err, sizeof err), 0, "%s", err);
     cr_expect_eq(fx_int(f.path, "SELECT count(*) FROM quality"), 0);
     cr_expect_eq(fx_int(f.path, "SELECT count(*) FROM quality_buckets"), 0);
+    fx_close(&f);
+}
+
+/* Another engine's measurement is a top-k estimate: its k reads back and
+ * every output says so; inferd's are full (topk NULL in the table). */
+Test(store_quality, a_topk_estimate_says_its_k)
+{
+    fx f;
+    fx_open(&f);
+    const int kv[] = {16};
+    const double kl[] = {0.002};
+    int64_t run = quality_run(f.s, kv, kl, 1, 1000);
+    int64_t run2 = fx_run(f.s, STORE_MODE_QUALITY, "topk", "m1");
+    store_leg_info leg = {.kv_bits = 4, .concurrency = 1};
+    cr_assert_eq(store_leg_start(f.s, run2, 0, &leg), 0);
+    store_quality q = {.run = run2,
+                       .leg = 0,
+                       .kv_bits = 4,
+                       .ref_kv_bits = 16,
+                       .ctx = 32,
+                       .score_from = 16,
+                       .windows = 2,
+                       .positions = 30,
+                       .kl_mean = 0.25,
+                       .kl_p99 = 1,
+                       .kl_max = 2,
+                       .top1 = 0.75,
+                       .ppl_ref = NAN,
+                       .ppl_test = NAN,
+                       .ppl_ref_err = NAN,
+                       .topk = 20,
+                       .text_name = "t.txt",
+                       .model = "m1",
+                       .t = 2000};
+    memcpy(q.text_sha256, sha_a, sizeof sha_a);
+    cr_assert_eq(store_quality_add(f.s, &q), 0);
+    char err[256];
+    cr_assert_eq(store_flush(f.s, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(fx_int(f.path, "SELECT count(*) FROM quality WHERE topk IS NULL"), 1);
+    store_quality_list l;
+    cr_assert_eq(store_run_quality(f.s, run2, &l, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(l.n, 1);
+    cr_expect_eq(l.q[0].topk, 20);
+    cr_expect(isnan(l.q[0].ppl_ref));
+    json_t *j = store_quality_json(&l.q[0]);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "estimate")), "topk");
+    cr_expect_eq(json_integer_value(json_object_get(j, "topk")), 20);
+    json_decref(j);
+    store_quality_list_free(&l);
+    cr_assert_eq(store_run_quality(f.s, run, &l, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(l.q[0].topk, 0);
+    j = store_quality_json(&l.q[0]);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "estimate")), "full");
+    cr_expect(json_is_null(json_object_get(j, "topk")));
+    json_decref(j);
+    store_quality_list_free(&l);
+    char buf[48];
+    store_fmt_estimate(20, buf, sizeof buf);
+    cr_expect_str_eq(buf, "top-k estimate (k=20)");
+    store_fmt_estimate(0, buf, sizeof buf);
+    cr_expect_str_eq(buf, "full");
+    store_fmt_estimate(-1, buf, sizeof buf);
+    cr_expect_str_eq(buf, "-");
     fx_close(&f);
 }
 

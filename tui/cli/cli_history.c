@@ -556,6 +556,8 @@ static int best_table_add(cli_table *t, const store_best *b, const store_best_ro
     else
         snprintf(kl, sizeof kl, "-");
     store_fmt_num(r->top1, 4, top1, sizeof top1);
+    char est[48];
+    store_fmt_estimate(r->quality_run > 0 ? r->quality_topk : -1, est, sizeof est);
     const char *row[] = {r->model[0] ? r->model : "-",
                          r->cluster[0] ? r->cluster : "-",
                          r->engine,
@@ -566,7 +568,8 @@ static int best_table_add(cli_table *t, const store_best *b, const store_best_ro
                          c[4],
                          c[5],
                          kl,
-                         top1};
+                         top1,
+                         est};
     return cli_table_add(t, row);
 }
 
@@ -586,15 +589,15 @@ static int run_best(store *s, const hopts *o, const int64_t *runs)
     }
     static const char *const by_context[] = {"MODEL",        "CLUSTER", "ENGINE",     "KV_BITS",
                                              "PREFILL_STEP", "MAX_CTX", "DECODE_TPS", "RUN",
-                                             "RUNS",         "KL_MEAN", "TOP1"};
+                                             "RUNS",         "KL_MEAN", "TOP1",       "ESTIMATE"};
     static const char *const by_agg[] = {"MODEL",        "CLUSTER",     "ENGINE",  "KV_BITS",
                                          "PREFILL_STEP", "CONCURRENCY", "AGG_TPS", "RUN",
-                                         "RUNS",         "KL_MEAN",     "TOP1"};
+                                         "RUNS",         "KL_MEAN",     "TOP1",    "ESTIMATE"};
     /* The quality columns when there is a quality to show or a floor. */
     int quality = isfinite(o->floor.max_kl) || isfinite(o->floor.min_top1);
     for (size_t i = 0; i < b.n; i++)
         quality |= b.rows[i].quality_run > 0;
-    cli_table *t = cli_table_new(quality ? 11 : 9, by == STORE_BEST_AGG_TPS ? by_agg : by_context);
+    cli_table *t = cli_table_new(quality ? 12 : 9, by == STORE_BEST_AGG_TPS ? by_agg : by_context);
     int rc = t ? CLI_OK : CLI_ERROR;
     for (size_t i = 0; t && i < b.n; i++)
         if (best_table_add(t, &b, &b.rows[i]) != 0)
@@ -604,7 +607,9 @@ static int run_best(store *s, const hopts *o, const int64_t *runs)
             cli_table_print(t, stdout);
             if (quality)
                 puts("\nKL_MEAN, TOP1: the latest quality measurement of the kv_bits on the "
-                     "model (stress quality); 32 is the reference");
+                     "model (stress quality); 32 is the reference;\nESTIMATE: full (inferd's "
+                     "quality op, every token) or top-k estimate (k=N) (another engine's "
+                     "logprobs: a lower bound)");
         } else {
             puts("no runs match");
         }

@@ -95,12 +95,22 @@ int cli_quality_print(const store_quality_list *l, const store_summary *sum, int
     if (l->n == 0)
         return 0;
     const store_quality *q = &l->q[0];
-    printf("\nquality against kv_bits %d: text %s (sha256 %.12s...), window %lld, scored from "
-           "%lld, %lld window%s\n",
-           q->ref_kv_bits, q->text_name, q->text_sha256, (long long)q->ctx,
-           (long long)q->score_from, (long long)q->windows, q->windows == 1 ? "" : "s");
+    char est[48] = "";
+    if (q->topk > 0)
+        store_fmt_estimate(q->topk, est, sizeof est);
+    printf("\n%s%squality against kv_bits %d: text %s (sha256 %.12s...), window %lld, scored "
+           "from %lld, %lld window%s\n",
+           est, est[0] ? " of the " : "", q->ref_kv_bits, q->text_name, q->text_sha256,
+           (long long)q->ctx, (long long)q->score_from, (long long)q->windows,
+           q->windows == 1 ? "" : "s");
     if (print_settings(l, sum) != 0)
         return -1;
+    if (q->topk > 0)
+        printf("%s: from the engine's top %d logprobs at each position, both settings' "
+               "distributions\nkept to the tokens both lists hold and one bucket for the rest "
+               "(a lower bound of the full KL);\nno perplexity: the text's next token is not "
+               "always among the top %d\n",
+               est, q->topk, q->topk);
     puts("KL: KL(reference || setting) per scored position, nats; TOP1: share of positions "
          "where both pick the same token;\nPPL_REF, PPL: perplexity at the reference and at the "
          "setting; DEC_TPS: the leg's decode tok/s p50 (sweep --quality)");

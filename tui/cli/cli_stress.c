@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "tui/core/cluster.h"
+#include "tui/engine/eng_knob.h"
 #include "tui/ssh/knobs.h"
 #include "tui/stress/console_runs.h"
 #include "tui/stress/stress.h"
@@ -260,18 +261,23 @@ static int load_target(const sopts *o, stress_target *t, struct knob_node *k)
     char line[CLUSTER_START_MAX];
     const stress_opts *r = &o->run;
     int nk = r->n_kv_bits ? r->n_kv_bits : 1, ns = r->n_prefill_step ? r->n_prefill_step : 1;
-    for (int i = 0; r->mode == STORE_MODE_SWEEP && i < nk; i++)
+    /* A top-k quality estimate restarts with the engine's reference
+     * (checked as kv_bits[-1]) and each kv_bits, at the node's step. */
+    int quality = r->mode == STORE_MODE_QUALITY;
+    for (int i = quality ? -1 : 0; (r->mode == STORE_MODE_SWEEP || quality) && i < nk; i++)
         for (int j = 0; j < ns; j++) {
-            int kv = r->n_kv_bits ? r->kv_bits[i] : h->kv_bits;
+            int kv = i < 0          ? eng_knob_ref_bits(h->engine)
+                     : r->n_kv_bits ? r->kv_bits[i]
+                                    : h->kv_bits;
             int step = r->n_prefill_step ? r->prefill_step[j] : h->prefill_step;
-            proto_set_args want = {.has_kv_bits = kv != h->kv_bits,
+            proto_set_args want = {.has_kv_bits = quality || kv != h->kv_bits,
                                    .kv_bits = kv,
                                    .has_prefill_step = step != h->prefill_step,
                                    .prefill_step = step};
             if ((want.has_kv_bits || want.has_prefill_step) &&
                 knobs_start_line(n, NULL, &want, line, sizeof line, err, sizeof err) != 0) {
-                fprintf(stderr, "infertop stress: the sweep restarts node '%s' between legs: %s\n",
-                        n->name, err);
+                fprintf(stderr, "infertop stress: %s restarts node '%s' between legs: %s\n",
+                        quality ? "the top-k quality estimate" : "the sweep", n->name, err);
                 cluster_free(c);
                 return CLI_USAGE;
             }

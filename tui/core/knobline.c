@@ -226,7 +226,7 @@ int knobline_rewrite(eng_kind k, const char *start, const proto_set_args *want, 
     const struct eng_knobs *t = eng_knobs_of(k);
     if (eng_knob_check(k, want, err, errlen) != 0)
         return -1;
-    if (t->mode != ENG_KNOB_RESTART) {
+    if (t->mode == ENG_KNOB_NONE || !t->kv[0].names[0]) {
         snprintf(err, errlen, "%s takes kv_bits and prefill_step live: its start line stays",
                  eng_name(k));
         return -1;

@@ -9,7 +9,13 @@
  * take `-fa on|off|auto`, whose `on` knobline.c keeps or sets when the
  * line already has it. */
 static const struct eng_knobs table[ENG_COUNT] = {
-    [ENG_INFERD] = {.mode = ENG_KNOB_LIVE},
+    /* inferd takes its knobs live; its start line carries them too, for
+     * the restarts of an inferd node driven over HTTP (stress quality's
+     * top-k estimate applies its settings by restart on every engine). */
+    [ENG_INFERD] = {.mode = ENG_KNOB_LIVE,
+                    .kv = {{0, {"--kv-bits"}}},
+                    .kv_choices = {{32, "32", 0}, {16, "16", 0}, {8, "8", 0}, {4, "4", 0}},
+                    .step = {0, {"--prefill-step"}}},
     [ENG_LLAMACPP] = {.mode = ENG_KNOB_RESTART,
                       .kv = {{0, {"--cache-type-k", "-ctk"}}, {0, {"--cache-type-v", "-ctv"}}},
                       .kv_choices = {{16, "f16", 0}, {8, "q8_0", 1}, {4, "q4_0", 1}},
@@ -43,6 +49,15 @@ const char *eng_knob_mode_name(eng_knob_mode m)
 const struct eng_knobs *eng_knobs_of(eng_kind k)
 {
     return &table[k];
+}
+
+int eng_knob_ref_bits(eng_kind k)
+{
+    int best = 0;
+    for (int i = 0; i < ENG_KV_CHOICES && table[k].kv_choices[i].text; i++)
+        if (table[k].kv_choices[i].bits > best)
+            best = table[k].kv_choices[i].bits;
+    return best;
 }
 
 const struct eng_kv_choice *eng_knob_kv_choice(eng_kind k, int bits)

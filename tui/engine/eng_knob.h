@@ -2,7 +2,9 @@
  * (proto_set_args), mean on each engine, and the start line that carries
  * them (the rewrite itself is tui/core/knobline.h).
  *
- * inferd takes both live (`set` over its control socket). The HTTP engines
+ * inferd takes both live (`set` over its control socket); its start line
+ * carries them as --kv-bits and --prefill-step for a restart of an inferd
+ * node driven over HTTP (stress quality's top-k estimate). The HTTP engines
  * read them from their command line only, so they are applied by
  * rewriting the node's `start` line and restarting it:
  *
@@ -60,7 +62,7 @@ struct eng_kv_choice {
     int quantized;
 };
 
-#define ENG_KV_CHOICES 3
+#define ENG_KV_CHOICES 4
 
 /* One engine's table. tui/core/knobline.h rewrites start lines with it. */
 struct eng_knobs {
@@ -75,6 +77,10 @@ struct eng_knobs {
 };
 
 const struct eng_knobs *eng_knobs_of(eng_kind k);
+
+/* The most precise kv_bits engine k takes (inferd 32, llama.cpp 16 =
+ * f16): the reference of a top-k quality estimate. 0: none known. */
+int eng_knob_ref_bits(eng_kind k);
 
 /* The text kv_bits `bits` is written as on engine k, and whether it is
  * quantized; NULL when eng_knob_check refuses it. */

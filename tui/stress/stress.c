@@ -216,6 +216,7 @@ static void *run_main(void *arg)
         set_state(r, STRESS_RUNNING, STORE_RUNNING);
         if (connected) {
             status = st_run_legs(r);
+            st_topk_end(r);
             settle(r);
         } else {
             status = st_aborted(r) ? STORE_ABORTED : STORE_FAILED;
@@ -272,10 +273,19 @@ int stress_start(stress_run **out, const stress_opts *o, const stress_target *t,
     }
     if (t->http && check_http_sweep(o, t, err, errlen) != 0)
         return -1;
-    if (t->http && (o->mode == STORE_MODE_QUALITY || (o->mode == STORE_MODE_SWEEP && o->quality))) {
+    if (t->http && o->mode == STORE_MODE_SWEEP && o->quality) {
         snprintf(err, errlen,
-                 "node '%s' (%s) is driven over HTTP: a quality measurement needs the `quality` "
-                 "op of an inferd ring (-c with the ring, or --control/--telemetry)",
+                 "node '%s' (%s) is driven over HTTP: sweep --quality needs the `quality` op of "
+                 "an inferd ring (-c with the ring, or --control/--telemetry); `stress quality "
+                 "--node` estimates an HTTP node's quality from top-k logprobs",
+                 t->http_node.name, eng_name(t->http_node.engine));
+        return -1;
+    }
+    /* The estimate's two settings are the node's by restart. */
+    if (t->http && o->mode == STORE_MODE_QUALITY && !t->apply_knobs) {
+        snprintf(err, errlen,
+                 "node '%s' (%s): a top-k quality estimate restarts the node with the reference "
+                 "setting and each one measured, and this infertop has no way to restart it",
                  t->http_node.name, eng_name(t->http_node.engine));
         return -1;
     }

@@ -30,7 +30,12 @@
  *           32 and at the value over the same tokens (the `quality` op,
  *           engine/PROTOCOL.md 2.7), and the leg records the KL, top-1
  *           agreement and perplexities, overall and per depth bucket.
- *           Nothing is set on the nodes. An inferd ring only.
+ *           Nothing is set on the nodes. On an HTTP node (any engine
+ *           whose settings infertop restarts it with), a top-k estimate
+ *           instead (stress_topk.c): the reference setting, then each
+ *           leg's, applied by restart, the text scored position by
+ *           position from each engine's top-k logprobs, and the node's
+ *           start line restored at the end.
  *
  * Every leg records its concurrency and its aggregate throughput (the
  * tokens all its requests generated over its wall time) in the store.
@@ -53,6 +58,7 @@
 
 #include "engine/proto/opt.h" /* OPT_CONCURRENCY_MAX, OPT_RUN_TEXT_MAX */
 #include "store/store.h"
+#include "tui/engine/eng_topk.h"
 #include "tui/engine/engine.h"
 
 /* Values in a sweep's kv_bits / prefill_step / concurrency list. */
@@ -167,6 +173,7 @@ typedef enum stress_state {
 /* A leg's quality beside its speed, for the Stress and History views. */
 typedef struct stress_quality_leg {
     int leg, kv_bits;
+    int ref_kv_bits, topk; /* the reference; topk: k of a top-k estimate, 0 when full */
     double kl_mean, kl_p99, kl_max, top1, ppl_ref, ppl_test;
     double decode_p50; /* the leg's decode tok/s p50 (a sweep's legs); NaN without */
     int n_buckets;     /* the first STRESS_QBUCKETS_MAX */
@@ -287,6 +294,18 @@ double stress_eta(double elapsed_s, double done, double total);
  * and the last decile. */
 void stress_drift_of(const double *ttft, const double *e2e, const double *decode, size_t n,
                      stress_drift *d);
+
+/* ---- the top-k estimate of an HTTP node's quality (stress_topk.c) ---- */
+
+/* The top-k KL, KL(ref || test) in nats, of one position: both
+ * distributions coarsened to the tokens both top-k lists hold (matched by
+ * text) and one bucket for every other token, whose mass is 1 minus
+ * theirs (at least STRESS_TOPK_FLOOR), each then renormalised to sum 1.
+ * Coarsening never raises a KL, so this is a lower bound of the full
+ * one; identical lists give 0 exactly. *agree: 1 when both lists' most
+ * probable token is the same. */
+#define STRESS_TOPK_FLOOR 1e-10
+double stress_topk_kl(const eng_topk *ref, const eng_topk *test, int *agree);
 
 /* ---- the OpenAI stream, read as it comes (stress_sse.c) ---- */
 

@@ -82,10 +82,8 @@ static void url_of(const stress_http_node *n, const char *path, char *out, size_
     snprintf(out, len, "%s%s", n->url, path);
 }
 
-/* GET path (post NULL) or POST post to it: the answer as JSON (new
- * reference) when it is 200 and JSON, else NULL with err. */
-static json_t *call_json(const stress_run *r, const char *path, const char *post, char *err,
-                         size_t errlen)
+json_t *st_http_json(const stress_run *r, const char *path, const char *post, long timeout_s,
+                     char *err, size_t errlen)
 {
     const stress_http_node *n = &r->target.http_node;
     char url[STRESS_EP_MAX + 64], cerr[CURL_ERROR_SIZE] = "";
@@ -100,7 +98,7 @@ static json_t *call_json(const stress_run *r, const char *path, const char *post
     }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, PROBE_TIMEOUT_S);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_buf);
@@ -114,7 +112,8 @@ static json_t *call_json(const stress_run *r, const char *path, const char *post
         snprintf(err, errlen, "%s %s: %s", post ? "POST" : "GET", url,
                  cerr[0] ? cerr : curl_easy_strerror(rc));
     else if (status != 200)
-        snprintf(err, errlen, "%s %s: HTTP %ld", post ? "POST" : "GET", url, status);
+        snprintf(err, errlen, "%s %s: HTTP %ld: %.300s", post ? "POST" : "GET", url, status,
+                 b.p ? b.p : "");
     else if (!(out = json_loads(b.p ? b.p : "", 0, NULL)))
         snprintf(err, errlen, "%s %s: the answer is not JSON", post ? "POST" : "GET", url);
 done:
@@ -138,7 +137,7 @@ static void ask_version(stress_run *r)
     for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
         if (where[i].kind != r->target.http_node.engine)
             continue;
-        json_t *o = call_json(r, where[i].path, NULL, err, sizeof err);
+        json_t *o = st_http_json(r, where[i].path, NULL, PROBE_TIMEOUT_S, err, sizeof err);
         const char *v = json_string_value(json_object_get(o, where[i].key));
         snprintf(r->engine_version, sizeof r->engine_version, "%s", v ? v : "");
         json_decref(o);
@@ -153,7 +152,7 @@ static int count_tokens(stress_run *r, const char *text)
     json_t *req = json_pack("{ss ss ss}", "content", text, "prompt", text, "model", r->http->model);
     char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
-    json_t *o = body ? call_json(r, "/tokenize", body, err, sizeof err) : NULL;
+    json_t *o = body ? st_http_json(r, "/tokenize", body, PROBE_TIMEOUT_S, err, sizeof err) : NULL;
     free(body);
     json_t *t = json_object_get(o, "tokens");
     int n = json_is_array(t) ? (int)json_array_size(t) : -1;
@@ -213,7 +212,7 @@ int st_http_connect(stress_run *r, char *err, size_t errlen)
     node->kv_bits = n->kv_bits;
     node->prefill_step = n->prefill_step;
     char why[512];
-    json_t *models = call_json(r, "/v1/models", NULL, why, sizeof why);
+    json_t *models = st_http_json(r, "/v1/models", NULL, PROBE_TIMEOUT_S, why, sizeof why);
     const char *id = json_string_value(
         json_object_get(json_array_get(json_object_get(models, "data"), 0), "id"));
     if (!id) {
@@ -227,6 +226,11 @@ int st_http_connect(stress_run *r, char *err, size_t errlen)
     ask_version(r);
     r->http->tokenizes = count_tokens(r, "hello") > 0;
     return 0;
+}
+
+const char *st_http_model(const stress_run *r)
+{
+    return r->http->model;
 }
 
 void st_http_disconnect(stress_run *r)
@@ -516,4 +520,31 @@ int st_http_pump(stress_run *r, int timeout_ms, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+/* ---- settings, by the target's restart (the engines take theirs at
+ * start) ---- */
+
+int st_restart_with(stress_run *r, int kv_bits, int prefill_step)
+{
+    st_node *n = &r->nodes[0];
+    if (n->kv_bits == kv_bits && n->prefill_step == prefill_step)
+        return 0;
+    char err[256] = "";
+    double took = 0.0;
+    int rc =
+        r->target.apply_knobs(r->target.knobs_ctx, kv_bits, prefill_step, &took, err, sizeof err);
+    json_t *d = json_pack("{si si sb sf}", "kv_bits", kv_bits, "prefill_step", prefill_step, "ok",
+                          rc == 0, "took_s", took);
+    if (rc != 0) {
+        json_object_set_new(d, "error", json_string(err));
+        st_note_failure(r, "leg %d: restarting node '%s' with kv_bits %d, prefill_step %d: %s",
+                        r->leg, n->name, kv_bits, prefill_step, err);
+    } else {
+        n->kv_bits = kv_bits;
+        n->prefill_step = prefill_step;
+        n->down = 0;
+    }
+    st_event(r, n->name, "restart", d);
+    return rc == 0 ? 0 : -1;
 }

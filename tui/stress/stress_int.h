@@ -104,6 +104,7 @@ struct stress_run {
     proto_reply call_reply;
 
     /* quality: the text scored (owned; o.text points here) and its sha256 */
+    struct st_topk *topk; /* an HTTP node's top-k estimate: the text's positions, the reference's */
     char *text;
     char text_sha256[STORE_SHA256_HEX];
 
@@ -173,6 +174,17 @@ int st_http_pump(stress_run *r, int timeout_ms, char *err, size_t errlen);
 int st_http_send(stress_run *r, int64_t ctx_before, int64_t ctx_target, int prompt_tokens, int gen,
                  char *err, size_t errlen);
 void st_http_end_all(stress_run *r, const char *code, const char *message);
+/* GET path (post NULL) or POST post to it, blocking for at most timeout_s:
+ * the answer as JSON (new reference) when it is 200 and JSON, else NULL
+ * with err (an error answer's start in it). */
+json_t *st_http_json(const stress_run *r, const char *path, const char *post, long timeout_s,
+                     char *err, size_t errlen);
+/* The model the node serves (its /v1/models' first). */
+const char *st_http_model(const stress_run *r);
+/* Restarts the HTTP node with kv_bits and prefill_step (0: its start
+ * line's) unless it runs with them; the restart is an event of the run.
+ * 0, or -1 with the failure noted. */
+int st_restart_with(stress_run *r, int kv_bits, int prefill_step);
 
 /* ---- stress_record.c ---- */
 
@@ -204,6 +216,16 @@ void st_text_sha256(const char *text, char out[STORE_SHA256_HEX]);
  * (q->buckets: free()); -1 with err naming what is missing. */
 int st_quality_read(const json_t *reply, store_quality *q, char *err, size_t errlen);
 
+/* ---- stress_topk.c ---- */
+
+/* An HTTP node's quality at kv_bits, estimated from top-k logprobs
+ * against the engine's most precise setting (the first leg also scores
+ * the reference), and recorded with the leg. */
+store_status st_topk_measure(stress_run *r, int kv_bits);
+/* After the legs: the node's own start line back if a leg restarted it
+ * (a failure is the run's), and the estimate's memory freed. */
+void st_topk_end(stress_run *r);
+
 /* ---- stress_modes.c ---- */
 
 /* Runs every leg of the run; returns the run's status. */
@@ -220,6 +242,8 @@ void st_progress_request(stress_run *r, const st_outcome *o, int64_t ctx);
 /* How far the current leg is, for the ETA. */
 void st_progress_work(stress_run *r, double done, double total);
 void st_progress_error(stress_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Keeps the first failure of the run (runs.failure) and shows it. */
+void st_note_failure(stress_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A leg's quality measured (with the leg's decode p50 beside it). */
 void st_progress_quality(stress_run *r, const store_quality *q);
 void st_progress_measuring(stress_run *r, int on);

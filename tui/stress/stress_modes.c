@@ -7,7 +7,6 @@
  * sweep applies each grid point live, checks it in every node's
  * telemetry, and runs a leg of either kind. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,25 +16,10 @@
 
 enum { WAIT_ENDED = 1, WAIT_TIME = 0, WAIT_ABORTED = -1, WAIT_BROKEN = -2 };
 
-/* Keeps the first failure of the run, for runs.failure. */
-static void note_failure(stress_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void note_failure(stress_run *r, const char *fmt, ...)
-{
-    char msg[sizeof r->failure];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!r->failure[0])
-        snprintf(r->failure, sizeof r->failure, "%s", msg);
-    st_progress_error(r, "%s", msg);
-}
-
 static void note_request_failure(stress_run *r, const st_outcome *o)
 {
-    note_failure(r, "leg %d, request %lld at context %lld: %s: %s", r->leg, (long long)o->idx,
-                 (long long)o->ctx_before, o->code, o->message);
+    st_note_failure(r, "leg %d, request %lld at context %lld: %s: %s", r->leg, (long long)o->idx,
+                    (long long)o->ctx_before, o->code, o->message);
 }
 
 /* Pumps until a request ends (WAIT_ENDED, *out filled) or until_ms passes.
@@ -55,7 +39,7 @@ static int await(stress_run *r, double until_ms, st_outcome *out)
         double wait = fmin(until_ms - now, 100.0);
         char err[256];
         if (st_pump(r, (int)ceil(wait), err, sizeof err) != 0) {
-            note_failure(r, "leg %d: %s", r->leg, err);
+            st_note_failure(r, "leg %d: %s", r->leg, err);
             st_end_all(r, "internal", err);
             return WAIT_BROKEN;
         }
@@ -90,7 +74,7 @@ static int send_request(stress_run *r, int64_t prompt, const char *session, int6
         json_decref(a);
     }
     if (rc != 0)
-        note_failure(r, "leg %d: cannot send a request: %s", r->leg, err);
+        st_note_failure(r, "leg %d: cannot send a request: %s", r->leg, err);
     return rc;
 }
 
@@ -202,7 +186,7 @@ static store_status leg_fixed(stress_run *r, int64_t requests, double duration_s
          * would only pile up timeouts (a soak would for its whole duration). */
         const st_node *down = node_down(r);
         if (down && !stop) {
-            note_failure(r, "leg %d: node '%s' is down", r->leg, down->name);
+            st_note_failure(r, "leg %d: node '%s' is down", r->leg, down->name);
             status = STORE_FAILED;
             stop = 1;
         }
@@ -275,7 +259,7 @@ static store_status measure_quality(stress_run *r, int kv_bits)
     if (got != 1) {
         if (st_aborted(r))
             return STORE_ABORTED;
-        note_failure(r, "leg %d: quality at kv_bits %d: %s", r->leg, kv_bits, err);
+        st_note_failure(r, "leg %d: quality at kv_bits %d: %s", r->leg, kv_bits, err);
         return STORE_FAILED;
     }
     r->measurements++;
@@ -286,13 +270,14 @@ static store_status measure_quality(stress_run *r, int kv_bits)
     memcpy(q.text_sha256, r->text_sha256, sizeof q.text_sha256);
     store_status st = STORE_FAILED;
     if (!rep.ok)
-        note_failure(r, "leg %d: quality at kv_bits %d: %s: %s", r->leg, kv_bits, rep.code,
-                     rep.message);
+        st_note_failure(r, "leg %d: quality at kv_bits %d: %s: %s", r->leg, kv_bits, rep.code,
+                        rep.message);
     else if (st_quality_read(rep.json, &q, err, sizeof err) != 0)
-        note_failure(r, "leg %d: quality at kv_bits %d: %s", r->leg, kv_bits, err);
+        st_note_failure(r, "leg %d: quality at kv_bits %d: %s", r->leg, kv_bits, err);
     else if (store_quality_add(r->db, &q) != 0)
-        note_failure(r, "leg %d: quality at kv_bits %d: the history did not take the measurement",
-                     r->leg, kv_bits);
+        st_note_failure(r,
+                        "leg %d: quality at kv_bits %d: the history did not take the measurement",
+                        r->leg, kv_bits);
     else
         st = STORE_COMPLETED;
     if (st == STORE_COMPLETED)
@@ -307,7 +292,7 @@ static store_status run_leg(stress_run *r, store_mode mode)
     switch (mode) {
     case STORE_MODE_QUALITY:
         st_progress_leg(r, -1, -1);
-        return measure_quality(r, r->kv_bits);
+        return r->target.http ? st_topk_measure(r, r->kv_bits) : measure_quality(r, r->kv_bits);
     case STORE_MODE_GROWTH:
         return leg_growth(r);
     case STORE_MODE_SOAK:
@@ -329,39 +314,12 @@ static int every_node_shows(const stress_run *r, int kv_bits, int prefill_step, 
     return 1;
 }
 
-/* Applies a grid point to an HTTP node by the target's restart (the
- * engines take their settings at start), unless it runs with them
- * already; the restart and its time are an event of the run. */
-static int restart_with(stress_run *r, int kv_bits, int prefill_step)
-{
-    st_node *n = &r->nodes[0];
-    if (n->kv_bits == kv_bits && n->prefill_step == prefill_step)
-        return 0;
-    char err[256] = "";
-    double took = 0.0;
-    int rc =
-        r->target.apply_knobs(r->target.knobs_ctx, kv_bits, prefill_step, &took, err, sizeof err);
-    json_t *d = json_pack("{si si sb sf}", "kv_bits", kv_bits, "prefill_step", prefill_step, "ok",
-                          rc == 0, "took_s", took);
-    if (rc != 0) {
-        json_object_set_new(d, "error", json_string(err));
-        note_failure(r, "leg %d: restarting node '%s' with kv_bits %d, prefill_step %d: %s", r->leg,
-                     n->name, kv_bits, prefill_step, err);
-    } else {
-        n->kv_bits = kv_bits;
-        n->prefill_step = prefill_step;
-        n->down = 0;
-    }
-    st_event(r, n->name, "restart", d);
-    return rc == 0 ? 0 : -1;
-}
-
 /* Applies a grid point through the head (which passes it around the ring)
  * and waits until every node's own telemetry reports it. */
 static int apply_settings(stress_run *r, int kv_bits, int prefill_step)
 {
     if (r->target.http)
-        return restart_with(r, kv_bits, prefill_step);
+        return st_restart_with(r, kv_bits, prefill_step);
     for (int i = 0; i < r->n_nodes; i++)
         r->nodes[i].kv_bits = r->nodes[i].prefill_step = -1;
     double t0 = clock_ms();
@@ -373,8 +331,8 @@ static int apply_settings(stress_run *r, int kv_bits, int prefill_step)
     if (got != 1 && st_aborted(r))
         return -1;
     if (got != 1) {
-        note_failure(r, "leg %d: set kv_bits %d, prefill_step %d: %s", r->leg, kv_bits,
-                     prefill_step, a ? err : "out of memory");
+        st_note_failure(r, "leg %d: set kv_bits %d, prefill_step %d: %s", r->leg, kv_bits,
+                        prefill_step, a ? err : "out of memory");
         return -1;
     }
     json_t *d =
@@ -382,8 +340,8 @@ static int apply_settings(stress_run *r, int kv_bits, int prefill_step)
     if (d && rep.ok)
         json_object_set(d, "stages", json_object_get(rep.json, "stages"));
     if (!rep.ok) {
-        note_failure(r, "leg %d: set kv_bits %d, prefill_step %d: %s: %s", r->leg, kv_bits,
-                     prefill_step, rep.code, rep.message);
+        st_note_failure(r, "leg %d: set kv_bits %d, prefill_step %d: %s: %s", r->leg, kv_bits,
+                        prefill_step, rep.code, rep.message);
         json_object_set_new(d, "error",
                             json_pack("{ss ss}", "code", rep.code, "message", rep.message));
         st_event(r, r->nodes[0].name, "config", d);
@@ -397,11 +355,11 @@ static int apply_settings(stress_run *r, int kv_bits, int prefill_step)
     while (!every_node_shows(r, kv_bits, prefill_step, &lag)) {
         if (st_aborted(r) || clock_ms() > deadline || st_pump(r, 50, err, sizeof err) != 0) {
             if (!st_aborted(r))
-                note_failure(r,
-                             "leg %d: node '%s' still reports kv_bits %d, prefill_step %d "
-                             "10 s after set kv_bits %d, prefill_step %d",
-                             r->leg, r->nodes[lag].name, r->nodes[lag].kv_bits,
-                             r->nodes[lag].prefill_step, kv_bits, prefill_step);
+                st_note_failure(r,
+                                "leg %d: node '%s' still reports kv_bits %d, prefill_step %d "
+                                "10 s after set kv_bits %d, prefill_step %d",
+                                r->leg, r->nodes[lag].name, r->nodes[lag].kv_bits,
+                                r->nodes[lag].prefill_step, kv_bits, prefill_step);
             json_object_set_new(d, "verified", json_false());
             st_event(r, r->nodes[0].name, "config", d);
             return -1;

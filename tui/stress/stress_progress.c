@@ -102,6 +102,8 @@ void stress_quality_leg_of(const store_quality *q, double decode_p50, stress_qua
     memset(out, 0, sizeof *out);
     out->leg = q->leg;
     out->kv_bits = q->kv_bits;
+    out->ref_kv_bits = q->ref_kv_bits;
+    out->topk = q->topk;
     out->kl_mean = q->kl_mean;
     out->kl_p99 = q->kl_p99;
     out->kl_max = q->kl_max;
@@ -170,4 +172,16 @@ void stress_progress_get(stress_run *r, stress_progress *p)
 void stress_abort(stress_run *r)
 {
     atomic_store(&r->abort, 1);
+}
+
+void st_note_failure(stress_run *r, const char *fmt, ...)
+{
+    char msg[sizeof r->failure];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!r->failure[0])
+        snprintf(r->failure, sizeof r->failure, "%s", msg);
+    st_progress_error(r, "%s", msg);
 }

@@ -277,11 +277,15 @@ static int draw_quality(struct view_ctx *v, WINDOW *w, int y, int width)
     time_t t = (time_t)q->t;
     struct tm tm;
     strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime_r(&t, &tm));
+    /* A top-k estimate (an inferd node measured over HTTP) has no perplexity. */
+    char est[64] = "";
+    if (q->topk > 0)
+        store_fmt_estimate(q->topk, est, sizeof est);
+    else
+        snprintf(est, sizeof est, "ppl %.2f vs %.2f", q->ppl_test, q->ppl_ref);
     draw_textf(w, v->g, y, 0, width, palette_attr(v->pal, PAL_TITLE),
-               "kv_bits %d on %s: KL mean %.3g (p99 %.3g) nats, top-1 %.3f, ppl %.2f vs %.2f; "
-               "run %lld, %s",
-               kv, q->model, q->kl_mean, q->kl_p99, q->top1, q->ppl_test, q->ppl_ref,
-               (long long)q->run, when);
+               "kv_bits %d on %s: KL mean %.3g (p99 %.3g) nats, top-1 %.3f, %s; run %lld, %s", kv,
+               q->model, q->kl_mean, q->kl_p99, q->top1, est, (long long)q->run, when);
     return 1;
 }
 

@@ -33,7 +33,15 @@ static int draw_table(struct view_ctx *v, WINDOW *w, struct layout_rect r,
                       const stress_quality_leg *q, int n)
 {
     attr_t title = palette_attr(v->pal, PAL_TITLE);
-    draw_text(w, v->g, r.y, r.x, r.w, title, "speed        | quality against kv_bits 32");
+    /* The newest leg's reference and kind: a run measures one way. */
+    char est[48] = "";
+    if (q[n - 1].topk > 0) {
+        est[0] = ',';
+        est[1] = ' ';
+        store_fmt_estimate(q[n - 1].topk, est + 2, sizeof est - 2);
+    }
+    draw_textf(w, v->g, r.y, r.x, r.w, title, "speed        | quality against kv_bits %d%s",
+               q[n - 1].ref_kv_bits, est);
     draw_textf(w, v->g, r.y + 1, r.x, r.w, title, "%-3s %-4s %7s | %8s %8s %6s %7s", "LEG", "KV",
                "DEC_TPS", "KL_MEAN", "KL_P99", "TOP1", "PPL");
     int rows = 2;

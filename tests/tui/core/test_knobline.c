@@ -172,12 +172,25 @@ Test(knobline, ollama_environment_in_front)
              "OLLAMA_KV_CACHE_TYPE=f16 ollama serve OLLAMA_KV_CACHE_TYPE=q8_0");
 }
 
+/* An inferd node driven over HTTP is restarted with its own flags (a top-k
+ * quality estimate's settings); its `set` stays live. */
+Test(knobline, inferd_start_line)
+{
+    rewrites(ENG_INFERD, "inferd serve --http 127.0.0.1:8080", &KV8,
+             "inferd serve --http 127.0.0.1:8080 --kv-bits 8");
+    rewrites(ENG_INFERD, "inferd serve --kv-bits=16 --prefill-step 64", &STEP256,
+             "inferd serve --kv-bits=16 --prefill-step 256");
+    cr_assert_eq(eng_knob_ref_bits(ENG_INFERD), 32);
+    cr_assert_eq(eng_knob_ref_bits(ENG_LLAMACPP), 16);
+    cr_assert_eq(eng_knob_ref_bits(ENG_VLLM), 16);
+    cr_assert_eq(eng_knob_ref_bits(ENG_OPENAI), 0);
+}
+
 Test(knobline, refusals)
 {
     refused(ENG_OLLAMA, "ollama serve", &STEP256, "prefill_step", "kv_bits 16 (f16)");
     refused(ENG_VLLM, "vllm serve m", &KV4, "kv_bits 4", "16 (auto) or 8 (fp8)");
     refused(ENG_OPENAI, "my-server", &KV8, "not known to infertop", "start line");
-    refused(ENG_INFERD, "inferd serve", &KV8, "live", NULL);
     refused(ENG_LLAMACPP, "llama-server -m 'x", &KV8, "quote", NULL);
     refused(ENG_LLAMACPP, "  ", &KV8, "empty", NULL);
     char out[40], err[256];

@@ -152,6 +152,32 @@ Test(view_quality, stress_shows_the_runners_measured_legs)
     cr_expect_geq(screen_find(&scr, LAYOUT_CHART, "KL by depth"), 0);
 }
 
+/* An HTTP node's legs, estimated from top-k logprobs against the
+ * engine's reference: the title says which, and with what k. */
+Test(view_quality, a_topk_estimate_says_so)
+{
+    screen_open(&scr, st, LAYOUT_STRESS, 120, 40, 1.0);
+    store_quality_list l;
+    char err[256];
+    store *s = store_open(db, NULL, err, sizeof err);
+    cr_assert_not_null(s, "%s", err);
+    cr_assert_eq(store_run_quality(s, 1, &l, err, sizeof err), 0, "%s", err);
+    stress_quality_leg q[2];
+    for (int i = 0; i < 2; i++) {
+        l.q[i].topk = 20;
+        l.q[i].ref_kv_bits = 16;
+        stress_quality_leg_of(&l.q[i], NAN, &q[i]);
+    }
+    store_quality_list_free(&l);
+    store_close(s);
+    WINDOW *w = scr.win[LAYOUT_CHART];
+    struct layout_rect r = {0, 0, scr.lay.pane[LAYOUT_CHART].w - 1, scr.lay.pane[LAYOUT_CHART].h};
+    view_quality(&scr.v, w, r, q, 2);
+    cr_expect_geq(
+        screen_find(&scr, LAYOUT_CHART, "quality against kv_bits 16, top-k estimate (k=20)"), 0,
+        "%s", screen_row(&scr, LAYOUT_CHART, 0));
+}
+
 static void heartbeat_model(const char *model)
 {
     proto_head h = {.seq = 1};
