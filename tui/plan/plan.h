@@ -15,7 +15,8 @@
  *   reserve   what the engine's memory guard keeps free: max(32 MiB,
  *             budget / 16) (engine/node/guard.h)
  *   runtime   the process's own memory besides all that: measured on a
- *             running node as RSS - weights - KV (which counts the scratch
+ *             running node as used - weights - KV (used: RSS and the
+ *             weights not paged in yet; it counts the scratch
  *             it already holds twice, on the safe side), else
  *             PLAN_RUNTIME_DEFAULT
  *

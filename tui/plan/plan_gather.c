@@ -145,7 +145,9 @@ static int host_of(const struct cluster *c, const plan_seen *seen, int i, struct
             return 0;
         snprintf(h->key, sizeof h->key, "boot:%s", st->host_id);
         h->available = st->memory.host_available;
-        h->held = st->memory.used;
+        /* RSS, not used: weights not paged in yet are still part of
+         * MemAvailable, and the plan counts every weight itself. */
+        h->held = st->memory.rss;
         h->limit = st->memory.limit;
         return 1;
     }
@@ -189,11 +191,13 @@ static void share_hosts(const struct cluster *c, const plan_seen *seen, plan_inp
 /* ---- the plan's nodes ---- */
 
 /* Memory a running node holds besides its weights and KV (its scratch
- * included): RSS - weights - KV. */
+ * included): used (RSS and the weights not paged in yet; an older node
+ * says RSS alone) - weights - KV. */
 static uint64_t runtime_of(const proto_status *s)
 {
     uint64_t model = s->memory.weights_bytes + s->memory.kv_bytes;
-    return s->memory.rss > model ? s->memory.rss - model : 0;
+    uint64_t used = s->memory.used > s->memory.rss ? s->memory.used : s->memory.rss;
+    return used > model ? used - model : 0;
 }
 
 int plan_fill_nodes(const struct cluster *c, const plan_seen *seen, plan_input *in,

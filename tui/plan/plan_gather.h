@@ -13,7 +13,7 @@
  * Nodes on one host share its memory (plan_share_hosts): the host is the
  * boot id a running node reports (processes on one kernel share its
  * memory, containers included), else a down node's SSH host. Its pool is
- * its MemAvailable plus what its running nodes hold, counted once, and
+ * its MemAvailable plus what its running nodes hold (RSS), counted once, and
  * each of its k nodes gets pool / k, capped by its own limit (mem_limit,
  * cgroup). An even split rather than one pooled constraint: the layout
  * search stays per node, and a node never plans on memory another one of

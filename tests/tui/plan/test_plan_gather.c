@@ -69,8 +69,11 @@ Test(plan_gather, budgets_status_then_facts_then_mem_limit)
     cr_assert_str_eq(plan_from_name(from[1]), "facts");
 
     seen[1].facts.mem_available_kb = 1024 * 1024; /* 1 GiB, under it */
+    /* Weights mapped, not paged in yet: the node's all the same. */
+    seen[0].status.memory.used = 110 * MiB;
     cr_assert_eq(plan_fill_nodes(c, seen, &in, from, err, sizeof err), 0, "%s", err);
     cr_assert_eq(in.nodes[1].budget, 1024 * MiB);
+    cr_assert_eq(in.nodes[0].runtime, 60 * MiB, "used - weights - KV");
     cluster_free(c);
 }
 
