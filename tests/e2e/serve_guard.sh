@@ -142,7 +142,7 @@ stop part
 # ---- a GGUF stage's weights count before its first request pages them in
 GG="$root/tests/fixtures/gguf/r256-f32.gguf"
 start gg --model "$GG" --control "$(ep "$P17")" --telemetry "$(ep "$P18")" --threads 1 \
-    --mem-limit 64M
+    --mem-limit 128M
 up "$(ep "$P17")" || { fail "a GGUF node started"; finish; exit 1; }
 call "$(ep "$P17")" status | get memory >"$tmp/gg0"
 mem() { jq -r ".$1" "$tmp/$2"; }
@@ -151,7 +151,8 @@ check "before any request most of its $(mem weights_bytes gg0) weight bytes are 
 check "used is RSS plus them" [ "$(mem used gg0)" = $(($(mem rss gg0) + $(mem unpaged gg0))) ]
 check "headroom is the budget less that" \
     [ "$(mem headroom gg0)" = $(($(mem budget gg0) - $(mem used gg0))) ]
-call "$(ep "$P17")" generate '{"prompt":"Once upon a time","max_tokens":2}' >/dev/null
+call "$(ep "$P17")" generate '{"prompt":"Once upon a time","max_tokens":2}' >"$tmp/gg.gen"
+check "a request runs" [ "$(get ok <"$tmp/gg.gen" | tail -n 1)" = true ]
 call "$(ep "$P17")" status | get memory >"$tmp/gg1"
 check "a request leaves the headroom nearly as it said ($(mem headroom gg0) then $(mem headroom gg1))" \
     [ "$(mem headroom gg1)" -gt $(($(mem headroom gg0) - 4 * MiB)) ]
