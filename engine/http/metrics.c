@@ -456,7 +456,7 @@ static const struct {
      g_prefill},
     {"inferd_memory_budget_bytes",
      "Memory budget: min(--mem-limit, cgroup limit, what the OS can give).", g_budget},
-    {"inferd_memory_used_bytes", "Memory in use (resident set size).", g_used},
+    {"inferd_memory_used_bytes", "Memory in use: RSS and mapped weights not paged in yet.", g_used},
     {"inferd_memory_headroom_bytes", "Budget minus memory in use; negative when over.", g_headroom},
     {"inferd_weights_bytes", "Weights of the layers the node holds.", g_weights},
     {"inferd_sessions", "Sessions holding KV cache.", g_sessions},

@@ -530,50 +530,73 @@ static void run_fill(fill_plan *plan)
         pthread_join(workers[t].thread, NULL);
 }
 
-static void plan_job(fill_plan *plan, float **cursor, size_t n, float std)
+/* Fills layers [first, last) of a tensor kind stored for all n_layers
+ * together (per floats each), and moves the cursor past all of them. */
+static void fill_layers(fill_plan *plan, float **cursor, size_t per, int n_layers, int first,
+                        int last, float std)
 {
     /* A uniform in [-b, b) has standard deviation b / sqrt(3). */
-    plan->jobs[plan->n_jobs++] = (fill_job){.p = *cursor, .n = n, .bound = std * sqrtf(3.0f)};
-    *cursor += n;
+    if (first < last)
+        plan->jobs[plan->n_jobs++] = (fill_job){.p = *cursor + per * (size_t)first,
+                                                .n = per * (size_t)(last - first),
+                                                .bound = std * sqrtf(3.0f)};
+    *cursor += per * (size_t)n_layers;
 }
 
 /* Standard deviations chosen so every projection maps rms-1 inputs to
  * rms-1 outputs, and each residual branch adds about 1/sqrt(2 L): the
  * residual stream stays O(1) through any depth, and logits (the rms-1
- * normed state against embedding rows of std 1/sqrt(dim)) are O(1). */
-static void generate_weights(model *m, uint64_t seed)
+ * normed state against embedding rows of std 1/sqrt(dim)) are O(1).
+ * Only a stage's own tensors are written: the rest of the buffer is
+ * never touched, so its pages never become resident, and each value
+ * depends on its place in the whole buffer only (fill_slice). */
+static void generate_weights(model *m, uint64_t seed, int first, int last)
 {
     const model_config *c = &m->cfg;
-    size_t dim = c->dim, hidden = c->hidden_dim, L = c->n_layers;
+    size_t dim = c->dim, hidden = c->hidden_dim;
+    int L = c->n_layers, head = first == 0, tail = last == L;
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     float in_dim = 1.0f / sqrtf((float)dim);
     float residual = 1.0f / sqrtf(2.0f * (float)L);
     fill_plan plan = {.base = m->owned, .key = splitmix64(seed)};
     float *p = m->owned;
-    plan_job(&plan, &p, c->vocab_size * dim, in_dim);
-    plan_job(&plan, &p, L * dim, 0.0f);
-    plan_job(&plan, &p, L * dim * dim, in_dim);
-    plan_job(&plan, &p, 2 * L * kv_dim * dim, in_dim);
-    plan_job(&plan, &p, L * dim * dim, in_dim * residual);
-    plan_job(&plan, &p, L * dim, 0.0f);
-    plan_job(&plan, &p, L * hidden * dim, in_dim);
-    plan_job(&plan, &p, L * dim * hidden, residual / sqrtf((float)hidden));
-    plan_job(&plan, &p, L * hidden * dim, in_dim);
-    plan_job(&plan, &p, dim, 0.0f);
+    /* The table is the classifier too (synthetic models share it). */
+    fill_layers(&plan, &p, c->vocab_size * dim, 1, 0, head || tail, in_dim);
+    fill_layers(&plan, &p, dim, L, first, last, 0.0f);
+    fill_layers(&plan, &p, dim * dim, L, first, last, in_dim);
+    fill_layers(&plan, &p, kv_dim * dim, L, first, last, in_dim); /* wk */
+    fill_layers(&plan, &p, kv_dim * dim, L, first, last, in_dim); /* wv */
+    fill_layers(&plan, &p, dim * dim, L, first, last, in_dim * residual);
+    fill_layers(&plan, &p, dim, L, first, last, 0.0f);
+    fill_layers(&plan, &p, hidden * dim, L, first, last, in_dim);
+    fill_layers(&plan, &p, dim * hidden, L, first, last, residual / sqrtf((float)hidden));
+    fill_layers(&plan, &p, hidden * dim, L, first, last, in_dim);
+    fill_layers(&plan, &p, dim, 1, 0, tail, 0.0f);
     run_fill(&plan);
 }
 
-static int load_synth(model *m, const synth_spec *s, char *err, size_t errlen)
+static int load_synth(model *m, const synth_spec *s, int first, int last, char *err, size_t errlen)
 {
     m->cfg = config_from(s->v, 1);
+    /* A range outside the model is the caller's to refuse (it names the
+     * flag): the whole model is made meanwhile. */
+    if (last < 0 || first < 0 || first >= last || last > m->cfg.n_layers) {
+        first = 0;
+        last = m->cfg.n_layers;
+    }
     size_t bytes = total_floats(&m->cfg, 0) * sizeof(float);
-    m->owned = malloc(bytes);
-    if (!m->owned) {
-        snprintf(err, errlen, "%s: cannot allocate %zu bytes of weights", s->name, bytes);
+    /* Anonymous pages are resident only once written: a stage pays for
+     * its own layers, though every layer keeps its place in the buffer. */
+    void *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) {
+        snprintf(err, errlen, "%s: cannot map %zu bytes of weights: %s", s->name, bytes,
+                 strerror(errno));
         return -1;
     }
+    m->owned = buf;
+    m->owned_size = bytes;
     m->format = "synthetic";
-    generate_weights(m, s->seed);
+    generate_weights(m, s->seed, first, last);
     if (map_weights(m, m->owned, 0, err, errlen) != 0)
         return -1;
     model_sha256_hex(s->canonical, strlen(s->canonical), m->fingerprint);
@@ -619,7 +642,7 @@ int model_load_stage(model **out, const char *spec, int first, int last, char *e
                              (size_t)(embedded_model_end - embedded_model_start),
                              "embedded stories260K", err, errlen);
     else if (is_synth(spec))
-        rc = load_synth(m, &s, err, errlen);
+        rc = load_synth(m, &s, first, last, err, errlen);
     else if (model_is_gguf(spec))
         rc = model_gguf_load(m, spec, first, last, err, errlen);
     else
@@ -663,7 +686,8 @@ void model_free(model *m)
         munmap(m->map, m->map_size);
     gguf_llama_free(m->stage);
     gguf_close(m->file);
-    free(m->owned);
+    if (m->owned)
+        munmap(m->owned, m->owned_size);
     free(m->layers);
     free(m->name);
     free(m);

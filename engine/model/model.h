@@ -81,6 +81,10 @@ const struct gguf *model_gguf(const model *m);
  * shared, unless the stage is also the first). 0 for an invalid range. */
 size_t model_stage_bytes(const model *m, int first, int last);
 
+/* Of those bytes, the ones on pages not resident yet: a mapped file's
+ * tensors until a step first reads them (model_resident.c). */
+size_t model_unpaged_bytes(const model *m, int first, int last);
+
 /* The same bytes without loading weights, for a planner sizing a model
  * this process never loads: the shape `spec` names (as model_probe) into
  * *cfg, and

@@ -23,7 +23,8 @@ struct model {
     layer_weights *layers; /* [n_layers]; a GGUF stage fills its own only */
     void *map;             /* a checkpoint file's mapping, or NULL */
     size_t map_size;
-    float *owned;      /* synthetic weights, or NULL */
+    float *owned; /* synthetic weights (an anonymous mapping), or NULL */
+    size_t owned_size;
     gguf *file;        /* a GGUF model's file, or NULL */
     gguf_llama *stage; /* its description for the layers loaded */
 };

@@ -19,8 +19,11 @@ void guard_from(size_t mem_limit, size_t cgroup_limit, size_t rss, size_t mem_av
                 guard_mem *out)
 {
     size_t os = mem_available ? rss + mem_available : 0;
-    out->budget = min_limit(min_limit(mem_limit, cgroup_limit), os);
+    out->limit = min_limit(mem_limit, cgroup_limit);
+    out->host_available = mem_available;
+    out->budget = min_limit(out->limit, os);
     out->rss = rss;
+    out->unpaged = 0;
     size_t share = out->budget / GUARD_RESERVE_DIV;
     out->reserve = share > GUARD_RESERVE_MIN ? share : GUARD_RESERVE_MIN;
 }
@@ -30,14 +33,20 @@ void guard_measure(size_t mem_limit, guard_mem *out)
     guard_from(mem_limit, mem_cgroup_limit(), mem_rss(), mem_available(), out);
 }
 
+size_t guard_used(const guard_mem *g)
+{
+    return g->rss + g->unpaged;
+}
+
 size_t guard_available(const guard_mem *g)
 {
-    return g->budget > g->rss ? g->budget - g->rss : 0;
+    size_t used = guard_used(g);
+    return g->budget > used ? g->budget - used : 0;
 }
 
 int64_t guard_headroom(const guard_mem *g)
 {
-    return (int64_t)g->budget - (int64_t)g->rss;
+    return (int64_t)g->budget - (int64_t)guard_used(g);
 }
 
 guard_verdict guard_admit(const guard_mem *g, size_t needed, size_t idle, size_t *evict, char *err,
@@ -54,8 +63,9 @@ guard_verdict guard_admit(const guard_mem *g, size_t needed, size_t idle, size_t
         return GUARD_EVICT;
     }
     snprintf(err, errlen,
-             "needs %zu bytes, available %zu bytes of budget %zu (RSS %zu, reserve %zu%s)", needed,
-             available, g->budget, g->rss, g->reserve, idle ? ", idle sessions included" : "");
+             "needs %zu bytes, available %zu bytes of budget %zu (used %zu, reserve %zu%s)", needed,
+             available, g->budget, guard_used(g), g->reserve,
+             idle ? ", idle sessions included" : "");
     return GUARD_REFUSE;
 }
 

@@ -1,7 +1,10 @@
 /* guard.h: the memory budget of a node and the rules that admit growth.
  *
  * budget    = min(--mem-limit, the cgroup limit, RSS + MemAvailable)
- * available = budget - RSS (0 when RSS is already past the budget)
+ * used      = RSS + the mapped weights of the stage not paged in yet: a
+ *             GGUF stage's tensors stay in the file's mapping until a
+ *             step reads them, and they are the node's all the same
+ * available = budget - used (0 when used is already past the budget)
  * reserve   = max(GUARD_RESERVE_MIN, budget / GUARD_RESERVE_DIV): what a
  *             request must leave free for what nothing counts (allocator
  *             slack, libraries' buffers)
@@ -24,19 +27,23 @@
 typedef struct guard_mem {
     size_t budget;
     size_t rss;
+    size_t unpaged; /* mapped weights not resident yet (set by the node) */
     size_t reserve;
+    size_t limit;          /* min(--mem-limit, cgroup limit), 0: none */
+    size_t host_available; /* MemAvailable of the host, 0: unknown */
 } guard_mem;
 
 /* Reads the process and the system now. mem_limit 0: no explicit limit. */
 void guard_measure(size_t mem_limit, guard_mem *out);
 
 /* The same from given numbers (cgroup 0: none), for tests and callers
- * that already measured. */
+ * that already measured; unpaged starts at 0. */
 void guard_from(size_t mem_limit, size_t cgroup_limit, size_t rss, size_t mem_available,
                 guard_mem *out);
 
+size_t guard_used(const guard_mem *g); /* RSS + unpaged */
 size_t guard_available(const guard_mem *g);
-int64_t guard_headroom(const guard_mem *g); /* budget - RSS, negative when over */
+int64_t guard_headroom(const guard_mem *g); /* budget - used, negative when over */
 
 typedef enum guard_verdict {
     GUARD_FITS,  /* admit */

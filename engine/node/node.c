@@ -66,6 +66,12 @@ const guard_mem *node_mem(node *nd, int fresh)
     double now = clock_ms();
     if (fresh || now - nd->mem_t >= 100.0) {
         guard_measure(nd->o.mem_limit, &nd->mem);
+        /* Mapped weights are the node's before a step reads them; once
+         * all were in, what the kernel drops later is RSS's to say. */
+        if (!nd->paged_in) {
+            nd->mem.unpaged = model_unpaged_bytes(nd->m, nd->o.first, nd->o.last);
+            nd->paged_in = nd->mem.unpaged == 0;
+        }
         nd->mem_t = now;
     }
     return &nd->mem;

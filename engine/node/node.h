@@ -84,6 +84,7 @@ typedef struct node {
 
     guard_mem mem; /* last measure (node_mem) */
     double mem_t;
+    int paged_in; /* every page of the stage's weights was resident once */
 } node;
 
 /* node.c: what head.c, stage.c and serve.c share */

@@ -60,6 +60,7 @@ typedef struct server {
     char warning[PROTO_MESSAGE_MAX];
     double t_start, next_heartbeat;
     unsigned health_seen; /* head_health_changes at the last heartbeat */
+    proto_status shape;   /* model.shape and host_id, found once at load */
 } server;
 
 /* Set by the signal handler, read by the main loop: a signal handler can
@@ -108,8 +109,19 @@ static void node_status(server *sv, proto_status *s)
     s->config.max_ctx = sv->nd.o.max_ctx;
     s->config.max_seqs = sv->nd.o.max_seqs;
     s->config.pipeline_depth = sv->nd.o.pipeline_depth;
+    s->model.head_dim = sv->shape.model.head_dim;
+    s->model.shared_classifier = sv->shape.model.shared_classifier;
+    s->model.embed_bytes = sv->shape.model.embed_bytes;
+    s->model.out_bytes = sv->shape.model.out_bytes;
+    s->model.n_layer_bytes = sv->shape.model.n_layer_bytes;
+    memcpy(s->model.layer_bytes, sv->shape.model.layer_bytes,
+           (size_t)s->model.n_layer_bytes * sizeof s->model.layer_bytes[0]);
+    memcpy(s->host_id, sv->shape.host_id, sizeof s->host_id);
     s->memory.budget = g->budget;
-    s->memory.used = g->rss;
+    s->memory.used = guard_used(g);
+    s->memory.unpaged = g->unpaged;
+    s->memory.limit = g->limit;
+    s->memory.host_available = g->host_available;
     s->memory.headroom = guard_headroom(g);
     s->memory.weights_bytes = model_stage_bytes(sv->nd.m, sv->nd.o.first, sv->nd.o.last);
     s->memory.rss = g->rss;
@@ -268,6 +280,32 @@ static void node_close(server *sv)
     steplog_close(sv->nd.log);
 }
 
+/* The whole model's bytes, for planners asking the status (from the
+ * header alone: nothing more is paged in), and the host's id. What
+ * cannot be read is left out of the status, which then says less. */
+static void load_shape(server *sv)
+{
+    proto_status *s = &sv->shape;
+    model_config cfg;
+    size_t embed, out, *layers = calloc(PROTO_LAYERS_MAX, sizeof *layers);
+    char err[256];
+    if (layers &&
+        model_probe_bytes(sv->nd.o.model, &cfg, &embed, layers, PROTO_LAYERS_MAX, &out, err,
+                          sizeof err) == 0 &&
+        cfg.n_layers <= PROTO_LAYERS_MAX) {
+        s->model.head_dim = cfg.head_dim;
+        s->model.shared_classifier = cfg.shared_classifier;
+        s->model.embed_bytes = embed;
+        s->model.out_bytes = out;
+        s->model.n_layer_bytes = cfg.n_layers;
+        for (int l = 0; l < cfg.n_layers; l++)
+            s->model.layer_bytes[l] = layers[l];
+    }
+    free(layers);
+    if (mem_host_id(s->host_id, sizeof s->host_id) != 0)
+        s->host_id[0] = '\0';
+}
+
 /* Loads the model and this stage's layers; checks the ring options fit. */
 static int node_load(server *sv, char *err, size_t errlen)
 {
@@ -286,6 +324,7 @@ static int node_load(server *sv, char *err, size_t errlen)
     }
     sv->nd.head = o->first == 0;
     sv->nd.tail = o->last == n_layers;
+    load_shape(sv);
     if (sv->nd.head && sv->nd.tail && (o->listen || o->next)) {
         snprintf(err, errlen,
                  "this node holds every layer (0:%d): --listen/--next are for "

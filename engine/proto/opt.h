@@ -257,6 +257,7 @@ typedef enum opt_id {
     OPT_PLAN_KV_BITS,
     OPT_PLAN_MODEL,
     OPT_PLAN_TIMEOUT,
+    OPT_PLAN_MARGIN,
     OPT_NO_SSH,
     OPT_WRITE,
     OPT_APPLY,

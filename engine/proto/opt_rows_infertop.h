@@ -515,7 +515,7 @@
     [OPT_PLAN_MODEL] = {.flag = "model",
                         .type = OPT_T_TEXT,
                         .arg = "SPEC",
-                        .def_doc = "the file's `model`, else what the running nodes report",
+                        .def_doc = "the shape the running nodes report, else the file's `model`",
                         .help = "the model: a copy of its file on this machine, embedded or "
                                 "synth:...",
                         .verbs = OPT_VB(OPT_V_PLAN)},
@@ -527,6 +527,16 @@
                           .arg = "SEC",
                           .help = "how long to wait for the nodes' status",
                           .verbs = OPT_VB(OPT_V_PLAN)},
+    [OPT_PLAN_MARGIN] = {.flag = "margin",
+                         .type = OPT_T_INT,
+                         .lo = 0,
+                         .hi = 1000,
+                         .def = "10",
+                         .arg = "PCT",
+                         .help = "propose a new layout over a current one that fits only when it "
+                                 "raises the largest context by PCT percent or more (a restart "
+                                 "costs more than a little headroom)",
+                         .verbs = OPT_VB(OPT_V_PLAN)},
     [OPT_NO_SSH] = {.flag = "no-ssh",
                     .type = OPT_T_SWITCH,
                     .help = "do not ask nodes that are down for their memory over SSH",
@@ -539,10 +549,12 @@
                    .verbs = OPT_VB(OPT_V_PLAN)},
     [OPT_APPLY] = {.flag = "apply",
                    .type = OPT_T_SWITCH,
-                   .help = "restart the ring on the planned layout over SSH: stop every node, "
-                           "start them tail to head, wait until each reports its new layers and "
-                           "one model fingerprint, then update the cluster file; a failure says "
-                           "where each node is and leaves the file as it was",
+                   .help = "restart the ring on the planned layout over SSH: check every "
+                           "node's SSH, inferd and model first (one failing: nothing is "
+                           "stopped), stop every node, start them tail to head, wait until each "
+                           "reports its new layers and one model fingerprint, then update the "
+                           "cluster file (fsync'd); a failed start restarts the old layout, "
+                           "and the file stays the one that runs",
                    .verbs = OPT_VB(OPT_V_PLAN)},
     [OPT_WAIT] = {.flag = "wait",
                   .type = OPT_T_INT,

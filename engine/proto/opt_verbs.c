@@ -314,22 +314,27 @@ const opt_verb_def opt_verbs[OPT_V_COUNT] = {
                        0},
     [OPT_V_PLAN] =
         {OPT_INFERTOP, "plan",
-         "--ctx N [--kv-bits B] [--model SPEC] [-c FILE] [--json]\n"
-         "                     [--timeout SEC] [--no-ssh] [--accept-new]\n"
+         "--ctx N [--kv-bits B] [--model SPEC] [--margin PCT] [-c FILE]\n"
+         "                     [--json] [--timeout SEC] [--no-ssh] [--accept-new]\n"
          "                     [--write FILE | --apply [--wait SEC]]",
          "place layers so a target context fits every node's memory; apply it",
          "Places the model's layers on the nodes of the cluster file, in ring order, so\n"
          "that on every node the weights, the KV cache at context N, the scratch of a\n"
          "prefill chunk, the memory guard's reserve (max(32 MiB, budget/16)) and the\n"
          "process's own memory fit its budget. Among the layouts that fit it takes the\n"
-         "one whose slowest stage is fastest (with equal speeds: balanced layers), then\n"
-         "the one leaving the most free on its tightest node. It prints that layout and\n"
+         "one with the fewest layers on its busiest node (balanced layers), then the\n"
+         "one leaving the most free on its tightest node. A current layout that fits\n"
+         "is kept unless the new one raises the largest context by --margin percent.\n"
+         "It prints that layout and\n"
          "the current one: per node its budget and where it came from, layers, bytes,\n"
          "headroom and the largest context the layout supports at kv_bits 16, 8 and 4.\n"
          "When no layout fits, it says which node falls short by how much, and the\n"
          "largest context any layout fits.",
          "Budgets: a running node's own (status), else MemAvailable over SSH capped by\n"
-         "the file's mem_limit, else mem_limit.\n"
+         "the file's mem_limit, else mem_limit. Nodes on one host (the same boot id in\n"
+         "their status, else the same SSH host) split its memory evenly: MemAvailable\n"
+         "plus what its running nodes hold, counted once. The model's shape comes from\n"
+         "the running nodes' status; no copy of the file is needed.\n"
          "\n"
          "exit codes: 0 the plan fits (and was written or applied when asked), 1 no\n"
          "layout fits, a budget or the model is unknown, or the apply failed, 2 bad\n"

@@ -408,6 +408,35 @@ static json_t *ring_health_json(const proto_status *s)
     return o;
 }
 
+/* model.shape, when the node knows it. -1 when out of memory. */
+static int status_shape_json(json_t *o, const proto_status *s)
+{
+    if (s->model.n_layer_bytes <= 0)
+        return 0;
+    json_t *layers = json_array();
+    for (int l = 0; layers && l < s->model.n_layer_bytes && l < PROTO_LAYERS_MAX; l++)
+        if (json_array_append_new(layers, json_integer(clamp_u64(s->model.layer_bytes[l])))) {
+            json_decref(layers);
+            layers = NULL;
+        }
+    json_t *shape =
+        json_pack("{s:i,s:b,s:I,s:I,s:o}", "head_dim", s->model.head_dim, "shared_classifier",
+                  s->model.shared_classifier, "embed_bytes", clamp_u64(s->model.embed_bytes),
+                  "out_bytes", clamp_u64(s->model.out_bytes), "layer_bytes", layers);
+    return shape ? json_object_set_new(json_object_get(o, "model"), "shape", shape) : -1;
+}
+
+/* What the node shares with others on its host. -1 when out of memory. */
+static int status_host_json(json_t *o, const proto_status *s)
+{
+    json_t *m = json_object_get(o, "memory");
+    if (json_object_set_new(m, "unpaged", json_integer(clamp_u64(s->memory.unpaged))) ||
+        json_object_set_new(m, "limit", json_integer(clamp_u64(s->memory.limit))) ||
+        json_object_set_new(m, "host_available", json_integer(clamp_u64(s->memory.host_available))))
+        return -1;
+    return s->host_id[0] ? json_object_set_new(o, "host_id", jw_string(s->host_id)) : 0;
+}
+
 json_t *proto_status_json(const char *node, const proto_status *s)
 {
     json_t *ring = json_array();
@@ -444,6 +473,10 @@ json_t *proto_status_json(const char *node, const proto_status *s)
     if (o && s->model.chat_template[0] &&
         json_object_set_new(json_object_get(o, "model"), "chat_template",
                             jw_string(s->model.chat_template))) {
+        json_decref(o);
+        return NULL;
+    }
+    if (o && (status_shape_json(o, s) || status_host_json(o, s))) {
         json_decref(o);
         return NULL;
     }
@@ -512,6 +545,38 @@ static int status_model(const json_t *m, proto_status *out, char *err, size_t er
                : 0;
 }
 
+static int status_shape(const json_t *sh, proto_status *out, char *err, size_t errlen)
+{
+    const json_t *layers = json_object_get(sh, "layer_bytes");
+    if (!json_is_array(layers) || json_array_size(layers) > PROTO_LAYERS_MAX) {
+        snprintf(err, errlen,
+                 "status: field 'model.shape.layer_bytes': expected an array of up "
+                 "to %d byte counts",
+                 PROTO_LAYERS_MAX);
+        return -1;
+    }
+    size_t i;
+    const json_t *v;
+    json_array_foreach(layers, i, v)
+    {
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+            snprintf(err, errlen,
+                     "status: field 'model.shape.layer_bytes': element %zu is %s, "
+                     "expected a byte count",
+                     i, jr_type(v));
+            return -1;
+        }
+        out->model.layer_bytes[i] = (uint64_t)json_integer_value(v);
+    }
+    out->model.n_layer_bytes = (int)json_array_size(layers);
+    return jr_int(sh, "head_dim", &out->model.head_dim, err, errlen) ||
+                   jr_bool(sh, "shared_classifier", &out->model.shared_classifier, err, errlen) ||
+                   jr_u64(sh, "embed_bytes", &out->model.embed_bytes, err, errlen) ||
+                   jr_u64(sh, "out_bytes", &out->model.out_bytes, err, errlen)
+               ? -1
+               : 0;
+}
+
 static int status_memory(const json_t *m, proto_status *out, char *err, size_t errlen)
 {
     return jr_u64(m, "budget", &out->memory.budget, err, errlen) ||
@@ -519,7 +584,10 @@ static int status_memory(const json_t *m, proto_status *out, char *err, size_t e
                    jr_i64(m, "headroom", &out->memory.headroom, err, errlen) ||
                    jr_u64(m, "weights_bytes", &out->memory.weights_bytes, err, errlen) ||
                    jr_u64(m, "kv_bytes", &out->memory.kv_bytes, err, errlen) ||
-                   jr_u64(m, "rss", &out->memory.rss, err, errlen)
+                   jr_u64(m, "rss", &out->memory.rss, err, errlen) ||
+                   jr_u64(m, "unpaged", &out->memory.unpaged, err, errlen) ||
+                   jr_u64(m, "limit", &out->memory.limit, err, errlen) ||
+                   jr_u64(m, "host_available", &out->memory.host_available, err, errlen)
                ? -1
                : 0;
 }
@@ -587,7 +655,9 @@ int proto_status_from_json(const json_t *obj, proto_status *out, char *err, size
         status_part(obj, "memory", &memory, err, errlen) ||
         status_part(obj, "security", &security, err, errlen))
         return -1;
+    const json_t *shape = model ? json_object_get(model, "shape") : NULL;
     if ((model && status_model(model, out, err, errlen)) ||
+        (shape && status_shape(shape, out, err, errlen)) ||
         (config && status_config(config, out, err, errlen)) ||
         (memory && status_memory(memory, out, err, errlen)) ||
         (json_object_get(obj, "ring") &&
@@ -600,6 +670,7 @@ int proto_status_from_json(const json_t *obj, proto_status *out, char *err, size
         (health && status_ring_health(health, out, err, errlen)))
         return -1;
     return jr_str(obj, "version", out->version, sizeof out->version, err, errlen) ||
+                   jr_str(obj, "host_id", out->host_id, sizeof out->host_id, err, errlen) ||
                    jr_str(obj, "cpu_path", out->cpu_path, sizeof out->cpu_path, err, errlen) ||
                    jr_int(obj, "sessions", &out->sessions, err, errlen) ||
                    jr_int(obj, "active", &out->active, err, errlen) ||

@@ -327,6 +327,8 @@ int proto_eval_decode(const proto_reply *r, int *pos, proto_eval_row **rows, int
  * the decoded frames are sized by it. */
 #define PROTO_RING_MAX 256
 #define PROTO_TEXT_MAX 128
+/* Layers whose bytes a status reports (the planner's limit too). */
+#define PROTO_LAYERS_MAX 1024
 
 typedef struct proto_status {
     char version[32];  /* inferd version */
@@ -340,6 +342,13 @@ typedef struct proto_status {
         int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
         int layer_first, layer_last; /* layers held: [first, last) */
         char chat_template[32];      /* chat format of the HTTP API ("plain", "llama3", ...) */
+        /* The whole model's bytes as the engine counts them (model.h's
+         * model_probe_bytes), for a planner that has no copy of the file;
+         * n_layer_bytes 0: an older node. */
+        int head_dim, shared_classifier;
+        uint64_t embed_bytes, out_bytes;
+        int n_layer_bytes;
+        uint64_t layer_bytes[PROTO_LAYERS_MAX];
     } model;
     struct {
         int prefill_step; /* PROTO_PREFILL_AUTO or a size */
@@ -353,11 +362,15 @@ typedef struct proto_status {
         uint64_t budget, used;
         int64_t headroom; /* budget - used; negative when over */
         uint64_t weights_bytes, kv_bytes, rss;
+        uint64_t unpaged;        /* mapped weights not resident yet (counted in used) */
+        uint64_t limit;          /* min(--mem-limit, cgroup limit); 0: none */
+        uint64_t host_available; /* the host's MemAvailable; 0: unknown */
     } memory;
-    int sessions; /* sessions holding KV */
-    int active;   /* requests running (admitted) */
-    int queued;   /* requests waiting for a place */
-    double busy;  /* model time / wall time over the last second */
+    char host_id[40]; /* the host's boot id: equal on nodes sharing memory; "" unknown */
+    int sessions;     /* sessions holding KV */
+    int active;       /* requests running (admitted) */
+    int queued;       /* requests waiting for a place */
+    double busy;      /* model time / wall time over the last second */
     double uptime_s;
     int stage, n_stages; /* this node's place in the pipeline */
     int n_ring;

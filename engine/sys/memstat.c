@@ -99,3 +99,16 @@ size_t mem_cgroup_limit(void)
     fclose(f);
     return limit;
 }
+
+int mem_host_id(char *out, size_t len)
+{
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f)
+        return -1;
+    int ok = fgets(out, (int)len, f) != NULL;
+    fclose(f);
+    if (!ok)
+        return -1;
+    out[strcspn(out, "\n")] = '\0';
+    return out[0] ? 0 : -1;
+}

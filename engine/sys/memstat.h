@@ -16,4 +16,9 @@ size_t mem_available(void); /* MemAvailable of /proc/meminfo */
  * cgroup v2 memory.max, else v1 memory.limit_in_bytes. */
 size_t mem_cgroup_limit(void);
 
+/* The running kernel's boot id (/proc/sys/kernel/random/boot_id): equal
+ * for every process that shares this machine's memory, containers
+ * included. 0 with the id in out, -1 when it cannot be read. */
+int mem_host_id(char *out, size_t len);
+
 #endif

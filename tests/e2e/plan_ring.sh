@@ -5,15 +5,20 @@
 # stage's --mem-limit is a quarter of the others'.
 #  - with the even split (2 + 2 + 2 layers), `infertop stress growth` to
 #    the target stops with kv_oom on the poor node;
+#  - the three stages share one host (one kernel): the plan's JSON
+#    splits its memory between them, counting it once;
+#  - an apply with a's sshd down checks every node first: it stops
+#    nothing, names a, and leaves the file;
+#  - an apply whose start fails on a node (planned for a model of 8
+#    layers, which the nodes' 6-layer model refuses) restarts the old
+#    layout, and the file still matches what runs;
 #  - `infertop plan --ctx TARGET --apply` says the current layout does not
 #    fit, gives the poor node fewer layers, restarts the ring over SSH
-#    (stop all, start tail to head, wait for the new ranges) and updates
-#    the cluster file;
+#    (check all, stop all, start tail to head, wait for the new ranges)
+#    and updates the cluster file;
 #  - the same growth run then reaches the target;
 #  - both runs are in the history, and `history compare` shows the
-#    difference;
-#  - an apply that fails halfway (a node's sshd is down) says which node
-#    is in which state and leaves the cluster file as it was.
+#    difference.
 # The model is small (6 layers of dim 384, 12 MiB of fp32 KV per layer at
 # 4096 positions) so that memory, not time, is the limit.
 . "$(dirname "$0")/lib/serve.sh"
@@ -102,6 +107,23 @@ for n in a b c; do
     [ "$r" -gt "$base" ] && base=$r
 done
 
+# ---- one host, three stages: its memory is counted once
+infertop plan --ctx 512 -c "$conf" --json --no-ssh >"$tmp/hosts.json" 2>"$tmp/hosts.err"
+check "plan --json on the unlimited ring (exit 0)" [ $? = 0 ]
+avail=$(($(awk '$1 == "MemAvailable:" { print $2 }' /proc/meminfo) * 1024))
+jq_() { jq -r "$1" "$tmp/hosts.json"; }
+check "each stage knows it shares its host with 3" \
+    [ "$(jq_ '[.planned.nodes[].host_nodes] | join(" ")')" = "3 3 3" ]
+sum=$(jq_ '[.planned.nodes[].budget] | add')
+check "the three budgets add up to the host's memory once ($sum <= $avail + 3 x $base + 10%)" \
+    [ "$sum" -le $(((avail + 3 * base) / 10 * 11)) ]
+check "... not three times: a budget is under half of MemAvailable" \
+    [ $((sum / 3)) -lt $((avail / 2)) ]
+check "a plan that fits names no short node" [ "$(jq_ .planned.short_node)" = null ]
+# The file says $M; a node's status names its model in full (seq_len, seed).
+check "the shape came from the nodes' status ($(jq_ .model))" [ "$(jq_ .model)" != "$M" ] &&
+    [ "$(jq_ .model)" = "$(call "$A" status | get model.name)" ]
+
 # b gets room for the 32 MiB reserve and one layer's KV at the target
 # (12 MiB) with 6 MiB to spare; two layers' (24 MiB) do not fit.
 poor=$((base + 50 * MiB))
@@ -124,6 +146,37 @@ check "... on the poor node b: $(cat "$tmp/oom")" grep -q "stage 'b'" "$tmp/oom"
 check "... short of the target" \
     [ "$(q "SELECT max(ctx_after) FROM requests WHERE run = 1 AND status = 'ok'")" -lt $TARGET ]
 
+layers_of() { awk -v n="[node $1]" '$0 == n { s = 1; next } /^\[/ { s = 0 } s && $1 == "layers" { print $3 }' "$conf"; }
+pids_now() { cat "$run"/a.pid "$run"/b.pid "$run"/c.pid | tr '\n' ' '; }
+ranges_now() { for n in a b c; do call "$(ctl_of $n)" status | get model.layers; done | tr '\n' ' '; }
+even="[0,2] [2,4] [4,6] "
+
+# ---- an unreachable node: nothing is stopped, the node is named
+sshd_stop a
+before=$(cksum <"$conf")
+pids=$(pids_now)
+infertop plan --ctx $TARGET -c "$conf" --apply --wait 20 >"$tmp/nossh" 2>&1
+check "an apply with a's sshd down fails (exit 1)" [ $? = 1 ]
+check "it names the node it could not check" grep -q "^apply failed: checking a: " "$tmp/nossh"
+check "it stopped nothing" grep -q "^nothing was stopped" "$tmp/nossh" &&
+    ! grep -q "^stopping" "$tmp/nossh"
+check "every node still runs, same processes ($pids)" [ "$(pids_now)" = "$pids" ]
+check "... with the old layers" [ "$(ranges_now)" = "$even" ]
+check "the cluster file is as it was" [ "$(cksum <"$conf")" = "$before" ]
+check "no staged file is left" [ ! -e "$conf.plan" ]
+sshd_run a || { fail "a's sshd again"; finish; exit 1; }
+
+# ---- a start that fails: the old layout runs again, the file matches it
+M8=$(echo "$M" | sed 's/layers=6/layers=8/')
+infertop plan --ctx $TARGET --model "$M8" -c "$conf" --apply --wait 20 >"$tmp/badstart" 2>&1
+check "an apply whose start fails (exit 1)" [ $? = 1 ]
+check "it names the start that failed" grep -q "^apply failed: starting c: " "$tmp/badstart"
+check "it restarts the old layout" grep -q "^the old layout runs again" "$tmp/badstart"
+check "every node runs the old layers again" [ "$(ranges_now)" = "$even" ]
+check "the file is as it was, matching what runs" [ "$(cksum <"$conf")" = "$before" ] &&
+    [ "$(layers_of a) $(layers_of b) $(layers_of c)" = "0:2 2:4 4:6" ]
+check "no staged file is left after the failure" [ ! -e "$conf.plan" ]
+
 # ---- plan and apply
 infertop plan --ctx $TARGET -c "$conf" >"$tmp/plan" 2>&1
 check "plan: the target fits (exit 0)" [ $? = 0 ]
@@ -132,11 +185,11 @@ check "plan: the current layout does not fit, b is short" \
 check "plan: budgets come from the nodes' status" [ "$(grep -c ' status ' "$tmp/plan")" = 6 ]
 infertop plan --ctx $TARGET -c "$conf" --apply --wait 60 >"$tmp/apply" 2>&1
 check "plan --apply succeeds (exit 0)" [ $? = 0 ]
-check "apply stops every node first" grep -q "^stopping every node" "$tmp/apply"
+check "apply checks every node, then stops them" grep -q "^checking every node" "$tmp/apply" &&
+    grep -q "^stopping every node" "$tmp/apply"
 check "apply starts the tail first and the head last" \
     [ "$(grep -o '^starting [abc]' "$tmp/apply" | tr '\n' ' ')" = "starting c starting b starting a " ]
-check "apply waits for the new layers" grep -q "every node runs its new layers" "$tmp/apply"
-layers_of() { awk -v n="[node $1]" '$0 == n { s = 1; next } /^\[/ { s = 0 } s && $1 == "layers" { print $3 }' "$conf"; }
+check "apply waits for the new layers" grep -q "every node runs its layers" "$tmp/apply"
 lb=$(layers_of b)
 nb=$((${lb#*:} - ${lb%:*}))
 check "the cluster file gives b fewer layers ($lb)" [ "$nb" -lt 2 ]
@@ -159,16 +212,5 @@ check "both runs are in the history" \
 infertop history --db "$DB" compare 1 2 --full >"$tmp/compare"
 check "history compare shows the context reached, 2048 against $TARGET" \
     grep -qE "^run +max_context +2048 +$TARGET " "$tmp/compare"
-
-# ---- an apply that fails halfway says where each node is; the file stays
-sshd_stop a
-before=$(cksum <"$conf")
-infertop plan --ctx 512 -c "$conf" --apply --wait 20 >"$tmp/fail" 2>&1
-check "an apply with a's sshd down fails (exit 1)" [ $? = 1 ]
-check "it names the step and the node" grep -q "^apply failed: stopping a: " "$tmp/fail"
-check "it says where each node is" grep -q "^  a: unknown" "$tmp/fail" &&
-    grep -q "^  b: stopped" "$tmp/fail" && grep -q "^  c: stopped" "$tmp/fail"
-check "the cluster file is as it was" [ "$(cksum <"$conf")" = "$before" ]
-check "no staged file is left after the failure" [ ! -e "$conf.plan" ]
 
 finish

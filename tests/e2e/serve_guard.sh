@@ -4,7 +4,9 @@
 # available and budget bytes) before anything is allocated: RSS does not
 # grow and no session is touched. Idle sessions are evicted, least recently
 # used first, when that makes a request fit. In a ring, the stage that
-# cannot fit is named. --max-ctx refuses with ctx_limit.
+# cannot fit is named. --max-ctx refuses with ctx_limit. What a stage
+# holds before its first request: a synthetic stage only its own layers,
+# a GGUF stage's mapped weights counted as used before they are paged in.
 . "$(dirname "$0")/lib/serve.sh"
 
 # head_dim 64, 2 layers of 8 KV heads at 32 bits: 8 KiB of KV per position,
@@ -16,7 +18,7 @@ MiB=1048576
 # allocator reuses it as the guard assumes (ignored by normal builds).
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0:allocator_release_to_os_interval_ms=0"
 export ASAN_OPTIONS
-alloc_ports 12
+alloc_ports 18
 session_req() { # EP SESSION: 2048 prompt tokens into a session
     call "$1" generate "{\"synthetic_tokens\":2048,\"max_tokens\":1,\"temperature\":0,\"session\":\"$2\"}"
 }
@@ -123,5 +125,39 @@ check "the ring refuses with kv_oom naming the tail ($(get error.message <"$tmp/
     grep -q "kv_oom.*stage 'ring_t' (layers 1:2)" "$tmp/ring"
 call "$H" generate '{"synthetic_tokens":100,"max_tokens":4}' >"$tmp/ring"
 check "and serves a request that fits" [ "$(get ok <"$tmp/ring" | tail -n 1)" = true ]
+
+# ---- a synthetic stage holds its layers only: 2 of 12 layers of 10 MiB
+S12="synth:dim=512,hidden=1024,layers=12,heads=8,kv_heads=8,vocab=256"
+start part --model "$S12" --layers 2:4 --control "$(ep "$P13")" --telemetry "$(ep "$P14")" \
+    --listen "$(ep "$P15")" --next "$(ep "$P16")" --threads 1
+up "$(ep "$P13")" || { fail "a 2-layer stage started"; finish; exit 1; }
+call "$(ep "$P13")" status >"$tmp/part"
+full=$(get model.shape.layer_bytes <"$tmp/part" | tr -d '[]' | tr ',' '\n' | awk '{ s += $1 } END { print s }')
+part_rss=$(get memory.rss <"$tmp/part")
+check "the stage counts 2 layers of weights ($(get memory.weights_bytes <"$tmp/part"))" \
+    [ "$(get memory.weights_bytes <"$tmp/part")" -lt $((full / 5)) ]
+check "its RSS ($part_rss) is under half the 12 layers' weights ($full)" [ "$part_rss" -lt $((full / 2)) ]
+stop part
+
+# ---- a GGUF stage's weights count before its first request pages them in
+GG="$root/tests/fixtures/gguf/r256-f32.gguf"
+start gg --model "$GG" --control "$(ep "$P17")" --telemetry "$(ep "$P18")" --threads 1 \
+    --mem-limit 128M
+up "$(ep "$P17")" || { fail "a GGUF node started"; finish; exit 1; }
+call "$(ep "$P17")" status | get memory >"$tmp/gg0"
+mem() { jq -r ".$1" "$tmp/$2"; }
+check "before any request most of its $(mem weights_bytes gg0) weight bytes are not paged in ($(mem unpaged gg0))" \
+    [ "$(mem unpaged gg0)" -gt $(($(mem weights_bytes gg0) / 2)) ]
+check "used is RSS plus them" [ "$(mem used gg0)" = $(($(mem rss gg0) + $(mem unpaged gg0))) ]
+check "headroom is the budget less that" \
+    [ "$(mem headroom gg0)" = $(($(mem budget gg0) - $(mem used gg0))) ]
+call "$(ep "$P17")" generate '{"prompt":"Once upon a time","max_tokens":2}' >"$tmp/gg.gen"
+check "a request runs" [ "$(get ok <"$tmp/gg.gen" | tail -n 1)" = true ]
+call "$(ep "$P17")" status | get memory >"$tmp/gg1"
+check "a request leaves the headroom nearly as it said ($(mem headroom gg0) then $(mem headroom gg1))" \
+    [ "$(mem headroom gg1)" -gt $(($(mem headroom gg0) - 4 * MiB)) ]
+check "its weights are paged in now ($(mem unpaged gg1) left)" \
+    [ "$(mem unpaged gg1)" -lt $(($(mem weights_bytes gg1) / 10)) ]
+stop gg
 
 finish

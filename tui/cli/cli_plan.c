@@ -15,7 +15,7 @@
 
 typedef struct popts {
     const char *config, *model, *write;
-    int ctx, kv_bits, json, apply, no_ssh, accept_new, timeout_s, wait_s;
+    int ctx, kv_bits, margin, json, apply, no_ssh, accept_new, timeout_s, wait_s;
 } popts;
 
 /* Returns -1 to go on, else the exit code. */
@@ -30,6 +30,7 @@ static int parse_args(int argc, char **argv, popts *o)
                  .write = opt_str(&v, OPT_WRITE),
                  .ctx = (int)opt_int(&v, OPT_CTX),
                  .kv_bits = (int)opt_int(&v, OPT_PLAN_KV_BITS), /* 0: not given */
+                 .margin = (int)opt_int(&v, OPT_PLAN_MARGIN),
                  .json = opt_given(&v, OPT_JSON),
                  .apply = opt_given(&v, OPT_APPLY),
                  .no_ssh = opt_given(&v, OPT_NO_SSH),
@@ -115,10 +116,10 @@ static const char *fit_words(const plan_input *in, const plan_layout *l, char *b
 static int print_text(const plan_input *in, const plan_result *r, const enum plan_from *from)
 {
     char words[256];
-    printf("plan of %s for context %d at kv_bits %d (%s)\n\n", in->model->spec, in->ctx,
-           in->kv_bits, r->speeds ? "measured speeds" : "equal speeds: balanced layers");
+    printf("plan of %s for context %d at kv_bits %d (balanced layers, margin %d%%)\n\n",
+           in->model->spec, in->ctx, in->kv_bits, in->margin_pct);
     if (r->feasible) {
-        printf("planned layout: fits\n");
+        printf("planned layout: fits; %s: %s\n", r->change ? "a change" : "no change", r->why);
     } else {
         char m[32];
         const plan_layout *l = &r->planned;
@@ -158,24 +159,33 @@ static json_t *layout_json(const plan_input *in, const plan_layout *l, const enu
     for (int i = 0; nodes && i < in->n_nodes; i++) {
         const plan_stage *s = &l->st[i];
         json_array_append_new(
-            nodes, json_pack("{s:s, s:I, s:s, s:[i,i], s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
-                             "name", in->nodes[i].name, "budget", (json_int_t)in->nodes[i].budget,
-                             "budget_from", plan_from_name(from[i]), "layers", s->first, s->last,
-                             "weights", (json_int_t)s->weights, "kv", (json_int_t)s->kv, "scratch",
-                             (json_int_t)s->scratch, "reserve", (json_int_t)s->reserve, "runtime",
-                             (json_int_t)s->runtime, "need", (json_int_t)s->need, "headroom",
-                             (json_int_t)s->headroom, "max_ctx", ctx_json(s->max_ctx)));
+            nodes,
+            json_pack("{s:s, s:I, s:s, s:i, s:[i,i], s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+                      "name", in->nodes[i].name, "budget", (json_int_t)in->nodes[i].budget,
+                      "budget_from", plan_from_name(from[i]), "host_nodes", in->nodes[i].host_nodes,
+                      "layers", s->first, s->last, "weights", (json_int_t)s->weights, "kv",
+                      (json_int_t)s->kv, "scratch", (json_int_t)s->scratch, "reserve",
+                      (json_int_t)s->reserve, "runtime", (json_int_t)s->runtime, "need",
+                      (json_int_t)s->need, "headroom", (json_int_t)s->headroom, "max_ctx",
+                      ctx_json(s->max_ctx)));
     }
-    return json_pack("{s:b, s:s, s:o, s:o}", "fits", l->fits, "short_node",
-                     in->nodes[l->short_node].name, "max_ctx", ctx_json(l->max_ctx), "nodes",
-                     nodes);
+    json_t *o = json_pack("{s:b, s:o, s:i, s:o}", "fits", l->fits, "max_ctx", ctx_json(l->max_ctx),
+                          "ctx_at_kv_bits", l->ctx_at_bits, "nodes", nodes);
+    /* Only a layout that does not fit has a node short of memory. */
+    if (o && !l->fits &&
+        json_object_set_new(o, "short_node", json_string(in->nodes[l->short_node].name))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 static int print_json(const plan_input *in, const plan_result *r, const enum plan_from *from)
 {
-    json_t *o = json_pack("{s:s, s:i, s:i, s:b, s:b, s:o, s:o, s:o}", "model", in->model->spec,
-                          "ctx", in->ctx, "kv_bits", in->kv_bits, "feasible", r->feasible, "speeds",
-                          r->speeds, "planned", layout_json(in, &r->planned, from), "current",
+    json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:b, s:b, s:s, s:o, s:o, s:o}", "model",
+                          in->model->spec, "ctx", in->ctx, "kv_bits", in->kv_bits, "margin",
+                          in->margin_pct, "feasible", r->feasible, "change", r->change, "why",
+                          r->why, "planned", layout_json(in, &r->planned, from), "current",
                           layout_json(in, &r->current, from), "best_ctx", ctx_json(r->best_ctx));
     int rc = o ? json_dumpf(o, stdout, JSON_INDENT(2)) : -1;
     json_decref(o);
@@ -190,17 +200,6 @@ static void say(void *ctx, int node, const char *line)
     FILE *out = ctx;
     fprintf(out, "%s\n", line);
     fflush(out);
-}
-
-static int same_as_current(const plan_result *r, int n)
-{
-    if (!r->current.known)
-        return 0;
-    for (int i = 0; i < n; i++)
-        if (r->current.st[i].first != r->planned.st[i].first ||
-            r->current.st[i].last != r->planned.st[i].last)
-            return 0;
-    return 1;
 }
 
 static int act(const struct cluster *c, const popts *o, const plan_result *r,
@@ -221,8 +220,8 @@ static int act(const struct cluster *c, const popts *o, const plan_result *r,
         fprintf(out, "wrote %s\n", o->write);
         return CLI_OK;
     }
-    if (same_as_current(r, c->n_nodes)) {
-        fprintf(out, "nothing to apply: every node already holds its planned layers\n");
+    if (!r->change) {
+        fprintf(out, "nothing to apply: %s\n", r->why);
         return CLI_OK;
     }
     fprintf(out, "\napplying the planned layout\n");
@@ -251,12 +250,11 @@ static int run(const struct cluster *c, const popts *o)
     plan_ask_status(c, o->timeout_s * 1000, seen);
     if (!o->no_ssh)
         plan_ask_facts(c, &po, seen);
-    char spec[sizeof m->spec];
     in->model = m;
     in->ctx = o->ctx;
+    in->margin_pct = o->margin;
     in->kv_bits = o->kv_bits ? o->kv_bits : plan_pick_kv_bits(c, seen);
-    if (plan_pick_model(c, seen, o->model, spec, sizeof spec, err, sizeof err) != 0 ||
-        plan_model_probe(spec, m, err, sizeof err) != 0 ||
+    if (plan_pick_model(c, seen, o->model, m, err, sizeof err) != 0 ||
         plan_fill_nodes(c, seen, in, from, err, sizeof err) != 0 ||
         plan_compute(in, r, err, sizeof err) != 0) {
         fprintf(stderr, "infertop plan: %s\n", err);

@@ -4,9 +4,9 @@
  * ranges in ring order: minimise, over layouts, the largest cost of a
  * stage. One dynamic programme solves each: best[i][b] is the least
  * largest cost of nodes 0..i holding layers [0, b), over the first layer
- * a of node i. It runs with three costs: stage time among fitting stages
- * (the plan's first criterion), minus headroom among fitting stages no
- * slower than the best time (its second), and minus headroom alone (the
+ * a of node i. It runs with three costs: stage layers among fitting stages
+ * (the plan's first criterion), minus headroom among fitting stages with
+ * no more layers than that (its second), and minus headroom alone (the
  * least-short layout when nothing fits). Whether some layout fits a given
  * context is simpler: a node that takes as many layers as fit never
  * leaves the nodes after it worse off, so one greedy pass decides it.
@@ -25,8 +25,7 @@ struct dp {
     const plan_model *m;
     int n, L;
     size_t pre[PLAN_LAYERS_MAX + 1]; /* bytes of layers [0, l) */
-    double speed[PLAN_NODES_MAX];    /* cost of one layer on each node */
-    double time_limit;               /* the headroom cost: the best time found */
+    int layers_limit;                /* the headroom cost: the fewest layers found */
 };
 
 /* Node i's figures holding [first, last) at ctx and bits. */
@@ -43,7 +42,6 @@ static void stage_at(const struct dp *d, int i, int first, int last, int ctx, in
     st->runtime = node->runtime;
     st->need = st->weights + st->kv + st->scratch + st->reserve + st->runtime;
     st->headroom = (int64_t)node->budget - (int64_t)st->need;
-    st->time = (last - first) * d->speed[i];
 }
 
 static int fits(const struct dp *d, int i, int first, int last, int ctx, int bits)
@@ -72,7 +70,7 @@ static int stage_max_ctx(const struct dp *d, int i, int first, int last, int bit
     return lo;
 }
 
-static void dp_init(struct dp *d, const plan_input *in, int *speeds)
+static void dp_init(struct dp *d, const plan_input *in)
 {
     memset(d, 0, sizeof *d);
     d->in = in;
@@ -81,11 +79,6 @@ static void dp_init(struct dp *d, const plan_input *in, int *speeds)
     d->L = in->model->cfg.n_layers;
     for (int l = 0; l < d->L; l++)
         d->pre[l + 1] = d->pre[l] + d->m->layer_bytes[l];
-    *speeds = 1;
-    for (int i = 0; i < d->n; i++)
-        *speeds &= in->nodes[i].ms_per_layer > 0;
-    for (int i = 0; i < d->n; i++)
-        d->speed[i] = *speeds ? in->nodes[i].ms_per_layer : 1.0;
 }
 
 /* The figures of a given layout (ranges in first[], last[]). */
@@ -93,11 +86,11 @@ static void plan_layout_of(const plan_input *in, const int *first, const int *la
                            plan_layout *out)
 {
     struct dp d;
-    int speeds;
-    dp_init(&d, in, &speeds);
+    dp_init(&d, in);
     memset(out, 0, sizeof *out);
     out->known = 1;
     out->fits = 1;
+    out->ctx_at_bits = OPT_PLAN_CTX_MAX;
     for (int b = 0; b < PLAN_N_BITS; b++)
         out->max_ctx[b] = OPT_PLAN_CTX_MAX;
     for (int i = 0; i < d.n; i++) {
@@ -111,6 +104,9 @@ static void plan_layout_of(const plan_input *in, const int *first, const int *la
             if (st->max_ctx[b] < out->max_ctx[b])
                 out->max_ctx[b] = st->max_ctx[b];
         }
+        int at = stage_max_ctx(&d, i, first[i], last[i], in->kv_bits);
+        if (at < out->ctx_at_bits)
+            out->ctx_at_bits = at;
     }
 }
 
@@ -118,21 +114,16 @@ static void plan_layout_of(const plan_input *in, const int *first, const int *la
 
 typedef double (*stage_cost)(const struct dp *d, int i, int first, int last);
 
-static double cost_time(const struct dp *d, int i, int first, int last)
+static double cost_layers(const struct dp *d, int i, int first, int last)
 {
-    plan_stage st;
-    stage_at(d, i, first, last, d->in->ctx, d->in->kv_bits, &st);
-    return st.headroom >= 0 ? st.time : INFINITY;
+    return fits(d, i, first, last, d->in->ctx, d->in->kv_bits) ? (double)(last - first) : INFINITY;
 }
-
-/* Tolerance for times that are sums of the same doubles in another order. */
-#define TIME_EPS 1e-9
 
 static double cost_tight(const struct dp *d, int i, int first, int last)
 {
     plan_stage st;
     stage_at(d, i, first, last, d->in->ctx, d->in->kv_bits, &st);
-    if (st.headroom < 0 || st.time > d->time_limit * (1 + TIME_EPS))
+    if (st.headroom < 0 || last - first > d->layers_limit)
         return INFINITY;
     return -(double)st.headroom;
 }
@@ -240,6 +231,10 @@ static int check_input(const plan_input *in, char *err, size_t errlen)
                  L, in->n_nodes);
         return -1;
     }
+    if (in->margin_pct < 0) {
+        snprintf(err, errlen, "margin %d%%: expected 0 or more", in->margin_pct);
+        return -1;
+    }
     if (in->ctx < 1 || in->ctx > OPT_PLAN_CTX_MAX) {
         snprintf(err, errlen, "context %d: expected 1 to %d", in->ctx, OPT_PLAN_CTX_MAX);
         return -1;
@@ -266,6 +261,51 @@ static int check_input(const plan_input *in, char *err, size_t errlen)
     return plan_kv_check(in->model, in->kv_bits, err, errlen);
 }
 
+static int same_ranges(const plan_layout *a, const plan_layout *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a->st[i].first != b->st[i].first || a->st[i].last != b->st[i].last)
+            return 0;
+    return 1;
+}
+
+/* The proposal rule (plan.h): a fitting current layout stays unless the
+ * plan raises the largest context at the target bits by the margin. */
+static void decide(const plan_input *in, plan_result *r)
+{
+    const plan_layout *cur = &r->current, *new = &r->planned;
+    r->change = 0;
+    if (!r->feasible) {
+        snprintf(r->why, sizeof r->why, "no layout fits the target");
+        return;
+    }
+    if (cur->known && same_ranges(cur, new, in->n_nodes)) {
+        snprintf(r->why, sizeof r->why, "the current layout is the plan");
+        return;
+    }
+    if (!cur->known || !cur->fits) {
+        r->change = 1;
+        snprintf(r->why, sizeof r->why, "the current layout %s the target",
+                 cur->known ? "does not fit" : "is unknown: it may not fit");
+        return;
+    }
+    /* In 64 bits: a context near OPT_PLAN_CTX_MAX times 1000 + 100. */
+    long long gain = (long long)new->ctx_at_bits * 100,
+              need = (long long)cur->ctx_at_bits *(100 + in->margin_pct);
+    if (new->ctx_at_bits > cur->ctx_at_bits && gain >= need) {
+        r->change = 1;
+        snprintf(r->why, sizeof r->why,
+                 "the largest context at kv_bits %d rises from %d to %d (margin %d%%)", in->kv_bits,
+                 cur->ctx_at_bits, new->ctx_at_bits, in->margin_pct);
+        return;
+    }
+    snprintf(r->why, sizeof r->why,
+             "the current layout fits, and the plan raises the largest context at kv_bits %d "
+             "from %d to %d only, less than the margin of %d%%: kept",
+             in->kv_bits, cur->ctx_at_bits, new->ctx_at_bits, in->margin_pct);
+    r->planned = r->current;
+}
+
 int plan_compute(const plan_input *in, plan_result *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -276,12 +316,12 @@ int plan_compute(const plan_input *in, plan_result *out, char *err, size_t errle
         snprintf(err, errlen, "out of memory for the plan");
         return -1;
     }
-    dp_init(d, in, &out->speeds);
+    dp_init(d, in);
     int first[PLAN_NODES_MAX], last[PLAN_NODES_MAX];
-    double t = dp_run(d, cost_time, first, last);
+    double t = dp_run(d, cost_layers, first, last);
     out->feasible = t != INFINITY;
     if (out->feasible) {
-        d->time_limit = t;
+        d->layers_limit = (int)t;
         t = dp_run(d, cost_tight, first, last);
     } else if (!isnan(t)) {
         t = dp_run(d, cost_short, first, last);
@@ -299,6 +339,7 @@ int plan_compute(const plan_input *in, plan_result *out, char *err, size_t errle
         }
         if (known)
             plan_layout_of(in, first, last, &out->current);
+        decide(in, out);
     }
     free(d);
     if (isnan(t)) {

@@ -1,5 +1,7 @@
 /* plan.h: the layer planner. Where each layer of a model goes so that a
- * target context fits every node's memory.
+ * target context fits every node's memory. The CLI (`infertop plan`) and
+ * the console's Plan view both call plan_compute on inputs built by
+ * plan_fill_nodes (plan_gather.h): one objective, one proposal rule.
  *
  * A layout gives each node of the ring, in ring order, a contiguous range
  * of layers (at least one each). Node i holding [first, last) needs
@@ -13,17 +15,24 @@
  *   reserve   what the engine's memory guard keeps free: max(32 MiB,
  *             budget / 16) (engine/node/guard.h)
  *   runtime   the process's own memory besides all that: measured on a
- *             running node as RSS - weights - KV (which counts the scratch
+ *             running node as used - weights - KV (used: RSS and the
+ *             weights not paged in yet; it counts the scratch
  *             it already holds twice, on the safe side), else
  *             PLAN_RUNTIME_DEFAULT
  *
  * and the layout fits when that sum is within every node's budget.
- * Among the layouts that fit, the planner takes the one whose slowest
- * stage is fastest (a stage's time is its layers times its node's ms per
- * layer; without measured speeds every layer counts alike, which balances
- * the layers), and among those the one leaving the most bytes free on its
+ * Among the layouts that fit, the planner takes the one whose busiest
+ * stage holds the fewest layers (balanced layers: measured speeds change
+ * with load and batch, and the CLI has none to measure, so they are not
+ * weighed), and among those the one leaving the most bytes free on its
  * tightest node; a remaining tie goes to the layout found first, which
  * gives later nodes the larger ranges.
+ *
+ * A restart costs the ring its sessions, so a new layout is proposed only
+ * when the current one is unknown or does not fit the target, or when the
+ * new one raises the largest context at the target kv_bits by margin_pct
+ * percent or more (OPT_PLAN_MARGIN); otherwise the plan is the current
+ * layout and `change` is 0.
  *
  * When no layout fits, the result says which node falls short by how much
  * in the layout where the shortfall is smallest, and the largest context
@@ -37,10 +46,11 @@
 #include <stdint.h>
 
 #include "engine/model/model.h"
-#include "engine/proto/opt.h" /* OPT_PLAN_CTX_MAX */
+#include "engine/proto/opt.h"      /* OPT_PLAN_CTX_MAX */
+#include "engine/proto/protocol.h" /* PROTO_LAYERS_MAX, proto_status */
 
 #define PLAN_NODES_MAX 64
-#define PLAN_LAYERS_MAX 1024
+#define PLAN_LAYERS_MAX PROTO_LAYERS_MAX
 #define PLAN_NAME_MAX 64
 /* An idle `inferd serve` holds about 13 MiB besides its weights (the
  * binary, OpenBLAS, ZeroMQ), measured on x86-64 Debian 12. */
@@ -64,6 +74,10 @@ typedef struct plan_model {
  * with the engine's reader. -1 with err. */
 int plan_model_probe(const char *spec, plan_model *m, char *err, size_t errlen);
 
+/* The same from a running node's status (model.shape): no file needed.
+ * -1 with err when the node does not report its shape (an older node). */
+int plan_model_from_status(const proto_status *s, plan_model *m, char *err, size_t errlen);
+
 /* The weights bytes of a stage holding [first, last): equal to the
  * engine's model_stage_bytes for the loaded model. */
 size_t plan_stage_weights(const plan_model *m, int first, int last);
@@ -84,20 +98,21 @@ uint64_t plan_reserve(uint64_t budget);
 
 typedef struct plan_node {
     char name[PLAN_NAME_MAX];
-    uint64_t budget;     /* bytes, > 0 */
-    uint64_t runtime;    /* bytes, see the top of this file */
-    double ms_per_layer; /* measured speed; 0 when unknown */
-    int prefill_step;    /* for the scratch */
+    uint64_t budget;  /* bytes, > 0 */
+    uint64_t runtime; /* bytes, see the top of this file */
+    int prefill_step; /* for the scratch */
     int threads;
     int cur_first, cur_last; /* the current range; -1 when unknown */
+    int host_nodes;          /* nodes sharing its host's memory (plan_gather.h), 1: alone */
 } plan_node;
 
 typedef struct plan_input {
     const plan_model *model;
     int n_nodes;
     plan_node nodes[PLAN_NODES_MAX];
-    int ctx;     /* the target context, 1..OPT_PLAN_CTX_MAX */
-    int kv_bits; /* 32, 16, 8 or 4 */
+    int ctx;        /* the target context, 1..OPT_PLAN_CTX_MAX */
+    int kv_bits;    /* 32, 16, 8 or 4 */
+    int margin_pct; /* OPT_PLAN_MARGIN */
 } plan_input;
 
 /* One node's figures in a layout. */
@@ -107,7 +122,6 @@ typedef struct plan_stage {
     uint64_t need;            /* the sum of the five */
     int64_t headroom;         /* budget - need: negative when it does not fit */
     int max_ctx[PLAN_N_BITS]; /* the largest context that fits, at plan_bits; 0: none */
-    double time;              /* its layers x ms per layer (or 1) */
 } plan_stage;
 
 typedef struct plan_layout {
@@ -115,6 +129,7 @@ typedef struct plan_layout {
     int fits;  /* every node fits at the target */
     plan_stage st[PLAN_NODES_MAX];
     int max_ctx[PLAN_N_BITS]; /* the least over the nodes: what the layout supports */
+    int ctx_at_bits;          /* the same at the input's kv_bits */
     int short_node;           /* the node with the least headroom */
 } plan_layout;
 
@@ -125,7 +140,8 @@ typedef struct plan_result {
     plan_layout planned;
     plan_layout current;       /* .known = 0 when a node's range is unknown */
     int best_ctx[PLAN_N_BITS]; /* the largest context any layout fits */
-    int speeds;                /* 1: measured speeds were used */
+    int change;                /* 1: planned differs from current and is worth a restart */
+    char why[160];             /* why the plan changes the layout or keeps it */
 } plan_result;
 
 /* Plans. -1 with err only for input that cannot be planned at all (fewer

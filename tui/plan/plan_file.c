@@ -4,6 +4,7 @@
  * of a line, indented lines continuing the key above. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "engine/proto/opt.h"
 #include "plan_file.h"
+#include "plan_int.h"
 #include "tui/core/shellword.h"
 
 enum { NOT_A_KEY = 0, KEY_LAYERS, KEY_START, KEY_OTHER };
@@ -59,15 +61,11 @@ static int header_of(const struct cluster *c, const char *line)
     return -1;
 }
 
-/* The next value of --layers (the table's flag of OPT_LAYERS) in a
- * command line from *p, read as a shell reads it: 1 with the text that
- * holds it in [*from, *to) (the value's word, or the whole --layers=A:B)
- * and the value in value; 2 for the --layers=A:B form; 0 when there is no
- * more (or the line's quoting is broken: the rest stays as it is). */
-static int next_layers(const char **p, const char **from, const char **to, char *value, size_t len)
+int plan_flag_next(const char **p, const char *flag_name, const char **from, const char **to,
+                   char *value, size_t len)
 {
-    char flag[32], word[CLUSTER_START_MAX];
-    size_t flen = (size_t)snprintf(flag, sizeof flag, "--%s", opt_defs[OPT_LAYERS].flag);
+    char flag[64], word[CLUSTER_START_MAX];
+    size_t flen = (size_t)snprintf(flag, sizeof flag, "--%s", flag_name);
     const char *start;
     int value_next = 0;
     while (shellword_next(p, word, sizeof word, &start) == 1) {
@@ -81,6 +79,12 @@ static int next_layers(const char **p, const char **from, const char **to, char 
         value_next = strcmp(word, flag) == 0;
     }
     return 0;
+}
+
+/* The next value of --layers (the table's flag of OPT_LAYERS). */
+static int next_layers(const char **p, const char **from, const char **to, char *value, size_t len)
+{
+    return plan_flag_next(p, opt_defs[OPT_LAYERS].flag, from, to, value, len);
 }
 
 /* A start line (or a line continuing it) with each --layers set to the
@@ -160,6 +164,32 @@ static int check(const struct cluster *c, const struct cluster *n, const int *fi
     return 0;
 }
 
+int plan_file_commit(const char *from, const char *to, char *err, size_t errlen)
+{
+    if (rename(from, to) != 0) {
+        snprintf(err, errlen, "%s: cannot replace: %s", to, strerror(errno));
+        return -1;
+    }
+    /* The rename itself is on disk once the directory is. */
+    char dir[CLUSTER_PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s", to);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+        snprintf(err, errlen, "%s is replaced, but its folder %s cannot be synced: %s", to, dir,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 int plan_file_write(const struct cluster *c, const int *first, const int *last, const char *dst,
                     struct cluster **out, char *err, size_t errlen)
 {
@@ -190,6 +220,10 @@ int plan_file_write(const struct cluster *c, const int *first, const int *last, 
     }
     int rc = rewrite(c, in, f, first, last);
     fclose(in);
+    /* On disk before it replaces anything: a crash leaves the old file or
+     * the new one, whole. */
+    if (rc == 0 && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+        rc = -1;
     if (fclose(f) != 0 || rc != 0) {
         snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
         unlink(tmp);
@@ -203,10 +237,8 @@ int plan_file_write(const struct cluster *c, const int *first, const int *last, 
     } else {
         rc = check(c, n, first, last, err, errlen);
     }
-    if (rc == 0 && rename(tmp, dst) != 0) {
-        snprintf(err, errlen, "%s: cannot replace: %s", dst, strerror(errno));
-        rc = -1;
-    }
+    if (rc == 0)
+        rc = plan_file_commit(tmp, dst, err, errlen);
     if (rc != 0) {
         unlink(tmp);
         cluster_free(n);

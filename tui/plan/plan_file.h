@@ -4,9 +4,10 @@
  * everything stay: each node's `layers` line gets its new range (a node
  * without one gets it right after its section header), and a `--layers
  * A:B` in an explicit `start` line is changed to match. The result goes
- * to a temporary file beside dst, is loaded back and checked (every
- * node's range, every start line's --layers), and only then renamed over
- * dst: dst is either the new file, whole, or untouched.
+ * to a temporary file beside dst, is synced to disk, loaded back and
+ * checked (every node's range, every start line's --layers), and only
+ * then renamed over dst, whose folder is synced too: dst is either the
+ * new file, whole, or untouched.
  */
 #ifndef PLAN_FILE_H
 #define PLAN_FILE_H
@@ -20,5 +21,9 @@
  * the new file loaded. -1 with err, and dst untouched. */
 int plan_file_write(const struct cluster *c, const int *first, const int *last, const char *dst,
                     struct cluster **out, char *err, size_t errlen);
+
+/* Renames from over to and syncs the folder of to, so that the rename
+ * survives a crash. -1 with err. */
+int plan_file_commit(const char *from, const char *to, char *err, size_t errlen);
 
 #endif

@@ -59,15 +59,15 @@ void plan_ask_status(const struct cluster *c, int timeout_ms, plan_seen *seen)
 
 /* ---- facts ---- */
 
-void plan_ssh_run(nodepool *p, nodectl_op op, const int *nodes, int n, nodectl_result *res)
+void plan_ssh_each(nodepool *p, const nodectl_req *reqs, const int *nodes, int n,
+                   nodectl_result *res)
 {
     long jobs[PLAN_NODES_MAX];
     char err[256];
-    nodectl_req req = {.op = op};
     int left = 0;
     for (int k = 0; k < n; k++) {
         memset(&res[k], 0, sizeof res[k]);
-        jobs[k] = nodepool_submit(p, nodes[k], &req, err, sizeof err);
+        jobs[k] = nodepool_submit(p, nodes[k], &reqs[k], err, sizeof err);
         if (jobs[k] < 0)
             snprintf(res[k].error, sizeof res[k].error, "%s", err);
         else
@@ -86,6 +86,14 @@ void plan_ssh_run(nodepool *p, nodectl_op op, const int *nodes, int n, nodectl_r
             nodepool_event_free(&ev);
         }
     }
+}
+
+void plan_ssh_run(nodepool *p, nodectl_op op, const int *nodes, int n, nodectl_result *res)
+{
+    nodectl_req reqs[PLAN_NODES_MAX];
+    for (int k = 0; k < n; k++)
+        reqs[k] = (nodectl_req){.op = op};
+    plan_ssh_each(p, reqs, nodes, n, res);
 }
 
 void plan_ask_facts(const struct cluster *c, const nodepool_opts *o, plan_seen *seen)
@@ -111,19 +119,85 @@ void plan_ask_facts(const struct cluster *c, const nodepool_opts *o, plan_seen *
     nodepool_free(p);
 }
 
-/* ---- the plan's nodes ---- */
-
 static uint64_t least(uint64_t a, uint64_t b)
 {
     return !a ? b : !b ? a : a < b ? a : b;
 }
 
+/* ---- hosts ---- */
+
+/* What node i says of the memory of its host: its key (the boot id a
+ * running node reports, else its SSH host), the host's MemAvailable,
+ * what the node holds of it now, and its own limit. 0 when it cannot say
+ * (an older node, no facts). */
+struct host_view {
+    char key[CLUSTER_HOST_MAX + 8];
+    uint64_t available, held, limit;
+};
+
+static int host_of(const struct cluster *c, const plan_seen *seen, int i, struct host_view *h)
+{
+    const plan_seen *s = &seen[i];
+    memset(h, 0, sizeof *h);
+    if (s->up) {
+        const proto_status *st = &s->status;
+        if (!st->host_id[0] || !st->memory.host_available)
+            return 0;
+        snprintf(h->key, sizeof h->key, "boot:%s", st->host_id);
+        h->available = st->memory.host_available;
+        /* RSS, not used: weights not paged in yet are still part of
+         * MemAvailable, and the plan counts every weight itself. */
+        h->held = st->memory.rss;
+        h->limit = st->memory.limit;
+        return 1;
+    }
+    if (!s->has_facts || !c->nodes[i].ssh_host[0])
+        return 0;
+    snprintf(h->key, sizeof h->key, "ssh:%s", c->nodes[i].ssh_host);
+    h->available = (uint64_t)s->facts.mem_available_kb * 1024;
+    h->limit = c->nodes[i].mem_limit;
+    return 1;
+}
+
+/* Each host's memory split between its nodes (plan_gather.h). */
+static void share_hosts(const struct cluster *c, const plan_seen *seen, plan_input *in)
+{
+    struct host_view h[PLAN_NODES_MAX];
+    int known[PLAN_NODES_MAX];
+    for (int i = 0; i < in->n_nodes; i++) {
+        known[i] = host_of(c, seen, i, &h[i]);
+        in->nodes[i].host_nodes = 1;
+    }
+    for (int i = 0; i < in->n_nodes; i++) {
+        if (!known[i])
+            continue;
+        /* The host's pool: its MemAvailable (the least the nodes saw: the
+         * most recent use is the safer guess) and what each of its nodes
+         * holds now, once. */
+        uint64_t available = h[i].available, held = 0;
+        int k = 0;
+        for (int j = 0; j < in->n_nodes; j++)
+            if (known[j] && strcmp(h[j].key, h[i].key) == 0) {
+                available = h[j].available < available ? h[j].available : available;
+                held += h[j].held;
+                k++;
+            }
+        uint64_t share = (available + held) / (uint64_t)k;
+        in->nodes[i].budget = least(share, h[i].limit);
+        in->nodes[i].host_nodes = k;
+    }
+}
+
+/* ---- the plan's nodes ---- */
+
 /* Memory a running node holds besides its weights and KV (its scratch
- * included): RSS - weights - KV. */
+ * included): used (RSS and the weights not paged in yet; an older node
+ * says RSS alone) - weights - KV. */
 static uint64_t runtime_of(const proto_status *s)
 {
     uint64_t model = s->memory.weights_bytes + s->memory.kv_bytes;
-    return s->memory.rss > model ? s->memory.rss - model : 0;
+    uint64_t used = s->memory.used > s->memory.rss ? s->memory.used : s->memory.rss;
+    return used > model ? used - model : 0;
 }
 
 int plan_fill_nodes(const struct cluster *c, const plan_seen *seen, plan_input *in,
@@ -169,7 +243,6 @@ int plan_fill_nodes(const struct cluster *c, const plan_seen *seen, plan_input *
             return -1;
         }
         n->runtime = s->up ? runtime_of(&s->status) : PLAN_RUNTIME_DEFAULT;
-        n->ms_per_layer = s->ms_per_layer;
         n->prefill_step = s->up && s->status.config.prefill_step > 0 ? s->status.config.prefill_step
                                                                      : PLAN_PREFILL_DEFAULT;
         n->threads = s->up && s->status.config.threads > 0 ? s->status.config.threads
@@ -179,41 +252,75 @@ int plan_fill_nodes(const struct cluster *c, const plan_seen *seen, plan_input *
         n->cur_first = s->up ? s->status.model.layer_first : cn->layer_first;
         n->cur_last = s->up ? s->status.model.layer_last : cn->layer_last;
     }
+    share_hosts(c, seen, in);
     return 0;
 }
 
 /* ---- the model ---- */
 
-int plan_pick_model(const struct cluster *c, const plan_seen *seen, const char *given, char *spec,
-                    size_t len, char *err, size_t errlen)
+/* The first running node that reports its shape; -1 when none does, -2
+ * when the running nodes report different weights. */
+static int shape_node(const struct cluster *c, const plan_seen *seen)
+{
+    int pick = -1;
+    for (int i = 0; i < c->n_nodes; i++) {
+        if (!seen[i].up || seen[i].status.model.n_layer_bytes <= 0)
+            continue;
+        if (pick < 0)
+            pick = i;
+        else if (strcmp(seen[i].status.model.fingerprint, seen[pick].status.model.fingerprint) != 0)
+            return -2;
+    }
+    return pick;
+}
+
+/* The spec to probe when no node reports a shape: the file's `model` when
+ * every node names the same one, else a running node's embedded or
+ * synthetic model. NULL when none says. */
+static const char *spec_to_probe(const struct cluster *c, const plan_seen *seen)
 {
     const char *file = c->nodes[0].model[0] ? c->nodes[0].model : NULL;
     for (int i = 1; file && i < c->n_nodes; i++)
         if (strcmp(c->nodes[i].model, file) != 0)
             file = NULL;
-    const char *pick = given ? given : file;
-    for (int i = 0; !pick && i < c->n_nodes; i++) {
+    if (file)
+        return file;
+    for (int i = 0; i < c->n_nodes; i++) {
         if (!seen[i].up)
             continue;
         const char *name = seen[i].status.model.name;
         if (strcmp(name, "stories260K") == 0)
-            pick = "embedded";
-        else if (strncmp(name, "synth:", 6) == 0)
-            pick = name;
-        else
-            break;
+            return "embedded";
+        if (strncmp(name, "synth:", 6) == 0)
+            return name;
+        return NULL;
     }
+    return NULL;
+}
+
+int plan_pick_model(const struct cluster *c, const plan_seen *seen, const char *given,
+                    plan_model *m, char *err, size_t errlen)
+{
+    int from = given ? -1 : shape_node(c, seen);
+    if (from == -2) {
+        snprintf(err, errlen,
+                 "the running nodes report different model fingerprints: they do not run the "
+                 "same weights; give --model SPEC to plan for one");
+        return -1;
+    }
+    if (from >= 0)
+        return plan_model_from_status(&seen[from].status, m, err, errlen);
+    const char *pick = given ? given : spec_to_probe(c, seen);
     if (!pick) {
         snprintf(err, errlen,
-                 "which model? give --model SPEC (a copy of the model file on this machine, "
-                 "or synth:...), or `model` in the cluster file");
+                 "which model? no running node reports its shape: give --model SPEC (a copy of "
+                 "the model file on this machine, or synth:...), or `model` in the cluster file");
         return -1;
     }
-    if (snprintf(spec, len, "%s", pick) >= (int)len) {
-        snprintf(err, errlen, "model %.64s...: name too long", pick);
-        return -1;
-    }
-    return 0;
+    /* The same file again: its header was read already. */
+    if (strcmp(pick, m->spec) == 0 && m->cfg.n_layers > 0)
+        return 0;
+    return plan_model_probe(pick, m, err, errlen);
 }
 
 int plan_pick_kv_bits(const struct cluster *c, const plan_seen *seen)

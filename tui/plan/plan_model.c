@@ -22,6 +22,34 @@ int plan_model_probe(const char *spec, plan_model *m, char *err, size_t errlen)
                              &m->out_bytes, err, errlen);
 }
 
+int plan_model_from_status(const proto_status *s, plan_model *m, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    int L = s->model.n_layers;
+    if (s->model.n_layer_bytes <= 0 || s->model.n_layer_bytes != L || L > PLAN_LAYERS_MAX ||
+        s->model.head_dim <= 0) {
+        snprintf(err, errlen,
+                 "the nodes do not report their model's shape (inferd %s is older): give --model",
+                 s->version[0] ? s->version : "?");
+        return -1;
+    }
+    snprintf(m->spec, sizeof m->spec, "%s", s->model.name);
+    m->cfg = (model_config){.dim = s->model.dim,
+                            .hidden_dim = s->model.hidden_dim,
+                            .n_layers = L,
+                            .n_heads = s->model.n_heads,
+                            .n_kv_heads = s->model.n_kv_heads,
+                            .head_dim = s->model.head_dim,
+                            .vocab_size = s->model.vocab_size,
+                            .seq_len = s->model.seq_len,
+                            .shared_classifier = s->model.shared_classifier};
+    m->embed_bytes = s->model.embed_bytes;
+    m->out_bytes = s->model.out_bytes;
+    for (int l = 0; l < L; l++)
+        m->layer_bytes[l] = s->model.layer_bytes[l];
+    return 0;
+}
+
 /* A stage's weights from the bytes of its layers: the embedding on the
  * first stage, the norm and classifier on the last, one table when the
  * same stage holds both and the classifier is shared (model.h). */

@@ -27,8 +27,7 @@
 /* ---- the plan, from what the console knows ---- */
 
 /* Node i as the planner sees it: its last status while it is up, its
- * facts if the node view fetched them, its decode speed per layer over
- * the state's window. */
+ * facts if the node view fetched them (what the CLI asks for itself). */
 static void seen_of(const struct view_ctx *v, int i, plan_seen *s)
 {
     memset(s, 0, sizeof *s);
@@ -46,11 +45,6 @@ static void seen_of(const struct view_ctx *v, int i, plan_seen *s)
         s->has_facts = 1;
         s->facts = *f;
     }
-    int layers = s->up ? st->model.layer_last - st->model.layer_first : 0;
-    double q = 0.5, p50;
-    if (layers > 0 && state_percentiles(v->st, i, STATE_MODEL_MS, STATE_DECODE, STATE_SECONDS,
-                                        v->now, &q, 1, &p50) > 0)
-        s->ms_per_layer = p50 / layers;
 }
 
 static int plan_from_state(struct view_ctx *v, plan_seen *seen)
@@ -66,11 +60,7 @@ static int plan_from_state(struct view_ctx *v, plan_seen *seen)
     if (!p->kv_bits && any_up)
         p->kv_bits = plan_pick_kv_bits(c, seen);
     p->in.kv_bits = p->kv_bits ? p->kv_bits : plan_pick_kv_bits(c, seen);
-    char spec[sizeof p->model.spec];
-    if (plan_pick_model(c, seen, NULL, spec, sizeof spec, p->why, sizeof p->why) != 0)
-        return -1;
-    if (strcmp(spec, p->model.spec) != 0 &&
-        plan_model_probe(spec, &p->model, p->why, sizeof p->why) != 0) {
+    if (plan_pick_model(c, seen, NULL, &p->model, p->why, sizeof p->why) != 0) {
         p->model.spec[0] = '\0';
         return -1;
     }
@@ -78,6 +68,7 @@ static int plan_from_state(struct view_ctx *v, plan_seen *seen)
         p->ctx = CTX_DEFAULT;
     p->in.model = &p->model;
     p->in.ctx = p->ctx;
+    p->in.margin_pct = (int)opt_default_int(OPT_PLAN_MARGIN);
     if (plan_fill_nodes(c, seen, &p->in, p->from, p->why, sizeof p->why) != 0)
         return -1;
     return plan_compute(&p->in, &p->result, p->why, sizeof p->why);
@@ -146,8 +137,8 @@ static void draw_form(struct view_ctx *v)
     const plan_layout *l = &r->planned;
     if (r->feasible) {
         draw_textf(w, v->g, 1, 0, width, palette_attr(v->pal, PAL_OK),
-                   "the plan fits context %d at kv_bits %d on every node (%s)", p->ctx,
-                   p->in.kv_bits, r->speeds ? "measured speeds" : "equal speeds: balanced layers");
+                   "the plan fits context %d at kv_bits %d on every node; %s: %s", p->ctx,
+                   p->in.kv_bits, r->change ? "a change" : "no change", r->why);
         return;
     }
     char shortfall[16];
@@ -305,14 +296,6 @@ static void plan_draw(struct view_ctx *v)
 
 /* ---- keys ---- */
 
-static int same_layout(const plan_layout *a, const plan_layout *b, int n)
-{
-    for (int i = 0; a->known && i < n; i++)
-        if (a->st[i].first != b->st[i].first || a->st[i].last != b->st[i].last)
-            return 0;
-    return a->known;
-}
-
 static void ask_apply(struct view_ctx *v)
 {
     const struct view_plan_pos *p = &v->plan;
@@ -330,8 +313,8 @@ static void ask_apply(struct view_ctx *v)
         view_message(v, 1, "nothing to apply: %s", p->ok ? "no layout fits the target" : p->why);
         return;
     }
-    if (same_layout(&p->result.current, &p->result.planned, p->in.n_nodes)) {
-        view_message(v, 0, "nothing to apply: every node holds its planned layers already");
+    if (!p->result.change) {
+        view_message(v, 0, "nothing to apply: %s", p->result.why);
         return;
     }
     int first[PLAN_NODES_MAX], last[PLAN_NODES_MAX];

@@ -251,3 +251,42 @@ Test(model, synthetic_fingerprints)
     model_free(c);
     model_free(d);
 }
+
+static void same_mat(const wmat *a, const wmat *b, const char *what, int l)
+{
+    size_t n = (size_t)a->rows * a->row_bytes;
+    cr_assert_eq(n, (size_t)b->rows * b->row_bytes);
+    cr_assert_eq(memcmp(a->data, b->data, n), 0, "layer %d %s differs", l, what);
+}
+
+/* A stage of a synthetic model writes its own layers only, with the
+ * values the whole model has there; the rest of its buffer is never
+ * touched, so it is not in memory (model_unpaged_bytes). */
+Test(model, synthetic_stage_holds_its_layers)
+{
+    const char *spec = "synth:dim=256,hidden=512,layers=6,heads=4,kv_heads=2,vocab=300";
+    char err[256];
+    model *whole, *part;
+    cr_assert_eq(model_load(&whole, spec, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(model_load_stage(&part, spec, 2, 4, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(model_fingerprint(part), model_fingerprint(whole));
+    for (int l = 2; l < 4; l++) {
+        const layer_weights *a = model_layer(whole, l), *b = model_layer(part, l);
+        same_mat(&a->wq, &b->wq, "wq", l);
+        same_mat(&a->wk, &b->wk, "wk", l);
+        same_mat(&a->wv, &b->wv, "wv", l);
+        same_mat(&a->wo, &b->wo, "wo", l);
+        same_mat(&a->w1, &b->w1, "w1", l);
+        same_mat(&a->w2, &b->w2, "w2", l);
+        same_mat(&a->w3, &b->w3, "w3", l);
+        cr_assert_eq(memcmp(a->rms_att, b->rms_att, 256 * sizeof(float)), 0);
+    }
+    cr_assert_eq(model_unpaged_bytes(part, 2, 4), 0, "its own layers are written");
+    size_t other = model_stage_bytes(part, 4, 5);
+    cr_assert_geq(model_unpaged_bytes(part, 4, 5), other * 9 / 10,
+                  "another layer is not in memory: %zu of %zu bytes",
+                  model_unpaged_bytes(part, 4, 5), other);
+    cr_assert_eq(model_unpaged_bytes(whole, 0, 6), 0);
+    model_free(whole);
+    model_free(part);
+}

@@ -944,3 +944,48 @@ Test(protocol, status_ring_health_round_trip)
     cr_expect_eq(proto_ring_state_parse("from_the_future"), PROTO_RING_LOADING);
     cr_expect_str_eq(proto_ring_state_name(PROTO_RING_UP), "up");
 }
+
+/* What a planner needs of a node goes out in status and comes back. */
+Test(protocol, status_shape_and_host_round_trip)
+{
+    proto_status s, back;
+    char err[256];
+    memset(&s, 0, sizeof s);
+    s.model.n_layers = s.model.n_layer_bytes = 3;
+    s.model.head_dim = 64;
+    s.model.shared_classifier = 1;
+    s.model.embed_bytes = 1000;
+    s.model.out_bytes = 1004;
+    for (int l = 0; l < 3; l++)
+        s.model.layer_bytes[l] = 500u + (uint64_t)l;
+    s.memory.unpaged = 7;
+    s.memory.limit = 1 << 20;
+    s.memory.host_available = 1ull << 33;
+    snprintf(s.host_id, sizeof s.host_id, "boot-1");
+    json_t *o = proto_status_json("a", &s);
+    cr_assert_not_null(o);
+    cr_assert_eq(proto_status_from_json(o, &back, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(back.model.n_layer_bytes, 3);
+    cr_expect_eq(back.model.layer_bytes[2], 502);
+    cr_expect_eq(back.model.head_dim, 64);
+    cr_expect_eq(back.model.shared_classifier, 1);
+    cr_expect_eq(back.model.embed_bytes, 1000);
+    cr_expect_eq(back.model.out_bytes, 1004);
+    cr_expect_eq(back.memory.unpaged, 7);
+    cr_expect_eq(back.memory.limit, 1 << 20);
+    cr_expect_eq(back.memory.host_available, 1ull << 33);
+    cr_expect_str_eq(back.host_id, "boot-1");
+    /* A shape that is not one is refused by name. */
+    json_object_set_new(json_object_get(json_object_get(o, "model"), "shape"), "layer_bytes",
+                        json_string("many"));
+    cr_expect_eq(proto_status_from_json(o, &back, err, sizeof err), -1);
+    cr_expect(strstr(err, "model.shape.layer_bytes"), "%s", err);
+    json_decref(o);
+    /* An older node says nothing of it. */
+    s.model.n_layer_bytes = 0;
+    s.host_id[0] = '\0';
+    o = proto_status_json("a", &s);
+    cr_expect_null(json_object_get(json_object_get(o, "model"), "shape"));
+    cr_expect_null(json_object_get(o, "host_id"));
+    json_decref(o);
+}

@@ -78,7 +78,7 @@ Test(plan, budgets_1_4_4_give_the_small_node_fewer_layers)
     expect_ranges(&r.planned, (int[]){0, 2, 2, 7, 7, 12}, 3);
     cr_assert_eq(r.planned.st[0].kv, 32 * MiB);
     cr_assert_eq(r.planned.short_node, 0);
-    cr_assert(!r.speeds);
+    cr_assert(r.change, "no current layout: the plan is a change");
 
     /* The small node in the middle. */
     nodes_of(&in, (int[]){384, 96, 384}, 3, 65536, 16);
@@ -95,24 +95,56 @@ Test(plan, equal_nodes_split_evenly)
     expect_ranges(&r.planned, (int[]){0, 4, 4, 8, 8, 12}, 3);
 }
 
-/* Node 2 takes twice as long per layer: 5 + 5 + 2 layers make every
- * stage 5 units or less, and nothing makes them all 4. */
-Test(plan, measured_speeds_shift_layers_off_the_slow_node)
+static void set_current(plan_input *in, const int *cur)
+{
+    for (int i = 0; i < in->n_nodes; i++) {
+        in->nodes[i].cur_first = cur[2 * i];
+        in->nodes[i].cur_last = cur[2 * i + 1];
+    }
+}
+
+/* One objective for every caller: a current layout that fits stays
+ * unless the plan raises the largest context by the margin. 4096
+ * positions fit every split here; the busiest stage of 3+5+4 holds 5
+ * layers, of the plan's 4+4+4 four: about a quarter more context. */
+Test(plan, a_fitting_layout_changes_only_past_the_margin)
 {
     plan_input in;
     plan_result r;
     nodes_of(&in, (int[]){384, 384, 384}, 3, 4096, 16);
-    in.nodes[0].ms_per_layer = 1.5;
-    in.nodes[1].ms_per_layer = 1.5;
-    in.nodes[2].ms_per_layer = 3.0;
+    set_current(&in, (int[]){0, 4, 4, 8, 8, 12});
+    in.margin_pct = 10;
     plan_ok(&in, &r);
-    cr_assert(r.speeds);
-    expect_ranges(&r.planned, (int[]){0, 5, 5, 10, 10, 12}, 3);
-    /* One unknown speed: layers are balanced. */
-    in.nodes[1].ms_per_layer = 0;
+    cr_assert(!r.change, "%s", r.why);
+    cr_assert(strstr(r.why, "is the plan"), "%s", r.why);
+
+    set_current(&in, (int[]){0, 3, 3, 8, 8, 12});
     plan_ok(&in, &r);
-    cr_assert(!r.speeds);
+    cr_assert(r.current.fits);
     expect_ranges(&r.planned, (int[]){0, 4, 4, 8, 8, 12}, 3);
+    cr_assert(r.change, "%s", r.why);
+    cr_assert_gt(r.planned.ctx_at_bits * 100, r.current.ctx_at_bits * 110);
+
+    in.margin_pct = 50;
+    plan_ok(&in, &r);
+    cr_assert(!r.change, "a gain under the margin: %s", r.why);
+    cr_assert(strstr(r.why, "margin of 50%"), "%s", r.why);
+    expect_ranges(&r.planned, (int[]){0, 3, 3, 8, 8, 12}, 3);
+}
+
+/* A margin does not hold back a layout that fits where the current one
+ * does not. */
+Test(plan, a_layout_that_does_not_fit_always_changes)
+{
+    plan_input in;
+    plan_result r;
+    nodes_of(&in, (int[]){96, 384, 384}, 3, 65536, 16);
+    set_current(&in, (int[]){0, 4, 4, 8, 8, 12});
+    in.margin_pct = 1000;
+    plan_ok(&in, &r);
+    cr_assert(!r.current.fits);
+    cr_assert(r.change, "%s", r.why);
+    cr_assert(strstr(r.why, "does not fit"), "%s", r.why);
 }
 
 /* The need of node i holding [first, last), computed here from the
