@@ -336,6 +336,19 @@ static inline __m256i qb_dpbusd(__m256i acc, __m256i u, __m256i s)
 #endif
 }
 
+/* acc + the products of u0 by s0 and of u1 by s1, for u0, u1 <= 15 and
+ * |s| <= 128 (nibbles by int8): each int16 lane of the two is at most
+ * 7680, so they add in int16 and widen once. */
+static inline __m256i qb_dpbusd2_nib(__m256i acc, __m256i u0, __m256i s0, __m256i u1, __m256i s1)
+{
+#ifdef QB_VNNI
+    return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(acc, u0, s0), u1, s1);
+#else
+    __m256i sum = _mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(sum, _mm256_set1_epi16(1)));
+#endif
+}
+
 /* acc + sums of two int16 x int16 products per int32 lane. */
 static inline __m256i qb_dpwssd(__m256i acc, __m256i a, __m256i b)
 {

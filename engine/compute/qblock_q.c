@@ -420,8 +420,8 @@ QB_INLINE __m256i q4_0_pair_dot(const __m256i u[2], const __m256i s[2], const q8
 {
     (void)s;
     __m256i base = _mm256_loadu_si256((const __m256i *)p->base[i]);
-    return qb_dpbusd(qb_dpbusd(base, u[0], _mm256_loadu_si256((const __m256i *)p->lo[i])), u[1],
-                     _mm256_loadu_si256((const __m256i *)p->hi[i]));
+    return qb_dpbusd2_nib(base, u[0], _mm256_loadu_si256((const __m256i *)p->lo[i]), u[1],
+                          _mm256_loadu_si256((const __m256i *)p->hi[i]));
 }
 
 /* The tile of Q8_0 (q4 0) or Q4_0 (q4 1) rows. */
