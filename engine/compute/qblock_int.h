@@ -418,12 +418,10 @@ static inline __m256i qb_nib_hi(__m256i q)
  * (row, activation) is its gemv's, in the same order, so a sequence gets
  * the same bits in a batch as alone. With AVX-512's 32 registers a tile
  * takes twice the activations. */
-#ifndef QB_TILE_C
 #if QB_PATH >= 2
 #define QB_TILE_C 8
 #else
 #define QB_TILE_C 4
-#endif
 #endif
 /* Rows of a block the tiles of one set of activations go over before the
  * next set: about 16 KiB, in L1 for every set. */

@@ -376,9 +376,7 @@ QB_GEMV(q4_0_gemv, q4_0_rows)
  * time (qb_sums2), then the float steps of the gemv kernels. Q8_0's
  * kernel takes |w| once for every activation; Q4_0's splits the nibbles
  * once. */
-#ifndef QB_TILE_R
 #define QB_TILE_R 2
-#endif
 
 /* The pack of group g of the activation at a (of nb blocks). */
 static inline const q8_pack *act_pack(const char *a, int64_t nb, int64_t g)
