@@ -249,9 +249,15 @@ static void write_position(const layout *L, unsigned char *blk, int p, const flo
         return;
     }
     if (L->bits == 16) {
-        _Float16 *kt = (_Float16 *)blk;
-        for (int d = 0; d < hd; d++)
-            kt[(size_t)d * B + p] = (_Float16)k[d];
+        /* Converted a run at a time by quant_f32_to_f16 (F16C where the
+         * CPU has it), then stored transposed. */
+        _Float16 *kt = (_Float16 *)blk, k16[64];
+        for (int d0 = 0; d0 < hd; d0 += 64) {
+            int m = hd - d0 < 64 ? hd - d0 : 64;
+            quant_f32_to_f16(k16, k + d0, m);
+            for (int d = 0; d < m; d++)
+                kt[(size_t)(d0 + d) * B + p] = k16[d];
+        }
         quant_f32_to_f16((_Float16 *)(blk + L->v_codes) + (size_t)p * hd, v, hd);
         return;
     }

@@ -141,8 +141,9 @@ void qb_gemm(uint32_t wtype, const void *w, size_t row_bytes, int rows, const vo
 {
     const qb_type *t = must_type(wtype);
     size_t stride = batch_stride(wtype, n);
-    int r0 = t->gemm ? t->gemm(w, row_bytes, rows, (const char *)batch + (size_t)b * stride, b, n,
-                               y, ystride)
+    const char *acts = batch;
+    int r0 = t->gemm ? t->gemm(w, row_bytes, rows, acts, stride, acts + (size_t)b * stride, b, n, y,
+                               ystride)
                      : 0;
     int block = b == 1 ? rows : (int)(GEMM_BLOCK_BYTES / row_bytes) + 1;
     for (; r0 < rows; r0 += block) {

@@ -223,10 +223,10 @@ typedef void qb_gemv_fn(const void *w, size_t row_bytes, int rows, const void *x
                         float *y);
 
 /* A batch kernel (qb_gemm): the first rows of w, as many as it returns,
- * times the b activations of a batch, from what batch_pack made of them
- * (`packed`). */
-typedef int qb_gemm_fn(const void *w, size_t row_bytes, int rows, const void *packed, int b,
-                       int64_t n, float *y, size_t ystride);
+ * times the b activations of a batch: acts, stride bytes apart, and what
+ * batch_pack made of them (`packed`). */
+typedef int qb_gemm_fn(const void *w, size_t row_bytes, int rows, const char *acts, size_t stride,
+                       const void *packed, int b, int64_t n, float *y, size_t ystride);
 
 typedef struct qb_type {
     uint32_t act;        /* activation type */
@@ -336,6 +336,19 @@ static inline __m256i qb_dpbusd(__m256i acc, __m256i u, __m256i s)
 #endif
 }
 
+/* acc + the products of u0 by s0 and of u1 by s1, for u0, u1 <= 15 and
+ * |s| <= 128 (nibbles by int8): each int16 lane of the two is at most
+ * 7680, so they add in int16 and widen once. */
+static inline __m256i qb_dpbusd2_nib(__m256i acc, __m256i u0, __m256i s0, __m256i u1, __m256i s1)
+{
+#ifdef QB_VNNI
+    return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(acc, u0, s0), u1, s1);
+#else
+    __m256i sum = _mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(sum, _mm256_set1_epi16(1)));
+#endif
+}
+
 /* acc + sums of two int16 x int16 products per int32 lane. */
 static inline __m256i qb_dpwssd(__m256i acc, __m256i a, __m256i b)
 {
@@ -352,17 +365,26 @@ static inline __m256i qb_load_pair(const void *a, const void *b)
     return _mm256_loadu2_m128i((const __m128i *)b, (const __m128i *)a);
 }
 
+/* Sums of pairs of qb_pair_sums' registers, then of those pairs: a
+ * batch kernel reduces each pair as soon as it has it, keeping two
+ * registers a (row, activation) rather than four. */
+static inline __m256i qb_sums2(__m256i a, __m256i b)
+{
+    return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+}
+
+static inline __m256i qb_sums4(__m256i s01, __m256i s23)
+{
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
+}
+
 /* Four registers of int32 partial sums, register i holding 4 of block 2i
  * in its low half and 4 of block 2i+1 in its high half, to one sum per
  * block in the order 0 2 4 6 | 1 3 5 7. Unpacks and adds: hadd would do
  * it in three ops, but at one per two cycles on Zen 4. */
 static inline __m256i qb_pair_sums(const __m256i v[4])
 {
-    __m256i s01 =
-        _mm256_add_epi32(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
-    __m256i s23 =
-        _mm256_add_epi32(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
-    return _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
+    return qb_sums4(qb_sums2(v[0], v[1]), qb_sums2(v[2], v[3]));
 }
 
 /* GFNI's affine transform applies an 8x8 bit matrix to every byte: byte
@@ -386,6 +408,58 @@ static inline __m256i qb_nib_hi(__m256i q)
     return _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F));
 #endif
 }
+
+/* ---- batch kernels: a tile of rows by activations ----
+ *
+ * A batch kernel unpacks each weight block of a tile's rows once and
+ * multiplies it by QB_TILE_C activations from registers, where qb_gemm's
+ * fallback (gemv once per activation) unpacks it for every activation.
+ * Integer sums are exact in any order, and the float arithmetic of each
+ * (row, activation) is its gemv's, in the same order, so a sequence gets
+ * the same bits in a batch as alone. With AVX-512's 32 registers a tile
+ * takes twice the activations. */
+#if QB_PATH >= 2
+#define QB_TILE_C 8
+#else
+#define QB_TILE_C 4
+#endif
+/* Rows of a block the tiles of one set of activations go over before the
+ * next set: about 16 KiB, in L1 for every set. */
+#define QB_TILE_BLOCK_BYTES (16 * 1024)
+
+/* Defines batch kernel `name` from tile_fn(w, row_bytes, acts, stride, C,
+ * n, y, ystride), a static always-inline kernel of R rows by C
+ * activations (compiled for C = QB_TILE_C and for C = 1, the batch's
+ * leftover activations), for rows of whole groups of `unit` values: the
+ * gemv's leftover blocks go their own way. */
+#define QB_GEMM_TILED(name, tile_fn, R, unit)                                                      \
+    static int name(const void *w, size_t row_bytes, int rows, const char *acts, size_t stride,    \
+                    const void *packed, int b, int64_t n, float *y, size_t ystride)                \
+    {                                                                                              \
+        (void)packed;                                                                              \
+        int tiled = rows / (R) * (R);                                                              \
+        if (n % (unit) != 0 || b < 2)                                                              \
+            return 0;                                                                              \
+        int block = (int)(QB_TILE_BLOCK_BYTES / row_bytes) / (R) * (R);                            \
+        block = block > (R) ? block : (R);                                                         \
+        const char *wr = w;                                                                        \
+        for (int r0 = 0; r0 < tiled; r0 += block) {                                                \
+            int r1 = r0 + block < tiled ? r0 + block : tiled;                                      \
+            for (int c = 0; c < b;) {                                                              \
+                int C = b - c >= QB_TILE_C ? QB_TILE_C : 1;                                        \
+                for (int r = r0; r < r1; r += (R)) {                                               \
+                    const char *tw = wr + (size_t)r * row_bytes, *ta = acts + (size_t)c * stride;  \
+                    float *ty = y + (size_t)c * ystride + r;                                       \
+                    if (C == QB_TILE_C)                                                            \
+                        tile_fn(tw, row_bytes, ta, stride, QB_TILE_C, n, ty, ystride);             \
+                    else                                                                           \
+                        tile_fn(tw, row_bytes, ta, stride, 1, n, ty, ystride);                     \
+                }                                                                                  \
+                c += C;                                                                            \
+            }                                                                                      \
+        }                                                                                          \
+        return tiled;                                                                              \
+    }
 
 /* Broadcast of a block scale pair's product. */
 static inline __m256 qb_scale(uint16_t dw, float dx)

@@ -458,6 +458,195 @@ QB_GEMV(q4_K_gemv, q4_K_rows)
 QB_GEMV(q5_K_gemv, q5_K_rows)
 QB_GEMV(q6_K_gemv, q6_K_rows)
 
+/* ---- batch kernels: rows by QB_TILE_C activations (qb_gemm) ---- */
+
+/* The activation at a (of n values): block b and its pack. */
+static inline const blk_q8_K *act_block(const char *a, int64_t b)
+{
+    return (const blk_q8_K *)a + b;
+}
+
+static inline const k_pack *act_pack(const char *a, int64_t n, int64_t b)
+{
+    return (const k_pack *)((const blk_q8_K *)a + n / QK_K) + b;
+}
+
+/* Q4_K and Q5_K, a row pair (k_rows' pair, each row in a half of the
+ * scale and min registers) by C activations. The values of sub-block
+ * pair j are unpacked once for all of them; the two products of a pair
+ * are added in int16 (values below 32 times |y| <= 127: at most 15748)
+ * and multiplied by the sub-block scales in the same multiply-add that
+ * widens them, which gives each sub-block's sum times its scale as k_rows'
+ * int32 multiply does, exactly. */
+QB_INLINE void k_tile(int has_qh, const char *w, size_t row_bytes, const char *acts, size_t stride,
+                      int C, int64_t n, float *y, size_t ystride)
+{
+    const size_t bsize = has_qh ? sizeof(blk_q5_K) : sizeof(blk_q4_K);
+    const __m256i dmin_lanes = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);
+    __m256 acc[2][QB_TILE_C], accm[QB_TILE_C];
+#pragma GCC unroll 16
+    for (int c = 0; c < C; c++)
+        acc[0][c] = acc[1][c] = accm[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const blk_q4_K *k[2] = {(const blk_q4_K *)(w + b * bsize),
+                                (const blk_q4_K *)(w + row_bytes + b * bsize)};
+        __m256i scm = k_scales_mins(k[0]->scales, k[1]->scales);
+        uint32_t dd[2];
+        memcpy(&dd[0], k[0], sizeof dd[0]);
+        memcpy(&dd[1], k[1], sizeof dd[1]);
+        __m128 dw = _mm_cvtph_ps(_mm_setr_epi32((int)dd[0], (int)dd[1], 0, 0));
+        __m256i m16 = _mm256_cvtepu8_epi16(
+            _mm_unpackhi_epi64(_mm256_castsi256_si128(scm), _mm256_extracti128_si256(scm, 1)));
+        /* Each row's scales as int16 in both halves of a register. */
+        __m256i sc16[2] = {
+            _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm256_castsi256_si128(scm))),
+            _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm256_extracti128_si256(scm, 1)))};
+        __m128 ds[QB_TILE_C];
+#pragma GCC unroll 16
+        for (int c = 0; c < C; c++) {
+            const char *a = acts + (size_t)c * stride;
+            ds[c] = _mm_mul_ps(dw, _mm_set1_ps(act_block(a, b)->d));
+            __m256i ypairs = _mm256_broadcastsi128_si256(
+                _mm_loadu_si128((const __m128i *)act_pack(a, n, b)->pairs));
+            accm[c] =
+                _mm256_fmadd_ps(_mm256_permutevar8x32_ps(_mm256_castps128_ps256(ds[c]), dmin_lanes),
+                                _mm256_cvtepi32_ps(_mm256_madd_epi16(m16, ypairs)), accm[c]);
+        }
+        __m256i s01[2][QB_TILE_C], v[2][QB_TILE_C];
+        const uint8_t *qs[2], *qh[2];
+#pragma GCC unroll 2
+        for (int r = 0; r < 2; r++) {
+            qs[r] = has_qh ? ((const blk_q5_K *)k[r])->qs : k[r]->qs;
+            qh[r] = has_qh ? ((const blk_q5_K *)k[r])->qh : NULL;
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            /* Scales of sub-blocks 2j (low half) and 2j+1 (high half). */
+            const __m256i pick =
+                _mm256_setr_epi8(4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j,
+                                 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1,
+                                 4 * j, 4 * j + 1, 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3,
+                                 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3,
+                                 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3);
+            __m256i va[2], vc[2], sc[2];
+#pragma GCC unroll 2
+            for (int r = 0; r < 2; r++) {
+                va[r] = k_vals(qs[r], qh[r], j, 0);
+                vc[r] = k_vals(qs[r], qh[r], j, 1);
+                sc[r] = _mm256_shuffle_epi8(sc16[r], pick);
+            }
+#pragma GCC unroll 16
+            for (int c = 0; c < C; c++) {
+                const k_pack *pk = act_pack(acts + (size_t)c * stride, n, b);
+                __m256i ya = _mm256_loadu_si256((const __m256i *)pk->a[j]);
+                __m256i yc = _mm256_loadu_si256((const __m256i *)pk->c[j]);
+#pragma GCC unroll 2
+                for (int r = 0; r < 2; r++) {
+                    __m256i d = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(va[r], ya),
+                                                                   _mm256_maddubs_epi16(vc[r], yc)),
+                                                  sc[r]);
+                    if (j == 1)
+                        s01[r][c] = qb_sums2(v[r][c], d);
+                    else if (j == 3)
+                        v[r][c] = qb_sums4(s01[r][c], qb_sums2(v[r][c], d));
+                    else
+                        v[r][c] = d;
+                }
+            }
+        }
+#pragma GCC unroll 16
+        for (int c = 0; c < C; c++) {
+            acc[0][c] = _mm256_fmadd_ps(_mm256_broadcastss_ps(ds[c]), _mm256_cvtepi32_ps(v[0][c]),
+                                        acc[0][c]);
+            acc[1][c] = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehl_ps(ds[c], ds[c])),
+                                        _mm256_cvtepi32_ps(v[1][c]), acc[1][c]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < C; c++)
+#pragma GCC unroll 2
+        for (int r = 0; r < 2; r++) {
+            __m128 m = r ? _mm256_extractf128_ps(accm[c], 1) : _mm256_castps256_ps128(accm[c]);
+            m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+            m = _mm_add_ss(m, _mm_movehdup_ps(m));
+            y[(size_t)c * ystride + r] = qb_hsum(acc[r][c]) - _mm_cvtss_f32(m);
+        }
+}
+
+QB_INLINE void q4_K_tile(const char *w, size_t row_bytes, const char *acts, size_t stride, int C,
+                         int64_t n, float *y, size_t ystride)
+{
+    k_tile(0, w, row_bytes, acts, stride, C, n, y, ystride);
+}
+
+QB_INLINE void q5_K_tile(const char *w, size_t row_bytes, const char *acts, size_t stride, int C,
+                         int64_t n, float *y, size_t ystride)
+{
+    k_tile(1, w, row_bytes, acts, stride, C, n, y, ystride);
+}
+
+/* Q6_K, one row by C activations: each chunk's values and scales are
+ * unpacked once for all of them (q6_K_rows' arithmetic otherwise). */
+QB_INLINE void q6_K_tile(const char *w, size_t row_bytes, const char *acts, size_t stride, int C,
+                         int64_t n, float *y, size_t ystride)
+{
+    (void)row_bytes;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+    __m256 acc[QB_TILE_C];
+#pragma GCC unroll 16
+    for (int c = 0; c < C; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const blk_q6_K *k = (const blk_q6_K *)w + b;
+        __m128i sc8 = _mm_loadu_si128((const __m128i *)k->scales);
+        __m256i sc16 = _mm256_cvtepi8_epi16(sc8), sumi[QB_TILE_C];
+#pragma GCC unroll 16
+        for (int c = 0; c < C; c++) {
+            __m256i bsums =
+                _mm256_loadu_si256((const __m256i *)act_block(acts + (size_t)c * stride, b)->bsums);
+            __m256i off = _mm256_madd_epi16(sc16, bsums);
+            sumi[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, 5));
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)(k->ql + 64 * h));
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(k->ql + 64 * h + 32));
+            __m256i hb = _mm256_loadu_si256((const __m256i *)(k->qh + 32 * h));
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                __m256i lo = i % 2 ? l1 : l0;
+                lo = i < 2 ? lo : _mm256_srli_epi16(lo, 4);
+                __m256i hi = i == 0   ? _mm256_slli_epi16(hb, 4)
+                             : i == 1 ? _mm256_slli_epi16(hb, 2)
+                             : i == 2 ? hb
+                                      : _mm256_srli_epi16(hb, 2);
+                __m256i q = _mm256_or_si256(_mm256_and_si256(lo, m4), _mm256_and_si256(hi, m2));
+                int ch = 4 * h + i;
+                __m128i pick = _mm_set_epi64x(0x0101010101010101LL * (2 * ch + 1),
+                                              0x0101010101010101LL * (2 * ch));
+                __m256i s = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, pick));
+#pragma GCC unroll 16
+                for (int c = 0; c < C; c++) {
+                    const blk_q8_K *yb = act_block(acts + (size_t)c * stride, b);
+                    __m256i yq = _mm256_loadu_si256((const __m256i *)(yb->qs + 128 * h + 32 * i));
+                    sumi[c] = qb_dpwssd(sumi[c], _mm256_maddubs_epi16(q, yq), s);
+                }
+            }
+        }
+#pragma GCC unroll 16
+        for (int c = 0; c < C; c++)
+            acc[c] = _mm256_fmadd_ps(qb_scale(k->d, act_block(acts + (size_t)c * stride, b)->d),
+                                     _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < C; c++)
+        y[(size_t)c * ystride] = qb_hsum(acc[c]);
+}
+
+QB_GEMM_TILED(q4_K_gemm, q4_K_tile, 2, QK_K)
+QB_GEMM_TILED(q5_K_gemm, q5_K_tile, 2, QK_K)
+QB_GEMM_TILED(q6_K_gemm, q6_K_tile, 1, QK_K)
+
 #else
 
 QB_GEMV_REF(q4_K_gemv, q4_K_dot_ref)
@@ -466,18 +655,23 @@ QB_GEMV_REF(q6_K_gemv, q6_K_dot_ref)
 
 #endif
 
+#ifdef QB_AVX2
+#define K_GEMM(name) .gemm = name##_gemm,
+#else
+#define K_GEMM(name)
+#endif
+
 #define K_TYPE(name)                                                                               \
-    const qb_type QB_SYM(qb_##name) = {                                                            \
-        .act = QB_Q8_K,                                                                            \
-        .act_block = QK_K,                                                                         \
-        .act_block_bytes = sizeof(blk_q8_K) + sizeof(k_pack),                                      \
-        .dequant = name##_dequant,                                                                 \
-        .quantize = qb_quantize_##name,                                                            \
-        .quantize_act = q8_K_quantize_act,                                                         \
-        .round_act = q8_K_round_act,                                                               \
-        .dot_ref = name##_dot_ref,                                                                 \
-        .gemv = name##_gemv,                                                                       \
-    };
+    const qb_type QB_SYM(qb_##name) = {.act = QB_Q8_K,                                             \
+                                       .act_block = QK_K,                                          \
+                                       .act_block_bytes = sizeof(blk_q8_K) + sizeof(k_pack),       \
+                                       .dequant = name##_dequant,                                  \
+                                       .quantize = qb_quantize_##name,                             \
+                                       .quantize_act = q8_K_quantize_act,                          \
+                                       .round_act = q8_K_round_act,                                \
+                                       .dot_ref = name##_dot_ref,                                  \
+                                       .gemv = name##_gemv,                                        \
+                                       K_GEMM(name)};
 
 K_TYPE(q4_K)
 K_TYPE(q5_K)

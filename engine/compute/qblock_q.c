@@ -258,10 +258,16 @@ static inline void q8_group_load(const q8_pack *p, q8_group *g)
     g->d = _mm256_loadu_ps((const float *)p->d);
 }
 
-/* int8 x int8 through the u8 x s8 product: |a| times b with a's sign. */
+/* int8 x int8 through the u8 x s8 product: |a| (ua) times b with a's
+ * sign. A batch kernel takes |a| once for all its activations. */
+static inline __m256i dot_s8u(__m256i acc, __m256i ua, __m256i a, __m256i b)
+{
+    return qb_dpbusd(acc, ua, _mm256_sign_epi8(b, a));
+}
+
 static inline __m256i dot_s8(__m256i acc, __m256i a, __m256i b)
 {
-    return qb_dpbusd(acc, _mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+    return dot_s8u(acc, _mm256_sign_epi8(a, a), a, b);
 }
 
 QB_INLINE void q8_0_rows(const char *w, size_t step, int R, const void *x, int64_t n, float *y,
@@ -361,6 +367,136 @@ QB_INLINE void q4_0_rows(const char *w, size_t step, int R, const void *x, int64
 
 QB_GEMV(q8_0_gemv, q8_0_rows)
 QB_GEMV(q4_0_gemv, q4_0_rows)
+
+/* ---- batch kernels: QB_TILE_R rows by C activations (qb_gemm) ----
+ *
+ * Block pair i of a group of 8, as q8_0_rows and q4_0_rows read it, is
+ * unpacked once for the tile's rows and dotted with each activation's
+ * pack; each (row, activation) keeps its pairs' sums reduced two at a
+ * time (qb_sums2), then the float steps of the gemv kernels. Q8_0's
+ * kernel takes |w| once for every activation; Q4_0's splits the nibbles
+ * once. */
+#define QB_TILE_R 2
+
+/* The pack of group g of the activation at a (of nb blocks). */
+static inline const q8_pack *act_pack(const char *a, int64_t nb, int64_t g)
+{
+    return (const q8_pack *)((const blk_q8_0 *)a + nb) + g;
+}
+
+/* Block pair i of group g of the row at w, as the unsigned and signed
+ * operands of its lo and hi registers: Q8_0 gives |w| and w, Q4_0 the
+ * nibbles (the -8 comes with the activation's base). */
+QB_INLINE void q8_0_pair(const char *w, int64_t g, int i, __m256i u[2], __m256i s[2])
+{
+    const blk_q8_0 *wb = (const blk_q8_0 *)w + 8 * g + 2 * i;
+    s[0] = qb_load_pair(wb[0].qs, wb[1].qs);
+    s[1] = qb_load_pair(wb[0].qs + 16, wb[1].qs + 16);
+    u[0] = _mm256_sign_epi8(s[0], s[0]);
+    u[1] = _mm256_sign_epi8(s[1], s[1]);
+}
+
+QB_INLINE void q4_0_pair(const char *w, int64_t g, int i, __m256i u[2], __m256i s[2])
+{
+    const blk_q4_0 *wb = (const blk_q4_0 *)w + 8 * g + 2 * i;
+    __m256i q = qb_load_pair(wb[0].qs, wb[1].qs);
+    u[0] = qb_nib_lo(q);
+    u[1] = qb_nib_hi(q);
+    s[0] = s[1] = _mm256_setzero_si256();
+}
+
+/* Pair i of one (row, activation): Q8_0's signed dot, Q4_0's unsigned
+ * one from the activation's base. */
+QB_INLINE __m256i q8_0_pair_dot(const __m256i u[2], const __m256i s[2], const q8_pack *p, int i)
+{
+    __m256i lo = _mm256_loadu_si256((const __m256i *)p->lo[i]);
+    __m256i hi = _mm256_loadu_si256((const __m256i *)p->hi[i]);
+    return dot_s8u(dot_s8u(_mm256_setzero_si256(), u[0], s[0], lo), u[1], s[1], hi);
+}
+
+QB_INLINE __m256i q4_0_pair_dot(const __m256i u[2], const __m256i s[2], const q8_pack *p, int i)
+{
+    (void)s;
+    __m256i base = _mm256_loadu_si256((const __m256i *)p->base[i]);
+    return qb_dpbusd2_nib(base, u[0], _mm256_loadu_si256((const __m256i *)p->lo[i]), u[1],
+                          _mm256_loadu_si256((const __m256i *)p->hi[i]));
+}
+
+/* The tile of Q8_0 (q4 0) or Q4_0 (q4 1) rows. */
+QB_INLINE void q8_tile(int q4, const char *w, size_t row_bytes, const char *acts, size_t stride,
+                       int C, int64_t n, float *y, size_t ystride)
+{
+    const int64_t nb = n / QK;
+    const size_t bsize = q4 ? sizeof(blk_q4_0) : sizeof(blk_q8_0);
+    __m256 acc[QB_TILE_R][QB_TILE_C];
+#pragma GCC unroll 16
+    for (int r = 0; r < QB_TILE_R; r++)
+#pragma GCC unroll 16
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < nb / 8; g++) {
+        __m256i s01[QB_TILE_R][QB_TILE_C], v[QB_TILE_R][QB_TILE_C];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            __m256i u[QB_TILE_R][2], s[QB_TILE_R][2];
+#pragma GCC unroll 16
+            for (int r = 0; r < QB_TILE_R; r++) {
+                if (q4)
+                    q4_0_pair(w + r * row_bytes, g, i, u[r], s[r]);
+                else
+                    q8_0_pair(w + r * row_bytes, g, i, u[r], s[r]);
+            }
+#pragma GCC unroll 16
+            for (int c = 0; c < C; c++) {
+                const q8_pack *p = act_pack(acts + (size_t)c * stride, nb, g);
+#pragma GCC unroll 16
+                for (int r = 0; r < QB_TILE_R; r++) {
+                    __m256i d =
+                        q4 ? q4_0_pair_dot(u[r], s[r], p, i) : q8_0_pair_dot(u[r], s[r], p, i);
+                    if (i == 1)
+                        s01[r][c] = qb_sums2(v[r][c], d);
+                    else if (i == 3)
+                        v[r][c] = qb_sums4(s01[r][c], qb_sums2(v[r][c], d));
+                    else
+                        v[r][c] = d;
+                }
+            }
+        }
+#pragma GCC unroll 16
+        for (int r = 0; r < QB_TILE_R; r++) {
+            __m256 dw =
+                group_scales((const uint8_t *)(w + r * row_bytes) + 8 * g * bsize, (int)bsize);
+#pragma GCC unroll 16
+            for (int c = 0; c < C; c++) {
+                const q8_pack *p = act_pack(acts + (size_t)c * stride, nb, g);
+                __m256 d = _mm256_mul_ps(dw, _mm256_loadu_ps((const float *)p->d));
+                acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(v[r][c]), acc[r][c]);
+            }
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < QB_TILE_R; r++)
+#pragma GCC unroll 16
+        for (int c = 0; c < C; c++)
+            y[(size_t)c * ystride + r] = qb_hsum(acc[r][c]);
+}
+
+QB_INLINE void q8_0_tile(const char *w, size_t row_bytes, const char *acts, size_t stride, int C,
+                         int64_t n, float *y, size_t ystride)
+{
+    q8_tile(0, w, row_bytes, acts, stride, C, n, y, ystride);
+}
+
+QB_INLINE void q4_0_tile(const char *w, size_t row_bytes, const char *acts, size_t stride, int C,
+                         int64_t n, float *y, size_t ystride)
+{
+    q8_tile(1, w, row_bytes, acts, stride, C, n, y, ystride);
+}
+
+#ifndef QB_AMX
+QB_GEMM_TILED(q8_0_gemm, q8_0_tile, QB_TILE_R, QK_K)
+#endif
+QB_GEMM_TILED(q4_0_gemm, q4_0_tile, QB_TILE_R, QK_K)
 
 #ifdef QB_AMX
 
@@ -553,9 +689,10 @@ static void amx_rows(const char *w, const char *next, size_t row_bytes, const am
         _mm512_storeu_ps(y + (size_t)i * ystride, out[i]);
 }
 
-static int q8_0_gemm(const void *w, size_t row_bytes, int rows, const void *packed, int b,
-                     int64_t n, float *y, size_t ystride)
+static int q8_0_gemm(const void *w, size_t row_bytes, int rows, const char *acts, size_t stride,
+                     const void *packed, int b, int64_t n, float *y, size_t ystride)
 {
+    (void)acts, (void)stride;
     int tiled = rows / AMX_M * AMX_M;
     if (b < AMX_MIN || n % QK_K != 0 || tiled == 0)
         return 0;
@@ -597,6 +734,8 @@ const qb_type QB_SYM(qb_q8_0) = {
 #ifdef QB_AMX
     .batch_bytes = amx_batch_bytes,
     .batch_pack = amx_pack,
+#endif
+#ifdef QB_AVX2
     .gemm = q8_0_gemm,
 #endif
 };
@@ -615,5 +754,8 @@ const qb_type QB_SYM(qb_q4_0) = {
 #ifdef QB_AMX
     .batch_bytes = amx_batch_bytes, /* the activation type's batch */
     .batch_pack = amx_pack,
+#endif
+#ifdef QB_AVX2
+    .gemm = q4_0_gemm,
 #endif
 };
