@@ -246,6 +246,20 @@ static int vocab_entry(const vocab *v, int id, char **text)
 static int write_vocab(gguf_writer *w, const vocab *v, int n, char *err, size_t errlen)
 {
     int have = vocab_get_info(v)->n_tokens;
+    /* Refused before anything is written: the loader would refuse the
+     * file (the special ids written below must be tokens). */
+    if (have <= TOK_EOS) {
+        snprintf(err, errlen,
+                 "the tokenizer has %d tokens: unknown_token_id 0, bos_token_id %d and "
+                 "eos_token_id %d must be within it",
+                 have, TOK_BOS, TOK_EOS);
+        return -1;
+    }
+    if (have > n) {
+        snprintf(err, errlen,
+                 "the tokenizer has %d tokens, more than the model's %d embedding rows", have, n);
+        return -1;
+    }
     char **texts = calloc((size_t)n, sizeof *texts);
     float *scores = malloc((size_t)n * sizeof *scores);
     int32_t *types = malloc((size_t)n * sizeof *types);
