@@ -52,6 +52,9 @@
 #define IDLE_TIMEOUT_S 120
 /* Until the stall_limit setting reaches http_opts: its default. */
 #define STALL_LIMIT_S 30.0
+/* Before the node's first heartbeat, a body is read up to the limit of
+ * a context this long (its worker checks the node's own). */
+#define CTX_UNKNOWN (1 << 20)
 /* How long a request waits for the node's first heartbeat after a start. */
 #define STATUS_WAIT_MS 3000
 
@@ -586,7 +589,16 @@ static void job(work *w, void *arg)
     exchange *x = arg;
     http *h = x->h;
     answer a = {0};
-    if (x->rt == ROUTE_TOKENIZE || x->rt == ROUTE_DETOKENIZE)
+    proto_status st;
+    oai_error e;
+    int post = strcmp(routes[x->rt].method, "POST") == 0;
+    if (post && node_model(h, &st, &e) != 0)
+        respond_error(h, &a, &e);
+    else if (post && x->body.len > (x->limit = body_limit(h, &st))) {
+        char size[32];
+        snprintf(size, sizeof size, "%zu", x->body.len);
+        too_large(h, &a, x, size);
+    } else if (x->rt == ROUTE_TOKENIZE || x->rt == ROUTE_DETOKENIZE)
         on_tokens(h, &a, x->rt, &x->body);
     else if (x->rt == ROUTE_EMBEDDINGS)
         on_embeddings(h, w, &a, &x->body);
@@ -711,12 +723,17 @@ static enum MHD_Result on_headers(http *h, struct MHD_Connection *c, exchange *x
     else {
         proto_status st;
         oai_error e;
-        /* The server's thread does not wait for the first heartbeat. */
-        if (node_model_within(h, &st, 0, &e) != 0) {
+        /* The server's thread does not wait for the first heartbeat:
+         * before it, the body is read up to the largest context's limit
+         * and the worker checks it again. */
+        if (node_model_within(h, &st, 0, &e) == 0)
+            x->limit = body_limit(h, &st);
+        else if (e.status == 503)
+            x->limit = h->max_body ? h->max_body : proto_max_body(CTX_UNKNOWN);
+        else {
             respond_error(h, &a, &e);
             return queue(c, &a, 0);
         }
-        x->limit = body_limit(h, &st);
         const char *cl =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
