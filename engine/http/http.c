@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <zmq.h>
 
@@ -758,6 +759,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     exchange *x = *con_cls;
     if (!x) /* on_uri was out of memory */
         return MHD_NO;
+    /* Stopping: a new request on a kept-alive connection finds the
+     * server gone, as one on a new connection does. */
+    if (!x->w && atomic_load(&h->stopping))
+        return MHD_NO;
     if (x->w) { /* resumed: the worker's answer */
         answer a = {0};
         a.r = work_take(x->w, &a.status);
@@ -1025,8 +1030,12 @@ void http_stop(http *h)
     if (!h)
         return;
     atomic_store(&h->stopping, 1);
-    /* The workers end first (their waits see the flag) and resume their
+    /* No new connection (clients see the server gone at once); the
+     * workers end (their waits see the flag) and resume their
      * connections, so that none is left suspended when the daemon stops. */
+    MHD_socket ls = h->d ? MHD_quiesce_daemon(h->d) : MHD_INVALID_SOCKET;
+    if (ls != MHD_INVALID_SOCKET)
+        close(ls);
     work_pool_drain(&h->pool);
     if (h->d)
         MHD_stop_daemon(h->d);
