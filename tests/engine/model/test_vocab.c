@@ -2,6 +2,7 @@
  * is read, llama.cpp's defaults, lookups, and the refusals. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
