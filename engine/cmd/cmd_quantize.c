@@ -246,6 +246,20 @@ static int vocab_entry(const vocab *v, int id, char **text)
 static int write_vocab(gguf_writer *w, const vocab *v, int n, char *err, size_t errlen)
 {
     int have = vocab_get_info(v)->n_tokens;
+    /* Refused before anything is written: the loader would refuse the
+     * file (the special ids written below must be tokens). */
+    if (have <= TOK_EOS) {
+        snprintf(err, errlen,
+                 "the tokenizer has %d tokens: unknown_token_id 0, bos_token_id %d and "
+                 "eos_token_id %d must be within it",
+                 have, TOK_BOS, TOK_EOS);
+        return -1;
+    }
+    if (have > n) {
+        snprintf(err, errlen,
+                 "the tokenizer has %d tokens, more than the model's %d embedding rows", have, n);
+        return -1;
+    }
     char **texts = calloc((size_t)n, sizeof *texts);
     float *scores = malloc((size_t)n * sizeof *scores);
     int32_t *types = malloc((size_t)n * sizeof *types);
@@ -337,9 +351,29 @@ static int llama2c_metadata(gguf_writer *w, const model *m, const char *tok_path
 /* ggml's GGML_QNT_VERSION, which llama-quantize records. */
 #define QUANTIZATION_VERSION 2
 
+/* A GGUF source's vocabulary, checked as the loader checks it (special
+ * ids, its size against the embedding and output rows) before anything
+ * is written: a file the loader would refuse is not made. A file of
+ * weights only has none to check. */
+static int check_vocab(const gguf *g, char *err, size_t errlen)
+{
+    const char *kind;
+    size_t len;
+    int rc = gguf_get_str(g, "tokenizer.ggml.model", &kind, &len, err, errlen);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    vocab *v;
+    if (vocab_load_gguf(&v, g, err, errlen) != 0)
+        return -1;
+    vocab_free(v);
+    return 0;
+}
+
 static int describe(gguf_writer *w, const source *s, const quant_options *o, char *err,
                     size_t errlen)
 {
+    if (s->g && check_vocab(s->g, err, errlen) != 0)
+        return -1;
     if (s->g) {
         for (int64_t i = 0; i < gguf_n_kv(s->g); i++) {
             gguf_kv_raw kv;

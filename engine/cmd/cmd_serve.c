@@ -79,7 +79,9 @@ static int parse_options(int argc, char **argv, serve_cmd *cmd)
         .http = {.listen = opt_str(&v, OPT_HTTP),
                  .api_key_file = opt_str(&v, OPT_API_KEY),
                  .max_body = (size_t)opt_int(&v, OPT_MAX_BODY),
-                 .cors = opt_str(&v, OPT_CORS)},
+                 .cors = opt_str(&v, OPT_CORS),
+                 .header_timeout_s = opt_num(&v, OPT_HTTP_HEADER_TIMEOUT),
+                 .per_client = (int)opt_int(&v, OPT_HTTP_PER_CLIENT)},
     };
     cmd->http.n_aliases = opt_texts(&v, OPT_ALIAS, cmd->aliases, OPT_LIST_MAX);
     cmd->http.aliases = cmd->aliases;

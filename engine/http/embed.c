@@ -11,6 +11,8 @@
 
 /* How often a wait looks at the stop flag. */
 #define WAKE_MS 100
+/* The longest the node may stay silent on an input (as gen.c's). */
+#define NODE_SILENCE_MS 600000
 
 static int bad_type(oai_error *e, const char *expected, const json_t *v)
 {
@@ -245,13 +247,19 @@ static int embed_one(const gen_env *env, client *c, const json_t *input, float *
     json_decref(args);
     if (rc != 0)
         return oai_fail(e, 500, "internal", NULL, "sending to the node: %s", args ? err : "");
-    for (;;) {
+    for (int waited = 0;; waited += WAKE_MS) {
         proto_reply r;
         int got = client_recv(c, &r, WAKE_MS, err, sizeof err);
-        if (atomic_load(env->stopping)) {
+        int gone = env->gone && atomic_load(env->gone);
+        if (atomic_load(env->stopping) || gone || (got == 0 && waited >= NODE_SILENCE_MS)) {
             if (got == 1)
                 proto_reply_free(&r);
-            return oai_fail(e, 503, "shutdown", NULL, "the node is shutting down");
+            if (gone)
+                return oai_fail(e, 0, NULL, NULL, "the client went away");
+            return got == 0 && waited >= NODE_SILENCE_MS
+                       ? oai_fail(e, 504, "timeout", NULL, "the node did not answer within %d ms",
+                                  NODE_SILENCE_MS)
+                       : oai_fail(e, 503, "shutdown", NULL, "the node is shutting down");
         }
         if (got < 0)
             return oai_fail(e, 500, "internal", NULL, "the node's reply: %s", err);

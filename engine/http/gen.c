@@ -17,6 +17,12 @@
 #define WAKE_MS 100
 /* How long gen_free waits for the node to confirm a cancel: one step. */
 #define CANCEL_WAIT_MS 5000
+/* The longest the node may stay silent on a request: past its queue
+ * timeout (a queued request is refused busy by then) and a step's. */
+#define NODE_SILENCE_MS 600000
+/* Reply frames the DEALER holds: past them the node keeps the rest in the
+ * request's outbox and pauses the sequence (backpressure). */
+#define REPLY_HWM 64
 
 /* One choice: one protocol request of its own. */
 typedef struct choice {
@@ -95,18 +101,20 @@ static choice *choice_of(gen *g, const char *rid)
     return NULL;
 }
 
-/* Waits for the next reply frame of a choice, at most wait_ms (-1: until
- * one comes). Returns 1 with *r and *c filled, 0 when the client went
- * away, -1 with e filled (the server stops, a socket failed, timeout). */
+/* Waits for the next reply frame of a choice, at most wait_ms. Returns 1
+ * with *r and *c filled, 0 when the client went away, -1 with e filled
+ * (the server stops, a socket failed, timeout). */
 static int next_frame(gen *g, proto_reply *r, choice **c, int wait_ms, oai_error *e)
 {
-    for (int waited = 0; wait_ms < 0 || waited < wait_ms; waited += WAKE_MS) {
+    for (int waited = 0; waited < wait_ms; waited += WAKE_MS) {
         zmq_pollitem_t items[2] = {{g->sock, 0, ZMQ_POLLIN, 0}, {NULL, g->fd, ZMQ_POLLIN, 0}};
         int n = zmq_poll(items, g->fd >= 0 ? 2 : 1, WAKE_MS);
         if (n < 0 && errno != EINTR)
             return oai_fail(e, 500, "internal", NULL, "zmq_poll: %s", zmq_strerror(errno));
         if (atomic_load(g->env.stopping))
             return oai_fail(e, 503, "shutdown", NULL, "the node is shutting down");
+        if (g->env.gone && atomic_load(g->env.gone))
+            return 0;
         if (n > 0 && g->fd >= 0 && (items[1].revents & ZMQ_POLLIN) && client_gone(g))
             return 0;
         if (n <= 0 || !(items[0].revents & ZMQ_POLLIN))
@@ -225,7 +233,7 @@ static int step(gen *g, oai_error *e)
 {
     proto_reply r;
     choice *c;
-    int got = next_frame(g, &r, &c, -1, e);
+    int got = next_frame(g, &r, &c, NODE_SILENCE_MS, e);
     if (got <= 0)
         return got;
     int rc = take(g, c, &r, e);
@@ -281,9 +289,10 @@ int gen_begin(gen **out, const gen_env *env, oai_req *req, const oai_reply *r, i
     g->reply = (oai_reply){r->kind, g->id, g->model, r->created};
     *out = g;
 
-    int linger = 0;
+    int linger = 0, hwm = REPLY_HWM;
     g->sock = zmq_socket(env->zctx, ZMQ_DEALER);
     if (!g->sock || zmq_setsockopt(g->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_setsockopt(g->sock, ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
         zmq_connect(g->sock, env->control) != 0)
         return oai_fail(e, 500, "internal", NULL, "cannot reach the node at %s: %s", env->control,
                         zmq_strerror(errno));
@@ -352,6 +361,33 @@ char *gen_complete(gen *g, oai_error *e)
     return body;
 }
 
+/* Ends every choice still open with finish_reason "abort" (vLLM's word
+ * for a request ended before its end), then the error as an event. */
+static void stream_fail(gen *g, const oai_error *e)
+{
+    for (int i = 0; i < g->n; i++)
+        if (!g->c[i].finished) {
+            oai_chunk(&g->out, &g->reply, i, NULL, 0, NULL, "abort");
+            g->c[i].finished = 1;
+        }
+    oai_chunk_error(&g->out, e);
+    g->ended = 1;
+}
+
+void gen_stall(gen *g, double stall_s)
+{
+    for (int i = 0; i < g->n; i++)
+        if (!g->c[i].done && !g->c[i].stopped) {
+            send_cancel(g, &g->c[i]);
+            g->c[i].stopped = 1;
+        }
+    oai_error e;
+    oai_fail(&e, 503, "stalled", NULL,
+             "the client took none of the stream for %g s (the stall limit): request ended",
+             stall_s);
+    stream_fail(g, &e);
+}
+
 /* The events after every choice's last chunk: usage, [DONE]. */
 static void stream_end(gen *g)
 {
@@ -376,11 +412,8 @@ ssize_t gen_stream(gen *g, char *buf, size_t max)
         int got = step(g, &e);
         if (got == 0 || (got < 0 && e.status == 503 && atomic_load(g->env.stopping)))
             return GEN_ABORT;
-        if (got < 0) {
-            /* The status went out with the first token: the error is an event. */
-            oai_chunk_error(&g->out, &e);
-            g->ended = 1;
-        }
+        if (got < 0) /* the status went out with the first token: the error is an event */
+            stream_fail(g, &e);
     }
     size_t n = g->out.len < max ? g->out.len : max;
     memcpy(buf, g->out.data, n);

@@ -1,5 +1,5 @@
 /* http.h: the HTTP server of a node (`inferd serve --http`) and of
- * `infertop metrics`, on libmicrohttpd's threads.
+ * `infertop metrics`, on libmicrohttpd's epoll thread and workers.
  *
  * It serves the OpenAI-compatible API (GET /v1/models[/NAME], POST
  * /v1/completions and /v1/chat/completions) by sending ordinary protocol
@@ -37,6 +37,11 @@ typedef struct http_opts {
      * answer not_head): the one in-process thing the server uses beside
      * the node's two sockets, as tokenizing needs no model. */
     const struct tokenizer *tok;
+    double header_timeout_s; /* --http-header-timeout: a request's header and body; 0: the idle
+                              * timeout */
+    int per_client;          /* --http-per-client: connections of one address; 0: no limit */
+    double stall_limit_s;    /* --stall-limit: a stream whose client takes nothing this long
+                              * ends; 0: its default */
 } http_opts;
 
 typedef struct http http;

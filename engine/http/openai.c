@@ -40,9 +40,11 @@ void oai_from_node(const char *code, const char *message, oai_error *e)
         const char *code;
         int status;
     } map[] = {
-        {"too_large", 413}, {"kv_oom", 400},    {"ctx_limit", 400},     {"bad_token", 400},
+        /* kv_oom: a lack of capacity a request ending frees, so 503 (which
+         * SDKs retry), not 400 */
+        {"too_large", 413}, {"kv_oom", 503},    {"ctx_limit", 400},     {"bad_token", 400},
         {"bad_value", 400}, {"busy", 429},      {"stage_timeout", 503}, {"model_mismatch", 503},
-        {"shutdown", 503},  {"cancelled", 503}, {"ring_down", 503},
+        {"shutdown", 503},  {"cancelled", 503}, {"ring_down", 503},     {"stalled", 503},
     };
     int status = 500;
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)

@@ -477,10 +477,19 @@ static int gguf_special(const vocab *v, const gguf *g, const char *key, int *id,
 {
     uint64_t x;
     int rc = gguf_get_u64(g, key, &x, err, errlen);
-    if (rc < 0)
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    /* 0xFFFFFFFF (-1 as written by llama.cpp's tools): no such token. */
+    if (x == UINT32_MAX || x == UINT64_MAX) {
+        *id = -1;
+        return 0;
+    }
+    if (x >= (uint64_t)v->info.n_tokens) {
+        snprintf(err, errlen, "%s: %s is %llu, outside the vocabulary of %d tokens", gguf_name(g),
+                 key, (unsigned long long)x, v->info.n_tokens);
         return -1;
-    if (rc == 0 && x < (uint64_t)v->info.n_tokens)
-        *id = (int)x;
+    }
+    *id = (int)x;
     return 0;
 }
 
@@ -569,6 +578,33 @@ static int gguf_specials(vocab *v, const gguf *g, char *err, size_t errlen)
     return 0;
 }
 
+/* Every embedding row is a token (a smaller vocabulary leaves rows no
+ * id names), and every token has an output row (a larger one has ids
+ * the model cannot produce). */
+static int check_rows(const vocab *v, const gguf *g, char *err, size_t errlen)
+{
+    const gguf_tensor *emb = gguf_tensor_find(g, "token_embd.weight");
+    const gguf_tensor *outw = gguf_tensor_find(g, "output.weight");
+    uint64_t n = (uint64_t)v->info.n_tokens;
+    if (emb && emb->n_dims >= 2 && n < emb->ne[1]) {
+        snprintf(err, errlen,
+                 "%s: the vocabulary has %llu tokens, fewer than the %llu rows of "
+                 "token_embd.weight (ids %llu..%llu have no token)",
+                 gguf_name(g), (unsigned long long)n, (unsigned long long)emb->ne[1],
+                 (unsigned long long)n, (unsigned long long)emb->ne[1] - 1);
+        return -1;
+    }
+    if (outw && outw->n_dims >= 2 && n > outw->ne[1]) {
+        snprintf(err, errlen,
+                 "%s: the vocabulary has %llu tokens, more than the %llu rows of output.weight "
+                 "(ids %llu..%llu have no logit)",
+                 gguf_name(g), (unsigned long long)n, (unsigned long long)outw->ne[1],
+                 (unsigned long long)outw->ne[1], (unsigned long long)n - 1);
+        return -1;
+    }
+    return 0;
+}
+
 /* SPM byte fallback: "<0xNN>", else the byte itself as a token. */
 static void find_byte_tokens(vocab *v)
 {
@@ -593,6 +629,10 @@ int vocab_load_gguf(vocab **out, const gguf *g, char *err, size_t errlen)
         gguf_scores_types(v, g, err, errlen) != 0 || gguf_specials(v, g, err, errlen) != 0 ||
         index_texts(v, 1, gguf_name(g), err, errlen) != 0 ||
         (v->info.kind == VOCAB_BPE && gguf_merges(v, g, err, errlen) != 0)) {
+        vocab_free(v);
+        return -1;
+    }
+    if (check_rows(v, g, err, errlen) != 0) {
         vocab_free(v);
         return -1;
     }

@@ -166,6 +166,10 @@ void head_enqueue(head *hd, const peer *from, proto_request *req)
                          "%d requests already running or queued on this node (--max-seqs %d, "
                          "and %d more queued); retry later",
                          hd->n_queue, hd->nd->o.max_seqs, NODE_QUEUE_MAX);
+        /* Published like every refusal, so that inferd_requests_total
+         * counts it (outcome refused, code busy). */
+        node_event(hd->nd, PROTO_EV_REFUSED, req->id, "busy", NULL,
+                   "%d requests already running or queued", hd->n_queue);
         proto_request_free(req);
         return;
     }

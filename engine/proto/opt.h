@@ -129,6 +129,8 @@ typedef enum opt_id {
     OPT_API_KEY,
     OPT_ALIAS,
     OPT_CORS,
+    OPT_HTTP_HEADER_TIMEOUT,
+    OPT_HTTP_PER_CLIENT,
     OPT_FLAGS,
     OPT_CURVE_SECRET,
     OPT_CURVE_CLIENTS,

@@ -401,6 +401,25 @@
                   .help = "let browser pages of ORIGIN (or any: *) call the HTTP API: CORS "
                           "headers and preflight answers (off by default)",
                   .verbs = OPT_VB(OPT_V_SERVE)},
+    [OPT_HTTP_HEADER_TIMEOUT] = {.flag = "http-header-timeout",
+                                 .type = OPT_T_NUM,
+                                 .dlo = 0.1,
+                                 .dhi = DAY_S,
+                                 .def = "30",
+                                 .arg = "SEC",
+                                 .help = "an HTTP request whose header and body (from its request "
+                                         "line) take longer is answered 408 and closed, however "
+                                         "steadily its bytes trickle",
+                                 .verbs = OPT_VB(OPT_V_SERVE)},
+    [OPT_HTTP_PER_CLIENT] = {.flag = "http-per-client",
+                             .type = OPT_T_INT,
+                             .lo = 0,
+                             .hi = 1 << 20,
+                             .def = "1024",
+                             .arg = "N",
+                             .help = "HTTP connections one client address may hold; past them its "
+                                     "requests (but /health and /metrics) get 429; 0: no limit",
+                             .verbs = OPT_VB(OPT_V_SERVE)},
     [OPT_FLAGS] = {.flag = "flags",
                    .type = OPT_T_PATH,
                    .arg = "FILE",

@@ -101,7 +101,7 @@ row "a wrong API key" 401 invalid_api_key POST "$A/v1/chat/completions" "{$CHAT}
 row "/metrics without the key" 401 invalid_api_key GET "$A/metrics" ''
 row "past --max-ctx" 400 ctx_limit POST "$A/v1/chat/completions" "{$CHAT,\"max_tokens\":100}" -H "$KEY"
 check "... with the engine's message" grep -q 'max-ctx' "$tmp/body"
-row "KV over the memory budget" 400 kv_oom POST "http://$HB/v1/completions" \
+row "KV over the memory budget" 503 kv_oom POST "http://$HB/v1/completions" \
     '{"model":"stories260K","prompt":"Hi","max_tokens":200000}'
 kill -STOP "$PID_c2"
 row "a ring stage gone silent" 503 stage_timeout POST "http://$HC/v1/completions" \

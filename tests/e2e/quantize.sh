@@ -108,6 +108,30 @@ echo old >"$tmp/d/keep.gguf"
 refuses "172-wide rows at Q4_0" 1 "llama.cpp has no fallback from Q4_0" \
     --type Q4_0 --out "$tmp/d/keep.gguf"
 check "a refused run leaves an existing file as it was" [ "$(cat "$tmp/d/keep.gguf")" = old ]
+# A vocabulary the loader would refuse is refused before anything is
+# written (lib/gguf_edit.py breaks one thing of the r256 file each).
+EDIT="python3 $root/tests/e2e/lib/gguf_edit.py"
+mkdir "$tmp/bad"
+$EDIT "$fx/r256-f32.gguf" "$tmp/bad/v0.gguf" vocab 0
+$EDIT "$fx/r256-f32.gguf" "$tmp/bad/v200.gguf" vocab 200
+$EDIT "$fx/r256-f32.gguf" "$tmp/bad/bos.gguf" u32 tokenizer.ggml.bos_token_id 999
+$EDIT "$fx/r256-f32.gguf" "$tmp/bad/unk.gguf" u32 tokenizer.ggml.unknown_token_id 512
+refuses "a 0-token vocabulary" 1 "tokenizer.ggml.tokens has 0 tokens" \
+    --model "$tmp/bad/v0.gguf" --type F16 --out "$tmp/d/x.gguf"
+refuses "a vocabulary smaller than the embedding" 1 \
+    "the vocabulary has 200 tokens, fewer than the 512 rows of token_embd.weight (ids 200..511" \
+    --model "$tmp/bad/v200.gguf" --type F16 --out "$tmp/d/x.gguf"
+refuses "bos_token_id outside the vocabulary" 1 \
+    "tokenizer.ggml.bos_token_id is 999, outside the vocabulary of 512 tokens" \
+    --model "$tmp/bad/bos.gguf" --type F16 --out "$tmp/d/x.gguf"
+refuses "unknown_token_id outside the vocabulary" 1 \
+    "tokenizer.ggml.unknown_token_id is 512, outside the vocabulary of 512 tokens" \
+    --model "$tmp/bad/unk.gguf" --type F16 --out "$tmp/d/x.gguf"
+for f in v0 v200 bos unk; do
+    inferd generate --model "$tmp/bad/$f.gguf" --prompt Once --steps 2 >/dev/null 2>"$tmp/err"
+    check "the loader refuses $f.gguf too, naming it ($(cat "$tmp/err"))" \
+        grep -q "$tmp/bad/$f.gguf: .*tok" "$tmp/err"
+done
 left=$(ls "$tmp/d" | tr '\n' ' ')
 check "refused runs leave nothing behind (left: $left)" [ "$left" = "file keep.gguf " ]
 finish

@@ -54,3 +54,25 @@ openai_setup() {
     fi
     OPENAI_NODE_PATH="$dir/node_modules"
 }
+
+# rawp PHASE PORT ARGS...: runs a phase of lib/http_raw.py (raw-socket
+# clients) against the HTTP server on PORT; each line it prints a check.
+rawp() {
+    phase=$1
+    port=$2
+    shift 2
+    python3 "$root/tests/e2e/lib/http_raw.py" "$phase" "$port" "$@" >"$tmp/raw" 2>"$tmp/raw.err" ||
+        echo "raw $phase failed: $(tail -3 "$tmp/raw.err")" >&2
+    tab=$(printf '\t')
+    while IFS="$tab" read -r name verdict why; do
+        case $name in
+        '#'*) continue ;;
+        esac
+        if [ "$verdict" = 1 ]; then ok "$name"; else fail "$name ($why)"; fi
+    done <"$tmp/raw"
+}
+
+# metric PORT NAME_AND_LABELS: the sum of the series that start so.
+metric() {
+    curl -s "http://127.0.0.1:$1/metrics" | awk -v p="$2" 'index($0, p) == 1 { s += $NF } END { print s + 0 }'
+}

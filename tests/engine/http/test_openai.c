@@ -261,10 +261,10 @@ Test(openai, node_errors_map_to_http)
     static const struct {
         const char *code;
         int status;
-    } map[] = {{"kv_oom", 400},         {"ctx_limit", 400}, {"bad_token", 400},
-               {"busy", 429},           {"too_large", 413}, {"stage_timeout", 503},
-               {"model_mismatch", 503}, {"shutdown", 503},  {"internal", 500},
-               {"from_the_future", 500}};
+    } map[] = {{"kv_oom", 503},         {"ctx_limit", 400},      {"bad_token", 400},
+               {"busy", 429},           {"too_large", 413},      {"stage_timeout", 503},
+               {"model_mismatch", 503}, {"shutdown", 503},       {"internal", 500},
+               {"stalled", 503},        {"from_the_future", 500}};
     for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
         oai_error e;
         oai_from_node(map[i].code, "the engine's words", &e);

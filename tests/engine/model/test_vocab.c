@@ -2,6 +2,7 @@
  * is read, llama.cpp's defaults, lookups, and the refusals. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -298,17 +299,33 @@ Test(vocab, refusals)
     refused(file_of(&kvs), "tokenizer.ggml.scores has 2 elements, expected 3");
     free(kvs.p);
 
+    /* A special id outside the vocabulary is refused, naming it (it was
+     * once replaced by the default without a word). */
+    static const char *const specials[] = {"bos", "eos", "unknown", "padding"};
+    for (int i = 0; i < 4; i++) {
+        char key[64], want[128];
+        snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", specials[i]);
+        snprintf(want, sizeof want, "%s is 7, outside the vocabulary of 3 tokens", key);
+        kvs = (gbuf){0};
+        kv_str(&kvs, "tokenizer.ggml.model", "llama");
+        kv_strs(&kvs, "tokenizer.ggml.tokens", three, 3);
+        kv_u32(&kvs, key, 7);
+        refused(file_of(&kvs), want);
+        free(kvs.p);
+    }
+
     kvs = (gbuf){0};
     kv_str(&kvs, "tokenizer.ggml.model", "llama");
     kv_strs(&kvs, "tokenizer.ggml.tokens", three, 3);
-    kv_u32(&kvs, "tokenizer.ggml.bos_token_id", 7); /* out of range: ignored... */
+    kv_u32(&kvs, "tokenizer.ggml.padding_token_id", UINT32_MAX); /* llama.cpp's "none" */
     kv_u32(&kvs, "tokenizer.ggml.eos_token_id", 2);
     kv_bool(&kvs, "tokenizer.ggml.add_eos_token", 1);
     gbuf f = file_of(&kvs);
     char err[256];
     vocab *v;
     cr_assert_eq(load_vocab(&f, &v, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(vocab_get_info(v)->bos, 1, "...and the default stays");
+    cr_assert_eq(vocab_get_info(v)->pad, -1, "0xFFFFFFFF is no padding token");
+    cr_assert_eq(vocab_get_info(v)->bos, 1, "the kind's default where none is given");
     cr_assert_eq(vocab_get_info(v)->eos, 2);
     cr_assert(vocab_get_info(v)->add_eos);
     vocab_free(v);

@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+"""Raw-socket HTTP clients for tests/e2e/http_hostile.sh and http_slow.sh.
+
+Each phase prints one line a check: "NAME<TAB>1" (held) or "NAME<TAB>0
+WHY", which the shell turns into ok/FAIL lines.
+"""
+import json
+import resource
+import socket
+import sys
+import threading
+import time
+
+HOST = "127.0.0.1"
+
+
+def report(name, ok, why=""):
+    print(f"{name}\t{1 if ok else 0}\t{why}", flush=True)
+
+
+def connect(port, timeout=10.0):
+    s = socket.create_connection((HOST, port), timeout=timeout)
+    return s
+
+
+def read_all(s, limit=1 << 26):
+    """Reads until EOF; returns (bytes, error name or None)."""
+    out = b""
+    try:
+        while len(out) < limit:
+            b = s.recv(65536)
+            if not b:
+                return out, None
+            out += b
+    except ConnectionResetError:
+        return out, "reset"
+    except socket.timeout:
+        return out, "timeout"
+    return out, None
+
+
+def split(resp):
+    """(status, headers dict lower-cased, body bytes) of a response."""
+    head, _, body = resp.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        status = int(lines[0].split()[1])
+    except (IndexError, ValueError):
+        return 0, {}, body
+    hdrs = {}
+    for ln in lines[1:]:
+        k, _, v = ln.partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    if hdrs.get("transfer-encoding", "").lower() == "chunked":
+        body = dechunk(body)
+    return status, hdrs, body
+
+
+def dechunk(b):
+    out = b""
+    while b:
+        size, _, rest = b.partition(b"\r\n")
+        try:
+            n = int(size.split(b";")[0], 16)
+        except ValueError:
+            break
+        if n == 0:
+            break
+        out += rest[:n]
+        b = rest[n + 2:]
+    return out
+
+
+def request(port, raw, timeout=10.0):
+    s = connect(port, timeout)
+    s.sendall(raw)
+    resp, err = read_all(s)
+    s.close()
+    return resp, err
+
+
+def get(port, path, timeout=10.0):
+    raw = f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+    return request(port, raw, timeout)
+
+
+def post(port, path, body, timeout=60.0, extra=""):
+    b = body.encode()
+    raw = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           f"Content-Length: {len(b)}\r\n{extra}Connection: close\r\n\r\n").encode() + b
+    return request(port, raw, timeout)
+
+
+def json_error(body):
+    try:
+        o = json.loads(body)
+        return isinstance(o.get("error"), dict) and "message" in o["error"], o
+    except (ValueError, AttributeError):
+        return False, None
+
+
+def raise_nofile(n):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(n, hard), hard))
+
+
+def hold(port, deadline_s):
+    """1,000 idle and 64 slowloris connections; probes answer meanwhile;
+    the slowloris ones get 408 at the deadline, the idle ones stay."""
+    raise_nofile(4096)
+    idle = [connect(port) for _ in range(1000)]
+    slow = []
+    for _ in range(64):
+        s = connect(port)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        slow.append(s)
+    t0 = time.monotonic()
+    for path in ("/health", "/metrics"):
+        t = time.monotonic()
+        resp, err = get(port, path, timeout=5)
+        st, _, _ = split(resp)
+        report(f"{path} answers 200 with 1,064 connections held "
+               f"({(time.monotonic() - t) * 1000:.0f} ms)", st == 200 and not err, f"{st} {err}")
+    body = json.dumps({"model": "stories260K", "prompt": "Once upon a time", "max_tokens": 8})
+    resp, err = post(port, "/v1/completions", body, timeout=30)
+    st, _, b = split(resp)
+    report("a completion succeeds meanwhile", st == 200 and b"choices" in b, f"{st} {err}")
+    # The slowloris clients trickle a header byte every 0.25 s past the
+    # deadline: the guard's deadline does not restart at each byte.
+    got408 = 0
+    closed = 0
+    while time.monotonic() - t0 < deadline_s + 3:
+        for s in slow:
+            try:
+                s.sendall(b"X")
+            except OSError:
+                pass
+        time.sleep(0.25)
+    for s in slow:
+        s.settimeout(2)
+        resp, err = read_all(s)
+        st, _, b = split(resp)
+        ok, o = json_error(b)
+        if st == 408 and ok and o["error"].get("code") == "timeout":
+            got408 += 1
+        if err is None:
+            closed += 1
+        s.close()
+    report("the 64 slowloris connections get a JSON 408 at the header deadline", got408 == 64,
+           f"{got408} of 64")
+    report("... and are closed", closed == 64, f"{closed} of 64")
+    alive = 0
+    for s in idle:
+        s.setblocking(False)
+        try:
+            alive += s.recv(1) != b""
+        except BlockingIOError:
+            alive += 1
+        except OSError:
+            pass
+        s.close()
+    report("the 1,000 idle connections are still held (no request line: the idle timeout's)",
+           alive == 1000, f"{alive} of 1000")
+
+
+def burst(port, n):
+    """n concurrent streams: each 200 or 429/503 with Retry-After, none a
+    reset; a 200 stream ends with [DONE]."""
+    raise_nofile(4096)
+    results = [None] * n
+    body = json.dumps({"model": "stories260K", "stream": True, "max_tokens": 48,
+                       "messages": [{"role": "user", "content": "Hi"}]})
+    go = threading.Event()
+
+    def one(i):
+        go.wait()
+        try:
+            resp, err = post(port, "/v1/chat/completions", body, timeout=120)
+        except OSError as e:
+            results[i] = (0, {}, b"", type(e).__name__)
+            return
+        st, h, b = split(resp)
+        results[i] = (st, h, b, err)
+
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    go.set()
+    for t in ts:
+        t.join()
+    bad = []
+    counts = {}
+    for st, h, b, err in results:
+        counts[st] = counts.get(st, 0) + 1
+        if err:
+            bad.append(f"{st}:{err}")
+        elif st == 200:
+            if not b.rstrip().endswith(b"data: [DONE]"):
+                bad.append("200 without [DONE]")
+        elif st in (429, 503):
+            if h.get("retry-after") != "1" or not json_error(b)[0]:
+                bad.append(f"{st} without Retry-After or JSON")
+        else:
+            bad.append(str(st))
+    report(f"{n} concurrent streams: each 200 or 429/503 with Retry-After, none reset "
+           f"({counts})", not bad, " ".join(bad[:5]))
+    print(f"#counts\t{json.dumps(counts)}", flush=True)
+
+
+def closes(s):
+    """Whether the server closed the connection after its answer."""
+    s.settimeout(5)
+    resp, err = read_all(s)
+    return resp, err is None
+
+
+def walk(port, max_body):
+    """Every status the server writes itself, each with a JSON body."""
+    cases = [
+        ("404 unknown route", get(port, "/nope")[0], 404, "unknown_url"),
+        ("405 wrong method", get(port, "/v1/completions")[0], 405, "method_not_allowed"),
+        ("400 bad JSON", post(port, "/v1/completions", "{")[0], 400, "bad_json"),
+        ("413 over --max-body", post(port, "/v1/completions", "x" * (max_body + 1))[0], 413,
+         "too_large"),
+        ("400 NUL in the path", get(port, "/v1/completions%00")[0], 400, "bad_path"),
+        ("400 a control character in the path", get(port, "/health%0a")[0], 400, "bad_path"),
+    ]
+    for name, resp, want, code in cases:
+        st, _, b = split(resp)
+        ok, o = json_error(b)
+        report(f"{name}: {want} {code}, a JSON body",
+               st == want and ok and o["error"].get("code") == code, f"{st} {b[:80]!r}")
+    # Both framings: refused, and the connection does not go on (what
+    # follows could be a smuggled request).
+    s = connect(port)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+              b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    resp, closed = closes(s)
+    st, _, b = split(resp)
+    report("Content-Length with Transfer-Encoding: 400 JSON, connection closed, nothing more",
+           st == 400 and json_error(b)[0] and closed and resp.count(b"HTTP/1.1") == 1,
+           f"{st} closed={closed}")
+    s = connect(port)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n")
+    resp, closed = closes(s)
+    st, _, b = split(resp)
+    ok, o = json_error(b)
+    report("Transfer-Encoding gzip: 501 JSON at once, connection closed",
+           st == 501 and ok and o["error"].get("code") == "not_implemented" and closed,
+           f"{st} closed={closed}")
+
+
+def stream_text(body):
+    """The texts of a completion stream's chunks, its finish reasons and
+    whether it ended with [DONE]."""
+    text, reasons = "", []
+    events = [e[6:] for e in body.decode("utf-8", "replace").split("\n\n")
+              if e.startswith("data: ")]
+    for e in events:
+        if e == "[DONE]":
+            continue
+        o = json.loads(e)
+        for c in o.get("choices", []):
+            text += c.get("text") or ""
+            if c.get("finish_reason"):
+                reasons.append(c["finish_reason"])
+    return text, reasons, bool(events) and events[-1] == "[DONE]"
+
+
+LONG = {"model": "m", "prompt": "Once upon a time", "temperature": 0, "stream": True,
+        "logit_bias": {"2": -100}}
+
+
+def stream_request(n):
+    b = json.dumps(dict(LONG, max_tokens=n)).encode()
+    return (f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(b)}\r\nConnection: close\r\n\r\n").encode() + b
+
+
+def slow(port, n):
+    """A reader with a 4 KB receive buffer taking 4 KB every 2 s for 15 s,
+    then fast, gets the stream a fast reader gets, to its end."""
+    fast, err = request(port, stream_request(n), timeout=300)
+    st, _, b = split(fast)
+    want, reasons, done = stream_text(b)
+    report(f"a fast reader: 200, {n} tokens' text, finish_reason length, [DONE]",
+           st == 200 and not err and reasons == ["length"] and done, f"{st} {err} {reasons}")
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(300)
+    s.connect((HOST, port))
+    s.sendall(stream_request(n))
+    got = b""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 15:
+        try:
+            got += s.recv(4096)
+        except socket.timeout:
+            break
+        time.sleep(2)
+    rest, err = read_all(s)
+    s.close()
+    st, _, b = split(got + rest)
+    text, reasons, done = stream_text(b)
+    report("a slow reader (4 KB every 2 s, then fast): every token, the fast reader's text",
+           st == 200 and not err and text == want and len(want) > 0,
+           f"{st} {err} {len(text)} of {len(want)} chars")
+    report("... and its final chunk and [DONE]", reasons == ["length"] and done,
+           f"{reasons} done={done}")
+
+
+def stall(port, n, wait_s):
+    """A client that stops reading: after the stall limit its stream ends
+    (finish_reason abort and a stalled error, best effort) and the
+    connection closes."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(60)
+    s.connect((HOST, port))
+    s.sendall(stream_request(n))
+    s.recv(1024)
+    time.sleep(wait_s)
+    rest, err = read_all(s)
+    s.close()
+    report("a client that stops reading has its connection closed after the stall limit",
+           err in (None, "reset"), f"{err}")
+
+
+def main():
+    port = int(sys.argv[2])
+    phase = sys.argv[1]
+    if phase == "hold":
+        hold(port, float(sys.argv[3]))
+    elif phase == "burst":
+        burst(port, int(sys.argv[3]))
+    elif phase == "walk":
+        walk(port, int(sys.argv[3]))
+    elif phase == "slow":
+        slow(port, int(sys.argv[3]))
+    elif phase == "stall":
+        stall(port, int(sys.argv[3]), float(sys.argv[4]))
+    else:
+        sys.exit(f"unknown phase {phase}")
+
+
+if __name__ == "__main__":
+    main()
