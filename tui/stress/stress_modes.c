@@ -426,7 +426,7 @@ static store_status run_legs(stress_run *r)
 static int restore_found(stress_run *r, int kv_bits, int prefill_step, int uniform)
 {
     if (!uniform) {
-        note_failure(r, "the settings found at start differ between the nodes: not restored");
+        st_note_failure(r, "the settings found at start differ between the nodes: not restored");
         return -1;
     }
     int aborted = atomic_exchange(&r->abort, 0);
