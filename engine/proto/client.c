@@ -15,7 +15,9 @@
 
 #include "jsonw.h"
 
-/* As the node's control socket: three missed close the connection. */
+/* Heartbeats sent as often as the node's, and never awaited (timeout 0):
+ * with its queue full the client could not read the node's answers, and
+ * its own waits have limits (client_recv). */
 #define CLIENT_HEARTBEAT_MS 5000
 
 struct client {
