@@ -24,7 +24,7 @@ alloc_ports 2
 A=ipc://$tmp/bp.ctl
 B=ipc://$tmp/st.ctl
 start bp --model "$M" --control "$A" --telemetry "$(ep "$P1")" --threads 1 --max-seqs 4 \
-    --stall-limit 120
+    --stall-limit 300
 start st --model "$M" --control "$B" --telemetry "$(ep "$P2")" --threads 1 --max-seqs 4 \
     --stall-limit 2 --prefill-step 4
 up "$A" && up "$B" || { fail "nodes started"; finish; exit 1; }
@@ -36,11 +36,11 @@ until_status() { retry 150 status_is "$@"; }
 # ---- a paused request, and one beside it that is not held back
 # logprobs: frames of a few hundred bytes fill the buffers sooner
 G="{\"tokens\":[5,6,7],\"max_tokens\":$N,\"temperature\":0,\"logprobs\":5}"
-call "$A" generate "$G" --id slow --hwm 8 --stop 1 "$tmp/go" --slow 300 5 --timeout 60000 \
+call "$A" generate "$G" --id slow --hwm 8 --stop 1 "$tmp/go" --slow 300 5 --timeout 300000 \
     >"$tmp/slow" 2>"$tmp/slow.err" &
 slow=$!
 until_status "$A" active 1
-call "$A" generate "$G" --id fast --timeout 60000 >"$tmp/fast"
+call "$A" generate "$G" --id fast --timeout 300000 >"$tmp/fast"
 check "the request beside it completes ($(get ok <"$tmp/fast" | tail -n 1))" \
     [ "$(get ok <"$tmp/fast" | tail -n 1)" = true ]
 check "... with its $N tokens" [ "$(grep -c '"token"' "$tmp/fast")" -eq "$N" ]
