@@ -695,6 +695,7 @@ static void check_deadlines(head *hd)
             head_health_broken(hd, &w, why);
         }
     }
+    head_job_check_clients(hd, now);
     head_step_check_deadlines(hd, now);
     head_set_check_deadline(hd, now);
 }

@@ -162,6 +162,28 @@ void head_job_fail(head *hd, job *j, proto_code code, const char *fmt, ...)
     head_job_finish(hd, j, &e);
 }
 
+int head_job_paused(const head *hd, const job *j)
+{
+    return outbox_held(hd->nd->out, &j->from, NULL) > 0;
+}
+
+void head_job_check_clients(head *hd, double now)
+{
+    double limit = hd->nd->o.stall_limit_ms;
+    for (int i = hd->n_queue - 1; i >= 0; i--) {
+        if (i >= hd->n_queue)
+            continue;
+        job *j = hd->queue[i];
+        double since = now;
+        if (outbox_gone(hd->nd->out, &j->from))
+            head_job_fail(hd, j, PROTO_E_CANCELLED, "its client is gone: a reply found no peer");
+        else if (outbox_held(hd->nd->out, &j->from, &since) > 0 && now - since >= limit)
+            head_job_fail(hd, j, PROTO_E_STALLED,
+                          "its client took no reply frame for %.1f s (--stall-limit %.1f s)",
+                          (now - since) / 1000.0, limit / 1000.0);
+    }
+}
+
 /* Synthetic prompt ids: a splitmix64 hash of the context position, so a
  * session that grows by synthetic prompts gets a different id at every
  * position, the same on every run. Ids 0..2 (unk, BOS, EOS) are avoided,

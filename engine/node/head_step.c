@@ -404,6 +404,10 @@ static int pick_step(const head *hd, job **prefill, job **batch, int *n_batch)
         job *j = hd->queue[i];
         if (j->state != JOB_RUN)
             continue;
+        /* A paused job (its client reads slower than it runs) keeps its
+         * place and its cache, and resumes at the same position. */
+        if (head_job_paused(hd, j))
+            continue;
         if (j->fed == j->n_ids && j->generated > 0) {
             decoding++;
             if (j->in_flight == 0)

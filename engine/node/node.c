@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zmq.h>
-
 #include "engine/sys/clock.h"
 #include "node.h"
 
@@ -23,16 +21,13 @@ void node_reply_with(node *nd, const peer *to, char *payload, const void *data, 
         steplog_line(nd->log, "CONTROL", "out of memory encoding a reply");
         return;
     }
-    /* A client that went away is no reason to block: a ROUTER drops what
-     * it cannot route. */
-    zmq_send(nd->control, to->id, to->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    if (to->delimiter)
-        zmq_send(nd->control, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(nd->control, payload, strlen(payload),
-             data ? ZMQ_SNDMORE | ZMQ_DONTWAIT : ZMQ_DONTWAIT);
-    if (data)
-        zmq_send(nd->control, data, len, ZMQ_DONTWAIT);
-    free(payload);
+    /* Never blocks and never drops: what the peer has no room for waits
+     * in the outbox, and the head pauses the request meanwhile. */
+    if (outbox_send(nd->out, to, payload, data, len, clock_ms()) == OUTBOX_FULL)
+        steplog_line(nd->log, "CONTROL",
+                     "a reply dropped: %d frames already wait for a client that does not read "
+                     "(or memory ran out)",
+                     OUTBOX_PEER_MAX);
 }
 
 void node_reply_error(node *nd, const peer *to, const char *id, proto_code code, const char *fmt,

@@ -35,19 +35,10 @@
 #include "engine/proto/protocol.h"
 #include "guard.h"
 #include "options.h"
+#include "outbox.h"
 #include "ring.h"
 #include "steplog.h"
 #include "telemetry.h"
-
-/* Where a control request came from: the ROUTER's routing id, whether
- * the client put an empty delimiter frame before the payload (REQ does),
- * and the connection, to notice when it closes. */
-typedef struct peer {
-    unsigned char id[256];
-    size_t id_len;
-    int delimiter;
-    client_tag conn;
-} peer;
 
 /* One stage of the ring as the admission round saw it. */
 typedef struct member {
@@ -70,6 +61,7 @@ typedef struct node {
     const model_config *cfg;
     int head, tail;             /* this node's place: first and/or last stage */
     void *control;              /* the control ROUTER, for replies */
+    outbox *out;                /* replies waiting for their peer to read */
     const curve_keypair *curve; /* this node's keys; NULL: CURVE off */
     ring *ring;                 /* NULL for a single node */
     tel *tel;

@@ -51,6 +51,7 @@ typedef struct serve_opts {
     double step_target_ms;
     const serve_companion *companion; /* NULL: none */
     double queue_timeout_ms;          /* 0: a queued request waits as long as it takes */
+    double stall_limit_ms;            /* a client that takes no frame this long stalls */
 } serve_opts;
 
 #endif

@@ -43,6 +43,13 @@
 /* Where a companion (serve_opts.companion) reaches the node. */
 #define INPROC_CONTROL "inproc://inferd-control"
 #define INPROC_TELEMETRY "inproc://inferd-telemetry"
+/* Reply messages ZeroMQ queues for one control peer before the outbox
+ * (outbox.h) holds the rest: with the client's receive queue and the
+ * kernel's buffers, what one slow client can leave in flight. */
+#define CONTROL_SNDHWM 256
+/* How often replies waiting in the outbox are retried: ZeroMQ says when
+ * a socket can take a message, not when one peer's pipe can. */
+#define OUTBOX_RETRY_MS 5
 /* ZMTP heartbeat on control connections; three missed close one. */
 #define CONTROL_HEARTBEAT_MS 5000
 
@@ -268,6 +275,7 @@ static void node_close(server *sv)
     tel_close(sv->nd.tel);
     ring_close(sv->nd.ring);
     clients_close(sv->clients);
+    outbox_free(sv->nd.out);
     if (sv->nd.control)
         zmq_close(sv->nd.control);
     curve_zap_stop(sv->zap);
@@ -414,7 +422,13 @@ static int node_sockets(server *sv, char *err, size_t errlen)
         return -1;
     }
     int linger = 0, ivl = CONTROL_HEARTBEAT_MS, ttl = 3 * CONTROL_HEARTBEAT_MS;
+    int hwm = CONTROL_SNDHWM;
     int64_t maxmsg = CONTROL_MAXMSG + (int64_t)frame_limit(sv);
+    if (!(sv->nd.out = outbox_new(sv->nd.control))) {
+        snprintf(err, errlen, "out of memory for the control socket's outbox");
+        return -1;
+    }
+    zmq_setsockopt(sv->nd.control, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(sv->nd.control, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(sv->nd.control, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     /* A client whose host vanished closes no connection: ZMTP heartbeats
@@ -492,6 +506,8 @@ static int node_loop(server *sv)
         long timeout = sv->nd.head && head_busy(sv->hd) ? 0 : (long)ceil(wake - now);
         if (timeout < 0)
             timeout = 0;
+        if (outbox_count(sv->nd.out) > 0 && timeout > OUTBOX_RETRY_MS)
+            timeout = OUTBOX_RETRY_MS;
         zmq_pollitem_t items[5] = {
             {.socket = sv->nd.control, .events = ZMQ_POLLIN},
             {.socket = clients_socket(sv->clients), .events = ZMQ_POLLIN},
@@ -514,6 +530,11 @@ static int node_loop(server *sv)
             return -1;
         }
         clients_events(sv->clients, on_client_gone, sv);
+        int dropped = outbox_flush(sv->nd.out, clock_ms(), 2.0 * sv->nd.o.stall_limit_ms);
+        if (dropped)
+            steplog_line(sv->nd.log, "CONTROL",
+                         "dropped %d reply frames of clients that took none for %.1f s", dropped,
+                         2.0 * sv->nd.o.stall_limit_ms / 1000.0);
         while (control_recv(sv))
             ;
         char why[512];

@@ -15,6 +15,11 @@
 
 #include "jsonw.h"
 
+/* Heartbeats sent as often as the node's, and never awaited (timeout 0):
+ * with its queue full the client could not read the node's answers, and
+ * its own waits have limits (client_recv). */
+#define CLIENT_HEARTBEAT_MS 5000
+
 struct client {
     void *ctx; /* owned only when own_ctx */
     int own_ctx;
@@ -25,7 +30,7 @@ struct client {
 int client_open(client **out, void *zctx, const char *endpoint, const client_curve *curve,
                 char *err, size_t errlen)
 {
-    int linger = 0;
+    int linger = 0, ivl = CLIENT_HEARTBEAT_MS, ttl = 0;
 
     *out = NULL;
     client *c = calloc(1, sizeof *c);
@@ -42,6 +47,13 @@ int client_open(client **out, void *zctx, const char *endpoint, const client_cur
     }
     /* Requests queued for a node that is gone are not worth a hang at exit. */
     zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
+    /* The client's own heartbeats keep its connection while it reads
+     * slowly: with its receive queue full ZeroMQ reads nothing from the
+     * node, the node's heartbeats included, and the node would take its
+     * silence for a vanished host; a paused request waits for it up to
+     * the node's --stall-limit instead. */
+    zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_IVL, &ivl, sizeof ivl);
+    zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_TIMEOUT, &ttl, sizeof ttl);
     if (curve && curve_client_apply(c->sock, &curve->keys, curve->server_public, err, errlen)) {
         client_close(c);
         return -1;

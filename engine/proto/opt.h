@@ -121,6 +121,7 @@ typedef enum opt_id {
     OPT_STEP_TARGET,
     OPT_STEP_TIMEOUT,
     OPT_QUEUE_TIMEOUT,
+    OPT_STALL_LIMIT,
     OPT_MAX_SEQS,
     OPT_PIPELINE_DEPTH,
     OPT_LOG,

@@ -340,6 +340,15 @@
                            .help = "a request queued this long behind others is refused with "
                                    "busy; 0: no limit",
                            .verbs = OPT_VB(OPT_V_SERVE)},
+    [OPT_STALL_LIMIT] = {.flag = "stall-limit",
+                         .type = OPT_T_NUM,
+                         .dlo = 0.1,
+                         .dhi = DAY_S,
+                         .def = "30",
+                         .arg = "SEC",
+                         .help = "a request whose client takes none of its frames this long "
+                                 "(its reply frames wait, its steps pause) is ended with stalled",
+                         .verbs = OPT_VB(OPT_V_SERVE)},
     [OPT_MAX_SEQS] = {.flag = "max-seqs",
                       .type = OPT_T_INT,
                       .lo = 1,

@@ -42,6 +42,7 @@ static const char *const code_names[PROTO_CODE_COUNT] = {
     [PROTO_E_SHUTDOWN] = "shutdown",
     [PROTO_E_INTERNAL] = "internal",
     [PROTO_E_RING_DOWN] = "ring_down",
+    [PROTO_E_STALLED] = "stalled",
 };
 
 static const char *const ring_state_names[] = {

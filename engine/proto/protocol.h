@@ -90,6 +90,7 @@ typedef enum proto_code {
     PROTO_E_SHUTDOWN,       /* "shutdown": the node is shutting down */
     PROTO_E_INTERNAL,       /* "internal": a bug or resource failure */
     PROTO_E_RING_DOWN,      /* "ring_down": the head found the ring broken; names the stage */
+    PROTO_E_STALLED,        /* "stalled": the client took no frame for --stall-limit */
     PROTO_CODE_COUNT
 } proto_code;
 

@@ -6,7 +6,11 @@
  *       the final frame is ok, 1 when it is an error, 2 when no frame came
  *       for MS milliseconds (default 30000) or the transport failed. With
  *       --curve, talks CURVE with the key pair in KEY to the node whose
- *       public key is in PUB.
+ *       public key is in PUB. Flow control, as a client that reads slowly:
+ *       --hwm N keeps at most N messages in the client's queue (and 4 KB in
+ *       the kernel's); --slow N MS waits MS ms before each of the first N
+ *       frames; --stop N PATH reads nothing after the N-th frame until PATH
+ *       exists (at most MS ms of --timeout), then goes on.
  *   inferctl raw EP TEXT [--timeout MS] [--curve KEY PUB] [--frames N] [--size BYTES]
  *       sends TEXT as one frame, as it is, and prints the reply (exit codes
  *       as above). --size repeats TEXT up to BYTES bytes; --frames sends
@@ -68,7 +72,7 @@
 static int usage(void)
 {
     fprintf(stderr, "usage: inferctl call EP OP [ARGS_JSON] [--id ID] [--timeout MS] "
-                    "[--curve KEY PUB]\n"
+                    "[--curve KEY PUB] [--hwm N] [--slow N MS] [--stop N PATH]\n"
                     "       inferctl raw EP TEXT [--timeout MS] [--curve KEY PUB] [--frames N] "
                     "[--size BYTES]\n"
                     "       inferctl listen EP SECONDS [--until-end REQ]\n"
@@ -82,15 +86,39 @@ static int usage(void)
     return 2;
 }
 
-/* Prints reply frames of request `id` until the final one. */
-static int print_replies(client *c, const char *id, int timeout_ms)
+/* Trailing options of call and raw. */
+typedef struct call_opts {
+    const char *id;
+    int timeout_ms;
+    const char *curve_key, *curve_pub;
+    int frames;                  /* raw: parts of the message */
+    size_t size;                 /* raw: bytes of each part; 0: TEXT as it is */
+    int hwm;                     /* call: the DEALER's receive high-water mark; 0: ZeroMQ's */
+    int slow_n, slow_ms, stop_n; /* call: how slowly frames are read */
+    const char *stop_path;       /* call: --stop's file */
+} call_opts;
+
+/* Prints reply frames of request `id` until the final one, read at the
+ * pace o asks. */
+static int print_replies(client *c, const char *id, const call_opts *o)
 {
     char err[512];
-    for (;;) {
+    for (int n = 0;; n++) {
+        if (n < o->slow_n)
+            usleep((useconds_t)o->slow_ms * 1000u);
+        for (int t = 0; n == o->stop_n && o->stop_path && access(o->stop_path, F_OK) != 0;
+             t += 20) {
+            if (t >= o->timeout_ms) {
+                fprintf(stderr, "inferctl: %s did not appear in %d ms\n", o->stop_path,
+                        o->timeout_ms);
+                return 2;
+            }
+            usleep(20000);
+        }
         proto_reply r;
-        int got = client_recv(c, &r, timeout_ms, err, sizeof err);
+        int got = client_recv(c, &r, o->timeout_ms, err, sizeof err);
         if (got == 0) {
-            fprintf(stderr, "inferctl: no reply for %d ms\n", timeout_ms);
+            fprintf(stderr, "inferctl: no reply for %d ms\n", o->timeout_ms);
             return 2;
         }
         if (got < 0) {
@@ -114,15 +142,6 @@ static int print_replies(client *c, const char *id, int timeout_ms)
     }
 }
 
-/* Trailing options of call and raw. */
-typedef struct call_opts {
-    const char *id;
-    int timeout_ms;
-    const char *curve_key, *curve_pub;
-    int frames;  /* raw: parts of the message */
-    size_t size; /* raw: bytes of each part; 0: TEXT as it is */
-} call_opts;
-
 static int parse_tail(int argc, char **argv, int from, call_opts *o)
 {
     for (int i = from; i < argc; i++) {
@@ -137,6 +156,14 @@ static int parse_tail(int argc, char **argv, int from, call_opts *o)
             o->frames = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
             o->size = strtoull(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--hwm") == 0 && i + 1 < argc) {
+            o->hwm = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--slow") == 0 && i + 2 < argc) {
+            o->slow_n = atoi(argv[++i]);
+            o->slow_ms = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--stop") == 0 && i + 2 < argc) {
+            o->stop_n = atoi(argv[++i]);
+            o->stop_path = argv[++i];
         } else {
             fprintf(stderr, "inferctl: unexpected argument '%s'\n", argv[i]);
             return -1;
@@ -145,18 +172,40 @@ static int parse_tail(int argc, char **argv, int from, call_opts *o)
     return 0;
 }
 
+/* A receive queue of o->hwm messages and a small kernel buffer, so that
+ * a slow reader fills them in a few hundred frames. The client connects
+ * as it opens; queue limits apply to a connection made after they are
+ * set, so it connects again. */
+static int limit_queue(client *c, const char *ep, const call_opts *o, char *err, size_t errlen)
+{
+    void *s = client_socket(c);
+    int buf = 4096;
+    if (o->hwm <= 0)
+        return 0;
+    if (zmq_disconnect(s, ep) != 0 || zmq_setsockopt(s, ZMQ_RCVHWM, &o->hwm, sizeof o->hwm) != 0 ||
+        zmq_setsockopt(s, ZMQ_RCVBUF, &buf, sizeof buf) != 0 || zmq_connect(s, ep) != 0) {
+        snprintf(err, errlen, "--hwm %d: %s", o->hwm, zmq_strerror(errno));
+        client_close(c);
+        return -1;
+    }
+    return 0;
+}
+
 /* Connects to EP, with CURVE when asked. */
 static int open_client(client **c, const char *ep, const call_opts *o, char *err, size_t errlen)
 {
     if (!o->curve_key)
-        return client_open(c, NULL, ep, NULL, err, errlen);
+        return client_open(c, NULL, ep, NULL, err, errlen) != 0
+                   ? -1
+                   : limit_queue(*c, ep, o, err, errlen);
     client_curve cc;
     curve_keypair server;
     if (curve_keypair_load(o->curve_key, 1, &cc.keys, err, errlen) != 0 ||
         curve_keypair_load(o->curve_pub, 0, &server, err, errlen) != 0)
         return -1;
     snprintf(cc.server_public, sizeof cc.server_public, "%s", server.public_key);
-    return client_open(c, NULL, ep, &cc, err, errlen);
+    return client_open(c, NULL, ep, &cc, err, errlen) != 0 ? -1
+                                                           : limit_queue(*c, ep, o, err, errlen);
 }
 
 static int cmd_call(int argc, char **argv)
@@ -205,7 +254,7 @@ static int cmd_call(int argc, char **argv)
         client_close(c);
         return 2;
     }
-    rc = print_replies(c, id, o.timeout_ms);
+    rc = print_replies(c, id, &o);
     client_close(c);
     return rc;
 }
@@ -246,7 +295,7 @@ static int cmd_raw(int argc, char **argv)
         }
     }
     free(buf);
-    int rc = print_replies(c, NULL, o.timeout_ms);
+    int rc = print_replies(c, NULL, &o);
     client_close(c);
     return rc;
 }
