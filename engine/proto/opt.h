@@ -133,6 +133,7 @@ typedef enum opt_id {
     OPT_CURVE_SECRET,
     OPT_CURVE_CLIENTS,
     OPT_NEXT_KEY,
+    OPT_ALLOW_EPHEMERAL,
     OPT_HELP,
     /* fields of requests on the wire (control, ring, HTTP) */
     OPT_REQ_ID,
