@@ -175,6 +175,7 @@ typedef enum opt_id {
     OPT_CF_IDENTITY,
     OPT_CF_KNOWN_HOSTS,
     OPT_CF_ACCEPT_NEW,
+    OPT_CF_LOCAL,
     OPT_CF_CONNECT_TIMEOUT,
     OPT_CF_HOST,
     OPT_CF_PORT,
