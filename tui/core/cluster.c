@@ -649,7 +649,8 @@ static void resolve_node(struct loader *ld, int i, int base_port)
              n->name, n->control[0] ? "telemetry" : "control",
              n->control[0] ? "telemetry" : "control");
     if (!(n->given & key_bit(find_key(opt_defs[OPT_CF_LOCAL].key))))
-        n->local = n->host[0] && cluster_ep_host_is_local(n->host);
+        n->local =
+            n->host[0] && cluster_ep_host_is_local(n->host) && !n->ssh_user[0] && !n->ssh_host[0];
     if (n->ssh_user[0] && !n->ssh_host[0]) {
         if (n->host[0])
             strcpy(n->ssh_host, n->host);

@@ -29,7 +29,7 @@
  *   identity / known_hosts / accept_new   ; optional, override [cluster]
  *   local = yes                      ; on this machine: no SSH to start, stop,
  *                                    ;   read its log (default: yes for a
- *                                    ;   loopback `host`)
+ *                                    ;   loopback `host` without `ssh`)
  *
  * Without `port`, a node takes [cluster] base_port + 3 x (the number of
  * nodes before it on the same host). Its `inferd serve` command line is
@@ -109,7 +109,7 @@ struct cluster_node {
     char known_hosts[CLUSTER_PATH_MAX];
     int accept_new; /* 0/1, CLUSTER_UNSET = neither node nor [cluster] said */
     /* 1: on this machine: started, stopped and its log read without SSH
-     * (`local`, else a loopback `host`). */
+     * (`local`, else a loopback `host` and no `ssh`). */
     int local;
     /* What it runs (`engine`, default inferd). Another engine is an HTTP
      * server at `url`: it has no control or telemetry endpoint, takes no

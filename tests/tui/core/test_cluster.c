@@ -645,12 +645,15 @@ Test(cluster, local_nodes)
                                                 "[node c]\nhost = gpu1\nport = 5555\nlocal = YES\n"
                                                 "[node d]\nhost = 127.0.0.2\nport = 5560\n"
                                                 "local = no\n"
-                                                "[node e]\nhost = gpu2\nport = 5555\n");
+                                                "[node e]\nhost = gpu2\nport = 5555\n"
+                                                "[node f]\nhost = 127.0.0.1\nport = 5570\n"
+                                                "ssh = ops@\n");
     char err[512];
     struct cluster *c;
     cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
-    const int want[] = {1, 1, 1, 0, 0};
-    for (int i = 0; i < 5; i++)
+    /* f: an `ssh` key says how to reach it, loopback or not. */
+    const int want[] = {1, 1, 1, 0, 0, 0};
+    for (int i = 0; i < 6; i++)
         cr_assert_eq(c->nodes[i].local, want[i], "node %s", c->nodes[i].name);
     cluster_free(c);
     expect_error("[node a]\nhost = h\nport = 5555\nlocal = maybe\n", ":4:", "`local`", NULL);
