@@ -69,10 +69,10 @@
 #include <stdint.h>
 
 #include "alerts.h"
+#include "cluster_ep.h" /* CLUSTER_HOST_MAX */
 #include "tui/engine/engine.h"
 
 #define CLUSTER_NAME_MAX 64
-#define CLUSTER_HOST_MAX 256
 #define CLUSTER_ENDPOINT_MAX 300
 #define CLUSTER_PATH_MAX 1024
 #define CLUSTER_START_MAX 4096

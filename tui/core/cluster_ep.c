@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
 #include "engine/sys/ports.h"
 
 static int bad(const char **why, const char *what)

@@ -9,6 +9,9 @@
 
 #include <stddef.h>
 
+/* A host name or address, with its NUL. */
+#define CLUSTER_HOST_MAX 256
+
 /* A port, 1..65535, the whole of s. */
 int cluster_ep_port(const char *s, int *port);
 
