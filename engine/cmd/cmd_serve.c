@@ -1,7 +1,10 @@
 /* cmd_serve.c: `inferd serve`'s command line; the node itself is
  * engine/node/serve.c. */
+#include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -9,6 +12,7 @@
 #include "engine/http/http.h"
 #include "engine/node/serve.h"
 #include "engine/proto/protocol.h"
+#include "engine/sys/ports.h"
 
 /* ---- options ---------------------------------------------------------- */
 
@@ -42,13 +46,42 @@ static int check_flags(const opt_vals *v)
     return why ? -1 : 0;
 }
 
+/* A tcp:// endpoint's port, or 0 for none to check (ipc://, inproc://, a
+ * wildcard port "*" that the kernel picks). */
+static int endpoint_port(const char *ep)
+{
+    const char *colon = strncmp(ep, "tcp://", 6) == 0 ? strrchr(ep, ':') : NULL;
+    if (!colon || !isdigit((unsigned char)colon[1]))
+        return 0;
+    return atoi(colon + 1);
+}
+
+/* The node's bound ports stay out of the ephemeral range unless the
+ * operator says otherwise (ports.h says why). -1 after printing which. */
+static int check_ports(const opt_vals *v)
+{
+    static const opt_id bound[] = {OPT_CONTROL, OPT_TELEMETRY, OPT_LISTEN};
+    if (opt_given(v, OPT_ALLOW_EPHEMERAL))
+        return 0;
+    for (size_t i = 0; i < sizeof bound / sizeof bound[0]; i++) {
+        const char *ep = opt_str(v, bound[i]);
+        char why[512];
+        if (ep && ports_is_ephemeral(endpoint_port(ep), why, sizeof why)) {
+            fprintf(stderr, "inferd serve: --%s %s: %s (or give --%s)\n", opt_defs[bound[i]].flag,
+                    ep, why, opt_defs[OPT_ALLOW_EPHEMERAL].flag);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Returns 0 to run, 1 when --help was printed, -1 on bad usage. The
  * timeouts are typed in seconds; the node counts milliseconds. */
 static int parse_options(int argc, char **argv, serve_cmd *cmd)
 {
     opt_vals v;
     int rc = args_parse(OPT_V_SERVE, argc, argv, &v);
-    if (rc != 0 || check_flags(&v) != 0)
+    if (rc != 0 || check_flags(&v) != 0 || check_ports(&v) != 0)
         return rc != 0 ? rc : -1;
     *cmd = (serve_cmd){
         .o = {.name = opt_str(&v, OPT_NAME),

@@ -130,8 +130,13 @@ static int parse_header(const unsigned char *buf, size_t size, const char *what,
         v[f] = h[f];
     if (h[F_VOCAB] < 0 && h[F_VOCAB] != INT32_MIN)
         v[F_VOCAB] = -h[F_VOCAB];
-    if (check_shape(v, header_names, what, err, errlen) != 0)
+    /* A file that is neither GGUF (checked first) nor llama2.c lands
+     * here too: its first bytes make no shape a checkpoint could have. */
+    char why[256];
+    if (check_shape(v, header_names, "header", why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: not a GGUF or llama2.c file (read as a llama2.c %s)", what, why);
         return -1;
+    }
     model_config c = config_from(v, shared);
     uint64_t expected = HEADER_BYTES + total_floats(&c, 1) * sizeof(float);
     if ((uint64_t)size != expected) {

@@ -136,6 +136,7 @@ typedef enum opt_id {
     OPT_CURVE_SECRET,
     OPT_CURVE_CLIENTS,
     OPT_NEXT_KEY,
+    OPT_ALLOW_EPHEMERAL,
     OPT_HELP,
     /* fields of requests on the wire (control, ring, HTTP) */
     OPT_REQ_ID,
@@ -177,6 +178,7 @@ typedef enum opt_id {
     OPT_CF_IDENTITY,
     OPT_CF_KNOWN_HOSTS,
     OPT_CF_ACCEPT_NEW,
+    OPT_CF_LOCAL,
     OPT_CF_CONNECT_TIMEOUT,
     OPT_CF_HOST,
     OPT_CF_PORT,

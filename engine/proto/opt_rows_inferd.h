@@ -452,6 +452,14 @@
                       .arg = "FILE",
                       .help = "with CURVE in a ring: the public key of the --next stage",
                       .verbs = OPT_VB(OPT_V_SERVE)},
+    [OPT_ALLOW_EPHEMERAL] = {.flag = "allow-ephemeral-port",
+                             .type = OPT_T_SWITCH,
+                             .help = "bind --control, --telemetry or --listen on a port of the "
+                                     "kernel's ephemeral range (ip_local_port_range), which is "
+                                     "refused without it: an outgoing connection may take the "
+                                     "port, or a client reconnecting on this host may connect "
+                                     "to itself there and hold it",
+                             .verbs = OPT_VB(OPT_V_SERVE)},
 
     [OPT_HELP] = {.flag = "help",
                   .short_flag = 'h',

@@ -206,6 +206,12 @@
                            .choices = "yes|no|true|false|on|off|1|0",
                            .arg = "yes|no",
                            .help = "trust a host key seen for the first time"},
+    [OPT_CF_LOCAL] = {.key = "local",
+                      .type = OPT_T_CHOICE,
+                      .choices = "yes|no|true|false|on|off|1|0",
+                      .arg = "yes|no",
+                      .help = "the node runs on this machine: started, stopped and its log read "
+                              "without SSH (default: yes when `host` is loopback and `ssh` is not given)"},
     [OPT_CF_CONNECT_TIMEOUT] = {.key = "connect_timeout",
                                 .type = OPT_T_INT,
                                 .lo = 1,

@@ -8,7 +8,8 @@
 #    working ring;
 #  - status, set, stress and history work on it, with the options before
 #    the verb (`infertop -c FILE status`) as well as after;
-#  - `nodes start` fails, naming the missing `ssh`.
+#  - its nodes are local (loopback, no `ssh`); with `local = no`, `nodes
+#    start` fails saying no ssh is configured.
 . "$(dirname "$0")/lib/serve.sh"
 
 DB="$tmp/history.db"
@@ -54,12 +55,16 @@ check "--json gives both flag files" \
 
 # a started with exactly its derived line; b as the unit starts it
 # (contrib/systemd/inferd@.service's ExecStart) with the flag file.
+# The line runs as printed (it makes its folders first): its sh's child is
+# the node, stopped by its pid at the end.
 line=$(infertop nodes command a -c "$conf")
-sh -c "exec $line" 2>>"$tmp/a.err" &
-pids="$pids $!"
+check "a's line makes its log's folder first" [ "${line#mkdir -p $tmp && }" != "$line" ]
+sh -c "$line" 2>>"$tmp/a.err" &
+sh_a=$!
 inferd serve --name b --log "$tmp/b.log" --flags "$tmp/b.conf" 2>>"$tmp/b.err" &
 pids="$pids $!"
 for p in $BASE $((BASE + 3)); do up "$(ep "$p")" || { fail "node on $p up"; finish; exit 1; }; done
+pids="$pids $(ps -o pid= --ppid "$sh_a") $sh_a"
 
 infertop -c "$conf" status >"$tmp/status" 2>&1
 check "infertop -c FILE status: both nodes up" [ "$(grep -cE '^(a|b) +inferd +up ' "$tmp/status")" = 2 ]
@@ -80,10 +85,14 @@ check "the run records the file's cluster name" \
 check "the run reached context 512" \
     [ "$(sqlite3 "$DB" "SELECT max(ctx_after) FROM requests WHERE run = 1 AND status = 'ok'")" = 512 ]
 
-infertop nodes start a -c "$conf" >"$tmp/start" 2>&1
-check "nodes start fails (exit 1)" [ $? = 1 ]
-check "... naming the missing ssh" grep -q "node a has no SSH target.*no \`ssh\` key" "$tmp/start"
-check "nodes status all fails for every node, each named" \
-    [ "$(infertop nodes status all -c "$conf" 2>&1 | grep -c 'has no SSH target')" = 2 ]
+# Both are on loopback without `ssh`: local nodes. With `local = no`, a
+# node has no way to be reached.
+sed 's/^\[node a\]$/[node a]\nlocal = no/' "$conf" >"$tmp/remote.conf"
+infertop nodes start a -c "$tmp/remote.conf" >"$tmp/start" 2>&1
+check "nodes start of a node with neither ssh nor local fails (exit 1)" [ $? = 1 ]
+check "... saying no ssh is configured" grep -q "node a: no ssh configured.*local = yes" "$tmp/start"
+infertop nodes status all -c "$tmp/remote.conf" >"$tmp/nstatus" 2>&1
+check "nodes status all: a has no ssh configured, b (local) answers" \
+    [ "$(grep -c 'no ssh configured' "$tmp/nstatus"):$(grep -c '^b' "$tmp/nstatus")" = 1:1 ]
 
 finish

@@ -33,11 +33,12 @@
  *       BYTES upper-case letters each (none a topic's), as a careless or hostile
  *       subscriber could, and stays connected for SECONDS.
  *   inferctl ports N
- *       prints N distinct TCP ports free on 127.0.0.1 (bound and released by
- *       the kernel's allocator), one per line.
+ *       prints N distinct TCP ports free on 127.0.0.1, one per line, below
+ *       (or above) the ephemeral range that inferd serve refuses.
  *   inferctl portrun N
- *       prints the first of N consecutive TCP ports free on 127.0.0.1 (a
- *       node of a cluster file's second form uses a port and the next two).
+ *       prints the first of N consecutive TCP ports free on 127.0.0.1 outside
+ *       that range (a node of a cluster file's second form uses a port and
+ *       the next two).
  *   inferctl kvblock HEAD_DIM BITS
  *       prints kv_block_bytes() of one layer and KV head with the default
  *       block: what the KV accounting of a node must follow.
@@ -68,6 +69,7 @@
 #include "engine/proto/client.h"
 #include "engine/proto/protocol.h"
 #include "engine/sys/clock.h"
+#include "engine/sys/ports.h"
 
 static int usage(void)
 {
@@ -490,75 +492,22 @@ static int cmd_subflood(int argc, char **argv)
     return 0;
 }
 
-static int cmd_ports(int argc, char **argv)
-{
-    if (argc != 3)
-        return usage();
-    int n = atoi(argv[2]);
-    if (n < 1 || n > 64)
-        return usage();
-    int fds[64];
-    int rc = 0;
-    /* All stay bound until every port is known, so none repeats. */
-    for (int i = 0; i < n; i++) {
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0 ||
-            getsockname(fds[i], (struct sockaddr *)&a, &len) != 0) {
-            fprintf(stderr, "inferctl: allocating a port: %s\n", strerror(errno));
-            rc = 2;
-            n = i + (fds[i] >= 0);
-            break;
-        }
-        printf("%d\n", ntohs(a.sin_port));
-    }
-    for (int i = 0; i < n; i++)
-        close(fds[i]);
-    return rc;
-}
-
-/* Binds 127.0.0.1:port; the socket, or -1. */
-static int bind_port(int port)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
-}
-
-/* A port from the kernel's allocator, then the ones after it, until a
- * whole run is free. */
-static int cmd_portrun(int argc, char **argv)
+/* Node ports stay out of the ephemeral range, which inferd serve and the
+ * cluster file refuse (engine/sys/ports.h): ports hands out a run too. */
+static int cmd_ports(int argc, char **argv, int run)
 {
     int n = argc == 3 ? atoi(argv[2]) : 0;
     if (n < 1 || n > 64)
         return usage();
-    for (int attempt = 0; attempt < 100; attempt++) {
-        int fds[64], got = 0, first = 0;
-        fds[got] = bind_port(0);
-        struct sockaddr_in a;
-        socklen_t len = sizeof a;
-        if (fds[got] < 0 || getsockname(fds[got], (struct sockaddr *)&a, &len) != 0)
-            break;
-        first = ntohs(a.sin_port);
-        for (got = 1; got < n && first + got <= 65535; got++)
-            if ((fds[got] = bind_port(first + got)) < 0)
-                break;
-        for (int i = 0; i < got; i++)
-            close(fds[i]);
-        if (got == n) {
-            printf("%d\n", first);
-            return 0;
-        }
+    int first;
+    char err[256];
+    if (ports_free_run(n, &first, err, sizeof err) != 0) {
+        fprintf(stderr, "inferctl: %s\n", err);
+        return 2;
     }
-    fprintf(stderr, "inferctl: no run of %d free ports found\n", n);
-    return 2;
+    for (int i = 0; i < (run ? 1 : n); i++)
+        printf("%d\n", first + i);
+    return 0;
 }
 
 static int cmd_kvblock(int argc, char **argv)
@@ -641,9 +590,9 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "subflood") == 0)
         return cmd_subflood(argc, argv);
     if (strcmp(argv[1], "ports") == 0)
-        return cmd_ports(argc, argv);
+        return cmd_ports(argc, argv, 0);
     if (strcmp(argv[1], "portrun") == 0)
-        return cmd_portrun(argc, argv);
+        return cmd_ports(argc, argv, 1);
     if (strcmp(argv[1], "get") == 0)
         return cmd_get(argc, argv);
     if (strcmp(argv[1], "kvblock") == 0)

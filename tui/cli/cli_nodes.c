@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "tui/core/cluster.h"
+#include "tui/core/shellword.h"
 #include "tui/ssh/nodepool.h"
 
 typedef struct nopts {
@@ -460,6 +461,33 @@ static int report(const struct cluster *c, const nopts *o, nodeout *outs, int n)
     return failed ? CLI_ERROR : CLI_OK;
 }
 
+/* A derived line's log (and pidfile) folders may not exist yet, the
+ * default ~/.infertop least of all: the printed line makes them first, so
+ * that it runs as printed (the SSH start script makes them itself). */
+static int with_folders(const struct cluster_node *n, const char *cmd, char *out, size_t len)
+{
+    char log[CLUSTER_PATH_MAX + CLUSTER_NAME_MAX + 16], dirs[2 * sizeof log + 8] = "";
+    const char *paths[] = {log, n->pidfile};
+    if (n->log[0])
+        snprintf(log, sizeof log, "%s", n->log);
+    else
+        snprintf(log, sizeof log, CLUSTER_LOG_DEFAULT_DIR "/%s.log", n->name);
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        const char *slash = strrchr(paths[i], '/');
+        char dir[sizeof log];
+        if (!slash || slash == paths[i])
+            continue;
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - paths[i]), paths[i]);
+        size_t used = strlen(dirs);
+        dirs[used++] = ' ';
+        if (shellword_quote(dir, dirs + used, sizeof dirs - used) >= sizeof dirs - used)
+            return -1;
+    }
+    int w =
+        dirs[0] ? snprintf(out, len, "mkdir -p%s && %s", dirs, cmd) : snprintf(out, len, "%s", cmd);
+    return w < 0 || (size_t)w >= len ? -1 : 0;
+}
+
 /* `nodes command`: each selected node's command line (or, --systemd, its
  * unit's flag file, which names its node in its first line), or why there
  * is none. */
@@ -471,21 +499,26 @@ static int print_commands(const struct cluster *c, const nopts *o, const nodeout
     for (int i = 0; i < n; i++) {
         const struct cluster_node *node = &c->nodes[outs[i].node];
         char cmd[CLUSTER_START_MAX], err[512];
+        char line[CLUSTER_START_MAX + 2 * CLUSTER_PATH_MAX];
         int ok = cluster_node_command(c, outs[i].node, form, cmd, sizeof cmd, err, sizeof err) == 0;
+        const char *shown = cmd;
+        if (ok && form == CLUSTER_COMMAND_LINE && !node->start_given &&
+            with_folders(node, cmd, line, sizeof line) == 0)
+            shown = line;
         failed |= !ok;
         if (!ok)
             fprintf(stderr, "infertop nodes: %s\n", err);
         if (arr)
             json_array_append_new(arr,
                                   ok ? json_pack("{s:s, s:s}", "node", node->name,
-                                                 o->systemd ? "flag_file" : "command", cmd)
+                                                 o->systemd ? "flag_file" : "command", shown)
                                      : json_pack("{s:s, s:s}", "node", node->name, "error", err));
         else if (ok && o->systemd)
-            printf("%s%s", i ? "\n" : "", cmd);
+            printf("%s%s", i ? "\n" : "", shown);
         else if (ok && n > 1)
-            printf("%s: %s\n", node->name, cmd);
+            printf("%s: %s\n", node->name, shown);
         else if (ok)
-            puts(cmd);
+            puts(shown);
     }
     if (arr) {
         json_dumpf(arr, stdout, JSON_INDENT(2));

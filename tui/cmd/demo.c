@@ -33,6 +33,7 @@
 #include "app.h"
 #include "engine/model/model.h"
 #include "engine/sys/clock.h"
+#include "engine/sys/ports.h"
 #include "tui/cli/cli.h"
 #include "tui/core/cluster.h"
 #include "tui/stress/console_runs.h"
@@ -94,27 +95,17 @@ static int max_stages(void)
     return mc.n_layers < OPT_DEMO_STAGES_MAX ? mc.n_layers : OPT_DEMO_STAGES_MAX;
 }
 
-/* Ports free on 127.0.0.1 now: each socket stays bound until all are
- * picked, so that the kernel hands out distinct ones. */
+/* Ports free on 127.0.0.1 now, outside the ephemeral range: the console
+ * reconnecting to a stopped stage there could connect to itself and keep
+ * the stage out of its port (engine/sys/ports.h). */
 static int free_ports(int n, int *ports, char *err, size_t errlen)
 {
-    int fds[3 * OPT_DEMO_STAGES_MAX];
-    int rc = 0, k = 0;
-    for (; k < n && rc == 0; k++) {
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t len = sizeof a;
-        fds[k] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fds[k] < 0 || bind(fds[k], (struct sockaddr *)&a, sizeof a) != 0 ||
-            getsockname(fds[k], (struct sockaddr *)&a, &len) != 0) {
-            snprintf(err, errlen, "cannot pick a free port on 127.0.0.1: %s", strerror(errno));
-            rc = -1;
-        }
-        ports[k] = ntohs(a.sin_port);
-    }
-    while (k-- > 0)
-        if (fds[k] >= 0)
-            close(fds[k]);
-    return rc;
+    int first;
+    if (ports_free_run(n, &first, err, errlen) != 0)
+        return -1;
+    for (int k = 0; k < n; k++)
+        ports[k] = first + k;
+    return 0;
 }
 
 /* The file `rel` beside this binary (rel starts with a /); 0 when it

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cluster_ep.h"
 #include "engine/proto/opt.h"
 #include "shellword.h"
 
@@ -77,6 +78,7 @@ static const struct key keys[] = {
     {OPT_CF_IDENTITY, IN_CLUSTER | IN_NODE, 0, D_TEXT, FIELD(identity), 0},
     {OPT_CF_KNOWN_HOSTS, IN_CLUSTER | IN_NODE, 0, D_TEXT, FIELD(known_hosts), 0},
     {OPT_CF_ACCEPT_NEW, IN_CLUSTER | IN_NODE, 0, D_BOOL, FIELD(accept_new), 0},
+    {OPT_CF_LOCAL, IN_NODE, 0, D_BOOL, FIELD(local), 0},
     {OPT_CF_CONNECT_TIMEOUT, IN_CLUSTER, 0, D_SECONDS, 0, 0, 0},
     {OPT_CF_HOST, IN_NODE, 0, D_HOST, FIELD(host), 0},
     {OPT_CF_PORT, IN_NODE, 0, D_INT, FIELD(port), 0},
@@ -121,6 +123,7 @@ struct loader {
     struct cluster *c;
     int cap;
     int failed;
+    char why[512]; /* a value's problem when it has figures in it */
     char *err;
     size_t errlen;
 };
@@ -165,52 +168,6 @@ static int bad(const char **why, const char *what)
     return -1;
 }
 
-static int parse_port(const char *s, int *port)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!isdigit((unsigned char)*s) || *end || errno || v < 1 || v > 65535)
-        return -1;
-    *port = (int)v;
-    return 0;
-}
-
-/* "host", "host:port", "[v6]" or "[v6]:port". A bare IPv6 address would
- * make the port ambiguous, hence the brackets. */
-static int parse_host_port(const char *s, char *host, size_t hostlen, int *port, const char **why)
-{
-    const char *h = s, *hend, *rest;
-    if (*s == '[') {
-        h = s + 1;
-        hend = strchr(h, ']');
-        if (!hend)
-            return bad(why, "an IPv6 address needs its closing ']'");
-        rest = hend + 1;
-    } else {
-        hend = s + strcspn(s, ":");
-        rest = hend;
-        if (*rest && strchr(rest + 1, ':'))
-            return bad(why, "an IPv6 address must be written in brackets, e.g. [::1]:5555");
-    }
-    size_t n = (size_t)(hend - h);
-    if (n == 0)
-        return bad(why, "the host is empty");
-    if (n >= hostlen)
-        return bad(why, "the host name is too long");
-    for (const char *p = h; p < hend; p++)
-        if (isspace((unsigned char)*p))
-            return bad(why, "the host contains white space");
-    memcpy(host, h, n);
-    host[n] = '\0';
-    *port = 0;
-    if (*rest == '\0')
-        return 0;
-    if (*rest != ':' || parse_port(rest + 1, port) < 0)
-        return bad(why, "the port must be a number from 1 to 65535");
-    return 0;
-}
-
 /* "[user@]host[:port]", or "user@" / "user@:port" for that user on the
  * node's `host` (filled in by resolve_node once every key is read). */
 static int set_ssh(struct cluster_node *n, const char *v, const char **why)
@@ -231,11 +188,11 @@ static int set_ssh(struct cluster_node *n, const char *v, const char **why)
     if (at && (*hostpart == '\0' || *hostpart == ':')) {
         n->ssh_host[0] = '\0';
         n->ssh_port = 0;
-        if (*hostpart == ':' && parse_port(hostpart + 1, &n->ssh_port) < 0)
+        if (*hostpart == ':' && cluster_ep_port(hostpart + 1, &n->ssh_port) < 0)
             return bad(why, "the port must be a number from 1 to 65535");
         return 0;
     }
-    return parse_host_port(hostpart, n->ssh_host, sizeof n->ssh_host, &n->ssh_port, why);
+    return cluster_ep_host_port(hostpart, n->ssh_host, sizeof n->ssh_host, &n->ssh_port, why);
 }
 
 /* A host without a port: a name, an address, or an IPv6 address with or
@@ -263,46 +220,6 @@ static int set_host(struct cluster_node *n, const char *v, const char **why)
     memcpy(n->host, h, len);
     n->host[len] = '\0';
     return 0;
-}
-
-/* The console connects to the endpoint, so it needs a real host and port. */
-static int check_endpoint(const char *v, const char **why)
-{
-    char host[CLUSTER_HOST_MAX];
-    int port;
-    if (strncmp(v, "tcp://", 6) != 0)
-        return bad(why, "expected tcp://host:port");
-    if (parse_host_port(v + 6, host, sizeof host, &port, why) < 0)
-        return -1;
-    if (port == 0)
-        return bad(why, "expected tcp://host:port (the port is missing)");
-    if (strcmp(host, "*") == 0)
-        return bad(why, "'*' binds; the console needs a host to connect to");
-    return 0;
-}
-
-/* The base URL the console's HTTP client prefixes to an engine's paths:
- * http or https with a host, and no query, fragment or trailing slash to
- * double up. */
-static int check_url(const char *v, const char **why)
-{
-    char host[CLUSTER_HOST_MAX];
-    int port;
-    size_t scheme = strncmp(v, "http://", 7) == 0 ? 7 : strncmp(v, "https://", 8) == 0 ? 8 : 0;
-    if (!scheme)
-        return bad(why, "expected http://host:port or https://host:port");
-    if (strpbrk(v, "?# \t"))
-        return bad(why, "expected a base URL, without a query, fragment or white space");
-    if (v[strlen(v) - 1] == '/')
-        return bad(why, "expected a base URL without a trailing '/'");
-    const char *path = strchr(v + scheme, '/');
-    size_t hostport = path ? (size_t)(path - v - scheme) : strlen(v + scheme);
-    char hp[CLUSTER_HOST_MAX + 8];
-    if (hostport == 0 || hostport >= sizeof hp)
-        return bad(why, "expected a host after the scheme");
-    memcpy(hp, v + scheme, hostport);
-    hp[hostport] = '\0';
-    return parse_host_port(hp, host, sizeof host, &port, why);
 }
 
 static int set_text(char *field, size_t size, const char *v, const char **why)
@@ -365,7 +282,7 @@ static int set_value(struct loader *ld, const struct key *k, struct cluster_node
         n->layer_last = (int)val->i2;
         return 0;
     case D_BOOL: /* yes|no|true|false|on|off|1|0: the even ones say yes */
-        n->accept_new = val->i % 2 == 0;
+        store_int(member, k->size, val->i % 2 == 0);
         return 0;
     case D_SECONDS:
         ld->connect_timeout_s = (int)val->i;
@@ -376,13 +293,13 @@ static int set_value(struct loader *ld, const struct key *k, struct cluster_node
         store_int(member, k->size, val->i);
         return 0;
     case D_ENDPOINT:
-        if (check_endpoint(v, why) < 0)
+        if (cluster_ep_check(v, ld->why, sizeof ld->why, why) < 0)
             return -1;
         if (endpoint_taken(ld, v))
             return bad(why, "another node already uses it");
         break;
     case D_URL:
-        if (check_url(v, why) < 0)
+        if (cluster_ep_check_url(v, why) < 0)
             return -1;
         break;
     case D_TEXT:
@@ -570,8 +487,11 @@ static void watch_line(struct loader *ld, const char *line)
     if (*p != '[')
         return;
     const char *end = strchr(p + 1, ']');
-    if (!end)
-        return; /* inih reports the syntax error */
+    if (!end) { /* inih would report it at the next line */
+        int len = (int)strcspn(p, "\r\n");
+        fail(ld, ld->lineno, "section header `%.*s` has no closing ']'", len > 40 ? 40 : len, p);
+        return;
+    }
     size_t len = (size_t)(end - p - 1);
     if (len >= sizeof header) {
         fail(ld, ld->lineno, "section header too long");
@@ -684,7 +604,7 @@ static void resolve_http_node(struct loader *ld, struct cluster_node *n)
     size_t len = strcspn(h, "/");
     if (len >= sizeof hp ||
         (memcpy(hp, h, len), hp[len] = '\0',
-         parse_host_port(hp, n->ssh_host, sizeof n->ssh_host, &port, &why)) != 0)
+         cluster_ep_host_port(hp, n->ssh_host, sizeof n->ssh_host, &port, &why)) != 0)
         fail(ld, n->line, "[node %s] key `ssh`: cannot take the host from `url`", n->name);
 }
 
@@ -711,6 +631,12 @@ static void resolve_node(struct loader *ld, int i, int base_port)
         }
     }
     int derive = n->host[0] && n->port;
+    const char *why;
+    if (derive && cluster_ep_check_port(n->port, 3, ld->why, sizeof ld->why, &why) < 0) {
+        fail(ld, n->line, "[node %s]: ports %d..%d (control, telemetry, ring input): %s", n->name,
+             n->port, n->port + 2, why);
+        return;
+    }
     if (!n->control[0] && derive)
         endpoint(n->control, n->host, n->port);
     if (!n->telemetry[0] && derive)
@@ -722,6 +648,9 @@ static void resolve_node(struct loader *ld, int i, int base_port)
              "[node %s]: no %s endpoint: give `host` and `port` (or [cluster] base_port), or `%s`",
              n->name, n->control[0] ? "telemetry" : "control",
              n->control[0] ? "telemetry" : "control");
+    if (!(n->given & key_bit(find_key(opt_defs[OPT_CF_LOCAL].key))))
+        n->local =
+            n->host[0] && cluster_ep_host_is_local(n->host) && !n->ssh_user[0] && !n->ssh_host[0];
     if (n->ssh_user[0] && !n->ssh_host[0]) {
         if (n->host[0])
             strcpy(n->ssh_host, n->host);
@@ -919,7 +848,7 @@ static void bind_of(const char *ep, char *buf, size_t len)
     char host[CLUSTER_HOST_MAX], v6[sizeof(struct in6_addr)];
     int port;
     const char *why;
-    if (parse_host_port(ep + strlen("tcp://"), host, sizeof host, &port, &why) == 0 &&
+    if (cluster_ep_host_port(ep + strlen("tcp://"), host, sizeof host, &port, &why) == 0 &&
         (inet_pton(AF_INET, host, v6) == 1 || inet_pton(AF_INET6, host, v6) == 1))
         snprintf(buf, len, "%s", ep);
     else

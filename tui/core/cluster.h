@@ -27,6 +27,9 @@
  *   log = /var/log/inferd.log        ; optional
  *   pidfile = /run/inferd.pid        ; optional
  *   identity / known_hosts / accept_new   ; optional, override [cluster]
+ *   local = yes                      ; on this machine: no SSH to start, stop,
+ *                                    ;   read its log (default: yes for a
+ *                                    ;   loopback `host` without `ssh`)
  *
  * Without `port`, a node takes [cluster] base_port + 3 x (the number of
  * nodes before it on the same host). Its `inferd serve` command line is
@@ -38,7 +41,11 @@
  * endpoints given whole, and `start`, the command line run over SSH
  * (indented lines continue it). Either may also override what the second
  * form derives. `ssh` is optional in both: a node without it is watched and
- * configured, and SSH operations on it say that it has no SSH target.
+ * configured; a local node is started, stopped and its log read on this
+ * machine, and on any other those operations say "no ssh configured".
+ *
+ * A node's ports (and the endpoints given whole) must lie outside the
+ * kernel's ephemeral range (engine/sys/ports.h says why).
  *
  * A node may run another engine than inferd (`engine = llama.cpp`, vllm,
  * ollama or openai) and is then an HTTP server at `url` (required), with an
@@ -62,10 +69,10 @@
 #include <stdint.h>
 
 #include "alerts.h"
+#include "cluster_ep.h" /* CLUSTER_HOST_MAX */
 #include "tui/engine/engine.h"
 
 #define CLUSTER_NAME_MAX 64
-#define CLUSTER_HOST_MAX 256
 #define CLUSTER_ENDPOINT_MAX 300
 #define CLUSTER_PATH_MAX 1024
 #define CLUSTER_START_MAX 4096
@@ -101,6 +108,9 @@ struct cluster_node {
     char identity[CLUSTER_PATH_MAX];
     char known_hosts[CLUSTER_PATH_MAX];
     int accept_new; /* 0/1, CLUSTER_UNSET = neither node nor [cluster] said */
+    /* 1: on this machine: started, stopped and its log read without SSH
+     * (`local`, else a loopback `host` and no `ssh`). */
+    int local;
     /* What it runs (`engine`, default inferd). Another engine is an HTTP
      * server at `url`: it has no control or telemetry endpoint, takes no
      * part in the ring, and starts only by its `start` line. */

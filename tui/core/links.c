@@ -5,11 +5,16 @@
 
 #include <errno.h>
 #include <math.h>
+#include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "cluster.h"
+#include "cluster_ep.h"
 #include "engine/proto/client.h"
 
 /* Requests in flight at once, over all nodes: the console keeps a handful
@@ -42,6 +47,9 @@ struct link_node {
     int hello_pending;                 /* an identification request is in flight */
     int via_head;                      /* its set travels with the ring head's (links_set) */
     double hello_at;                   /* when the next one is due */
+    /* Its control endpoint when it is on this machine (probed before each
+     * request, connect_refused), else "". */
+    char probe[CLUSTER_ENDPOINT_MAX];
 };
 
 struct links {
@@ -58,6 +66,66 @@ struct links {
     char unknown[PROTO_NAME_MAX + 1];
     char bad[PROTO_MESSAGE_MAX];
 };
+
+/* ---- connecting ---------------------------------------------------------- */
+
+/* How long a probe of a node on this machine may wait: loopback answers a
+ * connect at once, with the listener's SYN-ACK or the kernel's RST. */
+#define PROBE_MS 20
+
+/* A node on loopback gets its control endpoint probed. */
+static void probe_target(struct link_node *nd, const char *control)
+{
+    char host[CLUSTER_HOST_MAX];
+    int port;
+    const char *why;
+    nd->probe[0] = '\0';
+    if (strncmp(control, "tcp://", 6) == 0 &&
+        cluster_ep_host_port(control + 6, host, sizeof host, &port, &why) == 0 && port &&
+        cluster_ep_host_is_local(host))
+        snprintf(nd->probe, sizeof nd->probe, "%s", control);
+}
+
+/* 1 with err filled when nothing listens at a loopback endpoint: a
+ * refused connect, or one that reached itself (its source port the
+ * endpoint's: TCP's simultaneous open, which would hold the node's port
+ * for as long as it lasted; it is closed at once). ZeroMQ would instead
+ * retry quietly until the request's timeout. */
+static int connect_refused(const char *endpoint, char *err, size_t errlen)
+{
+    char host[CLUSTER_HOST_MAX], port_s[8];
+    int port, refused = 0;
+    const char *why;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai = NULL;
+    if (cluster_ep_host_port(endpoint + 6, host, sizeof host, &port, &why) != 0)
+        return 0;
+    snprintf(port_s, sizeof port_s, "%d", port);
+    if (getaddrinfo(host, port_s, &hints, &ai) != 0)
+        return 0;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        int rc = connect(fd, ai->ai_addr, ai->ai_addrlen), e = rc == 0 ? 0 : errno;
+        if (e == EINPROGRESS) {
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+            socklen_t len = sizeof e;
+            e = poll(&pfd, 1, PROBE_MS) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) == 0
+                    ? e
+                    : EINPROGRESS;
+        }
+        struct sockaddr_storage me, peer;
+        socklen_t ml = sizeof me, pl = sizeof peer;
+        int self = e == 0 && getsockname(fd, (struct sockaddr *)&me, &ml) == 0 &&
+                   getpeername(fd, (struct sockaddr *)&peer, &pl) == 0 && ml == pl &&
+                   memcmp(&me, &peer, ml) == 0;
+        refused = e == ECONNREFUSED || self;
+        if (refused)
+            snprintf(err, errlen, "%s: nothing listens there (%s)", endpoint,
+                     self ? "the connect reached itself" : "connection refused");
+        close(fd);
+    }
+    freeaddrinfo(ai);
+    return refused;
+}
 
 /* ---- opening and closing ------------------------------------------------ */
 
@@ -100,6 +168,7 @@ int links_open(links **out, const struct cluster *c, state *st, double now, char
             return -1;
         }
         l->nodes[i].hello_at = now;
+        probe_target(&l->nodes[i], cn->control);
     }
     *out = l;
     return 0;
@@ -175,6 +244,8 @@ int links_request(links *l, int node, const char *op, const json_t *args, double
                  state_node_name(l->st, node));
         return -1;
     }
+    if (l->nodes[node].probe[0] && connect_refused(l->nodes[node].probe, err, errlen))
+        return -1;
     if (client_send(l->nodes[node].ctl, op, args, q->id, sizeof q->id, err, errlen) != 0)
         return -1;
     q->used = 1;

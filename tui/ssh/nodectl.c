@@ -8,6 +8,7 @@
 
 #include "engine/proto/opt.h"
 #include "engine/sys/clock.h"
+#include "localexec.h"
 #include "nodectl.h"
 #include "tui/core/shellword.h"
 #include "tui/engine/ewatch.h"
@@ -52,10 +53,10 @@ int nodectl_connect(const struct cluster_node *n, const char *ssh_config, int ac
                     int timeout_ms, sshconn **out, char *err, size_t errlen)
 {
     *out = NULL;
+    if (n->local)
+        return 0;
     if (!n->ssh_host[0]) {
-        snprintf(err, errlen,
-                 "node %s has no SSH target: its section of the cluster file has no `ssh` key",
-                 n->name);
+        nodectl_no_reach(n, err, errlen);
         return -1;
     }
     sshconn_target t = {
@@ -69,6 +70,31 @@ int nodectl_connect(const struct cluster_node *n, const char *ssh_config, int ac
         .timeout_ms = timeout_ms,
     };
     return sshconn_open(&t, out, err, errlen);
+}
+
+int nodectl_reach(const struct cluster_node *n)
+{
+    return n->local ? NODECTL_LOCAL : n->ssh_host[0] ? NODECTL_SSH : NODECTL_NONE;
+}
+
+void nodectl_no_reach(const struct cluster_node *n, char *err, size_t errlen)
+{
+    snprintf(err, errlen,
+             "node %s: no ssh configured: give its section of the cluster file an `ssh` key, or "
+             "`local = yes` when it runs on this machine",
+             n->name);
+}
+
+void nodectl_describe_reach(const struct cluster_node *n, char *buf, size_t len)
+{
+    char port[16] = "";
+    if (n->ssh_port)
+        snprintf(port, sizeof port, ":%d", n->ssh_port);
+    if (nodectl_reach(n) == NODECTL_LOCAL)
+        snprintf(buf, len, "on this machine");
+    else
+        snprintf(buf, len, "over SSH (%s%s%s%s)", n->ssh_user, n->ssh_user[0] ? "@" : "",
+                 n->ssh_host, port);
 }
 
 /* ---- scripts ------------------------------------------------------------ */
@@ -402,7 +428,8 @@ static int run_script(sshconn *c, const struct cluster_node *n, const nodectl_re
     sshconn_io cio = {
         .output = capture_output, .cancelled = cap.stream ? capture_cancelled : NULL, .ctx = &cap};
     int status = -1;
-    rc = sshconn_exec(c, script, deadline, &cio, &status, r->error, sizeof r->error);
+    rc = c ? sshconn_exec(c, script, deadline, &cio, &status, r->error, sizeof r->error)
+           : localexec_run(script, deadline, &cio, &status, r->error, sizeof r->error);
     if (rc == SSHCONN_STOPPED) {
         r->ok = r->cancelled = 1;
         snprintf(r->detail, sizeof r->detail, "stopped");

@@ -90,10 +90,20 @@ typedef struct nodectl_result {
     nodectl_facts facts;   /* facts */
 } nodectl_result;
 
+/* How infertop reaches a node to start, stop, or read its log: on this
+ * machine (`local`, or a loopback `host`: no SSH), over SSH (its `ssh`
+ * key), or not at all. */
+enum { NODECTL_NONE, NODECTL_LOCAL, NODECTL_SSH };
+int nodectl_reach(const struct cluster_node *n);
+/* Why a node with neither cannot be: "node NAME: no ssh configured: ...". */
+void nodectl_no_reach(const struct cluster_node *n, char *err, size_t errlen);
+/* "on this machine" or "over SSH (user@host:port)", for the events pane. */
+void nodectl_describe_reach(const struct cluster_node *n, char *buf, size_t len);
+
 /* Opens an SSH connection to node n (its `ssh` target and trust
  * settings; ssh_config NULL: ~/.ssh/config; accept_new also when the node
- * says so). -1 with err naming the node when it has no `ssh` key, or what
- * failed. */
+ * says so). 0 with *out NULL for a local node, which needs none. -1 with
+ * err naming the node when it has no `ssh` key, or what failed. */
 int nodectl_connect(const struct cluster_node *n, const char *ssh_config, int accept_new,
                     int timeout_ms, sshconn **out, char *err, size_t errlen);
 
@@ -101,11 +111,10 @@ int nodectl_connect(const struct cluster_node *n, const char *ssh_config, int ac
  * the caller may reconnect and run the request again. */
 enum { NODECTL_NOT_RUN = -2 };
 
-/* Runs `req` on node `n` over `c`. Output of logs and exec goes to io as
- * it arrives (io may be NULL for the other operations); io's `cancelled`
- * ends a logs or exec job, and a start's wait for readiness (the start
- * itself stays done: ok, with `cancelled` set). Returns 0 when
- * the operation succeeded, -1 when it failed (r->error says why), or
+/* Runs `req` on node `n` over `c` (NULL: on this machine, localexec.h). Output of logs and exec
+ * goes to io as it arrives (io may be NULL for the other operations); io's `cancelled` ends a logs
+ * or exec job, and a start's wait for readiness (the start itself stays done: ok, with `cancelled`
+ * set). Returns 0 when the operation succeeded, -1 when it failed (r->error says why), or
  * NODECTL_NOT_RUN. */
 int nodectl_run(sshconn *c, const struct cluster_node *n, const nodectl_req *req,
                 const sshconn_io *io, nodectl_result *r);

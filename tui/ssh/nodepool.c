@@ -188,6 +188,10 @@ static void run_job(worker *w, job *j, nodectl_result *r)
     /* nodectl_run lets a cancel cut short only what may be: a stream, a
      * wait for readiness, never a start or stop script. */
     sshconn_io io = {.output = job_output, .cancelled = job_cancelled, .ctx = &ctx};
+    if (nodectl_reach(n) == NODECTL_LOCAL) {
+        nodectl_run(NULL, n, &j->req, &io, r);
+        return;
+    }
     for (int attempt = 0; attempt < 2; attempt++) {
         int fresh = 0;
         if (w->conn && !sshconn_alive(w->conn)) {

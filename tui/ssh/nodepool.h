@@ -6,7 +6,8 @@
  * opened again when it has dropped. Jobs of one node run in the order they
  * were submitted; nodes run in parallel. A job whose command could not
  * even start because the reused connection had died is run once more on a
- * fresh connection.
+ * fresh connection. A local node's jobs run on this machine, on its
+ * worker too, with no connection (localexec.h).
  *
  * Results come back as events on a queue that the loop drains with
  * nodepool_next whenever nodepool_fd is readable (put it in poll() or

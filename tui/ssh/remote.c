@@ -82,15 +82,6 @@ static const struct action_words *action_words(enum action_kind k)
     return k == ACT_NODE_START ? &start : k == ACT_NODE_STOP ? &stop : &restart;
 }
 
-/* "user@host:port" as the cluster file gave it. */
-static void ssh_target(const struct cluster_node *n, char *buf, size_t len)
-{
-    char port[16] = "";
-    if (n->ssh_port)
-        snprintf(port, sizeof port, ":%d", n->ssh_port);
-    snprintf(buf, len, "%s%s%s%s", n->ssh_user, n->ssh_user[0] ? "@" : "", n->ssh_host, port);
-}
-
 /* ---- jobs ----------------------------------------------------------------- */
 
 /* Submits req for what->node and remembers what it is for: the job id,
@@ -124,7 +115,7 @@ static void follow_start(remote *r, int node, double now)
 {
     struct rnode *n = &r->nodes[node];
     nodectl_req req = {.op = NODECTL_LOGS, .lines = REMOTE_FOLLOW_LINES, .follow = 1};
-    char err[256], target[CLUSTER_HOST_MAX + CLUSTER_NAME_MAX + 16];
+    char err[256], how[CLUSTER_HOST_MAX + CLUSTER_NAME_MAX + 32];
     long id = submit(r, &req, (struct job){.node = node, .kind = JOB_FOLLOW}, err, sizeof err);
     if (id < 0) {
         nodelog_note(n->log, NODELOG_ERROR, "cannot follow the log: %s", err);
@@ -134,8 +125,8 @@ static void follow_start(remote *r, int node, double now)
     n->follow = id;
     n->fresh = 1;
     if (nodelog_count(n->log) == 0) {
-        ssh_target(&r->c->nodes[node], target, sizeof target);
-        nodelog_note(n->log, NODELOG_INFO, "connecting to %s over SSH ...", target);
+        nodectl_describe_reach(&r->c->nodes[node], how, sizeof how);
+        nodelog_note(n->log, NODELOG_INFO, "reading the log %s ...", how);
     }
 }
 
@@ -176,12 +167,12 @@ static void action_done(remote *r, const struct job *j, const nodectl_result *re
         /* Only a start marks the node starting: undo that, unless a
          * heartbeat has shown the node up meanwhile. */
         if (state_node_live(r->st, j->node, now) == STATE_STARTING)
-            state_mark_down(r->st, j->node, "the start over SSH failed", now);
+            state_mark_down(r->st, j->node, "the start failed", now);
         return;
     }
     state_event_add(r->st, j->node, w->done, now, "%s", res->detail);
     if (j->action == ACT_NODE_STOP)
-        state_mark_down(r->st, j->node, "stopped over SSH", now);
+        state_mark_down(r->st, j->node, "stopped by infertop", now);
     else if (j->action == ACT_NODE_RESTART)
         state_mark_starting(r->st, j->node, now);
 }
@@ -297,21 +288,37 @@ static long submit_change(remote *r, const nodectl_req *req, struct job what, do
     return id;
 }
 
+/* 1 with err filled when node cannot be acted on: none picked, or one
+ * with neither SSH nor `local` (its state is left as it is). */
+static int unreachable(const remote *r, int node, char *err, size_t errlen)
+{
+    if (node < 0 || node >= r->c->n_nodes) {
+        snprintf(err, errlen, "pick one node for this action");
+        return 1;
+    }
+    if (nodectl_reach(&r->c->nodes[node]) != NODECTL_NONE)
+        return 0;
+    nodectl_no_reach(&r->c->nodes[node], err, errlen);
+    return 1;
+}
+
 static int remote_action(void *ctx, enum action_kind kind, int node, double now, char *err,
                          size_t errlen)
 {
     remote *r = ctx;
     const struct action_words *w = action_words(kind);
-    char target[CLUSTER_HOST_MAX + CLUSTER_NAME_MAX + 16];
+    char how[CLUSTER_HOST_MAX + CLUSTER_NAME_MAX + 32];
     nodectl_req req = {.op = w->op};
+    if (unreachable(r, node, err, errlen))
+        return -1;
     if (node >= 0 && node < r->c->n_nodes && r->nodes[node].start[0])
         req.start = r->nodes[node].start;
     long id = submit_change(r, &req, (struct job){.node = node, .kind = JOB_ACTION, .action = kind},
                             now, err, errlen);
     if (id < 0)
         return -1;
-    ssh_target(&r->c->nodes[node], target, sizeof target);
-    state_event_add(r->st, node, w->asked, now, "asked over SSH (%s)", target);
+    nodectl_describe_reach(&r->c->nodes[node], how, sizeof how);
+    state_event_add(r->st, node, w->asked, now, "asked %s", how);
     if (kind == ACT_NODE_START)
         state_mark_starting(r->st, node, now);
     return 0;
@@ -321,12 +328,10 @@ static int remote_set_knobs(void *ctx, int node, const proto_set_args *want, dou
                             size_t errlen)
 {
     remote *r = ctx;
-    char target[CLUSTER_HOST_MAX + CLUSTER_NAME_MAX + 16], what[64];
+    char how[CLUSTER_HOST_MAX + CLUSTER_NAME_MAX + 32], what[64];
     struct job j = {.node = node, .kind = JOB_KNOBS, .want = *want};
-    if (node < 0 || node >= r->c->n_nodes) {
-        snprintf(err, errlen, "pick one node for this action");
+    if (unreachable(r, node, err, errlen))
         return -1;
-    }
     const char *from = r->nodes[node].start[0] ? r->nodes[node].start : NULL;
     if (!(j.line = malloc(CLUSTER_START_MAX))) {
         snprintf(err, errlen, "out of memory");
@@ -339,9 +344,9 @@ static int remote_set_knobs(void *ctx, int node, const proto_set_args *want, dou
         free(j.line);
         return -1;
     }
-    ssh_target(&r->c->nodes[node], target, sizeof target);
+    nodectl_describe_reach(&r->c->nodes[node], how, sizeof how);
     eng_knob_describe(want, what, sizeof what);
-    state_event_add(r->st, node, "set", now, "%s by restart, over SSH (%s)", what, target);
+    state_event_add(r->st, node, "set", now, "%s by restart, %s", what, how);
     state_config_request(r->st, node, want, now);
     return 0;
 }
@@ -360,6 +365,16 @@ static void remote_watch(void *ctx, int node, double now)
     r->watched = node;
     if (node < 0)
         return;
+    if (nodectl_reach(&r->c->nodes[node]) == NODECTL_NONE) {
+        /* Said in the log pane once, not as events at each opening. */
+        char why[256];
+        nodectl_no_reach(&r->c->nodes[node], why, sizeof why);
+        if (nodelog_count(r->nodes[node].log) == 0)
+            nodelog_note(r->nodes[node].log, NODELOG_INFO, "%s", why);
+        snprintf(r->nodes[node].facts_error, sizeof r->nodes[node].facts_error, "%s", why);
+        r->nodes[node].facts_state = FACTS_FAILED;
+        return;
+    }
     facts_fetch(r, node, now);
     follow_start(r, node, now);
 }
@@ -436,18 +451,32 @@ const nodelog *remote_log(const remote *r, int node)
 void remote_log_source(const remote *r, int node, char *buf, size_t len)
 {
     const struct cluster_node *n = &r->c->nodes[node];
-    char target[CLUSTER_HOST_MAX + CLUSTER_NAME_MAX + 16];
-    ssh_target(n, target, sizeof target);
+    char log[CLUSTER_PATH_MAX + CLUSTER_NAME_MAX + 32];
     if (n->log[0])
-        snprintf(buf, len, "ssh: %s:%s", target, n->log);
+        snprintf(log, sizeof log, "%s", n->log);
     else
-        snprintf(buf, len, "ssh: %s:~/.infertop/%s.log", target, n->name);
+        snprintf(log, sizeof log, CLUSTER_LOG_DEFAULT_DIR "/%s.log", n->name);
+    switch (nodectl_reach(n)) {
+    case NODECTL_LOCAL:
+        snprintf(buf, len, "local: %s", log);
+        break;
+    case NODECTL_SSH: {
+        char port[16] = "";
+        if (n->ssh_port)
+            snprintf(port, sizeof port, ":%d", n->ssh_port);
+        snprintf(buf, len, "ssh: %s%s%s%s:%s", n->ssh_user, n->ssh_user[0] ? "@" : "", n->ssh_host,
+                 port, log);
+        break;
+    }
+    default:
+        snprintf(buf, len, "no ssh configured");
+    }
 }
 
 const nodectl_facts *remote_facts(const remote *r, int node, const char **why, int *failed)
 {
     const struct rnode *n = &r->nodes[node];
     *failed = n->facts_state == FACTS_FAILED;
-    *why = n->facts_state == FACTS_ASKED ? "asking over SSH" : *failed ? n->facts_error : "";
+    *why = n->facts_state == FACTS_ASKED ? "asking" : *failed ? n->facts_error : "";
     return n->facts_state == FACTS_KNOWN ? &n->facts : NULL;
 }

@@ -56,14 +56,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/proto/opt.h" /* OPT_CONCURRENCY_MAX, OPT_RUN_TEXT_MAX */
+#include "engine/proto/opt.h"      /* OPT_CONCURRENCY_MAX, OPT_RUN_TEXT_MAX */
+#include "engine/proto/protocol.h" /* PROTO_RING_MAX */
 #include "store/store.h"
 #include "tui/engine/eng_topk.h"
 #include "tui/engine/engine.h"
 
 /* Values in a sweep's kv_bits / prefill_step / concurrency list. */
 #define STRESS_LIST_MAX 8
-#define STRESS_NODES_MAX 16   /* nodes of a ring (PROTO_RING_MAX) */
+/* Nodes of a ring: as many as a ring frame carries. */
+#define STRESS_NODES_MAX PROTO_RING_MAX
 #define STRESS_EP_MAX 300     /* an endpoint, with its NUL */
 #define STRESS_POINTS_MAX 512 /* newest chart points a run keeps for its watchers */
 

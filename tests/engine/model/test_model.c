@@ -147,6 +147,21 @@ Test(model, inconsistent_header)
     expect_variant_refused(0, 0, 72, odd, 2);
 }
 
+/* Text (or any file that is not a model) used to be read as a llama2.c
+ * header: "dim=1852383267". */
+Test(model, not_a_model_file)
+{
+    char path[] = "/tmp/test_model_textXXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    static const char text[] = "nine words of plain text, not a model at all\n";
+    cr_assert_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    const char *parts[] = {path, "not a GGUF or llama2.c file", "dim="};
+    expect_refused(path, parts, 3);
+    unlink(path);
+}
+
 Test(model, short_and_missing_files)
 {
     const char *parts[] = {"file is 10 bytes", "expected at least 28"};

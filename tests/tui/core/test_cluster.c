@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/sys/ports.h"
 #include "tui/core/cluster.h"
 #include "tui/core/shellword.h"
 
@@ -609,4 +610,51 @@ Test(cluster, http_nodes_refuse_what_they_cannot_mean)
                  NULL);
     expect_error("[node o]\nengine = openai\nurl = http://h:8080/v1?x=1\n", "`url`", "query", NULL);
     expect_error("[node o]\nengine = tgi\nurl = http://h:8080\n", "`engine`", "llama.cpp", NULL);
+}
+
+/* A node port in the kernel's ephemeral range could be taken by any
+ * outgoing connection, or by the console connecting to itself. */
+Test(cluster, ephemeral_ports_are_refused_with_the_range)
+{
+    int lo, hi;
+    ports_ephemeral(&lo, &hi);
+    char range[64], text[512];
+    snprintf(range, sizeof range, "%d..%d", lo, hi);
+    snprintf(text, sizeof text, "[node a]\nhost = 127.0.0.1\nport = %d\n", lo);
+    expect_error(text, ":1:", "ephemeral range", range);
+    /* The ring input, two above the port, counts too. */
+    snprintf(text, sizeof text, "[node a]\nhost = 127.0.0.1\nport = %d\n", lo - 2);
+    expect_error(text, "[node a]", "ephemeral range", range);
+    snprintf(text, sizeof text, "[cluster]\nbase_port = %d\n[node a]\nhost = h\n", hi);
+    expect_error(text, "[node a]", "ephemeral range", range);
+    snprintf(text, sizeof text,
+             "[node a]\ncontrol = tcp://127.0.0.1:%d\ntelemetry = tcp://127.0.0.1:5556\n", hi);
+    expect_error(text, ":2:", "`control`", range);
+}
+
+Test(cluster, unterminated_section_is_reported_at_its_line)
+{
+    expect_error("[cluster\nname = x\n", ":1:", "[cluster", "no closing ']'");
+    expect_error(NODE_A "[node b\n", ":6:", "no closing ']'", NULL);
+}
+
+Test(cluster, local_nodes)
+{
+    const char *path = write_file("local.conf", "[node a]\nhost = 127.0.0.1\nport = 5555\n"
+                                                "[node b]\nhost = ::1\nport = 5555\n"
+                                                "[node c]\nhost = gpu1\nport = 5555\nlocal = YES\n"
+                                                "[node d]\nhost = 127.0.0.2\nport = 5560\n"
+                                                "local = no\n"
+                                                "[node e]\nhost = gpu2\nport = 5555\n"
+                                                "[node f]\nhost = 127.0.0.1\nport = 5570\n"
+                                                "ssh = ops@\n");
+    char err[512];
+    struct cluster *c;
+    cr_assert_eq(cluster_load(path, &c, err, sizeof err), 0, "%s", err);
+    /* f: an `ssh` key says how to reach it, loopback or not. */
+    const int want[] = {1, 1, 1, 0, 0, 0};
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(c->nodes[i].local, want[i], "node %s", c->nodes[i].name);
+    cluster_free(c);
+    expect_error("[node a]\nhost = h\nport = 5555\nlocal = maybe\n", ":4:", "`local`", NULL);
 }

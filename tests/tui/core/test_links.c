@@ -10,6 +10,7 @@
 #include <zmq.h>
 
 #include "engine/proto/protocol.h"
+#include "engine/sys/ports.h"
 #include "tui/core/cluster.h"
 #include "tui/core/links.h"
 #include "tui/core/state.h"
@@ -334,4 +335,28 @@ Test(links, a_shutdown_event_marks_the_node_down_at_once)
     cr_assert_eq(proto_publish(pub, PROTO_TOPIC_EVENT, msg, strlen(msg)), 0);
     free(msg);
     PUMP_UNTIL(state_node_live(st, 0, 1.0) == STATE_DOWN, 1.0);
+}
+
+/* A node on loopback that nothing listens for answers a request at once
+ * with why, instead of after the request's timeout. */
+Test(links, a_refused_loopback_node_is_told_at_once)
+{
+    char err[256] = "";
+    int port;
+    cr_assert_eq(ports_free_run(2, &port, err, sizeof err), 0, "%s", err);
+    struct cluster_node dead = cn;
+    struct cluster one = cl;
+    snprintf(dead.control, sizeof dead.control, "tcp://127.0.0.1:%d", port);
+    snprintf(dead.telemetry, sizeof dead.telemetry, "tcp://127.0.0.1:%d", port + 1);
+    one.nodes = &dead;
+    links *l2;
+    cr_assert_eq(links_open(&l2, &one, st, 0.0, err, sizeof err), 0, "%s", err);
+    int rc =
+        links_request(l2, 0, "status", NULL, LINKS_TIMEOUT_S, 1.0, on_done, NULL, err, sizeof err);
+    cr_assert_eq(rc, -1, "sent to a node that is not there");
+    cr_assert(strstr(err, "connection refused"), "%s", err);
+    cr_assert(strstr(err, dead.control), "%s", err);
+    cr_assert_eq(links_pending(l2), 0);
+    cr_assert_eq(calls, 0, "a request that was not sent has no callback");
+    links_close(l2);
 }

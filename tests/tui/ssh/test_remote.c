@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -85,7 +86,10 @@ static const struct state_event *pump_until(struct fixture *fx, const char *kind
         if (e)
             return e;
     }
-    cr_assert_fail("no %s event", kind);
+    struct state_event_filter f = {.node = -1};
+    const struct state_event *ev[1];
+    cr_assert_fail("no %s event (the last: %s)", kind,
+                   state_events(fx->st, &f, 0, 1, ev) == 1 ? ev[0]->message : "none");
     return NULL;
 }
 
@@ -144,10 +148,10 @@ Test(remote, the_node_view_follows_the_log_and_asks_for_facts)
     fx.h.watch(fx.h.ctx, 0, 1.0);
     const nodelog *l = remote_log(fx.r, 0);
     cr_assert_eq(nodelog_count(l), 1);
-    cr_assert(strstr(nodelog_line(l, 0, &m), "connecting to nobody@127.0.0.1"));
+    cr_assert(strstr(nodelog_line(l, 0, &m), "reading the log over SSH (nobody@127.0.0.1:"));
     cr_assert_eq(m, NODELOG_INFO);
     cr_assert_null(remote_facts(fx.r, 0, &why, &failed));
-    cr_assert_str_eq(why, "asking over SSH");
+    cr_assert_str_eq(why, "asking");
 
     const struct state_event *e = pump_until(&fx, "log_failed");
     cr_assert(strstr(e->message, "cannot connect"), "%s", e->message);
@@ -160,4 +164,114 @@ Test(remote, the_node_view_follows_the_log_and_asks_for_facts)
     cr_assert_eq(m, NODELOG_ERROR, "the error shows in the log pane");
     fx.h.watch(fx.h.ctx, -1, 3.0);
     teardown(&fx);
+}
+
+/* A node with neither `ssh` nor `local`: the action is refused with the
+ * reason and the node is left as it was; the node view says so once, in
+ * its log pane, not as events at each opening. */
+Test(remote, a_node_without_ssh_says_so_and_stays_as_it_was)
+{
+    struct fixture fx;
+    char err[256];
+    setup(&fx);
+    fx.node.ssh_host[0] = fx.node.ssh_user[0] = '\0';
+    cr_assert_eq(remote_update(fx.r), 0);
+    state_mark_starting(fx.st, 0, 1.0); /* any state but down, to see it kept */
+    int before = state_node_live(fx.st, 0, 1.0);
+    cr_assert_eq(fx.h.node_action(fx.h.ctx, ACT_NODE_START, 0, 1.0, err, sizeof err), -1);
+    cr_assert(strstr(err, "no ssh configured"), "%s", err);
+    cr_assert(strstr(err, "local = yes"), "%s", err);
+    cr_assert_null(event_of(&fx, "start"));
+    cr_assert_eq(state_node_live(fx.st, 0, 1.0), before);
+    for (int i = 0; i < 2; i++) {
+        fx.h.watch(fx.h.ctx, 0, 1.0);
+        fx.h.watch(fx.h.ctx, -1, 1.0);
+    }
+    const nodelog *l = remote_log(fx.r, 0);
+    enum nodelog_mark m;
+    cr_assert_eq(nodelog_count(l), 1);
+    cr_assert(strstr(nodelog_line(l, 0, &m), "no ssh configured"));
+    cr_assert_null(event_of(&fx, "log_failed"));
+    cr_assert_null(event_of(&fx, "facts_failed"));
+    char src[128];
+    remote_log_source(fx.r, 0, src, sizeof src);
+    cr_assert_str_eq(src, "no ssh configured");
+    teardown(&fx);
+}
+
+/* Alive and not a zombie (an orphan's reaper may be slow). */
+static int process_runs(long pid)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    const char *p = ok ? strrchr(line, ')') : NULL;
+    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* A local node runs the same scripts on this machine: started (a real
+ * process, its pidfile written), its log followed, stopped, with no SSH
+ * server anywhere. */
+Test(remote, a_local_node_starts_logs_and_stops_without_ssh)
+{
+    struct fixture fx;
+    char err[256], dir[] = "/tmp/test_remote_localXXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    setup(&fx);
+    struct cluster_node *n = &fx.node;
+    n->ssh_host[0] = n->ssh_user[0] = '\0';
+    n->local = 1;
+    snprintf(n->log, sizeof n->log, "%s/sub/a.log", dir);
+    snprintf(n->pidfile, sizeof n->pidfile, "%s/sub/a.pid", dir);
+    snprintf(n->start, sizeof n->start, "sh -c 'echo hello from a local node; exec sleep 60'");
+    cr_assert_eq(remote_update(fx.r), 0); /* the pool's copy of the node */
+    cr_assert_eq(fx.h.node_action(fx.h.ctx, ACT_NODE_START, 0, 1.0, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(event_of(&fx, "start")->message, "asked on this machine"));
+    const struct state_event *e = pump_until(&fx, "started");
+    cr_assert(strstr(e->message, "started, pid"), "%s", e->message);
+    long pid = atol(strstr(e->message, "pid ") + 4);
+    cr_assert_gt(pid, 0);
+    cr_assert(process_runs(pid), "the node's process runs");
+
+    char src[1200], want[1200];
+    remote_log_source(fx.r, 0, src, sizeof src);
+    snprintf(want, sizeof want, "local: %s", n->log);
+    cr_assert_str_eq(src, want);
+    fx.h.watch(fx.h.ctx, 0, 1.0);
+    const nodelog *l = remote_log(fx.r, 0);
+    enum nodelog_mark m;
+    int seen = 0;
+    for (int i = 0; i < 50 && !seen; i++) {
+        struct pollfd pfd = {.fd = fx.h.fd(fx.h.ctx), .events = POLLIN};
+        poll(&pfd, 1, 200);
+        int changed = 0;
+        fx.h.tick(fx.h.ctx, 2.0, &changed);
+        for (int k = 0; k < nodelog_count(l) && !seen; k++)
+            seen = strstr(nodelog_line(l, k, &m), "hello from a local node") != NULL;
+    }
+    cr_assert(seen, "the log follow shows the node's output");
+    const char *why;
+    int failed;
+    for (int i = 0; i < 50 && !remote_facts(fx.r, 0, &why, &failed) && !failed; i++) {
+        struct pollfd pfd = {.fd = fx.h.fd(fx.h.ctx), .events = POLLIN};
+        poll(&pfd, 1, 200);
+        int changed = 0;
+        fx.h.tick(fx.h.ctx, 2.0, &changed);
+    }
+    cr_assert_not_null(remote_facts(fx.r, 0, &why, &failed), "%s", why);
+    cr_assert_gt(remote_facts(fx.r, 0, &why, &failed)->cores, 0);
+
+    cr_assert_eq(fx.h.node_action(fx.h.ctx, ACT_NODE_STOP, 0, 3.0, err, sizeof err), 0, "%s", err);
+    e = pump_until(&fx, "stopped");
+    cr_assert(strstr(e->message, "stopped pid"), "%s", e->message);
+    cr_assert_not(process_runs(pid), "the node's process is gone");
+    cr_assert_neq(access(n->pidfile, F_OK), 0, "the pidfile is removed");
+    teardown(&fx);
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf %s", dir);
+    cr_assert_eq(system(rm), 0);
 }

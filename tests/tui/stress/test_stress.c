@@ -429,3 +429,20 @@ Test(stress_sweep, progress_decode_is_the_legs_p50_as_history_gives_it)
     free(r->leg_decode);
     free(r);
 }
+
+/* A ring may have as many stages as a ring frame carries (it was 16). */
+Test(stress_opts, a_ring_of_up_to_proto_ring_max_nodes)
+{
+    stress_opts o = growth();
+    static stress_target t;
+    char err[256] = "";
+    stress_run *r = NULL;
+    cr_assert_eq(STRESS_NODES_MAX, PROTO_RING_MAX);
+    cr_assert_geq(STRESS_NODES_MAX, 24);
+    t.n_nodes = STRESS_NODES_MAX + 1;
+    cr_assert_eq(stress_start(&r, &o, &t, NULL, err, sizeof err), -1);
+    char want[64];
+    snprintf(want, sizeof want, "expected 1..%d", PROTO_RING_MAX);
+    cr_assert(strstr(err, want), "%s", err);
+    cr_assert_null(r);
+}
