@@ -115,7 +115,8 @@ static int parse_options(int argc, char **argv, serve_cmd *cmd)
                  .max_body = (size_t)opt_int(&v, OPT_MAX_BODY),
                  .cors = opt_str(&v, OPT_CORS),
                  .header_timeout_s = opt_num(&v, OPT_HTTP_HEADER_TIMEOUT),
-                 .per_client = (int)opt_int(&v, OPT_HTTP_PER_CLIENT)},
+                 .per_client = (int)opt_int(&v, OPT_HTTP_PER_CLIENT),
+                 .stall_limit_s = opt_num(&v, OPT_STALL_LIMIT)},
     };
     cmd->http.n_aliases = opt_texts(&v, OPT_ALIAS, cmd->aliases, OPT_LIST_MAX);
     cmd->http.aliases = cmd->aliases;

@@ -25,6 +25,7 @@
 #include <zmq.h>
 
 #include "embed.h"
+#include "engine/proto/opt.h"
 #include "engine/proto/version.h"
 #include "feed.h"
 #include "gen.h"
@@ -51,8 +52,6 @@
 #define LISTEN_BACKLOG 1024
 /* An idle keep-alive connection is closed after this long. */
 #define IDLE_TIMEOUT_S 120
-/* Until the stall_limit setting reaches http_opts: its default. */
-#define STALL_LIMIT_S 30.0
 /* Before the node's first heartbeat, a body is read up to the limit of
  * a context this long (its worker checks the node's own). */
 #define CTX_UNKNOWN (1 << 20)
@@ -987,7 +986,7 @@ int http_start(http **out, const http_opts *o, char *warning, size_t warnlen, ch
     pthread_mutex_init(&h->pool.mu, NULL);
     pthread_cond_init(&h->pool.idle, NULL);
     h->pool.max = WORKERS_MAX;
-    h->pool.stall_s = o->stall_limit_s > 0 ? o->stall_limit_s : STALL_LIMIT_S;
+    h->pool.stall_s = o->stall_limit_s > 0 ? o->stall_limit_s : opt_default_num(OPT_STALL_LIMIT);
     h->pool.stopping = &h->stopping;
     h->zctx = o->zctx;
     h->metrics_more = o->metrics_more;

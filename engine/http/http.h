@@ -41,7 +41,7 @@ typedef struct http_opts {
                               * timeout */
     int per_client;          /* --http-per-client: connections of one address; 0: no limit */
     double stall_limit_s;    /* --stall-limit: a stream whose client takes nothing this long
-                              * ends; 0: its default */
+                              * ends; 0: the setting's default */
 } http_opts;
 
 typedef struct http http;
