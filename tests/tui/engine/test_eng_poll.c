@@ -399,15 +399,26 @@ Test(eng_poll, ollama_version_and_loaded_models)
               "Ollama exports no metrics");
 }
 
-/* Every capture is read by a test above: a new one added without a test
- * fails here. */
+/* Every capture is read by a test (above, or test_eng_topk.c for the
+ * completion-topk ones): a new one added without a test fails here. */
 Test(eng_poll, every_llamacpp_capture_is_tested)
 {
     static const char *const used[] = {
-        "chat-stream.sse",  "chat.json",        "completion.json",   "error-bad-json.http",
-        "health-busy.http", "health-idle.http", "metrics-after.txt", "metrics-busy.txt",
-        "metrics-idle.txt", "models.json",      "props.json",        "slots-busy.json",
+        "chat-stream.sse",
+        "chat.json",
+        "completion.json",
+        "error-bad-json.http",
+        "health-busy.http",
+        "health-idle.http",
+        "metrics-after.txt",
+        "metrics-busy.txt",
+        "metrics-idle.txt",
+        "models.json",
+        "props.json",
+        "slots-busy.json",
         "slots-idle.json",
+        "completion-topk.json",
+        "completion-topk-withheld.json",
     };
     DIR *d = opendir(ENGFIX_LLAMACPP);
     cr_assert_not_null(d);
