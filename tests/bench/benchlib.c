@@ -27,6 +27,7 @@
 
 #include "engine/compute/blas.h"
 #include "engine/compute/cpu.h"
+#include "engine/sys/ports.h"
 
 extern char **environ;
 
@@ -315,33 +316,16 @@ int bench_gguf(const char *type, char *path, size_t len, char *err, size_t errle
 
 int bench_free_ports(int n, int *ports)
 {
-    int fds[PORTS_MAX], opened, rc = 0;
-    if (n > PORTS_MAX) {
-        errno = EINVAL;
+    /* Outside the ephemeral range, which inferd serve refuses (ports.h). */
+    char err[256];
+    int first;
+    if (n > PORTS_MAX || ports_free_run(n, &first, err, sizeof err) != 0) {
+        errno = n > PORTS_MAX ? EINVAL : EADDRINUSE;
         return -1;
     }
-    for (opened = 0; opened < n; opened++) {
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t len = sizeof a;
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (fd < 0) {
-            rc = -1;
-            break;
-        }
-        fds[opened] = fd;
-        if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-            getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-            rc = -1;
-            opened++;
-            break;
-        }
-        ports[opened] = ntohs(a.sin_port);
-    }
-    int saved = errno;
-    for (int i = 0; i < opened; i++)
-        close(fds[i]);
-    errno = saved;
-    return rc;
+    for (int i = 0; i < n; i++)
+        ports[i] = first + i;
+    return 0;
 }
 
 void bench_ring_stop(bench_ring *r)
