@@ -67,15 +67,22 @@ static int send_json(gen *g, json_t *o)
     return rc;
 }
 
-static void send_cancel(gen *g, const choice *c)
+/* stalled: the client stopped reading, so the node ends the request with
+ * code stalled (counted as such) rather than cancelled. */
+static void send_cancel_why(gen *g, const choice *c, int stalled)
 {
     char cid[PROTO_ID_MAX + 1];
     snprintf(cid, sizeof cid, "%.60s-c", c->rid);
-    json_t *o = json_pack("{s:i,s:s,s:s,s:s}", "v", PROTO_VERSION, "id", cid, "op", "cancel",
-                          "target", c->rid);
+    json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:b}", "v", PROTO_VERSION, "id", cid, "op", "cancel",
+                          "target", c->rid, "stalled", stalled);
     if (o)
         send_json(g, o);
     json_decref(o);
+}
+
+static void send_cancel(gen *g, const choice *c)
+{
+    send_cancel_why(g, c, 0);
 }
 
 /* The client closed its end (a read would say end of file or reset). */
@@ -378,7 +385,7 @@ void gen_stall(gen *g, double stall_s)
 {
     for (int i = 0; i < g->n; i++)
         if (!g->c[i].done && !g->c[i].stopped) {
-            send_cancel(g, &g->c[i]);
+            send_cancel_why(g, &g->c[i], 1);
             g->c[i].stopped = 1;
         }
     oai_error e;

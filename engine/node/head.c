@@ -776,7 +776,12 @@ void head_cancel(head *hd, const peer *from, const proto_request *req)
     for (int i = 0; i < hd->n_queue; i++) {
         if (strcmp(hd->queue[i]->req.id, req->target) != 0)
             continue;
-        head_job_fail(hd, hd->queue[i], PROTO_E_CANCELLED, "cancelled by request '%s'", req->id);
+        if (req->stalled)
+            head_job_fail(hd, hd->queue[i], PROTO_E_STALLED,
+                          "its client stopped reading (cancel '%s' from the HTTP server)", req->id);
+        else
+            head_job_fail(hd, hd->queue[i], PROTO_E_CANCELLED, "cancelled by request '%s'",
+                          req->id);
         node_reply(hd->nd, from, proto_reply_ok(req->id, NULL));
         return;
     }

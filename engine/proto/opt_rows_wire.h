@@ -99,6 +99,10 @@
                          .type = OPT_T_SWITCH,
                          .help = "control tokens' texts in the prompt become those tokens"},
     [OPT_REQ_LOGITS] = {.wire = "logits", .type = OPT_T_SWITCH, .help = "an eval's raw logits too"},
+    [OPT_REQ_CANCEL_STALLED] = {.wire = "stalled",
+                                .type = OPT_T_SWITCH,
+                                .help = "a cancel because the client stopped reading: the request "
+                                        "ends with code stalled"},
 
     /* OpenAI's fields (engine/http/openai.c), where their ranges or
      * defaults are OpenAI's rather than the control protocol's; seed is

@@ -129,7 +129,8 @@ static const opt_field generate_fields[] = {
     FIELD(OPT_REQ_SOURCE, OPT_ST_TEXT, generate.source),
     FIELD(OPT_REQ_SPECIAL, OPT_ST_INT, generate.special),
 };
-static const opt_field cancel_fields[] = {FIELD(OPT_REQ_TARGET, OPT_ST_TEXT, target)};
+static const opt_field cancel_fields[] = {FIELD(OPT_REQ_TARGET, OPT_ST_TEXT, target),
+                                          FIELD(OPT_REQ_CANCEL_STALLED, OPT_ST_INT, stalled)};
 static const opt_field drop_fields[] = {FIELD(OPT_REQ_SESSION, OPT_ST_TEXT, session)};
 static const opt_field eval_fields[] = {FIELD(OPT_REQ_LOGITS, OPT_ST_INT, eval_logits)};
 static const opt_field quality_fields[] = {

@@ -219,6 +219,7 @@ typedef struct proto_request {
     int eval_logits;              /* eval: raw logits asked for ("logits": true) */
     proto_quality_args quality;
     char target[PROTO_ID_MAX + 1];  /* cancel: the request id to cancel */
+    int stalled;                    /* cancel: its client stopped reading ("stalled": true) */
     char session[PROTO_ID_MAX + 1]; /* drop_session */
 } proto_request;
 

@@ -17,6 +17,8 @@ start n --control "$(ep "$P1")" --telemetry "$(ep "$P2")" --threads 1 --max-seqs
     --http "$(hp "$P3")" --http-header-timeout 2 --http-per-client 2000 --max-body $MAX_BODY
 up "$(ep "$P1")" || { fail "node started"; finish; exit 1; }
 http_up "$(hp "$P3")" || { fail "HTTP started"; finish; exit 1; }
+# /health is 503 "loading" until the node's first heartbeat reaches it.
+retry 50 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$(hp "$P3")/health")" = 200 ]
 
 rawp hold "$P3" 2
 

@@ -109,7 +109,7 @@ offers bash "$runs" infertop history --db "$tmp/history.db" show ""
 offers bash "$(verbs infertop | sort | tr '\n' ' ')" infertop ""
 offers bash "all alpha beta " infertop -c "$tmp/cluster.conf" nodes stop ""
 offers bash "--concurrency --config --control " infertop stress --co
-offers bash "--http " inferd serve --ht
+offers bash "--http --http-header-timeout --http-per-client " inferd serve --ht
 # Modes, settings and values, from the table.
 offers bash "fixed growth quality soak sweep " infertop stress ""
 offers bash "kv_bits= prefill_step= " infertop -c "$tmp/cluster.conf" set alpha ""

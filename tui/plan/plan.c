@@ -300,9 +300,9 @@ static void decide(const plan_input *in, plan_result *r)
         return;
     }
     snprintf(r->why, sizeof r->why,
-             "the current layout fits, and the plan raises the largest context at kv_bits %d "
-             "from %d to %d only, less than the margin of %d%%: kept",
-             in->kv_bits, cur->ctx_at_bits, new->ctx_at_bits, in->margin_pct);
+             "the current layout fits: the largest context would go from %d to %d only, "
+             "under the %d%% margin",
+             cur->ctx_at_bits, new->ctx_at_bits, in->margin_pct);
     r->planned = r->current;
 }
 

@@ -33,7 +33,7 @@ enum layout_view {
 #define LAYOUT_FORM_COLS 34         /* stress view: the form */
 #define LAYOUT_PROGRESS_ROWS 7      /* stress view: the progress lines */
 #define LAYOUT_RUNS_MIN_ROWS 6      /* history view: column titles and 5 runs */
-#define LAYOUT_PLAN_FORM_ROWS 2     /* plan view: the target, and the verdict */
+#define LAYOUT_PLAN_FORM_ROWS 3     /* plan view: the target, the verdict, its reason */
 #define LAYOUT_PLAN_INFO_MIN_ROWS 8 /* plan view: the max-context table and the apply */
 
 /* The panes; a view uses some of them and leaves the others empty. */

@@ -137,8 +137,9 @@ static void draw_form(struct view_ctx *v)
     const plan_layout *l = &r->planned;
     if (r->feasible) {
         draw_textf(w, v->g, 1, 0, width, palette_attr(v->pal, PAL_OK),
-                   "the plan fits context %d at kv_bits %d on every node; %s: %s", p->ctx,
-                   p->in.kv_bits, r->change ? "a change" : "no change", r->why);
+                   "the plan fits context %d at kv_bits %d on every node: %s", p->ctx,
+                   p->in.kv_bits, r->change ? "a change" : "no change");
+        draw_text(w, v->g, 2, 0, width, palette_attr(v->pal, PAL_DIM), r->why);
         return;
     }
     char shortfall[16];
