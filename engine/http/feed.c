@@ -186,14 +186,7 @@ char *feed_slots(feed *f)
 
 int feed_status(feed *f, proto_status *out, int wait_ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += wait_ms / 1000;
-    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = clock_deadline(wait_ms);
     pthread_mutex_lock(&f->lock);
     while (!f->has_status && pthread_cond_timedwait(&f->heard, &f->lock, &until) == 0)
         ;

@@ -2,6 +2,7 @@
  * general counts (see guard.h). */
 #include "guard.h"
 
+#include "engine/sys/clock.h"
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -62,11 +63,7 @@ static void *sweep(void *arg)
     size_t reply_len = strlen(g->cfg.timeout_reply);
     pthread_mutex_lock(&g->mu);
     while (!g->stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += SWEEP_MS * 1000000L;
-        until.tv_sec += until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
+        struct timespec until = clock_deadline(SWEEP_MS);
         pthread_cond_timedwait(&g->wake, &g->mu, &until);
         double now = now_s();
         for (rec *r = g->head; r; r = r->next) {

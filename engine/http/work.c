@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "engine/sys/clock.h"
 #include "sbuf.h"
 
 /* A stream's events waiting for its client, at most: past it the worker
@@ -243,11 +244,7 @@ static int wait_room(work *w)
         else if (since_ms(&w->last_drain) >= w->pool->stall_s * 1e3)
             why = 2;
         else {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += WAKE_MS * 1000000L;
-            until.tv_sec += until.tv_nsec / 1000000000L;
-            until.tv_nsec %= 1000000000L;
+            struct timespec until = clock_deadline(WAKE_MS);
             pthread_cond_timedwait(&w->drained, &w->mu, &until);
         }
     }
@@ -271,11 +268,7 @@ static void end_stalled(work *w, char *tmp, size_t cap)
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     while (w->buf.len > 0 && !atomic_load(&w->gone) && since_ms(&t0) < STALL_GRACE_MS) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += WAKE_MS * 1000000L;
-        until.tv_sec += until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
+        struct timespec until = clock_deadline(WAKE_MS);
         pthread_cond_timedwait(&w->drained, &w->mu, &until);
     }
     if (w->buf.len > 0 && !atomic_load(&w->gone) && w->fd >= 0)
