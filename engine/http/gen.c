@@ -69,7 +69,7 @@ static int send_json(gen *g, json_t *o)
 
 /* stalled: the client stopped reading, so the node ends the request with
  * code stalled (counted as such) rather than cancelled. */
-static void send_cancel_why(gen *g, const choice *c, int stalled)
+static void send_cancel(gen *g, const choice *c, int stalled)
 {
     char cid[PROTO_ID_MAX + 1];
     snprintf(cid, sizeof cid, "%.60s-c", c->rid);
@@ -78,11 +78,6 @@ static void send_cancel_why(gen *g, const choice *c, int stalled)
     if (o)
         send_json(g, o);
     json_decref(o);
-}
-
-static void send_cancel(gen *g, const choice *c)
-{
-    send_cancel_why(g, c, 0);
 }
 
 /* The client closed its end (a read would say end of file or reset). */
@@ -170,7 +165,7 @@ static void release(gen *g, choice *c, int final)
     if (g->req.stop.n > 0 &&
         stopseq_scan(&g->req.stop, c->text.data, c->text.len, c->sent, &emit)) {
         c->stopped = 1;
-        send_cancel(g, c);
+        send_cancel(g, c, 0);
     } else if (final) {
         emit = c->text.len;
     }
@@ -385,7 +380,7 @@ void gen_stall(gen *g, double stall_s)
 {
     for (int i = 0; i < g->n; i++)
         if (!g->c[i].done && !g->c[i].stopped) {
-            send_cancel_why(g, &g->c[i], 1);
+            send_cancel(g, &g->c[i], 1);
             g->c[i].stopped = 1;
         }
     oai_error e;
@@ -437,7 +432,7 @@ void gen_free(gen *g)
          * free by the time the connection closes. */
         for (int i = 0; i < g->n; i++)
             if (!g->c[i].done && !g->c[i].stopped)
-                send_cancel(g, &g->c[i]);
+                send_cancel(g, &g->c[i], 0);
         g->fd = -1;
         oai_error e;
         proto_reply r;
