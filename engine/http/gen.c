@@ -20,9 +20,12 @@
 /* The longest the node may stay silent on a request: past its queue
  * timeout (a queued request is refused busy by then) and a step's. */
 #define NODE_SILENCE_MS 600000
-/* Reply frames the DEALER holds: past them the node keeps the rest in the
- * request's outbox and pauses the sequence (backpressure). */
-#define REPLY_HWM 64
+/* Reply frames the DEALER holds: past them (and the node's side of the
+ * pipe, COMPANION_SNDHWM in engine/node/serve.c) the node keeps the rest in
+ * the request's outbox and pauses the sequence (backpressure). Few, for
+ * ZeroMQ tells the node the DEALER took frames only at each half of the
+ * pipe: the node's stall clock sees a slow client's pace in small steps. */
+#define REPLY_HWM 16
 
 /* One choice: one protocol request of its own. */
 typedef struct choice {

@@ -3,23 +3,37 @@
 #include "work.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_acked (glibc's lacks it) */
+
 #include "engine/sys/clock.h"
 #include "sbuf.h"
 
-/* A stream's events waiting for its client, at most: past it the worker
- * stops reading the node's replies (and the node pauses the sequence). */
+/* A stream's bytes its client has not taken, at most: past it the worker
+ * stops reading the node's replies (and the node pauses the sequence).
+ * Counted to the client's acknowledgments (TCP_INFO), so what the kernel
+ * holds is in it, and each of a slow client's reads lets as much more
+ * come from the node at once, whatever steps the socket and
+ * libmicrohttpd move in: the node sees its client take replies at the
+ * client's own pace, not seconds apart. */
 #define RELAY_BUF_MAX 65536
 /* Copied out to libmicrohttpd in blocks of this size. */
 #define RELAY_BLOCK 16384
-/* How long a stalled stream's last events get to go out before the
- * connection is shut. */
-#define STALL_GRACE_MS 1000
+/* A stream's socket send buffer (the kernel doubles it for bookkeeping):
+ * autotuning grows it to tcp_wmem's max (4 MiB), thousands of events
+ * waiting in the kernel per slow connection. The bound above counts them
+ * anyway; this keeps them to half of it. One stream comes at one
+ * sequence's pace (hundreds of tokens a second at most, < 100 KB/s),
+ * which 32 KiB in flight carries over a 300 ms round trip. */
+#define RELAY_SNDBUF (RELAY_BUF_MAX / 4)
 /* How often a waiting worker looks at the stop flag. */
 #define WAKE_MS 100
 
@@ -41,7 +55,12 @@ struct work {
     gen *g;
     sbuf buf;
     int ended, aborted;
+    /* When the client last took bytes: the peer acknowledged more of the
+     * stream, or libmicrohttpd took some of buf. */
     struct timespec last_drain;
+    uint64_t pushed;        /* bytes put in buf in all */
+    uint64_t acked, acked0; /* the socket's bytes acknowledged: now, and when the stream began */
+    int has_acked;          /* the socket tells them (TCP) */
 };
 
 static double since_ms(const struct timespec *t)
@@ -211,9 +230,31 @@ static ssize_t relay_read(void *cls, uint64_t pos, char *out, size_t max)
     return n;
 }
 
+/* The bytes the peer acknowledged on the socket. -1 when it does not
+ * tell (not TCP) or is gone. Under mu. */
+static int peer_acked(work *w, uint64_t *out)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    if (atomic_load(&w->gone) || w->fd < 0 ||
+        getsockopt(w->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked)
+        return -1;
+    *out = ti.tcpi_bytes_acked;
+    return 0;
+}
+
 struct MHD_Response *work_stream_response(work *w, gen *g)
 {
     w->g = g;
+    int sndbuf = RELAY_SNDBUF;
+    pthread_mutex_lock(&w->mu);
+    /* Not fatal: an uncapped buffer only holds more in the kernel. */
+    if (!atomic_load(&w->gone) && w->fd >= 0)
+        (void)setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    w->has_acked = peer_acked(w, &w->acked0) == 0;
+    w->acked = w->acked0;
+    pthread_mutex_unlock(&w->mu);
     return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, RELAY_BLOCK, relay_read, w, NULL);
 }
 
@@ -222,14 +263,44 @@ struct MHD_Response *work_stream_response(work *w, gen *g)
 static void push(work *w, const char *s, ssize_t n)
 {
     pthread_mutex_lock(&w->mu);
-    if (n > 0)
+    if (n > 0) {
         sbuf_put(&w->buf, s, (size_t)n);
-    else
+        w->pushed += (uint64_t)n;
+    } else
         w->ended = 1, w->aborted = n == GEN_ABORT || w->buf.failed;
     int resume = !atomic_load(&w->gone) && take_suspended(w);
     pthread_mutex_unlock(&w->mu);
     if (resume)
         MHD_resume_connection(w->c);
+}
+
+/* Moves the stall clock when the client took bytes since the last look:
+ * what the kernel says the peer acknowledged, not only when
+ * libmicrohttpd last took some of buf (which it does in steps, when the
+ * socket has a third of its room free). Under mu. */
+static void look_at_client(work *w)
+{
+    uint64_t acked;
+    if (!w->has_acked || peer_acked(w, &acked) != 0 || acked == w->acked)
+        return;
+    w->acked = acked;
+    clock_gettime(CLOCK_MONOTONIC, &w->last_drain);
+}
+
+/* The stream's bytes the client has not taken: sent and not acknowledged,
+ * or still in buf (the acknowledged count includes the response's head
+ * and chunk framing, so it can run a little ahead). Under mu. */
+static size_t in_flight(const work *w)
+{
+    uint64_t taken = w->acked - w->acked0;
+    size_t ahead = w->has_acked && w->pushed > taken ? (size_t)(w->pushed - taken) : 0;
+    return ahead > w->buf.len ? ahead : w->buf.len;
+}
+
+/* Whether the client took nothing for the stall limit. Under mu. */
+static int stalled(work *w)
+{
+    return since_ms(&w->last_drain) >= w->pool->stall_s * 1e3;
 }
 
 /* Waits while the buffer is full. Returns 0 to go on, 1 when the
@@ -238,14 +309,16 @@ static int wait_room(work *w)
 {
     int why = 0;
     pthread_mutex_lock(&w->mu);
-    while (w->buf.len >= RELAY_BUF_MAX && !why) {
+    look_at_client(w);
+    while (in_flight(w) >= RELAY_BUF_MAX && !why) {
         if (atomic_load(&w->gone) || atomic_load(w->pool->stopping))
             why = 1;
-        else if (since_ms(&w->last_drain) >= w->pool->stall_s * 1e3)
+        else if (stalled(w))
             why = 2;
         else {
             struct timespec until = clock_deadline(WAKE_MS);
             pthread_cond_timedwait(&w->drained, &w->mu, &until);
+            look_at_client(w);
         }
     }
     if (atomic_load(&w->gone))
@@ -254,9 +327,11 @@ static int wait_room(work *w)
     return why;
 }
 
-/* A stalled client: its last events are queued past the bound (best
- * effort), and if it takes none of them within the grace its connection
- * is shut, which ends it on the server thread. */
+/* A stalled client: its request ends and the stream's last events (the
+ * stall error) are queued past the bound, for a client that reads again
+ * to see why it ended. They wait as long as it keeps taking bytes; once
+ * it takes none for another stall limit its connection is shut, which
+ * ends it on the server thread. */
 static void end_stalled(work *w, char *tmp, size_t cap)
 {
     gen_stall(w->g, w->pool->stall_s);
@@ -265,13 +340,13 @@ static void end_stalled(work *w, char *tmp, size_t cap)
         push(w, tmp, n);
     push(w, NULL, n);
     pthread_mutex_lock(&w->mu);
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (w->buf.len > 0 && !atomic_load(&w->gone) && since_ms(&t0) < STALL_GRACE_MS) {
+    clock_gettime(CLOCK_MONOTONIC, &w->last_drain);
+    while (!atomic_load(&w->gone) && !atomic_load(w->pool->stopping) && !stalled(w)) {
         struct timespec until = clock_deadline(WAKE_MS);
         pthread_cond_timedwait(&w->drained, &w->mu, &until);
+        look_at_client(w);
     }
-    if (w->buf.len > 0 && !atomic_load(&w->gone) && w->fd >= 0)
+    if (!atomic_load(&w->gone) && w->fd >= 0)
         shutdown(w->fd, SHUT_RDWR);
     pthread_mutex_unlock(&w->mu);
 }

@@ -47,6 +47,12 @@
  * (outbox.h) holds the rest: with the client's receive queue and the
  * kernel's buffers, what one slow client can leave in flight. */
 #define CONTROL_SNDHWM 256
+/* The same for the companion's (in-process) connections, and far fewer:
+ * ZeroMQ lets a writer go on only each time its reader took half of what
+ * the pipe holds, so a client reading slowly through the companion (an
+ * HTTP stream) is seen taking replies in steps of that half, and with 256
+ * a client taking 2 KB/s would be seen taking none for over --stall-limit. */
+#define COMPANION_SNDHWM 16
 /* How often replies waiting in the outbox are retried: ZeroMQ says when
  * a socket can take a message, not when one peer's pipe can. */
 #define OUTBOX_RETRY_MS 5
@@ -446,7 +452,13 @@ static int node_sockets(server *sv, char *err, size_t errlen)
     if (tel_open(&sv->nd.tel, sv->zctx, o->telemetry, o->name, sv->nd.curve, err, errlen) != 0)
         return -1;
     if (o->companion) {
-        if (zmq_bind(sv->nd.control, INPROC_CONTROL) != 0) {
+        /* An inproc connection takes the mark its endpoint was bound with;
+         * setting it back leaves the other connections at theirs. */
+        int companion_hwm = COMPANION_SNDHWM;
+        zmq_setsockopt(sv->nd.control, ZMQ_SNDHWM, &companion_hwm, sizeof companion_hwm);
+        int rc = zmq_bind(sv->nd.control, INPROC_CONTROL);
+        zmq_setsockopt(sv->nd.control, ZMQ_SNDHWM, &hwm, sizeof hwm);
+        if (rc != 0) {
             snprintf(err, errlen, "control %s: %s", INPROC_CONTROL, zmq_strerror(errno));
             return -1;
         }

@@ -252,24 +252,27 @@ def walk(port, max_body):
 
 
 def stream_text(body):
-    """The texts of a completion stream's chunks, its finish reasons and
-    whether it ended with [DONE]."""
-    text, reasons = "", []
+    """The texts of a completion stream's chunks, its finish reasons, its
+    usage (or None), its error events and whether it ended with [DONE]."""
+    text, reasons, usage, errors = "", [], None, []
     events = [e[6:] for e in body.decode("utf-8", "replace").split("\n\n")
               if e.startswith("data: ")]
     for e in events:
         if e == "[DONE]":
             continue
         o = json.loads(e)
+        if "error" in o:
+            errors.append(o["error"])
+        usage = o.get("usage") or usage
         for c in o.get("choices", []):
             text += c.get("text") or ""
             if c.get("finish_reason"):
                 reasons.append(c["finish_reason"])
-    return text, reasons, bool(events) and events[-1] == "[DONE]"
+    return text, reasons, usage, errors, bool(events) and events[-1] == "[DONE]"
 
 
 LONG = {"model": "m", "prompt": "Once upon a time", "temperature": 0, "stream": True,
-        "logit_bias": {"2": -100}}
+        "stream_options": {"include_usage": True}, "logit_bias": {"2": -100}}
 
 
 def stream_request(n):
@@ -278,53 +281,83 @@ def stream_request(n):
             f"Content-Length: {len(b)}\r\nConnection: close\r\n\r\n").encode() + b
 
 
-def slow(port, n):
-    """A reader with a 4 KB receive buffer taking 4 KB every 2 s for 8 s,
-    then fast, gets the stream a fast reader gets, to its end."""
-    fast, err = request(port, stream_request(n), timeout=300)
-    st, _, b = split(fast)
-    want, reasons, done = stream_text(b)
-    report(f"a fast reader: 200, {n} tokens' text, finish_reason length, [DONE]",
-           st == 200 and not err and reasons == ["length"] and done, f"{st} {err} {reasons}")
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.settimeout(300)
-    s.connect((HOST, port))
-    s.sendall(stream_request(n))
-    got = b""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 8:
-        try:
-            got += s.recv(4096)
-        except socket.timeout:
-            break
-        time.sleep(2)
-    rest, err = read_all(s)
-    s.close()
-    st, _, b = split(got + rest)
-    text, reasons, done = stream_text(b)
-    report("a slow reader (4 KB every 2 s, then fast): every token, the fast reader's text",
-           st == 200 and not err and text == want and len(want) > 0,
-           f"{st} {err} {len(text)} of {len(want)} chars")
-    report("... and its final chunk and [DONE]", reasons == ["length"] and done,
-           f"{reasons} done={done}")
-
-
-def stall(port, n, wait_s):
-    """A client that stops reading: after the stall limit its stream ends
-    (finish_reason abort and a stalled error, best effort) and the
-    connection closes."""
+def small_reader(port, n):
+    """A client with a 4 KB receive buffer that has sent a stream request."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.settimeout(60)
     s.connect((HOST, port))
     s.sendall(stream_request(n))
-    s.recv(1024)
-    time.sleep(wait_s)
+    return s
+
+
+def in_flight(port):
+    """How many requests the node runs (GET /slots)."""
+    resp, err = get(port, "/slots")
+    st, _, b = split(resp)
+    return len(json.loads(b)) if st == 200 and not err else -1
+
+
+def slow(port, n, window_s):
+    """A reader with a 4 KB receive buffer taking 4 KB every 2 s for
+    window_s (longer than the stall limit), then fast, gets the stream a
+    fast reader gets, to its end; meanwhile the node pauses its sequence."""
+    t = time.monotonic()
+    fast, err = request(port, stream_request(n), timeout=300)
+    print(f"# a fast reader took {time.monotonic() - t:.1f} s", flush=True)
+    st, _, b = split(fast)
+    want, reasons, usage, _, done = stream_text(b)
+    report(f"a fast reader: 200, {n} tokens' text, finish_reason length, [DONE]",
+           st == 200 and not err and reasons == ["length"] and done, f"{st} {err} {reasons}")
+    s = small_reader(port, n)
+    got = b""
+    t0 = time.monotonic()
+    running = []
+    while time.monotonic() - t0 < window_s:
+        got += s.recv(4096)
+        time.sleep(2)
+        running.append(in_flight(port))
     rest, err = read_all(s)
     s.close()
-    report("a client that stops reading has its connection closed after the stall limit",
-           err in (None, "reset"), f"{err}")
+    # The node would have generated the 6,000 tokens in a few seconds: a
+    # request still in flight at the window's end is one the node paused.
+    report(f"... while a reader takes 4 KB every 2 s for {window_s:g} s, its request stays in "
+           f"flight: paused ({running})", running[-1] == 1, f"{running}")
+    st, _, b = split(got + rest)
+    text, reasons, got_usage, errors, done = stream_text(b)
+    report("a slow reader (4 KB every 2 s, then fast): every token, the fast reader's text",
+           st == 200 and not err and text == want and len(want) > 0,
+           f"{st} {err} {len(text)} of {len(want)} chars {errors}")
+    report("... its final chunk (finish_reason length), usage and [DONE]",
+           reasons == ["length"] and got_usage == usage and got_usage["completion_tokens"] == n
+           and done, f"{reasons} {got_usage} done={done}")
+
+
+def stall(port, n, stall_s):
+    """A client that stops reading: while it is paused a second request
+    completes; after the stall limit its stream ends, and the client,
+    reading again, finds finish_reason abort and a stalled error."""
+    s = small_reader(port, n)
+    head = s.recv(1024)
+    time.sleep(1)
+    body = json.dumps({"model": "m", "prompt": "Once upon a time", "max_tokens": 100,
+                       "temperature": 0})
+    resp, err = post(port, "/v1/completions", body, timeout=30)
+    st, _, b = split(resp)
+    report("while a stream whose client stopped reading is paused, a request beside it "
+           "completes", st == 200 and not err and b"choices" in b, f"{st} {err}")
+    report("... and the paused one is still in flight", in_flight(port) == 1, "")
+    # Past the stall limit, within a second one (the stall error's wait).
+    time.sleep(stall_s + 1.5)
+    rest, err = read_all(s)
+    s.close()
+    st, _, b = split(head + rest)
+    _, reasons, _, errors, done = stream_text(b)
+    report("a client that stops reading for the stall limit: its stream ends with "
+           "finish_reason abort and a stalled error event, then closes",
+           err is None and reasons[-1:] == ["abort"] and len(errors) == 1
+           and errors[0].get("code") == "stalled" and not done,
+           f"{err} {reasons[-1:]} {errors} done={done}")
 
 
 def main():
@@ -337,7 +370,7 @@ def main():
     elif phase == "walk":
         walk(port, int(sys.argv[3]))
     elif phase == "slow":
-        slow(port, int(sys.argv[3]))
+        slow(port, int(sys.argv[3]), float(sys.argv[4]))
     elif phase == "stall":
         stall(port, int(sys.argv[3]), float(sys.argv[4]))
     else:
