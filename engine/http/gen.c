@@ -11,6 +11,7 @@
 
 #include <zmq.h>
 
+#include "engine/sys/clock.h"
 #include "logprobs.h"
 
 /* How often a wait looks at the stop flag. */
@@ -26,6 +27,10 @@
  * ZeroMQ tells the node the DEALER took frames only at each half of the
  * pipe: the node's stall clock sees a slow client's pace in small steps. */
 #define REPLY_HWM 16
+/* The longest a frame to the node may wait to be queued (ZeroMQ blocks a
+ * send past the DEALER's own mark): a node that takes none fails the
+ * request rather than holding its worker. */
+#define SEND_WAIT_MS 5000
 
 /* One choice: one protocol request of its own. */
 typedef struct choice {
@@ -71,16 +76,17 @@ static int send_json(gen *g, json_t *o)
 }
 
 /* stalled: the client stopped reading, so the node ends the request with
- * code stalled (counted as such) rather than cancelled. */
-static void send_cancel(gen *g, const choice *c, int stalled)
+ * code stalled (counted as such) rather than cancelled. Returns 0, or -1
+ * when it could not go out (the node's own limits end the request then). */
+static int send_cancel(gen *g, const choice *c, int stalled)
 {
     char cid[PROTO_ID_MAX + 1];
     snprintf(cid, sizeof cid, "%.60s-c", c->rid);
     json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:b}", "v", PROTO_VERSION, "id", cid, "op", "cancel",
                           "target", c->rid, "stalled", stalled);
-    if (o)
-        send_json(g, o);
+    int rc = o ? send_json(g, o) : -1;
     json_decref(o);
+    return rc;
 }
 
 /* The client closed its end (a read would say end of file or reset). */
@@ -168,7 +174,7 @@ static void release(gen *g, choice *c, int final)
     if (g->req.stop.n > 0 &&
         stopseq_scan(&g->req.stop, c->text.data, c->text.len, c->sent, &emit)) {
         c->stopped = 1;
-        send_cancel(g, c, 0);
+        (void)send_cancel(g, c, 0); /* its frames are ignored from here on anyway */
     } else if (final) {
         emit = c->text.len;
     }
@@ -294,10 +300,11 @@ int gen_begin(gen **out, const gen_env *env, oai_req *req, const oai_reply *r, i
     g->reply = (oai_reply){r->kind, g->id, g->model, r->created};
     *out = g;
 
-    int linger = 0, hwm = REPLY_HWM;
+    int linger = 0, hwm = REPLY_HWM, send_wait = SEND_WAIT_MS;
     g->sock = zmq_socket(env->zctx, ZMQ_DEALER);
     if (!g->sock || zmq_setsockopt(g->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
         zmq_setsockopt(g->sock, ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
+        zmq_setsockopt(g->sock, ZMQ_SNDTIMEO, &send_wait, sizeof send_wait) != 0 ||
         zmq_connect(g->sock, env->control) != 0)
         return oai_fail(e, 500, "internal", NULL, "cannot reach the node at %s: %s", env->control,
                         zmq_strerror(errno));
@@ -383,7 +390,7 @@ void gen_stall(gen *g, double stall_s)
 {
     for (int i = 0; i < g->n; i++)
         if (!g->c[i].done && !g->c[i].stopped) {
-            send_cancel(g, &g->c[i], 1);
+            (void)send_cancel(g, &g->c[i], 1); /* the stream ends here anyway */
             g->c[i].stopped = 1;
         }
     oai_error e;
@@ -432,15 +439,20 @@ void gen_free(gen *g)
         return;
     if (g->sock && g->c && !all(g, 1) && !atomic_load(g->env.stopping)) {
         /* Cancel and wait for the requests' ends, so that their KV is
-         * free by the time the connection closes. */
+         * free by the time the connection closes: CANCEL_WAIT_MS in all
+         * (frames the node held keep coming first), none when a cancel
+         * could not go out. */
+        int unsent = 0;
         for (int i = 0; i < g->n; i++)
             if (!g->c[i].done && !g->c[i].stopped)
-                send_cancel(g, &g->c[i], 0);
+                unsent |= send_cancel(g, &g->c[i], 0);
         g->fd = -1;
         oai_error e;
         proto_reply r;
         choice *c;
-        while (!all(g, 1) && next_frame(g, &r, &c, CANCEL_WAIT_MS, &e) == 1) {
+        double until = clock_ms() + CANCEL_WAIT_MS;
+        while (!unsent && !all(g, 1) && clock_ms() < until &&
+               next_frame(g, &r, &c, (int)(until - clock_ms()) + 1, &e) == 1) {
             c->done |= r.done;
             proto_reply_free(&r);
         }

@@ -5,6 +5,7 @@ Each phase prints one line a check: "NAME<TAB>1" (held) or "NAME<TAB>0
 WHY", which the shell turns into ok/FAIL lines.
 """
 import json
+import re
 import resource
 import socket
 import sys
@@ -292,40 +293,55 @@ def small_reader(port, n):
 
 
 def in_flight(port):
-    """How many requests the node runs (GET /slots)."""
+    """The ids of the requests the node runs (GET /slots)."""
     resp, err = get(port, "/slots")
     st, _, b = split(resp)
-    return len(json.loads(b)) if st == 200 and not err else -1
+    return [r["id_task"] for r in json.loads(b)] if st == 200 and not err else None
 
 
 def slow(port, n, window_s):
     """A reader with a 4 KB receive buffer taking 4 KB every 2 s for
     window_s (longer than the stall limit), then fast, gets the stream a
-    fast reader gets, to its end; meanwhile the node pauses its sequence."""
-    t = time.monotonic()
-    fast, err = request(port, stream_request(n), timeout=300)
-    print(f"# a fast reader took {time.monotonic() - t:.1f} s", flush=True)
-    st, _, b = split(fast)
-    want, reasons, usage, _, done = stream_text(b)
-    report(f"a fast reader: 200, {n} tokens' text, finish_reason length, [DONE]",
-           st == 200 and not err and reasons == ["length"] and done, f"{st} {err} {reasons}")
+    fast reader beside it gets, to its end; meanwhile the node pauses it."""
     s = small_reader(port, n)
     got = b""
-    t0 = time.monotonic()
-    running = []
-    while time.monotonic() - t0 < window_s:
+    id_re = re.compile(rb'"id":"[a-z]+-([^"]+)"')
+    while not id_re.search(got) and len(got) < 65536:
         got += s.recv(4096)
+    fast = {}
+
+    def fast_reader():
+        t = time.monotonic()
+        fast["resp"] = request(port, stream_request(n), timeout=300)
+        fast["s"] = time.monotonic() - t
+
+    # The request's id, as the node knows it, ends the stream's id.
+    rid = id_re.search(got).group(1).decode()
+    t = threading.Thread(target=fast_reader)
+    t.start()
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < window_s:
         time.sleep(2)
-        running.append(in_flight(port))
+        got += s.recv(4096)
+    running = in_flight(port) or []
+    fast_done = not t.is_alive()
     rest, err = read_all(s)
     s.close()
-    # The node would have generated the 6,000 tokens in a few seconds: a
-    # request still in flight at the window's end is one the node paused.
-    report(f"... while a reader takes 4 KB every 2 s for {window_s:g} s, its request stays in "
-           f"flight: paused ({running})", running[-1] == 1, f"{running}")
+    t.join()
+    print(f"# the fast reader took {fast['s']:.1f} s", flush=True)
+    # The node generates the 6,000 tokens in seconds (the fast reader's
+    # time): still in flight at the window's end, the request was paused.
+    report(f"while a reader takes 4 KB every 2 s for {window_s:g} s, its request stays in "
+           f"flight: paused (the fast one beside it {'done' if fast_done else 'running'})",
+           rid in running, f"{rid} not in {running}")
+    st, _, b = split(fast["resp"][0])
+    want, reasons, usage, _, done = stream_text(b)
+    report(f"a fast reader beside it: 200, {n} tokens' text, finish_reason length, [DONE]",
+           st == 200 and not fast["resp"][1] and reasons == ["length"] and done,
+           f"{st} {fast['resp'][1]} {reasons}")
     st, _, b = split(got + rest)
     text, reasons, got_usage, errors, done = stream_text(b)
-    report("a slow reader (4 KB every 2 s, then fast): every token, the fast reader's text",
+    report("the slow reader (4 KB every 2 s, then fast): every token, the fast reader's text",
            st == 200 and not err and text == want and len(want) > 0,
            f"{st} {err} {len(text)} of {len(want)} chars {errors}")
     report("... its final chunk (finish_reason length), usage and [DONE]",
@@ -346,7 +362,9 @@ def stall(port, n, stall_s):
     st, _, b = split(resp)
     report("while a stream whose client stopped reading is paused, a request beside it "
            "completes", st == 200 and not err and b"choices" in b, f"{st} {err}")
-    report("... and the paused one is still in flight", in_flight(port) == 1, "")
+    running = in_flight(port)
+    report("... and the paused one is still in flight", running and len(running) == 1,
+           f"{running}")
     # Past the stall limit, within a second one (the stall error's wait).
     time.sleep(stall_s + 1.5)
     rest, err = read_all(s)
