@@ -456,10 +456,10 @@ static int node_sockets(server *sv, char *err, size_t errlen)
          * setting it back leaves the other connections at theirs. */
         int companion_hwm = COMPANION_SNDHWM;
         zmq_setsockopt(sv->nd.control, ZMQ_SNDHWM, &companion_hwm, sizeof companion_hwm);
-        int rc = zmq_bind(sv->nd.control, INPROC_CONTROL);
+        int rc = zmq_bind(sv->nd.control, INPROC_CONTROL), why = errno;
         zmq_setsockopt(sv->nd.control, ZMQ_SNDHWM, &hwm, sizeof hwm);
         if (rc != 0) {
-            snprintf(err, errlen, "control %s: %s", INPROC_CONTROL, zmq_strerror(errno));
+            snprintf(err, errlen, "control %s: %s", INPROC_CONTROL, zmq_strerror(why));
             return -1;
         }
         if (tel_bind(sv->nd.tel, INPROC_TELEMETRY, err, errlen) != 0)
