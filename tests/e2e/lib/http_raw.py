@@ -355,6 +355,7 @@ def stall(port, n, stall_s):
     reading again, finds finish_reason abort and a stalled error."""
     s = small_reader(port, n)
     head = s.recv(1024)
+    stopped = time.monotonic()
     time.sleep(1)
     body = json.dumps({"model": "m", "prompt": "Once upon a time", "max_tokens": 100,
                        "temperature": 0})
@@ -365,8 +366,9 @@ def stall(port, n, stall_s):
     running = in_flight(port)
     report("... and the paused one is still in flight", running and len(running) == 1,
            f"{running}")
-    # Past the stall limit, within a second one (the stall error's wait).
-    time.sleep(stall_s + 1.5)
+    # Past the stall limit, within a second one (the stall error's wait),
+    # from when it stopped reading.
+    time.sleep(max(0.0, stopped + stall_s * 1.5 - time.monotonic()))
     rest, err = read_all(s)
     s.close()
     st, _, b = split(head + rest)
