@@ -119,11 +119,8 @@ static void field_text(const stress_opts *o, enum field f, char *buf, size_t len
     case F_KV_BITS:
         fmt_list(o->kv_bits, o->n_kv_bits, buf, len);
         break;
-    case F_CTX: /* 0: the flag's default, in its own words */
-        if (o->ctx > 0)
-            snprintf(buf, len, "%lld", (long long)o->ctx);
-        else
-            snprintf(buf, len, "%s", opt_defs[OPT_QUALITY_CTX].def_doc);
+    case F_CTX: /* 0: --ctx's default, the whole text as one window */
+        snprintf(buf, len, o->ctx > 0 ? "%lld" : "whole text", (long long)o->ctx);
         break;
     case F_PREFILL:
         fmt_list(o->prefill_step, o->n_prefill_step, buf, len);
