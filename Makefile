@@ -96,7 +96,11 @@ OPTDOC := $(B)/tools/optdoc
 # tests/tui, tests/store), its sources in sub-folders that mirror the code.
 UNIT_DIRS  := engine store tui
 UNIT_BINS  := $(UNIT_DIRS:%=$(B)/tests/unit_%)
-unit_src    = $(wildcard tests/$(1)/*.c tests/$(1)/*/*.c tests/$(1)/*.h tests/$(1)/*/*.h)
+# Each test file is an object of its own: one cc over a binary's fifty
+# files ran on one core at the end of the build, the longest job of it.
+unit_obj    = $(patsubst %.c,$(B)/%.o,$(wildcard tests/$(1)/*.c tests/$(1)/*/*.c))
+UNIT_OBJ   := $(foreach d,$(UNIT_DIRS),$(call unit_obj,$(d)))
+UNIT_H     := $(wildcard $(UNIT_DIRS:%=tests/%/*.h) $(UNIT_DIRS:%=tests/%/*/*.h))
 BENCH_SRC  := $(wildcard tests/bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRC:tests/bench/%.c=$(B)/tests/%)
 HELPER_SRC := $(wildcard tests/lib/*.c)
@@ -220,10 +224,13 @@ $(B)/bin/infertop: tui/cmd/infertop.c $(B)/libtui.a $(B)/libstore.a $(B)/libinfe
 LIBS_ALL = $(B)/libtui.a $(B)/libstore.a $(B)/libinferd.a
 LINK_ALL = $(LDFLAGS) $(TUI_LIBS) $(STORE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS) $(LDLIBS)
 
-$(B)/tests/unit_%: $$(call unit_src,%) $(LIBS_ALL)
+$(B)/tests/unit_%: $$(call unit_obj,%) $(LIBS_ALL)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(TEST_CFLAGS) $(CFLAGS) \
-	  -o $@ $(filter %.c,$^) $(filter %.a,$^) $(LINK_ALL)
+	$(CC) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LINK_ALL)
+
+$(UNIT_OBJ): $(B)/tests/%.o: tests/%.c $(UNIT_H) $(ENGINE_H) $(TUI_H) $(wildcard store/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(TUI_CFLAGS) $(ENGINE_CFLAGS) $(TEST_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(B)/tests/bench_%: tests/bench/bench_%.c tests/bench/benchlib.c tests/bench/benchlib.h $(LIBS_ALL)
 	@mkdir -p $(@D)

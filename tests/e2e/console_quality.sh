@@ -10,8 +10,10 @@
 #     the edit line shows the last measurement of the target setting on
 #     the model, or that there is none; Esc drops the draft;
 #   - the Stress view starts a quality run (mode quality, its kv-bits
-#     field 16,4) on the built-in text and shows the first setting's
-#     quality once measured; a aborts the second measurement;
+#     field 16,4, its ctx field 128: windows as short as the headless
+#     run's, the whole text as one window took minutes) on the built-in
+#     text and shows the first setting's quality once measured; a aborts
+#     the second measurement;
 #   - q exits 0.
 . "$(dirname "$0")/lib/serve.sh"
 . "$(dirname "$0")/lib/tmux.sh"
@@ -68,12 +70,15 @@ T send-keys -t A s
 wait_for 30 says 'stress run'
 T send-keys -t A g Enter Enter Enter Enter
 check "the form's mode takes quality" wait_for 30 says_e '^mode +quality'
+# ctx: the sixth row up from start (the last).
+T send-keys -t A G k k k k k k Enter 1 2 8 Enter
+check "the form's ctx takes 128" wait_for 30 says_e '^ctx +128'
 T send-keys -t A G Enter
 measured() {
     [ "$(sqlite3 "$DB" "SELECT count(*) FROM quality WHERE run = 2 AND kv_bits = 16
-        AND text_name = 'text-en.txt'" 2>/dev/null)" = 1 ]
+        AND ctx = 128 AND text_name = 'text-en.txt'" 2>/dev/null)" = 1 ]
 }
-check "a quality run started from the console records kv_bits 16 on the built-in text" \
+check "a quality run started from the console records kv_bits 16 on the built-in text, ctx 128" \
     wait_for 1200 measured
 check "the Stress view shows the measured setting's quality" \
     wait_for 30 says 'quality against kv_bits 32'

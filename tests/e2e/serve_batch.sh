@@ -170,14 +170,17 @@ batched() {
 : >"$tmp/diffs"
 for ps in 1 7 512; do
     for kb in 16 32; do
-        combo="${ps}_$kb"
+        # The references: one request at a time on the single node, made
+        # once per kv_bits (at the first prefill step) and held against
+        # the batches of every prefill step: chunked prefill gives the
+        # bits of one position at a time, so they must be the same.
+        combo=$kb
         if ! ring_start --threads 1 --prefill-step "$ps" --kv-bits "$kb" --mem-limit "$MEMLIMIT"; then
             fail "prefill_step $ps kv_bits $kb: nodes started"
             stop_all
             continue
         fi
-        # references: one request at a time on the single node
-        for r in $RUN X; do
+        [ -s "$tmp/ref_${combo}_X" ] || for r in $RUN X; do
             eval "a=\$args_$r"
             [ "$r" = X ] && a=$ref_X
             call "$ONE" generate "$a" --id "ref_$r" | tokens_of >"$tmp/ref_${combo}_$r"
@@ -187,11 +190,11 @@ for ps in 1 7 512; do
             config.pipeline_depth | tr '\t' ' ')
         check "ps $ps kv $kb: references made ($nref tokens); 3-stage head config: $conf" \
             [ "$nref" -ge 2000 -a "$conf" = "$kb $ps 16 0" ]
-        "$CTL" listen "$(ep "$P2")" 120 >"$tmp/tel1_$combo" &
+        "$CTL" listen "$(ep "$P2")" 120 >"$tmp/tel1_${ps}_$kb" &
         l1=$!
-        "$CTL" listen "$(ep "$P4")" 120 >"$tmp/tel2_$combo" &
+        "$CTL" listen "$(ep "$P4")" 120 >"$tmp/tel2_${ps}_$kb" &
         l2=$!
-        "$CTL" listen "$(ep "$P10")" 120 >"$tmp/tel3_$combo" &
+        "$CTL" listen "$(ep "$P10")" 120 >"$tmp/tel3_${ps}_$kb" &
         l3=$!
         sleep 0.3
         batch "ps${ps}_kv${kb}_1stage" "$ONE"
@@ -200,9 +203,9 @@ for ps in 1 7 512; do
         sleep 0.2
         kill $l1 $l2 $l3 2>/dev/null
         wait $l1 $l2 $l3 2>/dev/null
-        batched "ps${ps}_kv${kb}_1stage" "$tmp/tel1_$combo"
-        batched "ps${ps}_kv${kb}_2stages" "$tmp/tel2_$combo"
-        batched "ps${ps}_kv${kb}_3stages" "$tmp/tel3_$combo"
+        batched "ps${ps}_kv${kb}_1stage" "$tmp/tel1_${ps}_$kb"
+        batched "ps${ps}_kv${kb}_2stages" "$tmp/tel2_${ps}_$kb"
+        batched "ps${ps}_kv${kb}_3stages" "$tmp/tel3_${ps}_$kb"
         stop_all
     done
 done

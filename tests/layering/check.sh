@@ -48,19 +48,31 @@ awk 'NR == FNR { if ($1 == "part") part[$2] = 1; next }
 
 # Direct includes: "file header" for quoted ones (resolved as the compiler
 # does with -I.: the including file's folder first, then the root) and
-# "file <header>" for system ones.
-while read -r f; do
-    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*\([<"][^>"]*[>"]\).*/\1/p' "$f" |
-    while read -r inc; do
-        case $inc in
-        \<*) echo "$f $inc" ;;
-        *) name=${inc#\"}; name=${name%\"}
-           if [ -f "$(dirname "$f")/$name" ]; then echo "$f $(dirname "$f")/$name"
-           elif [ -f "$name" ]; then echo "$f $name"
-           else echo "$f ?$name"; fi ;;
-        esac
-    done
-done <"$tmp/files" >"$tmp/includes"
+# "file <header>" for system ones. One awk over every file: a shell loop
+# with a dirname per include forked thousands of times per run, and the
+# layering test runs this check a dozen times. A header not among the
+# tree's files is looked for on disk (getline fails on no file).
+awk 'function found(p, line) {
+         if (p in tree) return 1
+         if ((getline line <p) >= 0) { close(p); return 1 }
+         return 0
+     }
+     { tree[$0] = 1; files[++n] = $0 }
+     END {
+         for (i = 1; i <= n; i++) {
+             f = files[i]; dir = f; sub(/\/[^\/]*$/, "", dir)
+             while ((getline line <f) > 0) {
+                 if (!match(line, /^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"][^>"]*[>"]/)) continue
+                 inc = substr(line, RSTART, RLENGTH); sub(/^[^<"]*/, "", inc)
+                 if (substr(inc, 1, 1) == "<") { print f, inc; continue }
+                 name = substr(inc, 2, length(inc) - 2)
+                 if (found(dir "/" name)) print f, dir "/" name
+                 else if (found(name)) print f, name
+                 else print f, "?" name
+             }
+             close(f)
+         }
+     }' "$tmp/files" >"$tmp/includes"
 
 if [ "$graph" = 1 ]; then
     # part -> part, with how many includes make the edge; parts listed
@@ -123,7 +135,9 @@ objs=$(cd "$build" 2>/dev/null && find engine tui store -name '*.o' 2>/dev/null 
 if [ -z "$objs" ]; then
     echo "layering: no objects under $build: calls not checked (build first)"
 else
-    (cd "$build" && for o in $objs; do nm "$o" | sed "s|^|${o%.o} |"; done) >"$tmp/nm"
+    # One nm for all (-A: each line starts "OBJECT.o:"), made "OBJECT ".
+    # shellcheck disable=SC2086 # $objs: one word per object
+    (cd "$build" && nm -A $objs | sed 's|^\([^:]*\)\.o:|\1 |') >"$tmp/nm"
     # Objects of files that no longer exist (a stale build) are skipped.
     awk 'NR == FNR { src[$1] = 1; next }
          { f = $1; if ((f ".c") in src || (f ".S") in src) print }' "$tmp/files" "$tmp/nm" >"$tmp/nm.live"

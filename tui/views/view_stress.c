@@ -31,6 +31,7 @@ enum field {
     F_SEED,
     F_DURATION,
     F_KV_BITS,
+    F_CTX,
     F_PREFILL,
     F_TIMEOUT,
     F_STOP,
@@ -41,9 +42,9 @@ enum field {
 };
 
 static const char *const field_label[F_COUNT] = {
-    "mode",         "sweep legs",    "from",         "to",      "factor", "step",       "gen",
-    "requests",     "prompt tokens", "concurrency",  "rate /s", "seed",   "duration s", "kv-bits",
-    "prefill-step", "timeout s",     "stop on fail", "name",    "notes",  "start"};
+    "mode",     "sweep legs",    "from",        "to",           "factor", "step",       "gen",
+    "requests", "prompt tokens", "concurrency", "rate /s",      "seed",   "duration s", "kv-bits",
+    "ctx",      "prefill-step",  "timeout s",   "stop on fail", "name",   "notes",      "start"};
 
 static const store_mode modes[] = {STORE_MODE_GROWTH, STORE_MODE_FIXED, STORE_MODE_SOAK,
                                    STORE_MODE_SWEEP, STORE_MODE_QUALITY};
@@ -118,6 +119,9 @@ static void field_text(const stress_opts *o, enum field f, char *buf, size_t len
     case F_KV_BITS:
         fmt_list(o->kv_bits, o->n_kv_bits, buf, len);
         break;
+    case F_CTX: /* 0: --ctx's default, the whole text as one window */
+        snprintf(buf, len, o->ctx > 0 ? "%lld" : "whole text", (long long)o->ctx);
+        break;
     case F_PREFILL:
         fmt_list(o->prefill_step, o->n_prefill_step, buf, len);
         break;
@@ -150,6 +154,8 @@ static int field_used(const stress_opts *o, enum field f)
     switch (f) {
     case F_KV_BITS:
         return o->mode == STORE_MODE_SWEEP || o->mode == STORE_MODE_QUALITY;
+    case F_CTX:
+        return o->mode == STORE_MODE_QUALITY;
     case F_LEG:
     case F_PREFILL:
         return o->mode == STORE_MODE_SWEEP;
@@ -242,6 +248,10 @@ static int field_set(stress_opts *o, enum field f, const char *s, char *err, siz
         break;
     case F_TIMEOUT:
         o->timeout_s = d;
+        break;
+    /* 0: the whole text as one window, as without --ctx. */
+    case F_CTX:
+        o->ctx = (int64_t)d;
         break;
     default:
         snprintf(err, errlen, "%s takes no value", field_label[f]);
@@ -374,7 +384,8 @@ static void stress_draw(struct view_ctx *v)
 }
 
 /* A quality run scores the built-in text (a copy of bytes in the binary:
- * no disk), its window the engine's default. */
+ * no disk), in windows of the form's ctx (by default the whole text, as
+ * the engine's default). */
 static void start(struct view_ctx *v)
 {
     char err[512];

@@ -2,6 +2,7 @@
  * long contexts, pipeline stages, live KV conversion, batches of
  * sequences, bad input. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -414,26 +415,44 @@ Test(forward, batch_matches_alone_every_kv_bits)
 
 /* Every weight type (llama.cpp's files of a 256-wide model, whose rows
  * are whole groups of 256 values as in real models, and the synthetic
- * model's 64-wide f32 rows), on one stage and split in two. */
-PATHS_TEST(forward, batch_matches_alone_every_weight_type)
+ * model's 64-wide f32 rows), on one stage and split in two. A test per
+ * file: together they were one test of minutes on every path, the whole
+ * binary's longest, which Criterion's jobs could not share out. */
+static const char *const weight_files[] = {"r256-f32",  "r256-F16",    "r256-BF16",   "r256-Q8_0",
+                                           "r256-Q4_0", "r256-Q4_K_M", "r256-Q5_K_M", "r256-Q6_K"};
+#define N_WEIGHT_FILES (int)(sizeof weight_files / sizeof weight_files[0])
+static int weight_case; /* the test's file (N_WEIGHT_FILES: the synthetic model) */
+
+static void every_weight_type_on_path(void)
 {
-    static const char *files[] = {"r256-f32",  "r256-F16",    "r256-BF16",   "r256-Q8_0",
-                                  "r256-Q4_0", "r256-Q4_K_M", "r256-Q5_K_M", "r256-Q6_K"};
+    int f = weight_case;
     int bits[MAX_BATCH];
     mixed_bits(bits);
-    for (size_t f = 0; f <= sizeof files / sizeof files[0]; f++) {
-        char spec[128];
-        if (f < sizeof files / sizeof files[0])
-            snprintf(spec, sizeof spec, "tests/fixtures/gguf/%s.gguf", files[f]);
-        else
-            snprintf(spec, sizeof spec, "%s", SMALL);
-        for (int split = 0; split <= 1; split++) {
-            pipe p;
-            pipe_open(&p, spec, split ? 1 + (int)f % 3 : 0);
-            check_batches(&p, bits, spec);
-            pipe_close(&p);
-        }
+    char spec[128];
+    if (f < N_WEIGHT_FILES)
+        snprintf(spec, sizeof spec, "tests/fixtures/gguf/%s.gguf", weight_files[f]);
+    else
+        snprintf(spec, sizeof spec, "%s", SMALL);
+    for (int split = 0; split <= 1; split++) {
+        pipe p;
+        pipe_open(&p, spec, split ? 1 + f % 3 : 0);
+        check_batches(&p, bits, spec);
+        pipe_close(&p);
     }
+}
+
+ParameterizedTestParameters(forward, batch_matches_alone_every_weight_type)
+{
+    static int files[N_WEIGHT_FILES + 1];
+    for (int f = 0; f <= N_WEIGHT_FILES; f++)
+        files[f] = f;
+    return cr_make_param_array(int, files, sizeof files / sizeof files[0]);
+}
+
+ParameterizedTest(int *f, forward, batch_matches_alone_every_weight_type)
+{
+    weight_case = *f;
+    paths_each("forward::batch_matches_alone_every_weight_type", every_weight_type_on_path);
 }
 
 Test(forward, bad_batches_change_nothing)
