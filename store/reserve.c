@@ -40,9 +40,14 @@ int store_reserve_take(store *s, char *err, size_t errlen)
         e = posix_fallocate(fd, 0, STORE_RESERVE);
     }
     if (e) {
-        store_errf(err, errlen, "%s%s has no room for the %d KiB a run keeps for its end: %s",
-                   e == ENOSPC ? "the disk holding " : "", s->path, STORE_RESERVE / 1024,
-                   strerror(e));
+        if (e == ENOSPC)
+            store_errf(err, errlen,
+                       "the disk holding %s has no room for the %d KiB a run keeps "
+                       "for its end",
+                       s->path, STORE_RESERVE / 1024);
+        else
+            store_errf(err, errlen, "keeping room beside %s for the run's end: %s", s->path,
+                       strerror(e));
         if (fd >= 0)
             close(fd);
         free(name);
