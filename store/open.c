@@ -184,6 +184,7 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
         store_errf(err, errlen, "out of memory");
         return NULL;
     }
+    s->reserve_fd = -1;
     pthread_mutex_init(&s->db_lock, NULL);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->nonempty, NULL);
@@ -232,6 +233,8 @@ void store_close(store *s)
         s->active = next;
     }
     free(s->ring);
+    if (s->reserve_fd >= 0)
+        close(s->reserve_fd);
     pthread_mutex_destroy(&s->db_lock);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->nonempty);

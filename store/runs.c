@@ -57,6 +57,8 @@ int store_run_begin(store *s, const store_run_info *info, int64_t *run_id, char 
     if (valid_object(info->params, "run params", err, errlen) != 0 ||
         valid_object(info->cluster, "run cluster", err, errlen) != 0)
         return -1;
+    if (store_reserve_take(s, err, errlen) != 0)
+        return -1;
     store_active *a = calloc(1, sizeof *a);
     if (!a) {
         store_errf(err, errlen, "out of memory");

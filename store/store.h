@@ -43,7 +43,8 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
 int store_flush(store *s, char *err, size_t errlen);
 
 /* Without waiting: 1 with the first error when a write failed since the
- * previous flush (a full disk: the rows are lost), else 0. */
+ * previous flush (a full disk, "the disk holding PATH is full": the rows
+ * are lost), else 0. */
 int store_write_error(store *s, char *err, size_t errlen);
 
 /* Drains the queue, stops the writer and closes both connections. */
@@ -95,7 +96,11 @@ typedef struct store_run_info {
 } store_run_info;
 
 /* The one recording call that writes synchronously: it inserts the runs
- * row and returns its id. Call it before the run starts. */
+ * row and returns its id. Call it before the run starts. It also keeps
+ * room on the disk (256 KiB, in an unlinked file) for the ends of runs:
+ * when the disk fills, the rows after are lost, but the ends of the
+ * handle's runs (leg and run ends, events) are still written from that
+ * room. Refused when the disk has no room for it. */
 int store_run_begin(store *s, const store_run_info *info, int64_t *run_id, char *err,
                     size_t errlen);
 

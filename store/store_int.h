@@ -141,6 +141,8 @@ struct store {
     int stop;
     char werr[256]; /* first write error since the last flush */
     store_active *active;
+    int reserve_fd; /* the room for the ends of runs (reserve.c); -1: none */
+    int disk_full;  /* the reserve was spent: only ends of runs are written */
 };
 
 /* Takes ownership of r. control: may use the reserve. 0 queued, -1 dropped. */
@@ -153,6 +155,15 @@ void store_charge_run(store *s, int64_t run, int64_t n);
 /* A row that could not be built or queued: counted as dropped, and
  * against its run while the run is going. Returns -1. */
 int store_refuse(store *s, int64_t run);
+
+/* ---- reserve.c: room for the ends of runs on a full disk ---- */
+#define STORE_RESERVE (256 * 1024)
+/* Takes the reserve unless held (and leaves the full-disk mode): 0, or -1
+ * when the disk has no room for it. */
+int store_reserve_take(store *s, char *err, size_t errlen);
+/* Frees the reserve for the ends of runs and enters the full-disk mode.
+ * 1 when there was one to free. */
+int store_reserve_release(store *s);
 
 /* ---- writer.c: the thread that drains the queue ---- */
 int store_writer_start(store *s, char *err, size_t errlen);

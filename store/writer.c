@@ -9,80 +9,133 @@
 
 #include "store_int.h"
 
-static void note_error(store *s, const char *what)
+static void note_error(store *s, const char *what, int rc)
 {
     pthread_mutex_lock(&s->lock);
-    if (!s->werr[0])
+    if (!s->werr[0] && (rc & 0xff) == SQLITE_FULL)
+        store_errf(s->werr, sizeof s->werr, "the disk holding %s is full (%s: %s)", s->path, what,
+                   sqlite3_errmsg(s->wdb));
+    else if (!s->werr[0])
         store_errf(s->werr, sizeof s->werr, "writing to %s: %s: %s", s->path, what,
                    sqlite3_errmsg(s->wdb));
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Applies rows [head, head + n) of the ring in one transaction. Returns how
- * many were committed; the others are charged to their run. */
-static size_t write_batch(store *s, size_t head, size_t n)
+/* What a full disk still gets written, from the reserve: how runs ended
+ * (their events too: the runner's result is one). */
+static int ends_a_run(const store_rec *r)
 {
-    size_t ok = 0;
-    int in_tx = sqlite3_step(s->ws.begin) == SQLITE_DONE;
+    return r->kind == REC_EVENT || r->kind == REC_LEG_END || r->kind == REC_RUN_END;
+}
+
+static void rollback(store *s)
+{
+    sqlite3_step(s->ws.rollback);
+    sqlite3_reset(s->ws.rollback);
+}
+
+/* Marks row r lost and charges it to its run, so that the count commits
+ * with the batch. */
+static void lose(store *s, store_rec *r)
+{
+    r->lost = 1;
+    pthread_mutex_lock(&s->lock);
+    store_charge_run(s, r->run, 1);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* One transaction over rows [head, head + n) of the ring (ends_only: the
+ * rows ends_a_run keeps; the others are lost). SQLITE_DONE when it
+ * committed; else the failing code, with everything it changed undone
+ * (rows' lost marks, charges, ended runs) so that it can be tried again. */
+static int try_batch(store *s, size_t head, size_t n, int ends_only)
+{
+    int rc = sqlite3_step(s->ws.begin);
     sqlite3_reset(s->ws.begin);
-    if (!in_tx)
-        note_error(s, "BEGIN");
-    for (size_t i = 0; in_tx && i < n;) {
+    if (rc != SQLITE_DONE) {
+        note_error(s, "BEGIN", rc);
+        return rc;
+    }
+    for (size_t i = 0; i < n;) {
         /* Runs of steps go in chunks; a chunk that fails is retried row by
          * row below, so that one bad row costs only itself. */
         store_rec *chunk[STORE_STEP_CHUNK];
         size_t k = 0;
-        while (k < STORE_STEP_CHUNK && i + k < n &&
+        while (!ends_only && k < STORE_STEP_CHUNK && i + k < n &&
                (chunk[k] = &s->ring[(head + i + k) % s->ring_size])->kind == REC_STEP)
             k++;
         if (k == STORE_STEP_CHUNK && store_steps_apply(s, chunk) == SQLITE_DONE) {
-            ok += k;
             i += k;
             continue;
         }
         store_rec *r = &s->ring[(head + i++) % s->ring_size];
-        int rc = store_rec_apply(s, r);
-        if (rc == SQLITE_DONE) {
-            ok++;
+        if (ends_only && !ends_a_run(r)) {
+            lose(s, r);
             continue;
         }
-        note_error(s, "a row");
+        rc = store_rec_apply(s, r);
+        if (rc == SQLITE_DONE)
+            continue;
+        note_error(s, "a row", rc);
         /* Busy, I/O, full disk: the batch cannot go on (and each row would
-         * wait the busy timeout again). It is rolled back below. */
-        if ((rc & 0xff) != SQLITE_CONSTRAINT && rc != SQLITE_MISUSE) {
-            in_tx = 0;
-            sqlite3_step(s->ws.rollback);
-            sqlite3_reset(s->ws.rollback);
+         * wait the busy timeout again). */
+        if ((rc & 0xff) != SQLITE_CONSTRAINT && rc != SQLITE_MISUSE)
             break;
-        }
         /* A constraint: sqlite undid just that statement and the batch goes
-         * on. Charged now so that the count commits with the batch. */
-        r->lost = 1;
-        pthread_mutex_lock(&s->lock);
-        store_charge_run(s, r->run, 1);
-        pthread_mutex_unlock(&s->lock);
+         * on. */
+        lose(s, r);
+        rc = SQLITE_DONE;
     }
-    int committed = 0;
-    if (in_tx) {
-        int saved = store_progress_save(s) == 0;
-        committed = saved && sqlite3_step(s->ws.commit) == SQLITE_DONE;
+    if (rc == SQLITE_DONE && store_progress_save(s) != 0) {
+        rc = sqlite3_errcode(s->wdb);
+        note_error(s, "run progress", rc);
+    }
+    if (rc == SQLITE_DONE) {
+        rc = sqlite3_step(s->ws.commit);
         sqlite3_reset(s->ws.commit);
-        if (!committed) {
-            note_error(s, saved ? "COMMIT" : "run progress");
-            sqlite3_step(s->ws.rollback);
-            sqlite3_reset(s->ws.rollback);
-        }
+        if (rc != SQLITE_DONE)
+            note_error(s, "COMMIT", rc);
     }
-
+    if (rc == SQLITE_DONE)
+        return rc;
+    rollback(s);
     pthread_mutex_lock(&s->lock);
-    if (!committed) {
-        /* The rows that had applied are gone with the transaction. */
-        for (size_t i = 0; i < n; i++) {
-            store_rec *r = &s->ring[(head + i) % s->ring_size];
-            if (!r->lost)
-                store_charge_run(s, r->run, 1);
-        }
-        ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        store_rec *r = &s->ring[(head + i) % s->ring_size];
+        if (r->lost)
+            store_charge_run(s, r->run, -1);
+        r->lost = 0;
+    }
+    /* The run ends and the progress rows went with the transaction. */
+    for (store_active *a = s->active; a; a = a->next) {
+        a->ended = 0;
+        a->saved_dropped = -1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+/* Applies rows [head, head + n) of the ring in one transaction. Returns how
+ * many were committed; the others are charged to their run. When the disk
+ * is full, the reserve is freed and the ends of runs among the rows are
+ * written from it. */
+static size_t write_batch(store *s, size_t head, size_t n)
+{
+    pthread_mutex_lock(&s->lock);
+    int ends_only = s->disk_full;
+    pthread_mutex_unlock(&s->lock);
+    int rc = try_batch(s, head, n, ends_only);
+    if ((rc & 0xff) == SQLITE_FULL && !ends_only && store_reserve_release(s))
+        rc = try_batch(s, head, n, ends_only = 1);
+
+    size_t ok = 0;
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < n; i++) {
+        store_rec *r = &s->ring[(head + i) % s->ring_size];
+        if (rc == SQLITE_DONE && !r->lost)
+            ok++;
+        else if (rc != SQLITE_DONE)
+            store_charge_run(s, r->run, 1);
     }
     /* Runs whose end was applied need no state any more. */
     s->wlast = NULL;

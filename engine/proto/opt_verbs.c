@@ -143,7 +143,7 @@ const opt_verb_def opt_verbs[OPT_V_COUNT] = {
                    "later `nodes restart` runs the file's line. A value the engine cannot\n"
                    "express is refused. --dry-run prints the new start lines.",
                    "exit codes: 0 applied everywhere, 1 a node did not apply it or the cluster\n"
-                   "file is bad, 2 bad command line (unknown node, bad setting)",
+                   "file is bad, 2 bad command line (bad setting), 3 no such node",
                    OPT_ARGS_MAX},
     [OPT_V_NODES] = {OPT_INFERTOP, "nodes", "OPERATION NODE|all [OPTIONS] [-- COMMAND...]",
                      "start, stop, restart, status, logs, facts, exec over SSH; command lines",

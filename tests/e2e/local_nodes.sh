@@ -104,5 +104,9 @@ infertop set a kv_bits=8 -c "$conf" >"$tmp/set.out" 2>&1
 t1=$(date +%s%N)
 check "set to a local node that is down: connection refused" grep -q "connection refused" "$tmp/set.out"
 echo "     (set answered in $(((t1 - t0) / 1000000)) ms)"
+infertop set nosuch kv_bits=8 -c "$conf" >/dev/null 2>&1
+rc=$?
+check "set on no such node exits 3 (got $rc), as its help says" \
+    sh -c "[ $rc = 3 ] && infertop set --help | grep -q '3 no such node'"
 
 finish

@@ -447,6 +447,9 @@ static void print_text(const stress_result *res, const store_summary *sum,
     printf("run %lld %s: %s, %lld request%s (%lld failed) in %.2f s\n", (long long)res->run_id,
            store_status_name(res->status), sum ? sum->run.mode : "-", (long long)res->requests,
            res->requests == 1 ? "" : "s", (long long)res->failed, res->wall_s);
+    if (res->unrecorded)
+        printf("%lld more request%s ended but could not be recorded\n", (long long)res->unrecorded,
+               res->unrecorded == 1 ? "" : "s");
     if (sum)
         printf("max context %lld; last context %lld\n", (long long)sum->run.max_context,
                (long long)sum->run.last_context);
@@ -477,6 +480,8 @@ static int print_json(const stress_result *res, const store_summary *sum,
     if (!o)
         return -1;
     json_object_set_new(o, "failure", res->failure[0] ? json_string(res->failure) : json_null());
+    if (res->unrecorded)
+        json_object_set_new(o, "unrecorded", json_integer(res->unrecorded));
     if (res->drift.valid)
         json_object_set_new(o, "drift",
                             json_pack("{sf sf sf sf sf sf}", "ttft_ms_first", res->drift.ttft_first,

@@ -16,6 +16,7 @@
 #include "cluster.h"
 #include "cluster_ep.h"
 #include "engine/proto/client.h"
+#include "selfconn.h"
 
 /* Requests in flight at once, over all nodes: the console keeps a handful
  * (a set per node, a generate, identification); a full table is a bug in
@@ -55,6 +56,8 @@ struct link_node {
 struct links {
     void *zctx;
     void *sub;
+    selfconn *self; /* drops the sockets' connections to themselves */
+    const struct cluster *c;
     state *st;
     int n;
     struct link_node *nodes;
@@ -112,11 +115,7 @@ static int connect_refused(const char *endpoint, char *err, size_t errlen)
                     ? e
                     : EINPROGRESS;
         }
-        struct sockaddr_storage me, peer;
-        socklen_t ml = sizeof me, pl = sizeof peer;
-        int self = e == 0 && getsockname(fd, (struct sockaddr *)&me, &ml) == 0 &&
-                   getpeername(fd, (struct sockaddr *)&peer, &pl) == 0 && ml == pl &&
-                   memcmp(&me, &peer, ml) == 0;
+        int self = e == 0 && selfconn_is_self(fd);
         refused = e == ECONNREFUSED || self;
         if (refused)
             snprintf(err, errlen, "%s: nothing listens there (%s)", endpoint,
@@ -142,6 +141,7 @@ int links_open(links **out, const struct cluster *c, state *st, double now, char
         return -1;
     }
     l->st = st;
+    l->c = c;
     l->n = c->n_nodes;
     if (!(l->zctx = zmq_ctx_new()) || !(l->sub = zmq_socket(l->zctx, ZMQ_SUB))) {
         snprintf(err, errlen, "zmq: %s", zmq_strerror(errno));
@@ -170,6 +170,15 @@ int links_open(links **out, const struct cluster *c, state *st, double now, char
         l->nodes[i].hello_at = now;
         probe_target(&l->nodes[i], cn->control);
     }
+    /* The nodes' DEALERs by node index, then the SUB. */
+    void *socks[l->n + 1];
+    for (int i = 0; i < l->n; i++)
+        socks[i] = l->nodes[i].ctl ? client_socket(l->nodes[i].ctl) : NULL;
+    socks[l->n] = l->sub;
+    if (selfconn_start(&l->self, l->zctx, socks, l->n + 1, err, errlen) != 0) {
+        links_close(l);
+        return -1;
+    }
     *out = l;
     return 0;
 }
@@ -178,6 +187,7 @@ void links_close(links *l)
 {
     if (!l)
         return;
+    selfconn_stop(l->self);
     for (int i = 0; i < l->n; i++)
         client_close(l->nodes[i].ctl);
     if (l->sub)
@@ -274,9 +284,31 @@ static void hello_done(void *ctx, const struct links_reply *r)
     l->nodes[r->node].hello_pending = 0;
 }
 
+/* Logs the connections selfconn dropped: socket i is node i's DEALER, or
+ * the SUB (i == l->n), whose node is the one of the endpoint. */
+static int log_self_connects(links *l, double now)
+{
+    int logged = 0;
+    for (int i = 0; i <= l->n; i++) {
+        char ep[CLUSTER_ENDPOINT_MAX] = "";
+        int n = selfconn_take(l->self, i, ep, sizeof ep);
+        if (n == 0)
+            continue;
+        int node = i;
+        for (int k = 0; i == l->n && k < l->n; k++)
+            node = strcmp(l->c->nodes[k].telemetry, ep) == 0 ? k : node;
+        state_event_add(l->st, node < l->n ? node : -1, "self_connect", now,
+                        "%d connection%s to %s reached %s (its source port the node's port): "
+                        "dropped, so that the node can bind it; reconnecting",
+                        n, n == 1 ? "" : "s", ep, n == 1 ? "itself" : "themselves");
+        logged++;
+    }
+    return logged;
+}
+
 int links_tick(links *l, double now)
 {
-    int ended = 0;
+    int ended = log_self_connects(l, now);
     for (int i = 0; i < LINKS_MAX_PENDING; i++) {
         struct request *q = &l->req[i];
         if (!q->used || q->deadline > now)

@@ -80,8 +80,9 @@ int links_read_telemetry(links *l, double now);
 void links_identify(links *l);
 
 /* Ends the requests whose deadline has passed (their callbacks get a
- * timeout) and sends the identification requests that are due. Returns how
- * many requests ended. */
+ * timeout), logs the connections to themselves the sockets dropped (a
+ * `self_connect` event: selfconn.h) and sends the identification requests
+ * that are due. Returns how many requests ended plus events logged. */
 int links_tick(links *l, double now);
 
 /* The earliest time links_tick has something to do; INFINITY when never. */

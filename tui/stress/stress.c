@@ -100,6 +100,12 @@ static void fill_result(stress_run *r, store_status status, stress_result *res)
     res->run_id = r->run;
     res->requests = r->ok_requests + r->failed_requests;
     res->failed = r->failed_requests;
+    if (r->counted) {
+        res->unrecorded =
+            res->requests > r->recorded_requests ? res->requests - r->recorded_requests : 0;
+        res->requests = r->recorded_requests;
+        res->failed = r->recorded_failed;
+    }
     res->measurements = r->measurements;
     if (r->t_first_sent > 0 && r->t_last_end > r->t_first_sent) {
         res->wall_s = (r->t_last_end - r->t_first_sent) / 1000.0;
@@ -128,6 +134,8 @@ static void record_result(stress_run *r, const stress_result *res)
     json_t *d = json_pack("{sI sI sf sf sf}", "requests", (json_int_t)res->requests, "failed",
                           (json_int_t)res->failed, "wall_s", res->wall_s, "req_per_s",
                           res->req_per_s, "tok_per_s", res->tok_per_s);
+    if (d && res->unrecorded)
+        json_object_set_new(d, "unrecorded", json_integer(res->unrecorded));
     if (d && res->drift.valid)
         json_object_set_new(d, "drift",
                             json_pack("{sf sf sf sf sf sf}", "ttft_ms_first", res->drift.ttft_first,
@@ -150,6 +158,15 @@ static void record_end(stress_run *r, store_status status)
     char why[256];
     /* Earlier write errors are in the failure already: only this one counts. */
     store_flush(r->db, why, sizeof why);
+    /* Every row of the run is now written or lost: the result reports
+     * what the history holds, not what the runner saw. */
+    store_run got;
+    if (store_run_get(r->db, r->run, &got, why, sizeof why) == 0) {
+        r->recorded_requests = got.n_requests;
+        r->recorded_failed = got.n_failed;
+        r->counted = 1;
+        store_run_free(&got);
+    }
     stress_result res;
     fill_result(r, status, &res);
     record_result(r, &res);

@@ -230,7 +230,8 @@ typedef struct stress_drift {
 typedef struct stress_result {
     store_status status;
     int64_t run_id;
-    int64_t requests, failed;
+    int64_t requests, failed;           /* as the history holds them */
+    int64_t unrecorded;                 /* requests that ended but the history lacks (rows lost) */
     double wall_s;                      /* from the first request sent to the last ended */
     double req_per_s;                   /* ok requests / wall_s */
     double tok_per_s;                   /* generated tokens of ok requests / wall_s */

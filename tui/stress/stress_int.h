@@ -111,6 +111,10 @@ struct stress_run {
     /* What the result reports. */
     double t_first_sent, t_last_end; /* clock_ms(); 0: none */
     int64_t ok_requests, failed_requests, gen_tokens_ok;
+    /* The run's requests and failed ones in the history once the run's
+     * rows are written (counted: 1): what the result reports. */
+    int64_t recorded_requests, recorded_failed;
+    int counted;
     int64_t measurements; /* quality requests the head answered */
     double *soak_v;       /* soak: ttft, e2e, decode tok/s of each ok request, 3 per request */
     size_t soak_n, soak_cap;

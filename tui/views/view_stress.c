@@ -1,7 +1,7 @@
 /* view_stress.c: set up a stress run, start it, watch it, abort it.
  *
  * The form holds the headless verb's options with the runner's defaults
- * (stress_opts_init); j/k moves, Enter edits a field (mode, sweep legs and
+ * (stress_opts_init); j/k moves, Enter edits a field (mode, sweep legs, keep-last and
  * stop on failure cycle) and, on the last row, starts the run. The run itself lives in console_runs
  * on the runner's thread: this view only draws the progress the app's
  * loop copied from it, and the requests of the current leg charted
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "draw.h"
+#include "engine/proto/opt.h"
 #include "meter.h"
 #include "tui/stress/console_runs.h"
 #include "ui.h"
@@ -33,6 +34,7 @@ enum field {
     F_KV_BITS,
     F_CTX,
     F_PREFILL,
+    F_KEEP,
     F_TIMEOUT,
     F_STOP,
     F_NAME,
@@ -41,10 +43,43 @@ enum field {
     F_COUNT
 };
 
-static const char *const field_label[F_COUNT] = {
-    "mode",     "sweep legs",    "from",        "to",           "factor", "step",       "gen",
-    "requests", "prompt tokens", "concurrency", "rate /s",      "seed",   "duration s", "kv-bits",
-    "ctx",      "prefill-step",  "timeout s",   "stop on fail", "name",   "notes",      "start"};
+/* NULL: the flag of the field's row in the options table (field_row). */
+static const char *const field_label[F_COUNT] = {"mode",         "sweep legs", "from",
+                                                 "to",           "factor",     "step",
+                                                 "gen",          "requests",   "prompt tokens",
+                                                 "concurrency",  "rate /s",    "seed",
+                                                 "duration s",   "kv-bits",    NULL,
+                                                 "prefill-step", NULL,         "timeout s",
+                                                 "stop on fail", "name",       "notes",
+                                                 "start"};
+
+/* The options table's row of a field named by it; OPT_COUNT: none. */
+static opt_id field_row(enum field f)
+{
+    switch (f) {
+    case F_CTX:
+        return OPT_QUALITY_CTX;
+    case F_KEEP:
+        return OPT_KEEP_LAST;
+    default:
+        return OPT_COUNT;
+    }
+}
+
+static const char *label(enum field f)
+{
+    opt_id row = field_row(f);
+    return row != OPT_COUNT ? opt_defs[row].flag : field_label[f];
+}
+
+/* Whether the stress mode of o takes the row's flag. */
+static int mode_takes(const stress_opts *o, opt_id id)
+{
+    for (int v = OPT_V_STRESS_GROWTH; v <= OPT_V_STRESS_QUALITY; v++)
+        if (strcmp(opt_mode_word(OPT_V_STRESS, (opt_verb)v), store_mode_name(o->mode)) == 0)
+            return (opt_defs[id].verbs & OPT_VB(v)) != 0;
+    return 0;
+}
 
 static const store_mode modes[] = {STORE_MODE_GROWTH, STORE_MODE_FIXED, STORE_MODE_SOAK,
                                    STORE_MODE_SWEEP, STORE_MODE_QUALITY};
@@ -131,6 +166,9 @@ static void field_text(const stress_opts *o, enum field f, char *buf, size_t len
     case F_STOP:
         snprintf(buf, len, "%s", o->stop_on_failure ? "yes" : "no");
         break;
+    case F_KEEP:
+        snprintf(buf, len, "%s", o->keep_last ? "yes" : "no");
+        break;
     case F_NAME:
         snprintf(buf, len, "%s", o->name);
         break;
@@ -151,11 +189,11 @@ static int field_used(const stress_opts *o, enum field f)
                  (o->mode == STORE_MODE_SWEEP && o->leg_mode == STORE_MODE_GROWTH);
     int fixed = o->mode == STORE_MODE_FIXED || o->mode == STORE_MODE_SOAK ||
                 (o->mode == STORE_MODE_SWEEP && o->leg_mode == STORE_MODE_FIXED);
+    if (field_row(f) != OPT_COUNT)
+        return mode_takes(o, field_row(f));
     switch (f) {
     case F_KV_BITS:
         return o->mode == STORE_MODE_SWEEP || o->mode == STORE_MODE_QUALITY;
-    case F_CTX:
-        return o->mode == STORE_MODE_QUALITY;
     case F_LEG:
     case F_PREFILL:
         return o->mode == STORE_MODE_SWEEP;
@@ -207,7 +245,7 @@ static int field_set(stress_opts *o, enum field f, const char *s, char *err, siz
         break;
     }
     if (!number) {
-        snprintf(err, errlen, "%s: \"%s\" is not a number", field_label[f], s);
+        snprintf(err, errlen, "%s: \"%s\" is not a number", label(f), s);
         return -1;
     }
     switch (f) {
@@ -254,7 +292,7 @@ static int field_set(stress_opts *o, enum field f, const char *s, char *err, siz
         o->ctx = (int64_t)d;
         break;
     default:
-        snprintf(err, errlen, "%s takes no value", field_label[f]);
+        snprintf(err, errlen, "%s takes no value", label(f));
         return -1;
     }
     return 0;
@@ -285,7 +323,7 @@ static void draw_form(struct view_ctx *v)
             snprintf(val, sizeof val, "%s_", v->form.text);
         else
             field_text(o, f, val, sizeof val);
-        draw_textf(w, v->g, y, 0, p->w, a, "%-14s %s", field_label[f], val);
+        draw_textf(w, v->g, y, 0, p->w, a, "%-14s %s", label(f), val);
     }
 }
 
@@ -418,7 +456,8 @@ static void edit_key(struct view_ctx *v, int key)
         view_message(v, 1, "%s", err);
 }
 
-/* Mode, sweep legs and stop on failure cycle through their values. */
+/* Mode, sweep legs, keep-last and stop on failure cycle through their
+ * values. */
 static void cycle(stress_opts *o, enum field f)
 {
     if (f == F_MODE) {
@@ -428,6 +467,8 @@ static void cycle(stress_opts *o, enum field f)
         o->mode = modes[(i + 1) % (sizeof modes / sizeof modes[0])];
     } else if (f == F_LEG) {
         o->leg_mode = o->leg_mode == STORE_MODE_GROWTH ? STORE_MODE_FIXED : STORE_MODE_GROWTH;
+    } else if (f == F_KEEP) {
+        o->keep_last = !o->keep_last;
     } else {
         o->stop_on_failure = !o->stop_on_failure;
     }
@@ -463,7 +504,7 @@ static int stress_key(struct view_ctx *v, int key)
         enum field f = v->form.field;
         if (f == F_START) {
             start(v);
-        } else if (f == F_MODE || f == F_LEG || f == F_STOP) {
+        } else if (f == F_MODE || f == F_LEG || f == F_STOP || f == F_KEEP) {
             cycle(form_opts(v), f);
         } else {
             v->form.editing = 1;

@@ -360,3 +360,37 @@ Test(links, a_refused_loopback_node_is_told_at_once)
     cr_assert_eq(calls, 0, "a request that was not sent has no callback");
     links_close(l2);
 }
+
+/* A DEALER that reached itself (forced here: ZeroMQ's "SOURCE;DEST"
+ * endpoint gives it the node's port as its source port, as the kernel
+ * sometimes does when it reconnects to a dead node on loopback) has that
+ * connection dropped, and logged, at once: ZeroMQ then reconnects (the
+ * same way here, so it is dropped again), and a restarting node finds its
+ * port free between. Without the drop the connection stays (one
+ * connect, no second). */
+Test(links, a_connection_to_itself_is_dropped_and_logged)
+{
+    char err[256] = "";
+    int port;
+    cr_assert_eq(ports_free_run(2, &port, err, sizeof err), 0, "%s", err);
+    struct cluster_node self = cn;
+    struct cluster one = cl;
+    snprintf(self.control, sizeof self.control, "tcp://127.0.0.1:%d;127.0.0.1:%d", port, port);
+    snprintf(self.telemetry, sizeof self.telemetry, "tcp://127.0.0.1:%d", port + 1);
+    one.nodes = &self;
+    links *l2;
+    cr_assert_eq(links_open(&l2, &one, st, 0.0, err, sizeof err), 0, "%s", err);
+    struct state_event_filter f = {.node = 0, .kind = "self_connect"};
+    for (int i = 0; i < WAIT_MS / 10 && state_event_count(st, &f) < 2; i++) {
+        links_tick(l2, 1.0);
+        zmq_poll(NULL, 0, 10);
+    }
+    cr_assert_geq(state_event_count(st, &f), 2,
+                  "%d self_connect events, not a drop and a reconnect", state_event_count(st, &f));
+    const struct state_event *e;
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d ", port);
+    cr_assert_eq(state_events(st, &f, 0, 1, &e), 1);
+    cr_assert(strstr(e->message, "reached itself") && strstr(e->message, ep), "%s", e->message);
+    links_close(l2);
+}
