@@ -74,6 +74,7 @@ VEC8_INLINE f32x8 vec8_select(i32x8 mask, f32x8 a, f32x8 b)
  * stack, which took more than half of a 16-sequence decode step in
  * attention (perf, synth:110m). */
 typedef uint16_t u16x8 __attribute__((vector_size(16)));
+typedef uint32_t u32x8 __attribute__((vector_size(32))); /* where lanes wrap */
 
 /* 8 fp16 values as floats (exact). */
 VEC8_INLINE f32x8 vec8_load_f16(const _Float16 *p)
@@ -83,7 +84,8 @@ VEC8_INLINE f32x8 vec8_load_f16(const _Float16 *p)
 #else
     u16x8 h;
     memcpy(&h, p, sizeof h);
-    i32x8 x = __builtin_convertvector(h, i32x8), em = x & 0x7fff, sign = (x ^ em) << 16;
+    i32x8 x = __builtin_convertvector(h, i32x8), em = x & 0x7fff,
+          sign = (i32x8)((u32x8)(x ^ em) << 16);
     /* Normal: the exponent rebiased; inf and NaN: rebiased to 255, a
      * NaN quiet. */
     i32x8 bits = (em << 13) + (112 << 23);
@@ -105,7 +107,8 @@ VEC8_INLINE f32x8 vec8_round_f16(f32x8 x)
     i32x8 u = (i32x8)x, a = u & 0x7fffffff, sign = u ^ a;
     /* fp16 normals keep 10 fraction bits: round the 13 below away (a
      * carry into the exponent is right). */
-    f32x8 r = (f32x8)((a + 0xfff + ((a >> 13) & 1)) & ~0x1fff);
+    u32x8 ua = (u32x8)a;
+    f32x8 r = (f32x8)((ua + 0xfff + ((ua >> 13) & 1)) & ~0x1fffu);
     /* Below 2^-14, multiples of 2^-24: the float adder rounds to them
      * with 0.5, whose ulp that is. */
     r = vec8_select(a < 0x38800000, ((f32x8)a + 0.5f) - 0.5f, r);
