@@ -60,16 +60,39 @@ VEC8_INLINE f32x8 vec8_fma(f32x8 a, f32x8 b, f32x8 c)
 #endif
 }
 
+/* mask ? a : b lane by lane; mask lanes are all ones or all zeros, as
+ * vector comparisons return them. */
+VEC8_INLINE f32x8 vec8_select(i32x8 mask, f32x8 a, f32x8 b)
+{
+    return (f32x8)(((i32x8)a & mask) | ((i32x8)b & ~mask));
+}
+
+/* The fp16 conversions. Without __F16C__ (every file but the kernels',
+ * VEC8_PATHS's AVX2 functions included: the macro is a preprocessor
+ * test, not the target attribute's) they are IEEE's, in integer lanes:
+ * GCC 12 leaves _Float16 casts a scalar conversion per lane through the
+ * stack, which took more than half of a 16-sequence decode step in
+ * attention (perf, synth:110m). */
+typedef uint16_t u16x8 __attribute__((vector_size(16)));
+typedef uint32_t u32x8 __attribute__((vector_size(32))); /* where lanes wrap */
+
 /* 8 fp16 values as floats (exact). */
 VEC8_INLINE f32x8 vec8_load_f16(const _Float16 *p)
 {
 #ifdef __F16C__
     return (f32x8)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 #else
-    f32x8 v;
-    for (int i = 0; i < 8; i++)
-        v[i] = (float)p[i];
-    return v;
+    u16x8 h;
+    memcpy(&h, p, sizeof h);
+    i32x8 x = __builtin_convertvector(h, i32x8), em = x & 0x7fff,
+          sign = (i32x8)((u32x8)(x ^ em) << 16);
+    /* Normal: the exponent rebiased; inf and NaN: rebiased to 255, a
+     * NaN quiet. */
+    i32x8 bits = (em << 13) + (112 << 23);
+    bits += (em >= 0x7c00) & (112 << 23);
+    bits |= (em > 0x7c00) & 0x400000;
+    f32x8 sub = __builtin_convertvector(em, f32x8) * 0x1p-24f; /* exact */
+    return (f32x8)((i32x8)vec8_select(em < 0x400, sub, (f32x8)bits) | sign);
 #endif
 }
 
@@ -81,9 +104,19 @@ VEC8_INLINE f32x8 vec8_round_f16(f32x8 x)
 #ifdef __F16C__
     return (f32x8)_mm256_cvtph_ps(_mm256_cvtps_ph((__m256)x, _MM_FROUND_TO_NEAREST_INT));
 #else
-    for (int i = 0; i < 8; i++)
-        x[i] = (float)(_Float16)x[i];
-    return x;
+    i32x8 u = (i32x8)x, a = u & 0x7fffffff, sign = u ^ a;
+    /* fp16 normals keep 10 fraction bits: round the 13 below away (a
+     * carry into the exponent is right). */
+    u32x8 ua = (u32x8)a;
+    f32x8 r = (f32x8)((ua + 0xfff + ((ua >> 13) & 1)) & ~0x1fffu);
+    /* Below 2^-14, multiples of 2^-24: the float adder rounds to them
+     * with 0.5, whose ulp that is. */
+    r = vec8_select(a < 0x38800000, ((f32x8)a + 0.5f) - 0.5f, r);
+    /* 65520 and up round to infinity; a NaN stays one, quiet, its
+     * payload cut to fp16's. */
+    r = vec8_select(a >= 0x477ff000, vec8_splat(__builtin_inff()), r);
+    r = vec8_select(a > 0x7f800000, (f32x8)((a & ~0x1fff) | 0x400000), r);
+    return (f32x8)((i32x8)r | sign);
 #endif
 }
 
@@ -107,13 +140,6 @@ VEC8_INLINE f32x8 vec8_round_f16(f32x8 x)
         else                                                                                       \
             name##_base args;                                                                      \
     }
-
-/* mask ? a : b lane by lane; mask lanes are all ones or all zeros, as
- * vector comparisons return them. */
-VEC8_INLINE f32x8 vec8_select(i32x8 mask, f32x8 a, f32x8 b)
-{
-    return (f32x8)(((i32x8)a & mask) | ((i32x8)b & ~mask));
-}
 
 VEC8_INLINE f32x8 vec8_min(f32x8 a, f32x8 b)
 {

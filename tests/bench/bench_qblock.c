@@ -25,9 +25,10 @@
  *             (engine/compute/cpu.h), named in brackets; the bars are the
  *             vector paths'. Triad, read and gemv are measured in ROUNDS rounds, each
  *             figure the best of all rounds (the machine is shared).
- *   batch     Q8_0 only, with BATCH activations (the batching bar's 16
- *             sequences): a pass runs qb_gemm over every matrix of the same
- *             model, rows split in halves with 2 threads; GB/s = weight
+ *   batch     Q8_0 and Q4_0 (BATCH_TYPES), with BATCH activations (the
+ *             batching bar's 16 sequences): a pass runs qb_gemm over
+ *             every matrix of the same model, rows split in halves with
+ *             2 threads; GB/s = weight
  *             bytes / time, best of GEMV_RUNS, and GOPS (a multiply and
  *             an add per weight value and activation) against the path's
  *             peak (PEAK_OPS at /proc/cpuinfo's clock). "cached" runs it over the
@@ -80,8 +81,7 @@
 #define PROBE_WORK 20
 #define PROBE_CACHED ((size_t)1 << 20) /* bytes, within L2 */
 #define CACHED_PASSES 400
-#define QK_VALUES 32 /* values of a Q8_0 block */
-#define QK_BYTES 34  /* its bytes */
+#define QK_VALUES 32 /* values of a Q8_0 or Q4_0 block */
 
 typedef struct shape {
     int rows, n;
@@ -562,16 +562,20 @@ static double cpu_mhz(void)
  * every 16 cycles for AMX. */
 static const double PEAK_OPS[CPU_NPATHS] = {32, 128, 128, 128, 2048};
 
-/* The batch section (see the top) on path p, best of ROUNDS rounds,
- * against the read rates rd measured by decode_rounds. */
-static int batch_rows(bench *b, const double *rd, cpu_path p)
+/* The weight types of the batch section, whose activations are Q8_0. */
+static const uint32_t BATCH_TYPES[] = {WT_Q8_0, WT_Q4_0};
+#define N_BATCH_TYPES (sizeof BATCH_TYPES / sizeof BATCH_TYPES[0])
+
+/* The batch section (see the top) for weight type wt on path p, best of
+ * ROUNDS rounds, against the read rates rd measured by decode_rounds. */
+static int batch_rows(bench *b, const double *rd, uint32_t wt, cpu_path p)
 {
     model m;
     double mem[MAX_THREADS + 1] = {0}, cached[MAX_THREADS + 1] = {0};
     char err[512];
     if (cpu_select(cpu_path_name(p), err, sizeof err) != 0)
         return -1;
-    int rc = model_open(&m, WT_Q8_0, 0);
+    int rc = model_open(&m, wt, 0);
     for (int round = 0; rc == 0 && round < ROUNDS; round++)
         for (int t = 1; rc == 0 && t <= MAX_THREADS; t++) {
             double v = 0, w = 0;
@@ -584,9 +588,10 @@ static int batch_rows(bench *b, const double *rd, cpu_path p)
     if (rc != 0)
         return -1;
     char what[48];
-    snprintf(what, sizeof what, "%s x%d [%s]", wtype_name(WT_Q8_0), BATCH, cpu_path_name(p));
-    /* Two operations per weight value and activation: 32 values per 34 bytes. */
-    double ops_per_byte = 2.0 * BATCH * QK_VALUES / QK_BYTES, mhz = cpu_mhz();
+    snprintf(what, sizeof what, "%s x%d [%s]", wtype_name(wt), BATCH, cpu_path_name(p));
+    /* Two operations per weight value and activation, over a block's bytes. */
+    double ops_per_byte = 2.0 * BATCH * QK_VALUES / (double)wtype_row_bytes(wt, QK_VALUES);
+    double mhz = cpu_mhz();
     for (int t = 1; t <= MAX_THREADS; t++) {
         double limit = rd[t] < cached[t] ? rd[t] : cached[t];
         double added = 1 / (1 / rd[t] + 1 / cached[t]);
@@ -651,9 +656,10 @@ static int decode_bars(bench *b)
                 add_row(b, "gemv %s, %d thread%s, of read", name, t, 100 * g[p][i][t] / rd[t], "%",
                         NULL, -1);
             }
-    for (int p = 0; p <= best; p++)
-        if (batch_rows(b, rd, (cpu_path)p) != 0)
-            return -1;
+    for (size_t i = 0; i < N_BATCH_TYPES; i++)
+        for (int p = 0; p <= best; p++)
+            if (batch_rows(b, rd, BATCH_TYPES[i], (cpu_path)p) != 0)
+                return -1;
     return probe_rows(b);
 }
 

@@ -69,3 +69,36 @@ Test(vec8, round_f16_as_the_conversion)
     check_round_f16((f32x8){1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, -2049.0f, 65519.0f, 65520.0f,
                             0x1p-25f, 3 * 0x1p-26f, -1e-9f});
 }
+
+/* The integer lanes (vec8.h without F16C) against the C conversions, bit
+ * for bit: every fp16 value loaded, and floats of every exponent
+ * rounded, NaNs and subnormals included. */
+Test(vec8, f16_bits_as_the_conversion)
+{
+    for (uint32_t h = 0; h < 65536; h += 8) {
+        _Float16 in[8];
+        for (int t = 0; t < 8; t++) {
+            uint16_t bits = (uint16_t)(h + t);
+            memcpy(&in[t], &bits, sizeof bits);
+        }
+        f32x8 v = vec8_load_f16(in);
+        for (int t = 0; t < 8; t++) {
+            float ref = (float)in[t];
+            cr_assert(memcmp(&v[t], &ref, sizeof ref) == 0, "load_f16(0x%04x) = %a, expected %a",
+                      h + t, v[t], ref);
+        }
+    }
+    for (uint64_t u = 0; u < ((uint64_t)1 << 32); u += 4093 * 8) {
+        uint32_t bits[8];
+        f32x8 v;
+        for (int t = 0; t < 8; t++)
+            bits[t] = (uint32_t)(u + (uint64_t)t * 509);
+        memcpy(&v, bits, sizeof v);
+        f32x8 r = vec8_round_f16(v);
+        for (int t = 0; t < 8; t++) {
+            float ref = (float)(_Float16)v[t];
+            cr_assert(memcmp(&r[t], &ref, sizeof ref) == 0, "round_f16(0x%08x) = %a, expected %a",
+                      bits[t], r[t], ref);
+        }
+    }
+}
