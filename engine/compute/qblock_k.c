@@ -300,6 +300,15 @@ QB_INLINE __m256i k_vals(const uint8_t *qs, const uint8_t *qh, int j, int h)
     return v;
 }
 
+/* An int32 sum as it stands, opaque to the optimizer: GCC would otherwise
+ * reassociate a tile's sums, computing every product of a block first and
+ * adding them as a tree, with most of them spilled to the stack. */
+QB_INLINE __m256i k_keep(__m256i v)
+{
+    __asm__("" : "+v"(v));
+    return v;
+}
+
 /* Picks int16 lane 2j of each half into the low half, lane 2j + 1 into the
  * high half: a pair of sub-block (or group) scales broadcast to the lanes
  * of their values. */
@@ -320,7 +329,7 @@ QB_INLINE __m256i k_pick(int j)
 /* R rows of a Q4_K or Q5_K matrix (has_qh), wstep bytes apart, by C
  * activations, astride bytes apart (R * C <= K_TILE_MAX), into y[r * yr +
  * c * yc]: the gemv (C = 1, R = QB_ROWS rows a quarter of the matrix
- * apart) and the batch tile (R = 1, C = QB_TILE_C) are this one kernel, so
+ * apart) and the batch tile (R = 1, C up to K_TILE_MAX) are this one kernel, so
  * a (row, activation) gets the same bits either way. Per block and row
  * the values of sub-block pair j are unpacked once for all C activations;
  * the two products of a pair are added in int16 (values below 32 times
@@ -358,7 +367,7 @@ QB_INLINE void k_tile(int has_qh, const char *w, size_t wstep, int R, const char
                     __m256i p = _mm256_add_epi16(
                         _mm256_maddubs_epi16(va, _mm256_loadu_si256((const __m256i *)pk->a[j])),
                         _mm256_maddubs_epi16(vc, _mm256_loadu_si256((const __m256i *)pk->c[j])));
-                    sum[c] = j ? qb_dpwssd(sum[c], p, sc) : _mm256_madd_epi16(p, sc);
+                    sum[c] = k_keep(j ? qb_dpwssd(sum[c], p, sc) : _mm256_madd_epi16(p, sc));
                 }
             }
             float d = qb_h2f(k->d), dmin = qb_h2f(k->dmin);
@@ -456,7 +465,7 @@ QB_INLINE void q6_tile(const char *w, size_t wstep, int R, const char *acts, siz
                         const blk_q8_K *yb = act_block(acts + c * astride, b);
                         __m256i yq =
                             _mm256_loadu_si256((const __m256i *)(yb->qs + 128 * h + 32 * i));
-                        sum[c] = qb_dpwssd(sum[c], _mm256_maddubs_epi16(q, yq), s);
+                        sum[c] = k_keep(qb_dpwssd(sum[c], _mm256_maddubs_epi16(q, yq), s));
                     }
                 }
             }
@@ -492,9 +501,12 @@ QB_GEMV(q6_K_gemv, q6_K_rows)
 
 /* ---- batch kernels: rows by QB_TILE_C activations (qb_gemm) ---- */
 
-QB_GEMM_TILED(q4_K_gemm, q4_K_tile, 1, QK_K)
-QB_GEMM_TILED(q5_K_gemm, q5_K_tile, 1, QK_K)
-QB_GEMM_TILED(q6_K_gemm, q6_K_tile, 1, QK_K)
+/* One row by K_TILE_MAX activations on every path: a tile keeps two
+ * registers per activation (k_tile), so AVX2's 16 hold 8 of them with
+ * the unpacked values, and each row's unpacking serves 8 activations. */
+QB_GEMM_TILED_C(q4_K_gemm, q4_K_tile, 1, K_TILE_MAX, QK_K)
+QB_GEMM_TILED_C(q5_K_gemm, q5_K_tile, 1, K_TILE_MAX, QK_K)
+QB_GEMM_TILED_C(q6_K_gemm, q6_K_tile, 1, K_TILE_MAX, QK_K)
 
 #else
 
