@@ -446,7 +446,9 @@ QB_INLINE void q6_tile(const char *w, size_t wstep, int R, const char *acts, siz
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
                 /* The scales of groups 8h .. 8h+7 in both halves. */
-                __m256i sch = _mm256_permute4x64_epi64(sc16, h ? 0xEE : 0x44);
+                /* Two literal immediates: at -O1 the loop stays a loop. */
+                __m256i sch =
+                    h ? _mm256_permute4x64_epi64(sc16, 0xEE) : _mm256_permute4x64_epi64(sc16, 0x44);
                 __m256i l0 = _mm256_loadu_si256((const __m256i *)(k->ql + 64 * h));
                 __m256i l1 = _mm256_loadu_si256((const __m256i *)(k->ql + 64 * h + 32));
                 __m256i hb = _mm256_loadu_si256((const __m256i *)(k->qh + 32 * h));
