@@ -429,10 +429,13 @@ static inline __m256i qb_nib_hi(__m256i q)
 
 /* Defines batch kernel `name` from tile_fn(w, row_bytes, acts, stride, C,
  * n, y, ystride), a static always-inline kernel of R rows by C
- * activations (compiled for C = QB_TILE_C and for C = 1, the batch's
- * leftover activations), for rows of whole groups of `unit` values: the
- * gemv's leftover blocks go their own way. */
-#define QB_GEMM_TILED(name, tile_fn, R, unit)                                                      \
+ * activations (compiled for C = TC, TC / 2 and 1, the batch's leftover
+ * activations taking the widest that fits), for rows of whole groups of `unit` values: the gemv's
+ * leftover blocks go their own way. QB_GEMM_TILED takes QB_TILE_C
+ * activations a tile; a kernel whose tile keeps fewer registers per
+ * activation takes more (the K types: qblock_k.c). */
+#define QB_GEMM_TILED(name, tile_fn, R, unit) QB_GEMM_TILED_C(name, tile_fn, R, QB_TILE_C, unit)
+#define QB_GEMM_TILED_C(name, tile_fn, R, TC, unit)                                                \
     static int name(const void *w, size_t row_bytes, int rows, const char *acts, size_t stride,    \
                     const void *packed, int b, int64_t n, float *y, size_t ystride)                \
     {                                                                                              \
@@ -446,12 +449,14 @@ static inline __m256i qb_nib_hi(__m256i q)
         for (int r0 = 0; r0 < tiled; r0 += block) {                                                \
             int r1 = r0 + block < tiled ? r0 + block : tiled;                                      \
             for (int c = 0; c < b;) {                                                              \
-                int C = b - c >= QB_TILE_C ? QB_TILE_C : 1;                                        \
+                int C = b - c >= (TC) ? (TC) : b - c >= (TC) / 2 ? (TC) / 2 : 1;                   \
                 for (int r = r0; r < r1; r += (R)) {                                               \
                     const char *tw = wr + (size_t)r * row_bytes, *ta = acts + (size_t)c * stride;  \
                     float *ty = y + (size_t)c * ystride + r;                                       \
-                    if (C == QB_TILE_C)                                                            \
-                        tile_fn(tw, row_bytes, ta, stride, QB_TILE_C, n, ty, ystride);             \
+                    if (C == (TC))                                                                 \
+                        tile_fn(tw, row_bytes, ta, stride, (TC), n, ty, ystride);                  \
+                    else if (C == (TC) / 2)                                                        \
+                        tile_fn(tw, row_bytes, ta, stride, (TC) / 2, n, ty, ystride);              \
                     else                                                                           \
                         tile_fn(tw, row_bytes, ta, stride, 1, n, ty, ystride);                     \
                 }                                                                                  \

@@ -14,10 +14,11 @@
 /* The values of a block in the pair layout of the Q8_0 kernels
  * (qblock_q.c): a[j] holds values 0..15 of sub-blocks 2j and 2j+1 (32 each)
  * in its two halves, c[j] values 16..31; pairs[j] is the sum of sub-block
- * j (its two bsums). */
+ * j (its two bsums), an int32 lane each, which one multiply-add by the
+ * mins (an int32 lane each too) turns into the eight min terms. */
 typedef struct k_pack {
     int8_t a[4][32], c[4][32];
-    int16_t pairs[8];
+    int32_t pairs[8];
 } k_pack;
 
 static void q8_K_pack(const blk_q8_K *y, k_pack *p)
@@ -28,7 +29,7 @@ static void q8_K_pack(const blk_q8_K *y, k_pack *p)
             memcpy(p->c[j] + 16 * h, y->qs + 64 * j + 32 * h + 16, 16);
         }
     for (int j = 0; j < 8; j++)
-        p->pairs[j] = (int16_t)(y->bsums[2 * j] + y->bsums[2 * j + 1]);
+        p->pairs[j] = y->bsums[2 * j] + y->bsums[2 * j + 1];
 }
 
 /* ggml's quantize_row_q8_K_ref (x86 runs the reference too): the value
@@ -236,25 +237,34 @@ static float q6_K_dot_ref(const void *w, const void *x, int64_t n)
 
 #ifdef QB_AVX2
 
-/* Scales (bytes 0-7) and mins (bytes 8-15) of the eight sub-blocks of
- * blocks a (low half) and b (high half), each unpacked from its six bits
- * as k_scale_min does: the low bits (six of bytes 0-7, four of bytes
- * 8-11) gathered by one shuffle, the top two bits of bytes 0-7 (for
- * sub-blocks 4-7) by another. The scales are read 16 bytes wide: the 4
- * bytes past them are the block's own. */
-static inline __m256i k_scales_mins(const uint8_t *a, const uint8_t *b)
+/* The activation at a (of n values): block b and its pack. */
+static inline const blk_q8_K *act_block(const char *a, int64_t b)
 {
-    __m256i v = qb_load_pair(a, b);
-    __m256i lo = _mm256_shuffle_epi8(v, _mm256_broadcastsi128_si256(_mm_setr_epi8(
-                                            0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
-    lo = _mm256_and_si256(_mm256_srlv_epi32(lo, _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4)),
-                          _mm256_broadcastsi128_si256(
-                              _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f)));
-    __m256i hi =
-        _mm256_shuffle_epi8(v, _mm256_broadcastsi128_si256(_mm_setr_epi8(
-                                   -1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7)));
-    hi = _mm256_srli_epi16(_mm256_and_si256(hi, _mm256_set1_epi8((char)0xC0)), 2);
-    return _mm256_or_si256(lo, hi);
+    return (const blk_q8_K *)a + b;
+}
+
+static inline const k_pack *act_pack(const char *a, int64_t n, int64_t b)
+{
+    return (const k_pack *)((const blk_q8_K *)a + n / QK_K) + b;
+}
+
+/* Scales (bytes 0-7) and mins (bytes 8-15) of the eight sub-blocks of a
+ * Q4_K or Q5_K block, each unpacked from its six bits as k_scale_min
+ * does: the low bits (six of bytes 0-7, four of bytes 8-11) gathered by
+ * one shuffle, the top two bits of bytes 0-7 (for sub-blocks 4-7) by
+ * another. The scales are read 16 bytes wide: the 4 bytes past them are
+ * the block's own. */
+static inline __m128i k_scales_mins(const uint8_t *s)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)s);
+    __m128i lo =
+        _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    lo = _mm_and_si128(_mm_srlv_epi32(lo, _mm_setr_epi32(0, 0, 0, 4)),
+                       _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+    __m128i hi =
+        _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    hi = _mm_srli_epi16(_mm_and_si128(hi, _mm_set1_epi8((char)0xC0)), 2);
+    return _mm_or_si128(lo, hi);
 }
 
 /* The 16 values 16h .. 16h+15 of sub-blocks 2j (low half) and 2j+1 (high
@@ -290,168 +300,201 @@ QB_INLINE __m256i k_vals(const uint8_t *qs, const uint8_t *qh, int j, int h)
     return v;
 }
 
-/* acc + one Q4_K or Q5_K block k dotted with the activation pairs ya, yc:
- * sco holds k's scales in the order of qb_pair_sums, lane 0 of ds its d
- * times y's d. */
-QB_INLINE __m256 k_block(int has_qh, const blk_q4_K *k, const __m256i *ya, const __m256i *yc,
-                         __m128i sco, __m128 ds, __m256 acc)
+/* An int32 sum as it stands, opaque to the optimizer: GCC would otherwise
+ * reassociate a tile's sums, computing every product of a block first and
+ * adding them as a tree, with most of them spilled to the stack. */
+QB_INLINE __m256i k_keep(__m256i v)
 {
-    const uint8_t *qs = has_qh ? ((const blk_q5_K *)k)->qs : k->qs;
-    const uint8_t *qh = has_qh ? ((const blk_q5_K *)k)->qh : NULL;
-    __m256i v[4];
-#pragma GCC unroll 8
-    for (int j = 0; j < 4; j++)
-        v[j] = qb_dpbusd(qb_dpbusd(_mm256_setzero_si256(), k_vals(qs, qh, j, 0), ya[j]),
-                         k_vals(qs, qh, j, 1), yc[j]);
-    __m256i sumi = _mm256_mullo_epi32(qb_pair_sums(v), _mm256_cvtepu8_epi32(sco));
-    return _mm256_fmadd_ps(_mm256_broadcastss_ps(ds), _mm256_cvtepi32_ps(sumi), acc);
+    __asm__("" : "+v"(v));
+    return v;
 }
 
-/* Q4_K and Q5_K (has_qh). The activation's k_pack holds sub-blocks 2j and
- * 2j+1 in register pair j; per row the pairs' dpbusd sums become one sum
- * per sub-block (qb_pair_sums), times the sub-block scales in int32,
- * times d in float. The mins meet the pair sums of y's bsums. Rows go in
- * pairs through the per-block work on scales, mins, d and dmin, each row
- * in one half of the registers: R is QB_ROWS (even) or 1, a lone row
- * paired with itself. */
-QB_INLINE void k_rows(int has_qh, const char *w, size_t step, int R, const void *x, int64_t n,
-                      float *y, size_t ystep)
+/* Picks int16 lane 2j of each half into the low half, lane 2j + 1 into the
+ * high half: a pair of sub-block (or group) scales broadcast to the lanes
+ * of their values. */
+QB_INLINE __m256i k_pick(int j)
+{
+    return _mm256_setr_epi8(4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1,
+                            4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1,
+                            4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3,
+                            4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3,
+                            4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3);
+}
+
+/* Products a tile of k_tile keeps at once: 8 int32 sums (a block's) and
+ * 8 float accumulators fill 16 of AVX-512's 32 registers, and AVX2's 16
+ * with the values and scales in flight spilled to L1 at most once a block. */
+#define K_TILE_MAX 8
+
+/* R rows of a Q4_K or Q5_K matrix (has_qh), wstep bytes apart, by C
+ * activations, astride bytes apart (R * C <= K_TILE_MAX), into y[r * yr +
+ * c * yc]: the gemv (C = 1, R = QB_ROWS rows a quarter of the matrix
+ * apart) and the batch tile (R = 1, C up to K_TILE_MAX) are this one kernel, so
+ * a (row, activation) gets the same bits either way. Per block and row
+ * the values of sub-block pair j are unpacked once for all C activations;
+ * the two products of a pair are added in int16 (values below 32 times
+ * |y| <= 127: at most 15748) and multiplied by the sub-block scales in
+ * the multiply-add that widens them, and the four pairs' sums add up in
+ * int32 (exact in any order): no per-sub-block reductions. The block's
+ * float work is two multiply-adds: d times the sum, dmin times the mins'
+ * terms (the mins, an int32 lane each, by the activation's pair sums). */
+QB_INLINE void k_tile(int has_qh, const char *w, size_t wstep, int R, const char *acts,
+                      size_t astride, int C, int64_t n, float *y, size_t yr, size_t yc)
 {
     const size_t bsize = has_qh ? sizeof(blk_q5_K) : sizeof(blk_q4_K);
-    const blk_q8_K *xb = x;
-    const k_pack *packs = (const k_pack *)(xb + n / QK_K);
-    /* Scale bytes to the order of qb_pair_sums, in each half. */
-    const __m256i order =
-        _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0));
-    const __m256i dmin_lanes = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);
-    __m256 acc[QB_ROWS], accm[(QB_ROWS + 1) / 2];
+    __m256 acc[K_TILE_MAX];
+#pragma GCC unroll 8
+    for (int i = 0; i < R * C; i++)
+        acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            /* Q4_K and Q5_K blocks both start with d, dmin, scales. */
+            const blk_q4_K *k = (const blk_q4_K *)(w + r * wstep + b * bsize);
+            const uint8_t *qs = has_qh ? ((const blk_q5_K *)k)->qs : k->qs;
+            const uint8_t *qh = has_qh ? ((const blk_q5_K *)k)->qh : NULL;
+            __m128i scm = k_scales_mins(k->scales);
+            /* The scales as int16 in both halves of a register. */
+            __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
+            __m256i sum[K_TILE_MAX];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m256i va = k_vals(qs, qh, j, 0), vc = k_vals(qs, qh, j, 1);
+                __m256i sc = _mm256_shuffle_epi8(sc16, k_pick(j));
+#pragma GCC unroll 8
+                for (int c = 0; c < C; c++) {
+                    const k_pack *pk = act_pack(acts + c * astride, n, b);
+                    __m256i p = _mm256_add_epi16(
+                        _mm256_maddubs_epi16(va, _mm256_loadu_si256((const __m256i *)pk->a[j])),
+                        _mm256_maddubs_epi16(vc, _mm256_loadu_si256((const __m256i *)pk->c[j])));
+                    sum[c] = k_keep(j ? qb_dpwssd(sum[c], p, sc) : _mm256_madd_epi16(p, sc));
+                }
+            }
+            float d = qb_h2f(k->d), dmin = qb_h2f(k->dmin);
+            __m256i m32 = _mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8));
+#pragma GCC unroll 8
+            for (int c = 0; c < C; c++) {
+                const char *a = acts + c * astride;
+                float dy = act_block(a, b)->d;
+                __m256i mins = _mm256_madd_epi16(
+                    m32, _mm256_loadu_si256((const __m256i *)act_pack(a, n, b)->pairs));
+                __m256 *s = &acc[r * C + c];
+                *s = _mm256_fmadd_ps(_mm256_set1_ps(d * dy), _mm256_cvtepi32_ps(sum[c]), *s);
+                *s = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * dy), _mm256_cvtepi32_ps(mins), *s);
+            }
+        }
+    }
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
-        acc[r] = accm[r / 2] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        const blk_q8_K *yb = &xb[b];
-        const __m128 dy = _mm_set1_ps(yb->d);
-        const k_pack *pk = &packs[b];
-        __m256i ypairs = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pk->pairs));
-        __m256i ya[4], yc[4];
 #pragma GCC unroll 8
-        for (int j = 0; j < 4; j++) {
-            ya[j] = _mm256_loadu_si256((const __m256i *)pk->a[j]);
-            yc[j] = _mm256_loadu_si256((const __m256i *)pk->c[j]);
-        }
-#pragma GCC unroll 8
-        for (int p = 0; p < R; p += 2) {
-            /* Q4_K and Q5_K blocks both start with d, dmin, scales. */
-            const blk_q4_K *k[2] = {
-                (const blk_q4_K *)(w + p * step + b * bsize),
-                (const blk_q4_K *)(w + (p + 1 < R ? p + 1 : p) * step + b * bsize)};
-            __m256i scm = k_scales_mins(k[0]->scales, k[1]->scales);
-            /* d, dmin of both rows times y's d: d0 dmin0 d1 dmin1. */
-            uint32_t dd[2];
-            memcpy(&dd[0], k[0], sizeof dd[0]);
-            memcpy(&dd[1], k[1], sizeof dd[1]);
-            __m128 ds = _mm_mul_ps(_mm_cvtph_ps(_mm_setr_epi32((int)dd[0], (int)dd[1], 0, 0)), dy);
-            __m256i mins = _mm256_madd_epi16(
-                _mm256_cvtepu8_epi16(_mm_unpackhi_epi64(_mm256_castsi256_si128(scm),
-                                                        _mm256_extracti128_si256(scm, 1))),
-                ypairs);
-            accm[p / 2] =
-                _mm256_fmadd_ps(_mm256_permutevar8x32_ps(_mm256_castps128_ps256(ds), dmin_lanes),
-                                _mm256_cvtepi32_ps(mins), accm[p / 2]);
-            __m256i sco = _mm256_shuffle_epi8(scm, order);
-            acc[p] = k_block(has_qh, k[0], ya, yc, _mm256_castsi256_si128(sco), ds, acc[p]);
-            if (R > 1)
-                acc[p + 1] = k_block(has_qh, k[1], ya, yc, _mm256_extracti128_si256(sco, 1),
-                                     _mm_movehl_ps(ds, ds), acc[p + 1]);
-        }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-        __m128 m =
-            r % 2 ? _mm256_extractf128_ps(accm[r / 2], 1) : _mm256_castps256_ps128(accm[r / 2]);
-        m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        y[r * ystep] = qb_hsum(acc[r]) - _mm_cvtss_f32(m);
-    }
+        for (int c = 0; c < C; c++)
+            y[r * yr + c * yc] = qb_hsum(acc[r * C + c]);
 }
 
 QB_INLINE void q4_K_rows(const char *w, size_t step, int R, const void *x, int64_t n, float *y,
                          size_t ystep)
 {
-    k_rows(0, w, step, R, x, n, y, ystep);
+    k_tile(0, w, step, R, x, 0, 1, n, y, ystep, 0);
 }
 
 QB_INLINE void q5_K_rows(const char *w, size_t step, int R, const void *x, int64_t n, float *y,
                          size_t ystep)
 {
-    k_rows(1, w, step, R, x, n, y, ystep);
+    k_tile(1, w, step, R, x, 0, 1, n, y, ystep, 0);
 }
 
-/* Q6_K: the unsigned values (0..63) go through maddubs; the offset 32
- * comes off as 32 * sum_g sc_g * bsums_g. Chunk c (32 values) spans
- * groups 2c and 2c+1, whose scales fill the low and high int16 halves. */
-QB_INLINE void q6_K_rows(const char *w, size_t step, int R, const void *x, int64_t n, float *y,
-                         size_t ystep)
+QB_INLINE void q4_K_tile(const char *w, size_t row_bytes, const char *acts, size_t stride, int C,
+                         int64_t n, float *y, size_t ystride)
 {
-    const blk_q8_K *xb = x;
+    k_tile(0, w, row_bytes, 1, acts, stride, C, n, y, 0, ystride);
+}
+
+QB_INLINE void q5_K_tile(const char *w, size_t row_bytes, const char *acts, size_t stride, int C,
+                         int64_t n, float *y, size_t ystride)
+{
+    k_tile(1, w, row_bytes, 1, acts, stride, C, n, y, 0, ystride);
+}
+
+/* Q6_K, R rows (wstep bytes apart) by C activations (astride bytes apart),
+ * R * C <= K_TILE_MAX, into y[r * yr + c * yc]: the gemv and the batch
+ * tile, as k_tile. The unsigned values (0..63) go through maddubs; the
+ * offset 32 comes off as 32 * sum_g sc_g * bsums_g. Chunk c (32 values)
+ * spans groups 2c and 2c+1, whose scales fill the low and high int16
+ * halves; each chunk's values and scales are unpacked once for all C
+ * activations. */
+QB_INLINE void q6_tile(const char *w, size_t wstep, int R, const char *acts, size_t astride, int C,
+                       int64_t n, float *y, size_t yr, size_t yc)
+{
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
-    __m256 acc[QB_ROWS];
+    __m256 acc[K_TILE_MAX];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; r++)
-        acc[r] = _mm256_setzero_ps();
+    for (int i = 0; i < R * C; i++)
+        acc[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
-        const blk_q8_K *yb = &xb[b];
-        __m256i bsums = _mm256_loadu_si256((const __m256i *)yb->bsums);
-        __m128i sc8[QB_ROWS];
-        __m256i sumi[QB_ROWS];
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
-            const blk_q6_K *k = (const blk_q6_K *)(w + r * step) + b;
-            sc8[r] = _mm_loadu_si128((const __m128i *)k->scales);
-            __m256i off = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc8[r]), bsums);
-            sumi[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, 5));
-        }
+            const blk_q6_K *k = (const blk_q6_K *)(w + r * wstep) + b;
+            __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)k->scales));
+            __m256i sum[K_TILE_MAX];
 #pragma GCC unroll 8
-        for (int h = 0; h < 2; h++) {
-            __m256i yq[4];
-#pragma GCC unroll 8
-            for (int i = 0; i < 4; i++)
-                yq[i] = _mm256_loadu_si256((const __m256i *)(yb->qs + 128 * h + 32 * i));
-#pragma GCC unroll 8
-            for (int r = 0; r < R; r++) {
-                const blk_q6_K *k = (const blk_q6_K *)(w + r * step) + b;
+            for (int c = 0; c < C; c++) {
+                __m256i bsums =
+                    _mm256_loadu_si256((const __m256i *)act_block(acts + c * astride, b)->bsums);
+                __m256i off = _mm256_madd_epi16(sc16, bsums);
+                sum[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, 5));
+            }
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                /* The scales of groups 8h .. 8h+7 in both halves. */
+                /* Two literal immediates: at -O1 the loop stays a loop. */
+                __m256i sch =
+                    h ? _mm256_permute4x64_epi64(sc16, 0xEE) : _mm256_permute4x64_epi64(sc16, 0x44);
                 __m256i l0 = _mm256_loadu_si256((const __m256i *)(k->ql + 64 * h));
                 __m256i l1 = _mm256_loadu_si256((const __m256i *)(k->ql + 64 * h + 32));
                 __m256i hb = _mm256_loadu_si256((const __m256i *)(k->qh + 32 * h));
-                __m256i q[4] = {
-                    _mm256_or_si256(_mm256_and_si256(l0, m4),
-                                    _mm256_and_si256(_mm256_slli_epi16(hb, 4), m2)),
-                    _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                    _mm256_and_si256(_mm256_slli_epi16(hb, 2), m2)),
-                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                    _mm256_and_si256(hb, m2)),
-                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                    _mm256_and_si256(_mm256_srli_epi16(hb, 2), m2)),
-                };
-#pragma GCC unroll 8
+#pragma GCC unroll 4
                 for (int i = 0; i < 4; i++) {
-                    int c = 4 * h + i;
-                    __m128i pick = _mm_set_epi64x(0x0101010101010101LL * (2 * c + 1),
-                                                  0x0101010101010101LL * (2 * c));
-                    __m256i s = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8[r], pick));
-                    sumi[r] = qb_dpwssd(sumi[r], _mm256_maddubs_epi16(q[i], yq[i]), s);
+                    __m256i lo = i % 2 ? l1 : l0;
+                    lo = i < 2 ? lo : _mm256_srli_epi16(lo, 4);
+                    __m256i hi = i == 0   ? _mm256_slli_epi16(hb, 4)
+                                 : i == 1 ? _mm256_slli_epi16(hb, 2)
+                                 : i == 2 ? hb
+                                          : _mm256_srli_epi16(hb, 2);
+                    __m256i q = _mm256_or_si256(_mm256_and_si256(lo, m4), _mm256_and_si256(hi, m2));
+                    __m256i s = _mm256_shuffle_epi8(sch, k_pick(i));
+#pragma GCC unroll 8
+                    for (int c = 0; c < C; c++) {
+                        const blk_q8_K *yb = act_block(acts + c * astride, b);
+                        __m256i yq =
+                            _mm256_loadu_si256((const __m256i *)(yb->qs + 128 * h + 32 * i));
+                        sum[c] = k_keep(qb_dpwssd(sum[c], _mm256_maddubs_epi16(q, yq), s));
+                    }
                 }
             }
-        }
 #pragma GCC unroll 8
-        for (int r = 0; r < R; r++) {
-            const blk_q6_K *k = (const blk_q6_K *)(w + r * step) + b;
-            acc[r] = _mm256_fmadd_ps(qb_scale(k->d, yb->d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+            for (int c = 0; c < C; c++)
+                acc[r * C + c] =
+                    _mm256_fmadd_ps(qb_scale(k->d, act_block(acts + c * astride, b)->d),
+                                    _mm256_cvtepi32_ps(sum[c]), acc[r * C + c]);
         }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
-        y[r * ystep] = qb_hsum(acc[r]);
+#pragma GCC unroll 8
+        for (int c = 0; c < C; c++)
+            y[r * yr + c * yc] = qb_hsum(acc[r * C + c]);
+}
+
+QB_INLINE void q6_K_rows(const char *w, size_t step, int R, const void *x, int64_t n, float *y,
+                         size_t ystep)
+{
+    q6_tile(w, step, R, x, 0, 1, n, y, ystep, 0);
+}
+
+QB_INLINE void q6_K_tile(const char *w, size_t row_bytes, const char *acts, size_t stride, int C,
+                         int64_t n, float *y, size_t ystride)
+{
+    q6_tile(w, row_bytes, 1, acts, stride, C, n, y, 0, ystride);
 }
 
 QB_GEMV(q4_K_gemv, q4_K_rows)
@@ -460,192 +503,12 @@ QB_GEMV(q6_K_gemv, q6_K_rows)
 
 /* ---- batch kernels: rows by QB_TILE_C activations (qb_gemm) ---- */
 
-/* The activation at a (of n values): block b and its pack. */
-static inline const blk_q8_K *act_block(const char *a, int64_t b)
-{
-    return (const blk_q8_K *)a + b;
-}
-
-static inline const k_pack *act_pack(const char *a, int64_t n, int64_t b)
-{
-    return (const k_pack *)((const blk_q8_K *)a + n / QK_K) + b;
-}
-
-/* Q4_K and Q5_K, a row pair (k_rows' pair, each row in a half of the
- * scale and min registers) by C activations. The values of sub-block
- * pair j are unpacked once for all of them; the two products of a pair
- * are added in int16 (values below 32 times |y| <= 127: at most 15748)
- * and multiplied by the sub-block scales in the same multiply-add that
- * widens them, which gives each sub-block's sum times its scale as k_rows'
- * int32 multiply does, exactly. */
-QB_INLINE void k_tile(int has_qh, const char *w, size_t row_bytes, const char *acts, size_t stride,
-                      int C, int64_t n, float *y, size_t ystride)
-{
-    const size_t bsize = has_qh ? sizeof(blk_q5_K) : sizeof(blk_q4_K);
-    const __m256i dmin_lanes = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);
-    __m256 acc[2][QB_TILE_C], accm[QB_TILE_C];
-#pragma GCC unroll 16
-    for (int c = 0; c < C; c++)
-        acc[0][c] = acc[1][c] = accm[c] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        const blk_q4_K *k[2] = {(const blk_q4_K *)(w + b * bsize),
-                                (const blk_q4_K *)(w + row_bytes + b * bsize)};
-        __m256i scm = k_scales_mins(k[0]->scales, k[1]->scales);
-        uint32_t dd[2];
-        memcpy(&dd[0], k[0], sizeof dd[0]);
-        memcpy(&dd[1], k[1], sizeof dd[1]);
-        __m128 dw = _mm_cvtph_ps(_mm_setr_epi32((int)dd[0], (int)dd[1], 0, 0));
-        __m256i m16 = _mm256_cvtepu8_epi16(
-            _mm_unpackhi_epi64(_mm256_castsi256_si128(scm), _mm256_extracti128_si256(scm, 1)));
-        /* Each row's scales as int16 in both halves of a register. */
-        __m256i sc16[2] = {
-            _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm256_castsi256_si128(scm))),
-            _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm256_extracti128_si256(scm, 1)))};
-        __m128 ds[QB_TILE_C];
-#pragma GCC unroll 16
-        for (int c = 0; c < C; c++) {
-            const char *a = acts + (size_t)c * stride;
-            ds[c] = _mm_mul_ps(dw, _mm_set1_ps(act_block(a, b)->d));
-            __m256i ypairs = _mm256_broadcastsi128_si256(
-                _mm_loadu_si128((const __m128i *)act_pack(a, n, b)->pairs));
-            accm[c] =
-                _mm256_fmadd_ps(_mm256_permutevar8x32_ps(_mm256_castps128_ps256(ds[c]), dmin_lanes),
-                                _mm256_cvtepi32_ps(_mm256_madd_epi16(m16, ypairs)), accm[c]);
-        }
-        __m256i s01[2][QB_TILE_C], v[2][QB_TILE_C];
-        const uint8_t *qs[2], *qh[2];
-#pragma GCC unroll 2
-        for (int r = 0; r < 2; r++) {
-            qs[r] = has_qh ? ((const blk_q5_K *)k[r])->qs : k[r]->qs;
-            qh[r] = has_qh ? ((const blk_q5_K *)k[r])->qh : NULL;
-        }
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-            /* Scales of sub-blocks 2j (low half) and 2j+1 (high half). */
-            const __m256i pick =
-                _mm256_setr_epi8(4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j,
-                                 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1,
-                                 4 * j, 4 * j + 1, 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3,
-                                 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3,
-                                 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3);
-            __m256i va[2], vc[2], sc[2];
-#pragma GCC unroll 2
-            for (int r = 0; r < 2; r++) {
-                va[r] = k_vals(qs[r], qh[r], j, 0);
-                vc[r] = k_vals(qs[r], qh[r], j, 1);
-                sc[r] = _mm256_shuffle_epi8(sc16[r], pick);
-            }
-#pragma GCC unroll 16
-            for (int c = 0; c < C; c++) {
-                const k_pack *pk = act_pack(acts + (size_t)c * stride, n, b);
-                __m256i ya = _mm256_loadu_si256((const __m256i *)pk->a[j]);
-                __m256i yc = _mm256_loadu_si256((const __m256i *)pk->c[j]);
-#pragma GCC unroll 2
-                for (int r = 0; r < 2; r++) {
-                    __m256i d = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(va[r], ya),
-                                                                   _mm256_maddubs_epi16(vc[r], yc)),
-                                                  sc[r]);
-                    if (j == 1)
-                        s01[r][c] = qb_sums2(v[r][c], d);
-                    else if (j == 3)
-                        v[r][c] = qb_sums4(s01[r][c], qb_sums2(v[r][c], d));
-                    else
-                        v[r][c] = d;
-                }
-            }
-        }
-#pragma GCC unroll 16
-        for (int c = 0; c < C; c++) {
-            acc[0][c] = _mm256_fmadd_ps(_mm256_broadcastss_ps(ds[c]), _mm256_cvtepi32_ps(v[0][c]),
-                                        acc[0][c]);
-            acc[1][c] = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehl_ps(ds[c], ds[c])),
-                                        _mm256_cvtepi32_ps(v[1][c]), acc[1][c]);
-        }
-    }
-#pragma GCC unroll 16
-    for (int c = 0; c < C; c++)
-#pragma GCC unroll 2
-        for (int r = 0; r < 2; r++) {
-            __m128 m = r ? _mm256_extractf128_ps(accm[c], 1) : _mm256_castps256_ps128(accm[c]);
-            m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-            m = _mm_add_ss(m, _mm_movehdup_ps(m));
-            y[(size_t)c * ystride + r] = qb_hsum(acc[r][c]) - _mm_cvtss_f32(m);
-        }
-}
-
-QB_INLINE void q4_K_tile(const char *w, size_t row_bytes, const char *acts, size_t stride, int C,
-                         int64_t n, float *y, size_t ystride)
-{
-    k_tile(0, w, row_bytes, acts, stride, C, n, y, ystride);
-}
-
-QB_INLINE void q5_K_tile(const char *w, size_t row_bytes, const char *acts, size_t stride, int C,
-                         int64_t n, float *y, size_t ystride)
-{
-    k_tile(1, w, row_bytes, acts, stride, C, n, y, ystride);
-}
-
-/* Q6_K, one row by C activations: each chunk's values and scales are
- * unpacked once for all of them (q6_K_rows' arithmetic otherwise). */
-QB_INLINE void q6_K_tile(const char *w, size_t row_bytes, const char *acts, size_t stride, int C,
-                         int64_t n, float *y, size_t ystride)
-{
-    (void)row_bytes;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
-    __m256 acc[QB_TILE_C];
-#pragma GCC unroll 16
-    for (int c = 0; c < C; c++)
-        acc[c] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        const blk_q6_K *k = (const blk_q6_K *)w + b;
-        __m128i sc8 = _mm_loadu_si128((const __m128i *)k->scales);
-        __m256i sc16 = _mm256_cvtepi8_epi16(sc8), sumi[QB_TILE_C];
-#pragma GCC unroll 16
-        for (int c = 0; c < C; c++) {
-            __m256i bsums =
-                _mm256_loadu_si256((const __m256i *)act_block(acts + (size_t)c * stride, b)->bsums);
-            __m256i off = _mm256_madd_epi16(sc16, bsums);
-            sumi[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, 5));
-        }
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            __m256i l0 = _mm256_loadu_si256((const __m256i *)(k->ql + 64 * h));
-            __m256i l1 = _mm256_loadu_si256((const __m256i *)(k->ql + 64 * h + 32));
-            __m256i hb = _mm256_loadu_si256((const __m256i *)(k->qh + 32 * h));
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                __m256i lo = i % 2 ? l1 : l0;
-                lo = i < 2 ? lo : _mm256_srli_epi16(lo, 4);
-                __m256i hi = i == 0   ? _mm256_slli_epi16(hb, 4)
-                             : i == 1 ? _mm256_slli_epi16(hb, 2)
-                             : i == 2 ? hb
-                                      : _mm256_srli_epi16(hb, 2);
-                __m256i q = _mm256_or_si256(_mm256_and_si256(lo, m4), _mm256_and_si256(hi, m2));
-                int ch = 4 * h + i;
-                __m128i pick = _mm_set_epi64x(0x0101010101010101LL * (2 * ch + 1),
-                                              0x0101010101010101LL * (2 * ch));
-                __m256i s = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, pick));
-#pragma GCC unroll 16
-                for (int c = 0; c < C; c++) {
-                    const blk_q8_K *yb = act_block(acts + (size_t)c * stride, b);
-                    __m256i yq = _mm256_loadu_si256((const __m256i *)(yb->qs + 128 * h + 32 * i));
-                    sumi[c] = qb_dpwssd(sumi[c], _mm256_maddubs_epi16(q, yq), s);
-                }
-            }
-        }
-#pragma GCC unroll 16
-        for (int c = 0; c < C; c++)
-            acc[c] = _mm256_fmadd_ps(qb_scale(k->d, act_block(acts + (size_t)c * stride, b)->d),
-                                     _mm256_cvtepi32_ps(sumi[c]), acc[c]);
-    }
-#pragma GCC unroll 16
-    for (int c = 0; c < C; c++)
-        y[(size_t)c * ystride] = qb_hsum(acc[c]);
-}
-
-QB_GEMM_TILED(q4_K_gemm, q4_K_tile, 2, QK_K)
-QB_GEMM_TILED(q5_K_gemm, q5_K_tile, 2, QK_K)
-QB_GEMM_TILED(q6_K_gemm, q6_K_tile, 1, QK_K)
+/* One row by K_TILE_MAX activations on every path: a tile keeps two
+ * registers per activation (k_tile), so AVX2's 16 hold 8 of them with
+ * the unpacked values, and each row's unpacking serves 8 activations. */
+QB_GEMM_TILED_C(q4_K_gemm, q4_K_tile, 1, K_TILE_MAX, QK_K)
+QB_GEMM_TILED_C(q5_K_gemm, q5_K_tile, 1, K_TILE_MAX, QK_K)
+QB_GEMM_TILED_C(q6_K_gemm, q6_K_tile, 1, K_TILE_MAX, QK_K)
 
 #else
 

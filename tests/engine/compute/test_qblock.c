@@ -249,7 +249,7 @@ Test(qblock, activation_types_and_sizes)
     /* Blocks, then the kernels' copy: per 8 Q8_0 blocks, per Q8_K block. */
     cr_assert_eq(qb_act_bytes(WT_Q4_0, 64), 2 * 34);
     cr_assert_eq(qb_act_bytes(WT_Q8_0, 288), 9 * 34 + 416);
-    cr_assert_eq(qb_act_bytes(WT_Q5_K, 512), 2 * (292 + 272));
+    cr_assert_eq(qb_act_bytes(WT_Q5_K, 512), 2 * (292 + 288)); /* 256 values, 8 int32 sums */
     cr_assert_eq(qb_act_bytes(WT_Q5_K, 128), 0);
     cr_assert_eq(qb_act_bytes(3, 64), 0); /* Q4_1: not supported */
 }
