@@ -180,18 +180,12 @@ static int bench_publish(double *plain, double *fed)
 
 /* ---- a node, and its two kinds of client -------------------------------- */
 
+/* A free loopback port outside the ephemeral range (benchlib's: inferd
+ * serve refuses the others), -1 when none. */
 static int free_port(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
+    int port;
+    return bench_free_ports(1, &port) == 0 ? port : -1;
 }
 
 static int connect_port(int port)
