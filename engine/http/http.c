@@ -31,6 +31,7 @@
 #include "gen.h"
 #include "guard.h"
 #include "openai.h"
+#include "reqhead.h"
 #include "sbuf.h"
 #include "tokens.h"
 #include "work.h"
@@ -73,7 +74,6 @@ struct http {
     struct MHD_Daemon *d;
     guard *guard;
     work_pool pool;
-    char *timeout_reply; /* the 408 the guard writes */
     pthread_mutex_t counts_lock;
     int n_counts;
     http_count counts[HTTP_COUNTS_MAX];
@@ -803,10 +803,33 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     return x;
 }
 
-/* The guard wrote a 408 (no method known by then). */
-static void on_timed_out(void *ctx, int tag)
+/* The guard's tag of a request: its route. */
+static int guard_tag(void *ctx, const char *path)
 {
-    count_request(ctx, (route)tag, N_METHODS - 1, MHD_HTTP_REQUEST_TIMEOUT);
+    (void)ctx;
+    return (int)find_route(path);
+}
+
+/* A whole response the guard writes itself (a 408, a head refused before
+ * libmicrohttpd parses it), counted: no method is known by then. */
+static char *guard_reply(void *ctx, int tag, int status, const char *code, const char *message)
+{
+    http *h = ctx;
+    count_request(h, (route)tag, N_METHODS - 1, (unsigned)status);
+    oai_error e;
+    oai_fail(&e, status, code, NULL, "%s", message);
+    char *body = oai_error_json(&e);
+    if (!body)
+        return NULL;
+    sbuf b = {0};
+    const char *reason = MHD_get_reason_phrase_for((unsigned)status);
+    sbuf_printf(&b, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n", status,
+                reason && reason[0] ? reason : "Error");
+    if (h->cors)
+        sbuf_printf(&b, "Access-Control-Allow-Origin: %s\r\n", h->cors);
+    sbuf_printf(&b, "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), body);
+    free(body);
+    return sbuf_take(&b, NULL);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -920,49 +943,45 @@ static unsigned connections_max(void)
     return n < 2 * RESERVED_CONNECTIONS ? 2 * RESERVED_CONNECTIONS : (unsigned)n;
 }
 
-/* The 408 the guard writes itself, whole. */
-static char *timeout_reply(double deadline_s)
-{
-    oai_error e;
-    oai_fail(&e, 408, "timeout", NULL,
-             "the request's header and body took longer than %g s (--http-header-timeout)",
-             deadline_s);
-    char *body = oai_error_json(&e);
-    sbuf b = {0};
-    if (body)
-        sbuf_printf(&b,
-                    "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
-                    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
-                    strlen(body), body);
-    free(body);
-    return body ? sbuf_take(&b, NULL) : NULL;
-}
-
 static int start_daemon(http *h, const http_opts *o, const struct sockaddr_storage *ss, char *err,
                         size_t errlen)
 {
     unsigned limit = connections_max();
-    double deadline = o->header_timeout_s > 0 ? o->header_timeout_s : IDLE_TIMEOUT_S;
-    if (!(h->timeout_reply = timeout_reply(deadline))) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    guard_cfg gc = {deadline,         o->per_client, (int)(limit - RESERVED_CONNECTIONS),
-                    h->timeout_reply, on_timed_out,  h};
+    guard_cfg gc = {
+        .deadline_s = o->header_timeout_s > 0 ? o->header_timeout_s : IDLE_TIMEOUT_S,
+        .deadline_flag = "--http-header-timeout",
+        .idle_s = IDLE_TIMEOUT_S,
+        .per_client = o->per_client,
+        .general = (int)(limit - RESERVED_CONNECTIONS),
+        .capacity = (int)limit,
+        .reply = guard_reply,
+        .tag_of = guard_tag,
+        .ctx = h,
+    };
     if (guard_start(&h->guard, &gc) != 0) {
         snprintf(err, errlen, "cannot start the connection guard's thread");
         return -1;
     }
+    /* The guard listens and hands libmicrohttpd each connection once its
+     * first head proved sound (guard.h), so libmicrohttpd has no listener
+     * of its own and is woken (ITC) for each connection handed. Its memory
+     * a connection is what the guard's head limits leave room in. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     (ss->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ss,
-                            MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-                            (unsigned)LISTEN_BACKLOG, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_CONNECTION_LIMIT, limit,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)REQHEAD_MHD_MEMORY,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                             MHD_OPTION_NOTIFY_CONNECTION, guard_notify, h->guard,
                             MHD_OPTION_URI_LOG_CALLBACK, on_uri, h, MHD_OPTION_END);
     if (!h->d) {
-        snprintf(err, errlen, "cannot listen (in use, or not an address of this host)");
+        snprintf(err, errlen, "cannot start libmicrohttpd");
+        return -1;
+    }
+    socklen_t len =
+        ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (guard_listen(h->guard, (const struct sockaddr *)ss, len, LISTEN_BACKLOG, h->d) != 0) {
+        snprintf(err, errlen, "cannot listen: %s", strerror(errno));
         return -1;
     }
     return 0;
@@ -1032,14 +1051,11 @@ void http_stop(http *h)
     /* No new connection (clients see the server gone at once); the
      * workers end (their waits see the flag) and resume their
      * connections, so that none is left suspended when the daemon stops. */
-    MHD_socket ls = h->d ? MHD_quiesce_daemon(h->d) : MHD_INVALID_SOCKET;
-    if (ls != MHD_INVALID_SOCKET)
-        close(ls);
+    guard_quiesce(h->guard);
     work_pool_drain(&h->pool);
     if (h->d)
         MHD_stop_daemon(h->d);
     guard_stop(h->guard);
-    free(h->timeout_reply);
     feed_stop(h->feed);
     if (h->own_zctx && h->zctx)
         zmq_ctx_term(h->zctx);

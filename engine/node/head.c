@@ -149,6 +149,15 @@ static int known_prompt(const proto_request *req)
     }
 }
 
+/* Refused before it queued: the reply, and the event that has
+ * inferd_requests_total count it (outcome refused, its code). */
+static void refuse(head *hd, const peer *from, proto_request *req, proto_code code, const char *msg)
+{
+    node_reply_error(hd->nd, from, req->id, code, "%s", msg);
+    node_event(hd->nd, PROTO_EV_REFUSED, req->id, proto_code_name(code), NULL, "%s", msg);
+    proto_request_free(req);
+}
+
 void head_enqueue(head *hd, const peer *from, proto_request *req)
 {
     if (!hd->nd->head) {
@@ -161,16 +170,13 @@ void head_enqueue(head *hd, const peer *from, proto_request *req)
     }
     /* Places and queue counted together: requests that arrive at once are
      * all queued before any starts, and the bound must not depend on that. */
+    char msg[PROTO_MESSAGE_MAX];
     if (hd->n_queue >= hd->nd->o.max_seqs + NODE_QUEUE_MAX) {
-        node_reply_error(hd->nd, from, req->id, PROTO_E_BUSY,
-                         "%d requests already running or queued on this node (--max-seqs %d, "
-                         "and %d more queued); retry later",
-                         hd->n_queue, hd->nd->o.max_seqs, NODE_QUEUE_MAX);
-        /* Published like every refusal, so that inferd_requests_total
-         * counts it (outcome refused, code busy). */
-        node_event(hd->nd, PROTO_EV_REFUSED, req->id, "busy", NULL,
-                   "%d requests already running or queued", hd->n_queue);
-        proto_request_free(req);
+        snprintf(msg, sizeof msg,
+                 "%d requests already running or queued on this node (--max-seqs %d, and %d "
+                 "more queued); retry later",
+                 hd->n_queue, hd->nd->o.max_seqs, NODE_QUEUE_MAX);
+        refuse(hd, from, req, PROTO_E_BUSY, msg);
         return;
     }
     /* A broken ring refuses at once: waiting would only be waiting for
@@ -186,19 +192,17 @@ void head_enqueue(head *hd, const peer *from, proto_request *req)
     /* A request whose context passes --max-ctx by what is known of it now
      * (a session's length may change until its turn) is refused now
      * rather than after waiting for its turn. */
-    char msg[PROTO_MESSAGE_MAX];
     if (guard_ctx(hd->nd->o.max_ctx, g->max_tokens + known_prompt(req), msg, sizeof msg) != 0) {
-        node_reply_error(hd->nd, from, req->id, PROTO_E_CTX_LIMIT, "%s", msg);
-        proto_request_free(req);
+        refuse(hd, from, req, PROTO_E_CTX_LIMIT, msg);
         return;
     }
     if (g->input == PROTO_INPUT_TOKENS) {
         for (int i = 0; i < g->n_tokens; i++) {
             if (g->tokens[i] >= hd->nd->cfg->vocab_size) {
-                node_reply_error(hd->nd, from, req->id, PROTO_E_BAD_TOKEN,
-                                 "tokens[%d] = %d is outside the model's vocabulary (0..%d)", i,
-                                 g->tokens[i], hd->nd->cfg->vocab_size - 1);
-                proto_request_free(req);
+                snprintf(msg, sizeof msg,
+                         "tokens[%d] = %d is outside the model's vocabulary (0..%d)", i,
+                         g->tokens[i], hd->nd->cfg->vocab_size - 1);
+                refuse(hd, from, req, PROTO_E_BAD_TOKEN, msg);
                 return;
             }
         }

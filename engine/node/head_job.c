@@ -110,9 +110,13 @@ void head_job_finish(head *hd, job *j, const proto_error *e)
     node_reply(hd->nd, &j->from,
                e ? proto_reply_error_with(j->req.id, e, res) : proto_reply_ok(j->req.id, res));
     json_decref(res);
+    /* A request that began and then failed for lack of room was not
+     * refused up front: its end message counts it, as an error. */
+    proto_event_kind kind = e ? event_of(e->code) : PROTO_EV_ERROR;
+    if (kind == PROTO_EV_REFUSED && j->begun)
+        kind = PROTO_EV_ERROR;
     if (e && e->code != PROTO_E_CANCELLED)
-        node_event(hd->nd, event_of(e->code), j->req.id, proto_code_name(e->code), NULL, "%s",
-                   e->message);
+        node_event(hd->nd, kind, j->req.id, proto_code_name(e->code), NULL, "%s", e->message);
     stage_req *c = j->state == JOB_RUN ? stage_find(hd->st, j->op) : NULL;
     if (c && hd->nd->ring) {
         json_t *o = json_pack("{ss sb}", "req", j->req.id, "ok", e == NULL);
@@ -125,7 +129,10 @@ void head_job_finish(head *hd, job *j, const proto_error *e)
         int pending = e ? j->pending0 : (j->generated > 0 ? j->last_token : -1);
         stage_end(hd->st, c, e == NULL, pending);
     }
-    if (j->begun) {
+    /* A request counts once in inferd_requests_total: refused up front
+     * (its event), or ended (this message), whether it began or not (one
+     * cancelled or stalled while still queued ends too). */
+    if (j->begun || (e && event_of(e->code) != PROTO_EV_REFUSED)) {
         proto_req_msg m;
         memset(&m, 0, sizeof m);
         snprintf(m.req, sizeof m.req, "%s", j->req.id);

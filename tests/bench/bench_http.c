@@ -72,6 +72,12 @@
 #define N_CONC 16
 #define N_CONC_TOKENS 48
 #define N_CONC_PAIRS 9
+/* The wider load: 64 streams at --max-seqs 64, fewer pairs (each run is
+ * four times as long). */
+#define N_WIDE 64
+#define N_WIDE_PAIRS 3
+/* Streamed tokens/s over HTTP, in % of the control socket's: the target. */
+#define RATE_TARGET_PCT 95.0
 #define CONC_MODEL "synth:110m"
 #define MODEL "synth:dim=64,hidden=128,layers=1,heads=2,kv_heads=2,vocab=512,seed=2"
 
@@ -174,18 +180,12 @@ static int bench_publish(double *plain, double *fed)
 
 /* ---- a node, and its two kinds of client -------------------------------- */
 
+/* A free loopback port outside the ephemeral range (benchlib's: inferd
+ * serve refuses the others), -1 when none. */
 static int free_port(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
+    int port;
+    return bench_free_ports(1, &port) == 0 ? port : -1;
 }
 
 static int connect_port(int port)
@@ -290,8 +290,8 @@ static double best(double a, double b)
     return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
-/* One of N_CONC clients streaming N_LONG tokens: over HTTP when port > 0,
- * else over ZeroMQ on a client of its own. */
+/* One of the concurrent clients streaming N_CONC_TOKENS tokens: over
+ * HTTP when port > 0, else over ZeroMQ on a client of its own. */
 typedef struct conc_arg {
     int port;
     const char *model;
@@ -312,18 +312,18 @@ static void *conc_main(void *p)
     return NULL;
 }
 
-/* Wall seconds of N_CONC streams at once, -1 when one failed. */
-static double concurrent(int port, const char *model, const char *control)
+/* Wall seconds of n (<= N_WIDE) streams at once, -1 when one failed. */
+static double concurrent(int port, const char *model, const char *control, int n)
 {
-    pthread_t t[N_CONC];
-    conc_arg a[N_CONC];
+    pthread_t t[N_WIDE];
+    conc_arg a[N_WIDE];
     char err[256];
     int opened = 0, started = 0, ok = 1;
-    for (; port <= 0 && opened < N_CONC; opened++)
+    for (; port <= 0 && opened < n; opened++)
         if (client_open(&a[opened].c, NULL, control, NULL, err, sizeof err) != 0)
             break;
     double t0 = bench_now();
-    for (; started < N_CONC && (port > 0 || opened == N_CONC); started++) {
+    for (; started < n && (port > 0 || opened == n); started++) {
         a[started] = (conc_arg){port, model, port > 0 ? NULL : a[started].c, 0};
         if (pthread_create(&t[started], NULL, conc_main, &a[started]) != 0)
             break;
@@ -335,7 +335,7 @@ static double concurrent(int port, const char *model, const char *control)
     double wall = bench_now() - t0;
     for (int i = 0; i < opened; i++)
         client_close(a[i].c);
-    return ok && started == N_CONC ? wall : -1;
+    return ok && started == n ? wall : -1;
 }
 
 /* A node (`inferd serve --http`) of `model`, and a ZeroMQ client of it. */
@@ -343,22 +343,26 @@ typedef struct node_run {
     pid_t pid;
     client *c;
     int port;
+    int streams; /* its --max-seqs: the concurrent runs' clients */
     char control[64], model[PROTO_TEXT_MAX];
 } node_run;
 
-static int node_start(node_run *nr, const char *model)
+static int node_start(node_run *nr, const char *model, int max_seqs)
 {
     int control = free_port(), telemetry = free_port();
-    char ep_t[64], hp[64], err[256] = "no status reply within 60 s (is inferd on PATH?)";
+    char ep_t[64], hp[64], seqs[16], err[256] = "no status reply within 60 s (is inferd on PATH?)";
     memset(nr, 0, sizeof *nr);
     nr->port = free_port();
     snprintf(nr->control, sizeof nr->control, "tcp://127.0.0.1:%d", control);
     snprintf(ep_t, sizeof ep_t, "tcp://127.0.0.1:%d", telemetry);
     snprintf(hp, sizeof hp, "127.0.0.1:%d", nr->port);
+    snprintf(seqs, sizeof seqs, "%d", max_seqs);
+    nr->streams = max_seqs;
     nr->pid = fork();
     if (nr->pid == 0) {
         execlp("inferd", "inferd", "serve", "--name", "bench", "--model", model, "--threads", "1",
-               "--control", nr->control, "--telemetry", ep_t, "--http", hp, (char *)NULL);
+               "--max-seqs", seqs, "--control", nr->control, "--telemetry", ep_t, "--http", hp,
+               (char *)NULL);
         _exit(127);
     }
     proto_reply r;
@@ -387,7 +391,7 @@ static int bench_stream(double *per_token_us, double *per_request_ms, double *st
 {
     node_run nr;
     int rc = -1, tokens[2] = {0, 0};
-    if (node_start(&nr, MODEL) != 0)
+    if (node_start(&nr, MODEL, N_CONC) != 0)
         goto out;
     double z[2] = {-1, -1}, h[2] = {-1, -1};
     const int n[2] = {N_SHORT, N_LONG};
@@ -418,8 +422,10 @@ out:
     return rc;
 }
 
-/* What the 16-stream pairs give: medians over the pairs. */
+/* What the pairs of concurrent runs give: medians over the pairs. */
 typedef struct conc_figures {
+    double http_tps, zmq_tps;        /* streamed tokens/s, all clients together */
+    double rate_pct;                 /* the first in % of the second */
     double us;                       /* HTTP's extra time per streamed token */
     double pct;                      /* ... in % of the ZeroMQ run */
     double lo, hi;                   /* the pairs' smallest and largest % */
@@ -474,12 +480,12 @@ static double proc_cpu_s(pid_t pid)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* One HTTP run of N_CONC streams: its wall seconds (-1: failed) and the
- * HTTP server's CPU seconds within it, into *cpu. */
+/* One HTTP run of the node's streams: its wall seconds (-1: failed) and
+ * the HTTP server's CPU seconds within it, into *cpu. */
 static double http_conc(const node_run *nr, double *cpu)
 {
     double a = http_cpu_s(nr->port), b = http_cpu_s(nr->port);
-    double wall = concurrent(nr->port, nr->model, nr->control);
+    double wall = concurrent(nr->port, nr->model, nr->control, nr->streams);
     double c = http_cpu_s(nr->port);
     *cpu = a < 0 || b < 0 || c < 0 ? -1 : (c - b) - (b - a);
     return wall;
@@ -489,27 +495,28 @@ static double http_conc(const node_run *nr, double *cpu)
 static double zmq_conc(const node_run *nr, double *cpu)
 {
     double a = proc_cpu_s(nr->pid);
-    double wall = concurrent(0, nr->model, nr->control);
+    double wall = concurrent(0, nr->model, nr->control, nr->streams);
     double b = proc_cpu_s(nr->pid);
     *cpu = a < 0 || b < 0 ? -1 : b - a;
     return wall;
 }
 
-/* N_CONC streams at once on a node of CONC_MODEL, over ZeroMQ and over
- * HTTP, pair by pair. */
-static int bench_concurrent(conc_figures *out)
+/* streams at once (the node's --max-seqs) on a node of CONC_MODEL, over
+ * ZeroMQ and over HTTP, pair by pair (pairs <= N_CONC_PAIRS). */
+static int bench_concurrent(conc_figures *out, int streams, int pairs)
 {
     node_run nr;
     int rc = -1;
     double us[N_CONC_PAIRS], pct[N_CONC_PAIRS], tok[N_CONC_PAIRS], step[N_CONC_PAIRS];
     double hcpu[N_CONC_PAIRS], zcpu[N_CONC_PAIRS], cpct[N_CONC_PAIRS];
-    const double tokens = N_CONC * N_CONC_TOKENS;
-    if (node_start(&nr, CONC_MODEL) != 0)
+    double htps[N_CONC_PAIRS], ztps[N_CONC_PAIRS], rpct[N_CONC_PAIRS];
+    const double tokens = (double)streams * N_CONC_TOKENS;
+    if (node_start(&nr, CONC_MODEL, streams) != 0)
         goto out;
     /* A warm-up of each, then the pairs, the first of each pair alternating. */
-    concurrent(0, nr.model, nr.control);
-    concurrent(nr.port, nr.model, nr.control);
-    for (int i = 0; i < N_CONC_PAIRS; i++) {
+    concurrent(0, nr.model, nr.control, streams);
+    concurrent(nr.port, nr.model, nr.control, streams);
+    for (int i = 0; i < pairs; i++) {
         double z = -1, h = -1, hc = -1, zc = -1;
         if (i % 2)
             h = http_conc(&nr, &hc);
@@ -527,18 +534,24 @@ static int bench_concurrent(conc_figures *out)
         hcpu[i] = hc / tokens * 1e6;
         zcpu[i] = zc / tokens * 1e6;
         cpct[i] = hc / zc * 100.0;
+        htps[i] = tokens / h;
+        ztps[i] = tokens / z;
+        rpct[i] = z / h * 100.0;
     }
-    out->http_cpu_us = bench_median(hcpu, N_CONC_PAIRS);
-    out->node_cpu_us = bench_median(zcpu, N_CONC_PAIRS);
-    out->cpu_pct = bench_median(cpct, N_CONC_PAIRS);
+    out->http_cpu_us = bench_median(hcpu, pairs);
+    out->node_cpu_us = bench_median(zcpu, pairs);
+    out->cpu_pct = bench_median(cpct, pairs);
     out->cpu_lo = cpct[0]; /* bench_median sorted them */
-    out->cpu_hi = cpct[N_CONC_PAIRS - 1];
-    out->us = bench_median(us, N_CONC_PAIRS);
-    out->pct = bench_median(pct, N_CONC_PAIRS);
+    out->cpu_hi = cpct[pairs - 1];
+    out->us = bench_median(us, pairs);
+    out->pct = bench_median(pct, pairs);
     out->lo = pct[0]; /* sorted too */
-    out->hi = pct[N_CONC_PAIRS - 1];
-    out->token_us = bench_median(tok, N_CONC_PAIRS);
-    out->step_ms = bench_median(step, N_CONC_PAIRS);
+    out->hi = pct[pairs - 1];
+    out->token_us = bench_median(tok, pairs);
+    out->step_ms = bench_median(step, pairs);
+    out->http_tps = bench_median(htps, pairs);
+    out->zmq_tps = bench_median(ztps, pairs);
+    out->rate_pct = bench_median(rpct, pairs);
     rc = 0;
 out:
     node_stop(&nr);
@@ -635,14 +648,32 @@ out:
     return rc;
 }
 
+/* Streamed tokens/s of streams at once (pairs of runs), over HTTP
+ * against the control socket. */
+static void rate_rows(bench *b, int streams, int pairs, const conc_figures *f)
+{
+    char name[160], target[32];
+    snprintf(name, sizeof name,
+             "%d streams of %s at --max-seqs %d: streamed tokens/s over HTTP (median of %d "
+             "pairs)",
+             streams, CONC_MODEL, streams, pairs);
+    snprintf(target, sizeof target, ">= %g %%", RATE_TARGET_PCT);
+    bench_add(b, name, f->http_tps, "tok/s", NULL, -1);
+    bench_add(b, "... over the control socket", f->zmq_tps, "tok/s", NULL, -1);
+    bench_add(b, "... HTTP's rate in % of the control socket's", f->rate_pct, "%", target,
+              f->rate_pct != -1 && f->rate_pct >= RATE_TARGET_PCT);
+}
+
 int main(void)
 {
     bench *b = bench_open("http");
     double plain = -1, fed = -1, per_token = -1, per_request = -1, step = -1, scrape = -1, kib = -1;
-    conc_figures cf = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+    conc_figures cf = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+    conc_figures wide = cf;
     int ok = bench_publish(&plain, &fed) == 0;
     ok &= bench_stream(&per_token, &per_request, &step) == 0;
-    ok &= bench_concurrent(&cf) == 0;
+    ok &= bench_concurrent(&cf, N_CONC, N_CONC_PAIRS) == 0;
+    ok &= bench_concurrent(&wide, N_WIDE, N_WIDE_PAIRS) == 0;
     ok &= bench_scrape(&scrape, &kib) == 0;
     bench_add(b, "step message publish, no /metrics feed", plain, "us", NULL, -1);
     bench_add(b, "step message publish, /metrics feed subscribed", fed, "us", "<= 5 us",
@@ -672,6 +703,8 @@ int main(void)
                    "from %.1f to %.1f",
                    cf.http_cpu_us, cf.cpu_lo, cf.cpu_hi, cf.node_cpu_us, cf.step_ms, cf.token_us,
                    cf.lo, cf.hi);
+    rate_rows(b, N_CONC, N_CONC_PAIRS, &cf);
+    rate_rows(b, N_WIDE, N_WIDE_PAIRS, &wide);
     bench_add(b, "/metrics scrape, 8 nodes", scrape, "ms", "< 10 ms", scrape >= 0 && scrape < 10);
     bench_add(b, "/metrics size, 8 nodes", kib, "KiB", NULL, -1);
     return bench_close(b) == 0 && ok ? 0 : 1;

@@ -2,7 +2,9 @@
 # End to end: the HTTP API's error table (engine/http/README.md). Each bad
 # request gets its documented status and an OpenAI-shaped body
 # {"error":{"message","type","param","code"}} with the documented code and
-# type; the nodes keep serving afterwards.
+# type, those libmicrohttpd would answer itself included (raw sockets:
+# lib/http_raw.py walk); every status of the table is walked; the nodes
+# keep serving afterwards.
 . "$(dirname "$0")/lib/serve.sh"
 . "$(dirname "$0")/lib/http.sh"
 
@@ -19,8 +21,10 @@ start c1 --layers 0:3 --control "$(ep "$P7")" --telemetry "$(ep "$P8")" --step-t
     --listen "$(ep "$P9")" --next "$(ep "$P10")" --threads 1 --http "$(hp "$P11")"
 start c2 --layers 3:5 --control "$(ep "$P12")" --telemetry "$(ep "$P13")" \
     --listen "$(ep "$P10")" --next "$(ep "$P9")" --threads 1
-# D: HTTP on every interface, without a key.
-start d --control "$(ep "$P14")" --telemetry "$(ep "$P15")" --threads 1 --http "0.0.0.0:$P16"
+# D: HTTP on every interface, without a key; a short header deadline and
+# few connections a client, for the raw walk.
+start d --control "$(ep "$P14")" --telemetry "$(ep "$P15")" --threads 1 --http "0.0.0.0:$P16" \
+    --http-header-timeout 1 --http-per-client 4
 HA=$(hp "$P3")
 HB=$(hp "$P6")
 HC=$(hp "$P11")
@@ -57,7 +61,12 @@ row() {
     fi
     got=$(get error.message error.type error.param error.code <"$tmp/body" |
         awk -F '\t' '$1 != "" && $1 != "-" && $3 != "-" { print $2 ":" $4 }')
-    check "$name: $want $want_code" [ "$code $got" = "$want $(type_of "$want"):$want_code" ]
+    if [ "$code $got" = "$want $(type_of "$want"):$want_code" ]; then
+        ok "$name: $want $want_code"
+        echo "$want" >>"$tmp/walked"
+    else
+        fail "$name: $want $want_code (got $code $got)"
+    fi
 }
 
 A=http://$HA
@@ -107,6 +116,25 @@ kill -STOP "$PID_c2"
 row "a ring stage gone silent" 503 stage_timeout POST "http://$HC/v1/completions" \
     '{"model":"stories260K","prompt":"Hi","max_tokens":4}'
 kill -CONT "$PID_c2"
+
+# ---- the statuses the server writes itself, on raw sockets: D's body
+# limit is the auto one of its 512-token context (16 bytes a token, plus
+# 64 KiB).
+http_up "127.0.0.1:$P16" || fail "HTTP at D started"
+rawp walk "$P16" $((16 * 512 + 65536)) 1 4
+awk -F '\t' '$1 == "#walked" { print $2 }' "$tmp/raw" >>"$tmp/walked"
+# Every status of the README's error table was walked above, but 500 (out
+# of memory, a socket failure: not provoked from outside).
+table=$(awk -F '|' '/^\| [0-9][0-9][0-9] \| `/ { gsub(/ /, "", $2); print $2 }' \
+    "$root/engine/http/README.md" | sort -u)
+missing=""
+for st in $table; do
+    [ "$st" = 500 ] || grep -qx "$st" "$tmp/walked" || missing="$missing $st"
+done
+check "every status of the error table is walked ($(echo $table | tr '\n' ' '); not:$missing)" \
+    test -n "$table" -a -z "$missing"
+check "... and libmicrohttpd's cases counted in inferd_http_requests_total" \
+    [ "$(metric "$P16" 'inferd_http_requests_total{route="other",method="other",code="414"}')" -ge 1 ]
 
 # ---- an exposed listener without a key is loudly warned about
 check "HTTP on 0.0.0.0 without --api-key: a loud warning at start" \

@@ -209,6 +209,43 @@ def burst(port, n):
     print(f"#counts\t{json.dumps(counts)}", flush=True)
 
 
+def queued(port, places, extra):
+    """places long streams take every place; extra more wait in the
+    node's queue and their clients go away before they start (each is
+    cancelled while queued); then the long ones end."""
+    raise_nofile(4096)
+    body = json.dumps({"model": "stories260K", "stream": True, "max_tokens": 480,
+                       "prompt": "Once", "logit_bias": {"2": -100}})
+    done = []
+
+    def one():
+        resp, err = post(port, "/v1/completions", body, timeout=120)
+        done.append((split(resp)[0], err, time.monotonic()))
+
+    ts = [threading.Thread(target=one) for _ in range(places)]
+    for t in ts:
+        t.start()
+    time.sleep(1.0)
+    b = body.encode()
+    gone = []
+    for _ in range(extra):
+        s = connect(port)
+        s.sendall((f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                   f"\r\nContent-Length: {len(b)}\r\n\r\n").encode() + b)
+        gone.append(s)
+    time.sleep(0.5)
+    for s in gone:
+        s.close()
+    closed_at = time.monotonic()
+    for t in ts:
+        t.join()
+    first_end = min(d[2] for d in done)
+    report(f"{extra} clients gone while their requests were queued (all {places} places still "
+           f"running when they left)", first_end > closed_at, f"{first_end - closed_at:.2f} s")
+    report(f"... the {places} running ones end 200", all(d[0] == 200 and not d[1] for d in done),
+           f"{[d[:2] for d in done][:4]}")
+
+
 def closes(s):
     """Whether the server closed the connection after its answer."""
     s.settimeout(5)
@@ -216,8 +253,25 @@ def closes(s):
     return resp, err is None
 
 
-def walk(port, max_body):
-    """Every status the server writes itself, each with a JSON body."""
+def walked(name, st, want, ok, why):
+    """A check of one error status; a held one is listed as walked."""
+    report(name, ok, why)
+    if ok:
+        print(f"#walked\t{want}", flush=True)
+
+
+def json_case(name, resp, want, code):
+    st, h, b = split(resp)
+    ok, o = json_error(b)
+    walked(f"{name}: {want} {code}, a JSON body", st, want,
+           st == want and ok and o["error"].get("code") == code, f"{st} {b[:80]!r}")
+    return h
+
+
+def walk(port, max_body, deadline_s, per_client):
+    """Every status the server writes itself, libmicrohttpd's own cases
+    included (the guard answers those before it parses), each with a JSON
+    body."""
     cases = [
         ("404 unknown route", get(port, "/nope")[0], 404, "unknown_url"),
         ("405 wrong method", get(port, "/v1/completions")[0], 405, "method_not_allowed"),
@@ -227,11 +281,32 @@ def walk(port, max_body):
         ("400 NUL in the path", get(port, "/v1/completions%00")[0], 400, "bad_path"),
         ("400 a control character in the path", get(port, "/health%0a")[0], 400, "bad_path"),
     ]
+    head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+    raw = [
+        ("400 a Content-Length that is not a number", head + "Content-Length: 12abc\r\n\r\n",
+         400, "bad_content_length"),
+        ("413 a Content-Length past 64 bits", head + "Content-Length: " + "9" * 30 + "\r\n\r\n",
+         413, "too_large"),
+        ("400 two different Content-Length", head + "Content-Length: 1\r\nContent-Length: 2"
+         "\r\n\r\n", 400, "bad_content_length"),
+        ("414 a request line of 9,000 bytes", "GET /" + "a" * 9000 + " HTTP/1.1\r\nHost: x\r\n\r\n",
+         414, "uri_too_long"),
+        ("431 a head of 17,000 bytes", "GET /health HTTP/1.1\r\nHost: x\r\nX-A: " + "b" * 17000
+         + "\r\n\r\n", 431, "headers_too_large"),
+        ("431 200 fields", "GET /health HTTP/1.1\r\nHost: x\r\n" + "X-A: b\r\n" * 200 + "\r\n",
+         431, "headers_too_large"),
+        ("505 HTTP/2.0", "GET /health HTTP/2.0\r\nHost: x\r\n\r\n", 505, "http_version"),
+        ("505 HTTP/2's preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505, "http_version"),
+        ("505 HTTP/0.9", "GET /health HTTP/0.9\r\n\r\n", 505, "http_version"),
+        ("400 a request line without a version", "GET /health\r\n\r\n", 400, "bad_request"),
+        ("400 HTTP/1.1 without Host", "GET /health HTTP/1.1\r\n\r\n", 400, "bad_request"),
+        ("400 a field line without a colon", "GET /health HTTP/1.1\r\nHost: x\r\nnocolon\r\n\r\n",
+         400, "bad_request"),
+    ]
     for name, resp, want, code in cases:
-        st, _, b = split(resp)
-        ok, o = json_error(b)
-        report(f"{name}: {want} {code}, a JSON body",
-               st == want and ok and o["error"].get("code") == code, f"{st} {b[:80]!r}")
+        json_case(name, resp, want, code)
+    for name, text, want, code in raw:
+        json_case(name, request(port, text.encode())[0], want, code)
     # Both framings: refused, and the connection does not go on (what
     # follows could be a smuggled request).
     s = connect(port)
@@ -239,17 +314,40 @@ def walk(port, max_body):
               b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n")
     resp, closed = closes(s)
     st, _, b = split(resp)
-    report("Content-Length with Transfer-Encoding: 400 JSON, connection closed, nothing more",
-           st == 400 and json_error(b)[0] and closed and resp.count(b"HTTP/1.1") == 1,
+    walked("Content-Length with Transfer-Encoding: 400 JSON, connection closed, nothing more", st,
+           400, st == 400 and json_error(b)[0] and closed and resp.count(b"HTTP/1.1") == 1,
            f"{st} closed={closed}")
     s = connect(port)
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n")
     resp, closed = closes(s)
     st, _, b = split(resp)
     ok, o = json_error(b)
-    report("Transfer-Encoding gzip: 501 JSON at once, connection closed",
+    walked("Transfer-Encoding gzip: 501 JSON at once, connection closed", st, 501,
            st == 501 and ok and o["error"].get("code") == "not_implemented" and closed,
            f"{st} closed={closed}")
+    # A head that never ends, and one whose body never comes: both 408.
+    a = connect(port)
+    a.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+    c = connect(port)
+    c.sendall((head + "Content-Length: 10\r\n\r\n").encode())
+    time.sleep(deadline_s + 0.6)
+    json_case("408 a head that never ends", closes(a)[0], 408, "timeout")
+    json_case("408 a body that never comes", closes(c)[0], 408, "timeout")
+    # --http-per-client: past it, a request gets 429 (its connections wait
+    # for their bodies meanwhile); /health is still served.
+    held = []
+    for _ in range(per_client):
+        s = connect(port)
+        s.sendall((head + "Content-Length: 10\r\n\r\n").encode())
+        held.append(s)
+    time.sleep(0.3)
+    h = json_case("429 past --http-per-client", get(port, "/v1/models")[0], 429,
+                  "too_many_connections")
+    report("... with Retry-After: 1", h.get("retry-after") == "1", f"{h.get('retry-after')}")
+    st, _, _ = split(get(port, "/health")[0])
+    report("... and /health still answers past it", st == 200, f"{st}")
+    for s in held:
+        s.close()
 
 
 def stream_text(body):
@@ -387,8 +485,10 @@ def main():
         hold(port, float(sys.argv[3]))
     elif phase == "burst":
         burst(port, int(sys.argv[3]))
+    elif phase == "queued":
+        queued(port, int(sys.argv[3]), int(sys.argv[4]))
     elif phase == "walk":
-        walk(port, int(sys.argv[3]))
+        walk(port, int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]))
     elif phase == "slow":
         slow(port, int(sys.argv[3]), float(sys.argv[4]))
     elif phase == "stall":
