@@ -70,8 +70,8 @@ T send-keys -t A s
 wait_for 30 says 'stress run'
 T send-keys -t A g Enter Enter Enter Enter
 check "the form's mode takes quality" wait_for 30 says_e '^mode +quality'
-# ctx: the sixth row up from start (the last).
-T send-keys -t A G k k k k k k Enter 1 2 8 Enter
+# ctx: the seventh row up from start (the last).
+T send-keys -t A G k k k k k k k Enter 1 2 8 Enter
 check "the form's ctx takes 128" wait_for 30 says_e '^ctx +128'
 T send-keys -t A G Enter
 measured() {

@@ -151,7 +151,7 @@ check "a leg per kv_bits and concurrency (16,4 x 1,2), each with its aggregate t
 # The sweep restores the ring as it found it (as the CLI's), unless the
 # form's keep-last (the row below prefill-step) is on: then it stays at
 # the last leg. From start (where the cursor is), keep-last is five rows
-# up, concurrency six above it, kv-bits four below that: a one-leg sweep
+# up, concurrency seven above it (past ctx), kv-bits four below that: a one-leg sweep
 # at kv_bits 8.
 kv_all() {
     for ep in $(sed -n 's/^control = //p' "$CONF"); do call "$ep" status | get config.kv_bits; done |
@@ -160,7 +160,7 @@ kv_all() {
 check "the console's sweep leaves the ring as it found it ($(kv_all))" [ "$(kv_all)" = "16 16 " ]
 T send-keys -t A k k k k k Enter
 check "the form has keep-last, from the options table, turned on" wait_for 30 says_e '^keep-last +yes'
-T send-keys -t A k k k k k k Enter 1 Enter j j j j Enter 8 Enter
+T send-keys -t A k k k k k k k Enter 1 Enter j j j j Enter 8 Enter
 check "the form takes a one-leg sweep at kv_bits 8" wait_for 30 says_e '^kv-bits +8( |$)'
 T send-keys -t A G Enter
 check "the keep-last sweep completes" wait_for 600 says_e 'run 4 sweep +completed'

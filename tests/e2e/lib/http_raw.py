@@ -212,36 +212,53 @@ def burst(port, n):
 def queued(port, places, extra):
     """places long streams take every place; extra more wait in the
     node's queue and their clients go away before they start (each is
-    cancelled while queued); then the long ones end."""
+    cancelled while queued); then the long ones end. The long ones'
+    clients (4 KB receive buffers) read nothing until then, so their
+    requests pause (backpressure) and hold their places however fast the
+    node is: with 5 logprobs a token, 480 of them are several times what
+    the buffers between node and client hold. BOS and EOS are banned
+    (either ends a stream early, and frees its place)."""
     raise_nofile(4096)
     body = json.dumps({"model": "stories260K", "stream": True, "max_tokens": 480,
-                       "prompt": "Once", "logit_bias": {"2": -100}})
+                       "prompt": "Once", "logit_bias": {"1": -100, "2": -100}, "logprobs": 5})
+    b = body.encode()
+    raw = (f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+           f"\r\nContent-Length: {len(b)}\r\nConnection: close\r\n\r\n").encode() + b
     done = []
+    release = threading.Event()
 
     def one():
-        resp, err = post(port, "/v1/completions", body, timeout=120)
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(120)
+        s.connect((HOST, port))
+        s.sendall(raw)
+        release.wait(60)
+        resp, err = read_all(s)
+        s.close()
         done.append((split(resp)[0], err, time.monotonic()))
 
     ts = [threading.Thread(target=one) for _ in range(places)]
     for t in ts:
         t.start()
     time.sleep(1.0)
-    b = body.encode()
     gone = []
     for _ in range(extra):
         s = connect(port)
-        s.sendall((f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                   f"\r\nContent-Length: {len(b)}\r\n\r\n").encode() + b)
+        s.sendall(raw)
         gone.append(s)
     time.sleep(0.5)
     for s in gone:
         s.close()
+    running = in_flight(port) or []
     closed_at = time.monotonic()
+    release.set()
     for t in ts:
         t.join()
     first_end = min(d[2] for d in done)
     report(f"{extra} clients gone while their requests were queued (all {places} places still "
-           f"running when they left)", first_end > closed_at, f"{first_end - closed_at:.2f} s")
+           f"running when they left)", len(running) == places and first_end > closed_at,
+           f"{len(running)} running, first end {first_end - closed_at:.2f} s after")
     report(f"... the {places} running ones end 200", all(d[0] == 200 and not d[1] for d in done),
            f"{[d[:2] for d in done][:4]}")
 
