@@ -25,26 +25,8 @@
  * Q4_0 scales and the tile unit multiplies a batch's Q8_0 blocks. Each
  * path differs from the scalar reference only by the order of float
  * sums. */
-#ifndef QB_PATH
-#define QB_PATH 0
-#endif
-#if QB_PATH == 0
-#define QB_SUFFIX scalar
-#elif QB_PATH == 1
-#define QB_SUFFIX avx2
-#elif QB_PATH == 2
-#define QB_SUFFIX avx512
-#elif QB_PATH == 3
-#define QB_SUFFIX vnni
-#elif QB_PATH == 4
-#define QB_SUFFIX amx
-#else
-#error "QB_PATH: a cpu_path number, 0 to 4"
-#endif
+#include "kpath.h"
 #if QB_PATH >= 1
-#if !(defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
-#error "the avx2 path and those above need -mavx2 -mfma -mf16c"
-#endif
 #define QB_AVX2 1
 #include <immintrin.h>
 #endif
@@ -60,11 +42,6 @@
 #endif
 #define QB_AMX 1
 #endif
-
-/* A kernel file's public name for its path: qb_q8_0 becomes qb_q8_0_avx2. */
-#define QB_CAT_(a, b) a##_##b
-#define QB_CAT(a, b) QB_CAT_(a, b)
-#define QB_SYM(name) QB_CAT(name, QB_SUFFIX)
 
 #define QK 32    /* values per block of Q8_0 and Q4_0 */
 #define QK_K 256 /* values per super-block of the K types and Q8_K */

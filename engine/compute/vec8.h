@@ -67,12 +67,13 @@ VEC8_INLINE f32x8 vec8_select(i32x8 mask, f32x8 a, f32x8 b)
     return (f32x8)(((i32x8)a & mask) | ((i32x8)b & ~mask));
 }
 
-/* The fp16 conversions. Without __F16C__ (every file but the kernels',
- * VEC8_PATHS's AVX2 functions included: the macro is a preprocessor
- * test, not the target attribute's) they are IEEE's, in integer lanes:
- * GCC 12 leaves _Float16 casts a scalar conversion per lane through the
- * stack, which took more than half of a 16-sequence decode step in
- * attention (perf, synth:110m). */
+/* The fp16 conversions: F16C's in the kernel files compiled for a
+ * vector path (kpath.h; attention's task is one). Without __F16C__
+ * (every other file, VEC8_PATHS's AVX2 functions included: the macro is
+ * a preprocessor test, not the target attribute's) they are IEEE's, in
+ * integer lanes: GCC 12 leaves _Float16 casts a scalar conversion per
+ * lane through the stack, which took more than half of a 16-sequence
+ * decode step in attention (perf, synth:110m). */
 typedef uint16_t u16x8 __attribute__((vector_size(16)));
 typedef uint32_t u32x8 __attribute__((vector_size(32))); /* where lanes wrap */
 

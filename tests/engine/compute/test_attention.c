@@ -12,6 +12,7 @@
 #include "engine/compute/attention.h"
 #include "engine/compute/kvcache.h"
 #include "engine/compute/pool.h"
+#include "paths.h"
 
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
 
@@ -228,22 +229,22 @@ static void sweep(int bits, int every)
     pool_free(two);
 }
 
-Test(attention, matches_naive_fp32)
+PATHS_TEST(attention, matches_naive_fp32)
 {
     sweep(32, 1);
 }
 
-Test(attention, matches_naive_fp16)
+PATHS_TEST(attention, matches_naive_fp16)
 {
     sweep(16, 3);
 }
 
-Test(attention, matches_naive_8bit)
+PATHS_TEST(attention, matches_naive_8bit)
 {
     sweep(8, 3);
 }
 
-Test(attention, matches_naive_4bit)
+PATHS_TEST(attention, matches_naive_4bit)
 {
     sweep(4, 3);
 }
