@@ -27,10 +27,8 @@
 #include "attention.h"
 
 #include <assert.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "attention_int.h"
 
