@@ -554,13 +554,16 @@ static double cpu_mhz(void)
     return mhz;
 }
 
-/* int8 operations (a multiply and an add each) a core's kernels of each
- * path can issue per cycle: the scalar C as GCC vectorizes it for
- * baseline x86-64, two 128-bit pmaddwd (8 products each); two 256-bit
- * byte multiply-adds (32 products each) for the AVX2 and AVX-512 paths,
- * whose kernels run on 256-bit registers; a tile multiply of 16 x 16 x 64
- * every 16 cycles for AMX. */
-static const double PEAK_OPS[CPU_NPATHS] = {32, 128, 128, 128, 2048};
+/* int8 operations (a multiply and an add each) a core of each path's
+ * instruction set can issue per cycle: the scalar C as GCC vectorizes it
+ * for baseline x86-64, two 128-bit pmaddwd (8 products each); two byte
+ * multiply-adds of 256 bits (32 products) for AVX2 and of 512 bits (64)
+ * for AVX-512 and VNNI, on a core with two 512-bit units (Zen 4 splits
+ * them: half that); a tile multiply of 16 x 16 x 64 every 16 cycles for
+ * AMX. The AVX-512 path's kernels run on 256-bit registers, and so do
+ * VNNI's but for the Q8_0 batch kernel (qblock_q.c): they can reach half
+ * of it. */
+static const double PEAK_OPS[CPU_NPATHS] = {32, 128, 256, 256, 2048};
 
 /* The weight types of the batch section, whose activations are Q8_0. */
 static const uint32_t BATCH_TYPES[] = {WT_Q8_0, WT_Q4_0};

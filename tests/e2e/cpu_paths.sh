@@ -3,9 +3,9 @@
 #   - every object of the default build but the kernel files' per-path
 #     copies holds baseline x86-64 code only (no VEX/EVEX, ymm, zmm, mask
 #     or tile registers, BMI, POPCNT, LZCNT, MOVBE or SSSE3/SSE4 op), apart
-#     from the AVX2 clones VEC8_PATHS makes (functions named *_avx2), which
-#     run only once the path is chosen: what runs before the choice runs
-#     on any x86-64;
+#     from the AVX2 and AVX-512 clones VEC8_PATHS makes (functions named
+#     *_avx2 and *_avx512), which run only once the path is chosen: what
+#     runs before the choice runs on any x86-64;
 #   - `inferd --version` names the path in use and the ones the CPU runs;
 #     INFERD_CPU forces each of those, and is refused by name for an
 #     unknown path or one the CPU lacks (naming the missing features);
@@ -24,7 +24,7 @@ x86_64)
                 /^[0-9a-f]+ <.*>:$/ { f = $2; next }
                 /^ +[0-9a-f]+:\t/ {
                     split($0, p, "\t"); ins = p[2]
-                    if (f ~ /_avx2>:$/) next
+                    if (f ~ /_avx(2|512)>:$/) next
                     if (ins ~ /^v/ || ins ~ /%[yz]mm|%k[0-7]|%tmm/ ||
                         ins ~ /^(andn|bextr|blsi|blsmsk|blsr|bzhi|lzcnt|tzcnt|popcnt|pdep|pext|rorx|sarx|shlx|shrx|mulx|movbe|crc32)[ \t]/ ||
                         ins ~ /^(pshufb|palignr|pmaddubsw|phadd|phsub|psign|pabs|pmulld|pminsd|pmaxsd|pminud|pmaxud|pblend|blendv|ptest|pextr[bdq]|pinsr[bdq]|round[sp][sd]|dpp[sd]|pmovsx|pmovzx|pcmpeqq|packusdw)/) {

@@ -407,16 +407,18 @@ PATHS_TEST(qblock, gemv_row_is_the_same_in_any_group)
 }
 
 /* qb_gemm gives every (row, activation) the bits qb_gemv gives it, for
- * batches and row counts around the 16 x 16 tiles, rows of whole groups
- * of 8 blocks and with a leftover block, into a strided output. */
+ * batches around each kernel's bounds (from 6 activations VNNI's lanes,
+ * below the tiled kernel) and row counts around the 16 x 16 tiles, rows
+ * of whole groups of 8 blocks, with a leftover block, and of more groups
+ * than VNNI's lanes take a chunk (2304 values), into a strided output. */
 PATHS_TEST(qblock, gemm_is_gemv_per_activation)
 {
     const int rows_cases[] = {1, 15, 16, 33};
-    const int batches[] = {1, 2, 3, 15, 16, 17, 40};
+    const int batches[] = {1, 2, 3, 5, 6, 15, 16, 17, 40};
     for (size_t t = 0; t < N_TYPES; t++) {
         uint32_t type = TYPES[t];
-        int64_t lens[] = {512, block_of(type) == QK_K ? 768 : 96};
-        for (int l = 0; l < 2; l++) {
+        int64_t lens[] = {512, block_of(type) == QK_K ? 768 : 96, 2304};
+        for (int l = 0; l < 3; l++) {
             int64_t n = lens[l];
             size_t rb = wtype_row_bytes(type, (uint64_t)n);
             uint8_t *w = gauss_matrix(type, 33, n, rb);
