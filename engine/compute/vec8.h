@@ -4,8 +4,8 @@
  * vector width and never keeps a tile of accumulators in registers; these
  * types make that explicit. They lower to whatever the function they land
  * in targets: two SSE registers in baseline code, one AVX register in a
- * function VEC8_PATHS compiles for AVX2, which the kernel path in use
- * (cpu.h) picks. Every operation gives the same bits on either, fused
+ * function VEC8_PATHS compiles for AVX2 or AVX-512, which the kernel path
+ * in use (cpu.h) picks. Every operation gives the same bits on either, fused
  * multiply-adds included.
  */
 #ifndef VEC8_H
