@@ -642,13 +642,12 @@ static inline void lane_ahead_step(lane_ahead *a)
         _mm_prefetch(a->next, _MM_HINT_T0);
 }
 
-/* One step of a row's float sums: the 16 lanes of acc[j] += the block's
- * sums s times the row's scale dw and each activation's (blk->d), from
- * zero for the first group. */
-static inline __m512 lane_fold(__m512 acc, int first, float dw, const lane_block *blk, __m512i s)
+/* One step of a row's float sums: the 16 lanes of acc += the block's
+ * sums s times the row's scale dw and each activation's (blk->d). */
+static inline __m512 lane_fold(__m512 acc, float dw, const lane_block *blk, __m512i s)
 {
     __m512 d = _mm512_mul_ps(_mm512_set1_ps(dw), _mm512_loadu_ps(blk->d));
-    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), first ? _mm512_setzero_ps() : acc);
+    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
 }
 
 /* A row's 8 lanes summed in qb_hsum's order: ((0 + 4) + (2 + 6)) +
@@ -736,7 +735,7 @@ static void lane_rows(const char *w, const char *next, size_t row_bytes, const l
                 int k = PAIR_ORDER[j];
                 /* The first group starts from zero: no 8 KiB of zeros to
                  * store and load back (4% of a 16-sequence step). */
-                acc[m][j] = lane_fold(acc[m][j], g == 0, dw[m][k], &blocks[g + k],
+                acc[m][j] = lane_fold(g ? acc[m][j] : _mm512_setzero_ps(), dw[m][k], &blocks[g + k],
                                       _mm512_loadu_si512(sums[k][m]));
             }
         }
@@ -853,7 +852,7 @@ static void lane_rows(const char *w, const char *next, size_t row_bytes, const l
                                 s[r], a[t], _mm512_set1_epi32(ld32(row[r][k].qs + 4 * t)));
 #pragma GCC unroll 8
                     for (int r = 0; r < VNNI_ROWS; r++)
-                        sum[r] = lane_fold(sum[r], 0, dw[r][i][PAIR_ORDER[j]], blk, s[r]);
+                        sum[r] = lane_fold(sum[r], dw[r][i][PAIR_ORDER[j]], blk, s[r]);
                 }
 #pragma GCC unroll 8
                 for (int r = 0; r < VNNI_ROWS; r++)
