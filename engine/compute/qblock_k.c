@@ -351,6 +351,7 @@ QB_INLINE void k_tile(int has_qh, const char *w, size_t wstep, int R, const char
         for (int r = 0; r < R; r++) {
             /* Q4_K and Q5_K blocks both start with d, dmin, scales. */
             const blk_q4_K *k = (const blk_q4_K *)(w + r * wstep + b * bsize);
+            qb_ahead(k, bsize);
             const uint8_t *qs = has_qh ? ((const blk_q5_K *)k)->qs : k->qs;
             const uint8_t *qh = has_qh ? ((const blk_q5_K *)k)->qh : NULL;
             __m128i scm = k_scales_mins(k->scales);
@@ -434,6 +435,7 @@ QB_INLINE void q6_tile(const char *w, size_t wstep, int R, const char *acts, siz
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             const blk_q6_K *k = (const blk_q6_K *)(w + r * wstep) + b;
+            qb_ahead(k, sizeof *k);
             __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)k->scales));
             __m256i sum[K_TILE_MAX];
 #pragma GCC unroll 8

@@ -286,6 +286,7 @@ QB_INLINE void q8_0_rows(const char *w, size_t step, int R, const void *x, int64
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             const blk_q8_0 *wb = (const blk_q8_0 *)(w + r * step) + b;
+            qb_ahead(wb, 8 * sizeof *wb);
             __m256i v[4];
 #pragma GCC unroll 8
             for (int i = 0; i < 4; i++) {
@@ -336,6 +337,7 @@ QB_INLINE void q4_0_rows(const char *w, size_t step, int R, const void *x, int64
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             const blk_q4_0 *wb = (const blk_q4_0 *)(w + r * step) + b;
+            qb_ahead(wb, 8 * sizeof *wb);
             __m256i v[4];
 #pragma GCC unroll 8
             for (int i = 0; i < 4; i++) {
