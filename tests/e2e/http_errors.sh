@@ -15,7 +15,10 @@ alloc_ports 16
 # whose second stage will go silent.
 start a --control "$(ep "$P1")" --telemetry "$(ep "$P2")" --threads 1 --max-ctx 64 \
     --http "$(hp "$P3")" --api-key "$tmp/key"
-start b --control "$(ep "$P4")" --telemetry "$(ep "$P5")" --threads 1 --mem-limit 64M \
+# B's budget is above what the node holds even built with ASan (64M was
+# not), and below the KV of the longest request (max_tokens 1048576 at
+# kv_bits 16: 671 MB of stories260K's cache).
+start b --control "$(ep "$P4")" --telemetry "$(ep "$P5")" --threads 1 --mem-limit 512M \
     --http "$(hp "$P6")"
 start c1 --layers 0:3 --control "$(ep "$P7")" --telemetry "$(ep "$P8")" --step-timeout 1 \
     --listen "$(ep "$P9")" --next "$(ep "$P10")" --threads 1 --http "$(hp "$P11")"
@@ -111,7 +114,7 @@ row "/metrics without the key" 401 invalid_api_key GET "$A/metrics" ''
 row "past --max-ctx" 400 ctx_limit POST "$A/v1/chat/completions" "{$CHAT,\"max_tokens\":100}" -H "$KEY"
 check "... with the engine's message" grep -q 'max-ctx' "$tmp/body"
 row "KV over the memory budget" 503 kv_oom POST "http://$HB/v1/completions" \
-    '{"model":"stories260K","prompt":"Hi","max_tokens":200000}'
+    '{"model":"stories260K","prompt":"Hi","max_tokens":1048576}'
 kill -STOP "$PID_c2"
 row "a ring stage gone silent" 503 stage_timeout POST "http://$HC/v1/completions" \
     '{"model":"stories260K","prompt":"Hi","max_tokens":4}'
