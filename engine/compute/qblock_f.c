@@ -88,16 +88,16 @@ QB_INLINE void frows(enum fkind k, const char *w, size_t step, int R, const void
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
         acc[r] = _mm256_setzero_ps();
-    /* Values a line of the row holds: the rows' next lines are
-     * prefetched once a line (qb_ahead). */
-    const int64_t line = k == K_F32 ? 16 : 32, es = 64 / line;
+    /* The rows' next lines are prefetched once a line (qb_ahead): a
+     * 64-byte line holds `line` values of `size` bytes. */
+    const int64_t line = k == K_F32 ? 16 : 32, size = 64 / line;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 xv = fload8(k, x, i);
         if (i % line == 0)
 #pragma GCC unroll 8
             for (int r = 0; r < R; r++)
-                qb_ahead(w + r * step + i * es, 64);
+                qb_ahead(w + r * step + i * size, 64);
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++)
             acc[r] = _mm256_fmadd_ps(fload8(k, w + r * step, i), xv, acc[r]);
