@@ -58,12 +58,20 @@ int client_open(client **out, void *zctx, const char *endpoint, const client_cur
         client_close(c);
         return -1;
     }
-    if (zmq_connect(c->sock, endpoint)) {
-        snprintf(err, errlen, "%s: %s", endpoint, zmq_strerror(errno));
+    if (endpoint && client_connect(c, endpoint, err, errlen) != 0) {
         client_close(c);
         return -1;
     }
     *out = c;
+    return 0;
+}
+
+int client_connect(client *c, const char *endpoint, char *err, size_t errlen)
+{
+    if (zmq_connect(c->sock, endpoint)) {
+        snprintf(err, errlen, "%s: %s", endpoint, zmq_strerror(errno));
+        return -1;
+    }
     return 0;
 }
 

@@ -21,9 +21,11 @@ typedef struct client_curve {
 } client_curve;
 
 /* Connects to a control endpoint. zctx: a zmq context to share, or NULL
- * for one the client owns. curve: NULL for a plain connection. */
+ * for one the client owns. curve: NULL for a plain connection. endpoint
+ * NULL: not yet, until client_connect (to watch the socket first). */
 int client_open(client **out, void *zctx, const char *endpoint, const client_curve *curve,
                 char *err, size_t errlen);
+int client_connect(client *c, const char *endpoint, char *err, size_t errlen);
 void client_close(client *c);
 
 /* The DEALER socket, to zmq_poll it together with others. */
