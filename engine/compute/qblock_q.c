@@ -498,6 +498,243 @@ QB_INLINE void q4_0_tile(const char *w, size_t row_bytes, const char *acts, size
 QB_GEMM_TILED(q8_0_tiled, q8_0_tile, QB_TILE_R, QK_K)
 QB_GEMM_TILED(q4_0_gemm, q4_0_tile, QB_TILE_R, QK_K)
 
+/* The next rows a kernel will read, prefetched while it works on the
+ * current ones, in address order and a few lines at a time: the
+ * prefetchers would not follow rows read a group at a time (AMX) or a
+ * few rows at a time with their first blocks read cold (VNNI), and a
+ * burst of prefetches would stall. lane_ahead_of spreads `bytes` from
+ * `next` (NULL: none) over `steps` calls of lane_ahead_step. */
+typedef struct lane_ahead {
+    const char *next;
+    size_t left, step;
+} lane_ahead;
+
+static inline lane_ahead lane_ahead_of(const char *next, size_t bytes, size_t steps)
+{
+    lane_ahead a = {next, next ? bytes : 0, 0};
+    a.step = (a.left + steps * 64 - 1) / (steps * 64) * 64;
+    return a;
+}
+
+static inline void lane_ahead_step(lane_ahead *a)
+{
+    for (size_t off = 0; off < a->step && a->left > 0; off += 64, a->left -= 64, a->next += 64)
+        _mm_prefetch(a->next, _MM_HINT_T0);
+}
+
+#if QB_PATH == 1
+
+/* ---- AVX2: a batch of Q8_0 activations in the lanes of int16 ----
+ *
+ * The VNNI path's lane kernel (below) with vpmaddwd for vpdpbusd: a
+ * block's sums for one row by 8 activations are one 256-bit vector, an
+ * activation an int32 lane, from 16 products of the row's value pair
+ * 2t, 2t + 1 (sign-extended to int16 and broadcast) by each activation's
+ * (stored as int16). Two ops a pair, where the tiled kernel's int8
+ * products take four (the sign trick: vpsignb, vpmaddubsw, vpmaddwd, an
+ * add) and reduce the sums across lanes after; with its (row, activation)
+ * sums in registers, the tiled kernel's 2 x 4 tile also spilled. The
+ * float arithmetic after the sums is q8_0_rows's, lane for lane, as on
+ * the VNNI path. Full groups of 8 blocks only (rows of a multiple of
+ * 256). One core, 16 activations, a 100 MB matrix: 57 GMAC/s against
+ * the tiled kernel's 48. On the AVX-512 path, whose tiles take 8
+ * activations, the tiled kernel was as fast (53 against 51 with twice
+ * these rows a pass), and stays. */
+
+#define L16_N 8  /* activations a vector */
+#define L16_M 16 /* rows a call */
+#define L16_C 2  /* vectors of activations a call: each row's int16 values serve them all */
+/* Rows a pass over a vector of activations: each loaded pair of an
+ * activation block serves them all. */
+#define L16_ROWS 4
+/* Groups of 8 blocks a chunk: the pass's rows as int16, L16_ROWS x 16
+ * blocks x 64 bytes, stay in L1 while the chunk lasts. */
+#define L16_CHUNK 2
+/* Batches of fewer than this have no pack and take the tiled kernel:
+ * the lanes cost as much for 1 activation as for 8 (on one core, GMAC/s
+ * of the two: 27 / 46 at 4 activations, 40 / 45 at 6, 53 / 47 at 8). */
+#define L16_MIN 8
+_Static_assert(L16_M % L16_ROWS == 0, "passes of whole rows");
+
+/* One block of L16_N activations: q[t][2i + u] is value 2t + u of
+ * activation i, d their scales. Activations past the batch are zeros. */
+typedef struct l16_block {
+    int16_t q[QK / 2][2 * L16_N];
+    float d[L16_N];
+} l16_block;
+
+static size_t l16_batch_bytes(int b, int64_t n)
+{
+    if (b < L16_MIN)
+        return 0;
+    return (size_t)((b + L16_N - 1) / L16_N) * (size_t)(n / QK) * sizeof(l16_block);
+}
+
+/* The batch in vectors of L16_N activations, block after block. */
+static void l16_pack(const void *acts, size_t stride, int b, int64_t n, void *packed)
+{
+    int64_t nb = n / QK;
+    if (b < L16_MIN)
+        return;
+    l16_block *p = packed;
+    for (int c = 0; c * L16_N < b; c++) {
+        for (int64_t k = 0; k < nb; k++) {
+            l16_block *blk = &p[c * nb + k];
+            memset(blk, 0, sizeof *blk);
+            for (int i = 0; i < L16_N && c * L16_N + i < b; i++) {
+                const blk_q8_0 *a =
+                    (const blk_q8_0 *)((const char *)acts + (size_t)(c * L16_N + i) * stride) + k;
+                for (int v = 0; v < QK; v++)
+                    blk->q[v / 2][2 * i + v % 2] = a->qs[v];
+                blk->d[i] = qb_h2f(a->d);
+            }
+        }
+    }
+}
+
+static inline int32_t ld_pair(const int16_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* x[i][j] becomes x[j][i]. */
+static inline void transpose_8x8(__m256 x[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(x[i], x[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(x[i], x[i + 1]);
+    }
+    for (int g = 0; g < 8; g += 4) {
+        u[g] = _mm256_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int j = 0; j < 4; j++) {
+        x[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+        x[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+    }
+}
+
+/* 16 rows at w times nc vectors of activations (blocks: the first's
+ * pack; b activations in all) into y[i * ystride + r], the next tile's
+ * rows (`next`, NULL for none) prefetched meanwhile. As the VNNI
+ * lane_rows, lane j of a row's float sums taken at a time. */
+static void l16_rows(const char *w, const char *next, size_t row_bytes, const l16_block *blocks,
+                     int64_t nb, int nc, int b, float *y, size_t ystride)
+{
+    __m256 out[L16_C][L16_M];
+    for (int m = 0; m < L16_M; m += L16_ROWS) {
+        lane_ahead ahead =
+            lane_ahead_of(m + L16_ROWS < L16_M ? w + (size_t)(m + L16_ROWS) * row_bytes : next,
+                          L16_ROWS * row_bytes, (size_t)(nb * nc));
+        const blk_q8_0 *row[L16_ROWS];
+        __m256 acc[L16_C][L16_ROWS][8];
+        for (int r = 0; r < L16_ROWS; r++)
+            row[r] = (const blk_q8_0 *)(w + (size_t)(m + r) * row_bytes);
+        for (int64_t g0 = 0; g0 < nb; g0 += 8 * L16_CHUNK) {
+            int groups = (int)((nb - g0) / 8 < L16_CHUNK ? (nb - g0) / 8 : L16_CHUNK);
+            /* Per row: its values as int16, block by block, and each
+             * group's scales in the order of the lanes. */
+            int16_t wq[L16_ROWS][8 * L16_CHUNK][QK];
+            float dw[L16_ROWS][L16_CHUNK][8];
+            for (int r = 0; r < L16_ROWS; r++)
+                for (int i = 0; i < groups; i++) {
+                    const blk_q8_0 *wb = row[r] + g0 + 8 * i;
+                    _mm256_storeu_ps(dw[r][i], group_scales((const uint8_t *)wb, sizeof *wb));
+                    for (int k = 0; k < 8; k++) {
+                        __m256i q = _mm256_loadu_si256((const __m256i *)wb[k].qs);
+                        int16_t *to = wq[r][8 * i + k];
+                        _mm256_storeu_si256((__m256i *)to,
+                                            _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)));
+                        _mm256_storeu_si256((__m256i *)(to + 16),
+                                            _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)));
+                    }
+                }
+            for (int c = 0; c < nc; c++) {
+                const l16_block *pack = blocks + (size_t)c * (size_t)nb + g0;
+                for (int j = 0; j < 8; j++) {
+                    __m256 sum[L16_ROWS];
+#pragma GCC unroll 8
+                    for (int r = 0; r < L16_ROWS; r++)
+                        sum[r] = g0 ? acc[c][r][j] : _mm256_setzero_ps();
+                    for (int i = 0; i < groups; i++) {
+                        lane_ahead_step(&ahead);
+                        int k = 8 * i + PAIR_ORDER[j];
+                        const l16_block *blk = &pack[k];
+                        __m256i s[L16_ROWS];
+#pragma GCC unroll 8
+                        for (int r = 0; r < L16_ROWS; r++)
+                            s[r] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+                        for (int t = 0; t < QK / 2; t++) {
+                            __m256i a = _mm256_loadu_si256((const __m256i *)blk->q[t]);
+#pragma GCC unroll 8
+                            for (int r = 0; r < L16_ROWS; r++)
+                                s[r] = _mm256_add_epi32(
+                                    s[r], _mm256_madd_epi16(
+                                              a, _mm256_set1_epi32(ld_pair(wq[r][k] + 2 * t))));
+                        }
+                        __m256 dx = _mm256_loadu_ps(blk->d);
+#pragma GCC unroll 8
+                        for (int r = 0; r < L16_ROWS; r++)
+                            sum[r] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dw[r][i][j]), dx),
+                                                     _mm256_cvtepi32_ps(s[r]), sum[r]);
+                    }
+#pragma GCC unroll 8
+                    for (int r = 0; r < L16_ROWS; r++)
+                        acc[c][r][j] = sum[r];
+                }
+            }
+        }
+        /* A row's 8 lanes in qb_hsum's order: ((0 + 4) + (2 + 6)) +
+         * ((1 + 5) + (3 + 7)). */
+        for (int c = 0; c < nc; c++)
+            for (int r = 0; r < L16_ROWS; r++) {
+                const __m256 *a = acc[c][r];
+                __m256 even = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
+                __m256 odd = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
+                out[c][m + r] = _mm256_add_ps(even, odd);
+            }
+    }
+    /* Row m's lane i is y[i][m]: an activation's 8 rows are one store
+     * once transposed. */
+    for (int c = 0; c < nc; c++)
+        for (int h = 0; h < L16_M; h += 8) {
+            transpose_8x8(out[c] + h);
+            for (int i = 0; i < L16_N && c * L16_N + i < b; i++)
+                _mm256_storeu_ps(y + (size_t)(c * L16_N + i) * ystride + h, out[c][h + i]);
+        }
+}
+
+static int q8_0_gemm(const void *w, size_t row_bytes, int rows, const char *acts, size_t stride,
+                     const void *packed, int b, int64_t n, float *y, size_t ystride)
+{
+    int tiled = rows / L16_M * L16_M;
+    if (b < L16_MIN)
+        return q8_0_tiled(w, row_bytes, rows, acts, stride, packed, b, n, y, ystride);
+    if (n % QK_K != 0 || tiled == 0)
+        return 0;
+    int64_t nb = n / QK;
+    const l16_block *blocks = packed;
+    int vectors = (b + L16_N - 1) / L16_N;
+    for (int c = 0; c < vectors; c += L16_C) {
+        int nc = vectors - c < L16_C ? vectors - c : L16_C;
+        for (int r = 0; r < tiled; r += L16_M) {
+            const char *tile = (const char *)w + (size_t)r * row_bytes;
+            l16_rows(tile, r + L16_M < tiled ? tile + L16_M * row_bytes : NULL, row_bytes,
+                     blocks + (size_t)c * (size_t)nb, nb, nc, b - c * L16_N,
+                     y + (size_t)c * L16_N * ystride + r, ystride);
+        }
+    }
+    return tiled;
+}
+
+#endif /* QB_PATH == 1 */
+
 #ifdef QB_VNNI
 
 /* ---- a batch of Q8_0 activations in the lanes of a vector ----
@@ -618,30 +855,6 @@ static inline __m256 lane_scales(const blk_q8_0 *wb)
     _Static_assert(sizeof(blk_q8_0) == 34 && offsetof(blk_q8_0, d) == 0, "block offsets");
     __m256i d = _mm256_i32gather_epi32((const int *)wb, at, 1);
     return _mm256_cvtph_ps(_mm256_cvtepi32_epi16(d));
-}
-
-/* The next rows a kernel will read, prefetched while it works on the
- * current ones, in address order and a few lines at a time: the
- * prefetchers would not follow rows read a group at a time (AMX) or a
- * few rows at a time with their first blocks read cold (VNNI), and a
- * burst of prefetches would stall. lane_ahead_of spreads `bytes` from
- * `next` (NULL: none) over `steps` calls of lane_ahead_step. */
-typedef struct lane_ahead {
-    const char *next;
-    size_t left, step;
-} lane_ahead;
-
-static inline lane_ahead lane_ahead_of(const char *next, size_t bytes, size_t steps)
-{
-    lane_ahead a = {next, next ? bytes : 0, 0};
-    a.step = (a.left + steps * 64 - 1) / (steps * 64) * 64;
-    return a;
-}
-
-static inline void lane_ahead_step(lane_ahead *a)
-{
-    for (size_t off = 0; off < a->step && a->left > 0; off += 64, a->left -= 64, a->next += 64)
-        _mm_prefetch(a->next, _MM_HINT_T0);
 }
 
 /* One step of a row's float sums: the 16 lanes of acc += the block's
@@ -920,8 +1133,11 @@ const qb_type QB_SYM(qb_q8_0) = {
 #ifdef QB_VNNI
     .batch_bytes = lane_batch_bytes,
     .batch_pack = lane_pack,
+#elif QB_PATH == 1
+    .batch_bytes = l16_batch_bytes,
+    .batch_pack = l16_pack,
 #endif
-#ifdef QB_VNNI
+#if defined(QB_VNNI) || QB_PATH == 1
     .gemm = q8_0_gemm,
 #elif defined(QB_AVX2)
     .gemm = q8_0_tiled,
@@ -942,6 +1158,9 @@ const qb_type QB_SYM(qb_q4_0) = {
 #ifdef QB_VNNI
     .batch_bytes = lane_batch_bytes, /* the activation type's batch */
     .batch_pack = lane_pack,
+#elif QB_PATH == 1
+    .batch_bytes = l16_batch_bytes,
+    .batch_pack = l16_pack,
 #endif
 #ifdef QB_AVX2
     .gemm = q4_0_gemm,
