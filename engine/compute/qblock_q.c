@@ -522,12 +522,55 @@ static inline void lane_ahead_step(lane_ahead *a)
         _mm_prefetch(a->next, _MM_HINT_T0);
 }
 
-#if QB_PATH == 1
+#if QB_PATH >= 2
+/* x[i][j] becomes x[j][i]. The first two steps transpose 4 x 4 blocks
+ * within each 128-bit lane; then x[4g + j]'s lane L holds rows 4g to
+ * 4g + 3 of column 4L + j, and two steps of lane shuffles gather each
+ * column's four lanes. */
+static inline void transpose_16x16(__m512 x[16])
+{
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(x[i], x[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(x[i], x[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) {
+        x[g] = _mm512_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        x[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        x[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        x[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int j = 0; j < 4; j++) {
+        __m512 u0 = _mm512_shuffle_f32x4(x[j], x[4 + j], 0x88);
+        __m512 u1 = _mm512_shuffle_f32x4(x[j], x[4 + j], 0xdd);
+        __m512 v0 = _mm512_shuffle_f32x4(x[8 + j], x[12 + j], 0x88);
+        __m512 v1 = _mm512_shuffle_f32x4(x[8 + j], x[12 + j], 0xdd);
+        t[j] = _mm512_shuffle_f32x4(u0, v0, 0x88);      /* column j */
+        t[4 + j] = _mm512_shuffle_f32x4(u1, v1, 0x88);  /* 4 + j */
+        t[8 + j] = _mm512_shuffle_f32x4(u0, v0, 0xdd);  /* 8 + j */
+        t[12 + j] = _mm512_shuffle_f32x4(u1, v1, 0xdd); /* 12 + j */
+    }
+    for (int i = 0; i < 16; i++)
+        x[i] = t[i];
+}
 
-/* ---- AVX2: a batch of Q8_0 activations in the lanes of int16 ----
+/* Row m's lane i is y[i][m]: an activation's 16 rows are one store once
+ * transposed. Stored a value at a time, they were 14% of the AMX kernel,
+ * the 16 lines ystride apart conflicting in L1. */
+static inline void lane_store(__m512 out[16], int b, float *y, size_t ystride)
+{
+    transpose_16x16(out);
+    for (int i = 0; i < b; i++)
+        _mm512_storeu_ps(y + (size_t)i * ystride, out[i]);
+}
+#endif
+
+#if QB_PATH <= 2
+
+/* ---- without VNNI: a batch of Q8_0 activations in the lanes of int16 ----
  *
  * The VNNI path's lane kernel (below) with vpmaddwd for vpdpbusd: a
- * block's sums for one row by 8 activations are one 256-bit vector, an
+ * block's sums for one row by L16_N activations are one vector, an
  * activation an int32 lane, from 16 products of the row's value pair
  * 2t, 2t + 1 (sign-extended to int16 and broadcast) by each activation's
  * (stored as int16). Two ops a pair, where the tiled kernel's int8
@@ -536,12 +579,21 @@ static inline void lane_ahead_step(lane_ahead *a)
  * sums in registers, the tiled kernel's 2 x 4 tile also spilled. The
  * float arithmetic after the sums is q8_0_rows's, lane for lane, as on
  * the VNNI path. Full groups of 8 blocks only (rows of a multiple of
- * 256). One core, 16 activations, a 100 MB matrix: 57 GMAC/s against
- * the tiled kernel's 48. On the AVX-512 path, whose tiles take 8
- * activations, the tiled kernel was as fast (53 against 51 with twice
- * these rows a pass), and stays. */
+ * 256). One Xeon core, 16 activations, a 100 MB matrix, GMAC/s against
+ * the tiled kernel's: AVX2 57 / 48, AVX-512 (16 activations a 512-bit
+ * vector) 66 / 53. */
 
-#define L16_N 8  /* activations a vector */
+#if QB_PATH == 1
+#define L16_N 8 /* activations a vector */
+typedef __m256i l16_vi;
+typedef __m256 l16_vf;
+#define L16(op) _mm256_##op
+#else
+#define L16_N 16
+typedef __m512i l16_vi;
+typedef __m512 l16_vf;
+#define L16(op) _mm512_##op
+#endif
 #define L16_M 16 /* rows a call */
 #define L16_C 2  /* vectors of activations a call: each row's int16 values serve them all */
 /* Rows a pass over a vector of activations: each loaded pair of an
@@ -551,9 +603,14 @@ static inline void lane_ahead_step(lane_ahead *a)
  * blocks x 64 bytes, stay in L1 while the chunk lasts. */
 #define L16_CHUNK 2
 /* Batches of fewer than this have no pack and take the tiled kernel:
- * the lanes cost as much for 1 activation as for 8 (on one core, GMAC/s
- * of the two: 27 / 46 at 4 activations, 40 / 45 at 6, 53 / 47 at 8). */
+ * the lanes cost as much for 1 activation as for L16_N (on one core,
+ * GMAC/s of the two: AVX2 27 / 46 at 4 activations, 40 / 45 at 6, 53 /
+ * 47 at 8; AVX-512 50 / 53 at 12, 58 / 51 at 14). */
+#if QB_PATH == 1
 #define L16_MIN 8
+#else
+#define L16_MIN 13
+#endif
 _Static_assert(L16_M % L16_ROWS == 0, "passes of whole rows");
 
 /* One block of L16_N activations: q[t][2i + u] is value 2t + u of
@@ -599,6 +656,7 @@ static inline int32_t ld_pair(const int16_t *p)
     return v;
 }
 
+#if QB_PATH == 1
 /* x[i][j] becomes x[j][i]. */
 static inline void transpose_8x8(__m256 x[8])
 {
@@ -619,6 +677,20 @@ static inline void transpose_8x8(__m256 x[8])
     }
 }
 
+/* Row m's lane i is y[i][m]: an activation's rows are one store once
+ * transposed. */
+static inline void l16_store(l16_vf out[L16_M], int b, float *y, size_t ystride)
+{
+    for (int h = 0; h < L16_M; h += 8) {
+        transpose_8x8(out + h);
+        for (int i = 0; i < b; i++)
+            _mm256_storeu_ps(y + (size_t)i * ystride + h, out[h + i]);
+    }
+}
+#else
+#define l16_store lane_store
+#endif
+
 /* 16 rows at w times nc vectors of activations (blocks: the first's
  * pack; b activations in all) into y[i * ystride + r], the next tile's
  * rows (`next`, NULL for none) prefetched meanwhile. As the VNNI
@@ -626,13 +698,13 @@ static inline void transpose_8x8(__m256 x[8])
 static void l16_rows(const char *w, const char *next, size_t row_bytes, const l16_block *blocks,
                      int64_t nb, int nc, int b, float *y, size_t ystride)
 {
-    __m256 out[L16_C][L16_M];
+    l16_vf out[L16_C][L16_M];
     for (int m = 0; m < L16_M; m += L16_ROWS) {
         lane_ahead ahead =
             lane_ahead_of(m + L16_ROWS < L16_M ? w + (size_t)(m + L16_ROWS) * row_bytes : next,
                           L16_ROWS * row_bytes, (size_t)(nb * nc));
         const blk_q8_0 *row[L16_ROWS];
-        __m256 acc[L16_C][L16_ROWS][8];
+        l16_vf acc[L16_C][L16_ROWS][8];
         for (int r = 0; r < L16_ROWS; r++)
             row[r] = (const blk_q8_0 *)(w + (size_t)(m + r) * row_bytes);
         for (int64_t g0 = 0; g0 < nb; g0 += 8 * L16_CHUNK) {
@@ -657,32 +729,33 @@ static void l16_rows(const char *w, const char *next, size_t row_bytes, const l1
             for (int c = 0; c < nc; c++) {
                 const l16_block *pack = blocks + (size_t)c * (size_t)nb + g0;
                 for (int j = 0; j < 8; j++) {
-                    __m256 sum[L16_ROWS];
+                    l16_vf sum[L16_ROWS];
 #pragma GCC unroll 8
                     for (int r = 0; r < L16_ROWS; r++)
-                        sum[r] = g0 ? acc[c][r][j] : _mm256_setzero_ps();
+                        sum[r] = g0 ? acc[c][r][j] : L16(setzero_ps)();
                     for (int i = 0; i < groups; i++) {
                         lane_ahead_step(&ahead);
                         int k = 8 * i + PAIR_ORDER[j];
                         const l16_block *blk = &pack[k];
-                        __m256i s[L16_ROWS];
+                        l16_vi s[L16_ROWS];
 #pragma GCC unroll 8
                         for (int r = 0; r < L16_ROWS; r++)
-                            s[r] = _mm256_setzero_si256();
+                            s[r] = L16(set1_epi32)(0);
 #pragma GCC unroll 4
                         for (int t = 0; t < QK / 2; t++) {
-                            __m256i a = _mm256_loadu_si256((const __m256i *)blk->q[t]);
+                            l16_vi a;
+                            memcpy(&a, blk->q[t], sizeof a);
 #pragma GCC unroll 8
                             for (int r = 0; r < L16_ROWS; r++)
-                                s[r] = _mm256_add_epi32(
-                                    s[r], _mm256_madd_epi16(
-                                              a, _mm256_set1_epi32(ld_pair(wq[r][k] + 2 * t))));
+                                s[r] = L16(add_epi32)(
+                                    s[r],
+                                    L16(madd_epi16)(a, L16(set1_epi32)(ld_pair(wq[r][k] + 2 * t))));
                         }
-                        __m256 dx = _mm256_loadu_ps(blk->d);
+                        l16_vf dx = L16(loadu_ps)(blk->d);
 #pragma GCC unroll 8
                         for (int r = 0; r < L16_ROWS; r++)
-                            sum[r] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dw[r][i][j]), dx),
-                                                     _mm256_cvtepi32_ps(s[r]), sum[r]);
+                            sum[r] = L16(fmadd_ps)(L16(mul_ps)(L16(set1_ps)(dw[r][i][j]), dx),
+                                                   L16(cvtepi32_ps)(s[r]), sum[r]);
                     }
 #pragma GCC unroll 8
                     for (int r = 0; r < L16_ROWS; r++)
@@ -694,20 +767,16 @@ static void l16_rows(const char *w, const char *next, size_t row_bytes, const l1
          * ((1 + 5) + (3 + 7)). */
         for (int c = 0; c < nc; c++)
             for (int r = 0; r < L16_ROWS; r++) {
-                const __m256 *a = acc[c][r];
-                __m256 even = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
-                __m256 odd = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
-                out[c][m + r] = _mm256_add_ps(even, odd);
+                const l16_vf *a = acc[c][r];
+                l16_vf even = L16(add_ps)(L16(add_ps)(a[0], a[4]), L16(add_ps)(a[2], a[6]));
+                l16_vf odd = L16(add_ps)(L16(add_ps)(a[1], a[5]), L16(add_ps)(a[3], a[7]));
+                out[c][m + r] = L16(add_ps)(even, odd);
             }
     }
-    /* Row m's lane i is y[i][m]: an activation's 8 rows are one store
-     * once transposed. */
-    for (int c = 0; c < nc; c++)
-        for (int h = 0; h < L16_M; h += 8) {
-            transpose_8x8(out[c] + h);
-            for (int i = 0; i < L16_N && c * L16_N + i < b; i++)
-                _mm256_storeu_ps(y + (size_t)(c * L16_N + i) * ystride + h, out[c][h + i]);
-        }
+    for (int c = 0; c < nc; c++) {
+        int in = b - c * L16_N < L16_N ? b - c * L16_N : L16_N;
+        l16_store(out[c], in, y + (size_t)c * L16_N * ystride, ystride);
+    }
 }
 
 static int q8_0_gemm(const void *w, size_t row_bytes, int rows, const char *acts, size_t stride,
@@ -733,7 +802,7 @@ static int q8_0_gemm(const void *w, size_t row_bytes, int rows, const char *acts
     return tiled;
 }
 
-#endif /* QB_PATH == 1 */
+#endif /* QB_PATH <= 2 */
 
 #ifdef QB_VNNI
 
@@ -816,37 +885,6 @@ static void lane_pack(const void *acts, size_t stride, int b, int64_t n, void *p
     }
 }
 
-/* x[i][j] becomes x[j][i]. The first two steps transpose 4 x 4 blocks
- * within each 128-bit lane; then x[4g + j]'s lane L holds rows 4g to
- * 4g + 3 of column 4L + j, and two steps of lane shuffles gather each
- * column's four lanes. */
-static inline void transpose_16x16(__m512 x[16])
-{
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(x[i], x[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(x[i], x[i + 1]);
-    }
-    for (int g = 0; g < 16; g += 4) {
-        x[g] = _mm512_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        x[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        x[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        x[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int j = 0; j < 4; j++) {
-        __m512 u0 = _mm512_shuffle_f32x4(x[j], x[4 + j], 0x88);
-        __m512 u1 = _mm512_shuffle_f32x4(x[j], x[4 + j], 0xdd);
-        __m512 v0 = _mm512_shuffle_f32x4(x[8 + j], x[12 + j], 0x88);
-        __m512 v1 = _mm512_shuffle_f32x4(x[8 + j], x[12 + j], 0xdd);
-        t[j] = _mm512_shuffle_f32x4(u0, v0, 0x88);      /* column j */
-        t[4 + j] = _mm512_shuffle_f32x4(u1, v1, 0x88);  /* 4 + j */
-        t[8 + j] = _mm512_shuffle_f32x4(u0, v0, 0xdd);  /* 8 + j */
-        t[12 + j] = _mm512_shuffle_f32x4(u1, v1, 0xdd); /* 12 + j */
-    }
-    for (int i = 0; i < 16; i++)
-        x[i] = t[i];
-}
-
 /* The scales of the 8 blocks at wb as floats, in block order: one gather
  * of each block's first 4 bytes. */
 static inline __m256 lane_scales(const blk_q8_0 *wb)
@@ -872,16 +910,6 @@ static inline __m512 lane_hsum(const __m512 a[8])
     __m512 even = _mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6]));
     __m512 odd = _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7]));
     return _mm512_add_ps(even, odd);
-}
-
-/* Row m's lane i is y[i][m]: an activation's 16 rows are one store once
- * transposed. Stored a value at a time, they were 14% of the AMX kernel,
- * the 16 lines ystride apart conflicting in L1. */
-static inline void lane_store(__m512 out[LANE_M], int b, float *y, size_t ystride)
-{
-    transpose_16x16(out);
-    for (int i = 0; i < b; i++)
-        _mm512_storeu_ps(y + (size_t)i * ystride, out[i]);
 }
 
 #ifdef QB_AMX
@@ -1133,14 +1161,12 @@ const qb_type QB_SYM(qb_q8_0) = {
 #ifdef QB_VNNI
     .batch_bytes = lane_batch_bytes,
     .batch_pack = lane_pack,
-#elif QB_PATH == 1
+#elif defined(QB_AVX2)
     .batch_bytes = l16_batch_bytes,
     .batch_pack = l16_pack,
 #endif
-#if defined(QB_VNNI) || QB_PATH == 1
+#ifdef QB_AVX2
     .gemm = q8_0_gemm,
-#elif defined(QB_AVX2)
-    .gemm = q8_0_tiled,
 #endif
 };
 
@@ -1158,7 +1184,7 @@ const qb_type QB_SYM(qb_q4_0) = {
 #ifdef QB_VNNI
     .batch_bytes = lane_batch_bytes, /* the activation type's batch */
     .batch_pack = lane_pack,
-#elif QB_PATH == 1
+#elif defined(QB_AVX2)
     .batch_bytes = l16_batch_bytes,
     .batch_pack = l16_pack,
 #endif
