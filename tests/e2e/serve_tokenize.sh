@@ -24,7 +24,10 @@ while [ ${#text} -lt 12000 ]; do
     text="$text $1"
     i=$((i + 7))
 done
-args="{\"prompt\":\"$text\",\"max_tokens\":16,\"temperature\":0}"
+# Enough tokens, BOS and EOS banned, that the requests still run when
+# they are cancelled and stopped: a fast machine tokenized, prefilled and
+# decoded 16 of them in 0.3 s, before either came.
+args="{\"prompt\":\"$text\",\"max_tokens\":4000,\"temperature\":0,\"logit_bias\":{\"1\":-100,\"2\":-100}}"
 
 call "$C" generate "$args" --id slow1 >"$tmp/slow1" &
 g=$!
@@ -42,6 +45,7 @@ call "$C" cancel '{"target":"slow1"}' >/dev/null
 wait $g
 elapsed=$(($(now_ms) - t0))
 check "cancel ends it within 3 s (${elapsed} ms, $(get error.code <"$tmp/slow1"))" within "$elapsed" 3000
+check "and the request gets cancelled" [ "$(get error.code <"$tmp/slow1")" = cancelled ]
 
 call "$C" generate "$args" --id slow2 >"$tmp/slow2" &
 g=$!
