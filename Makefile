@@ -61,7 +61,7 @@ TEST_LIBS     := $(call pc_libs,$(PKGS_TEST))
 # Each program's library is every .c of its parts but the file holding
 # main(); the parts are the sub-folders (see each folder's README).
 # The kernel files are compiled once per path (see KERNEL_PATHS).
-KERNELS    := qblock_f qblock_q qblock_k attention_task
+KERNELS    := qblock_f qblock_q qblock_lane qblock_k attention_task
 ENGINE_SRC := $(filter-out engine/cmd/inferd.c $(KERNELS:%=engine/compute/%.c),$(wildcard engine/*/*.c))
 STORE_SRC  := $(wildcard store/*.c)
 TUI_SRC    := $(filter-out tui/cmd/infertop.c,$(wildcard tui/*/*.c))

@@ -194,6 +194,13 @@ static inline f32x8 qb_round_grid(f32x8 v, float lo, float hi)
     return vec8_min(vec8_max(r, vec8_splat(lo)), vec8_splat(hi));
 }
 
+/* Block k of a group of 8 in the order the kernels sum them, blocks 2i
+ * and 2i + 1 sharing a register pair: 0 2 4 6 1 3 5 7. */
+static inline int qb_pair_order(int k)
+{
+    return (k & 3) * 2 + (k >> 2);
+}
+
 /* ---- the per-type table ---- */
 
 typedef void qb_gemv_fn(const void *w, size_t row_bytes, int rows, const void *x, int64_t n,
@@ -462,6 +469,50 @@ static inline __m256i qb_nib_hi(__m256i q)
         }                                                                                          \
         return tiled;                                                                              \
     }
+
+static inline uint16_t qb_ld16(const uint8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The half-float scales of the 8 blocks at p, p + s, ..., in the order of
+ * qb_pair_sums. With AVX-512 VBMI and blocks of up to 18 bytes, one byte
+ * permute gathers them from two 64-byte loads. */
+static inline __m256 qb_group_scales(const uint8_t *p, int s)
+{
+#ifdef __AVX512VBMI__
+    if (7 * s + 2 <= 128) {
+        /* Byte pairs (o, o + 1) for each block's offset o, in order. */
+#define PAIR(k) (short)((k)*s * 0x101 + 0x100)
+        const __m128i idx =
+            _mm_setr_epi16(PAIR(0), PAIR(2), PAIR(4), PAIR(6), PAIR(1), PAIR(3), PAIR(5), PAIR(7));
+#undef PAIR
+        __m512i v = _mm512_permutex2var_epi8(_mm512_loadu_si512(p), _mm512_castsi128_si512(idx),
+                                             _mm512_loadu_si512(p + 64));
+        return _mm256_cvtph_ps(_mm512_castsi512_si128(v));
+    }
+#endif
+    __m128i v = _mm_cvtsi32_si128(qb_ld16(p));
+    v = _mm_insert_epi16(v, qb_ld16(p + 2 * s), 1);
+    v = _mm_insert_epi16(v, qb_ld16(p + 4 * s), 2);
+    v = _mm_insert_epi16(v, qb_ld16(p + 6 * s), 3);
+    v = _mm_insert_epi16(v, qb_ld16(p + s), 4);
+    v = _mm_insert_epi16(v, qb_ld16(p + 3 * s), 5);
+    v = _mm_insert_epi16(v, qb_ld16(p + 5 * s), 6);
+    v = _mm_insert_epi16(v, qb_ld16(p + 7 * s), 7);
+    return _mm256_cvtph_ps(v);
+}
+
+/* qblock_lane.c: a batch of Q8_0 activations in vector lanes for the
+ * tables of Q8_0 and Q4_0 (their activation type): its pack (0 bytes
+ * for a batch too small for the lanes) and Q8_0 rows times it, the rows
+ * done returned (0: the batch or rows do not suit the lanes). */
+size_t QB_SYM(qb_lane_bytes)(int b, int64_t n);
+void QB_SYM(qb_lane_pack)(const void *acts, size_t stride, int b, int64_t n, void *packed);
+int QB_SYM(qb_lane_gemm)(const void *w, size_t row_bytes, int rows, const void *packed, int b,
+                         int64_t n, float *y, size_t ystride);
 
 /* Broadcast of a block scale pair's product. */
 static inline __m256 qb_scale(uint16_t dw, float dx)
