@@ -133,33 +133,17 @@ typedef struct l16_block {
     float d[L16_N];
 } l16_block;
 
-size_t QB_SYM(qb_lane_bytes)(int b, int64_t n)
-{
-    if (b < L16_MIN)
-        return 0;
-    return (size_t)((b + L16_N - 1) / L16_N) * (size_t)(n / QK) * sizeof(l16_block);
-}
+/* The pack's layout (qb_lane_pack, at the end): activation i's block a
+ * into blk. */
+#define LANES_N L16_N
+#define LANES_MIN L16_MIN
+typedef l16_block lanes_block;
 
-/* The batch in vectors of L16_N activations, block after block. */
-void QB_SYM(qb_lane_pack)(const void *acts, size_t stride, int b, int64_t n, void *packed)
+static inline void lanes_put(lanes_block *blk, int i, const blk_q8_0 *a)
 {
-    int64_t nb = n / QK;
-    if (b < L16_MIN)
-        return;
-    l16_block *p = packed;
-    for (int c = 0; c * L16_N < b; c++) {
-        for (int64_t k = 0; k < nb; k++) {
-            l16_block *blk = &p[c * nb + k];
-            memset(blk, 0, sizeof *blk);
-            for (int i = 0; i < L16_N && c * L16_N + i < b; i++) {
-                const blk_q8_0 *a =
-                    (const blk_q8_0 *)((const char *)acts + (size_t)(c * L16_N + i) * stride) + k;
-                for (int v = 0; v < QK; v++)
-                    blk->q[v / 2][2 * i + v % 2] = a->qs[v];
-                blk->d[i] = qb_h2f(a->d);
-            }
-        }
-    }
+    for (int v = 0; v < QK; v++)
+        blk->q[v / 2][2 * i + v % 2] = a->qs[v];
+    blk->d[i] = qb_h2f(a->d);
 }
 
 static inline int32_t ld_pair(const int16_t *p)
@@ -366,34 +350,16 @@ typedef struct lane_block {
 #define LANE_MIN 6
 #endif
 
-size_t QB_SYM(qb_lane_bytes)(int b, int64_t n)
-{
-    if (b < LANE_MIN)
-        return 0;
-    return (size_t)((b + LANE_N - 1) / LANE_N) * (size_t)(n / QK) * sizeof(lane_block);
-}
+#define LANES_N LANE_N
+#define LANES_MIN LANE_MIN
+typedef lane_block lanes_block;
 
-/* The batch in groups of LANE_N activations, block after block. */
-void QB_SYM(qb_lane_pack)(const void *acts, size_t stride, int b, int64_t n, void *packed)
+static inline void lanes_put(lanes_block *blk, int i, const blk_q8_0 *a)
 {
-    int64_t nb = n / QK;
-    if (b < LANE_MIN)
-        return;
-    lane_block *p = packed;
-    for (int c = 0; c * LANE_N < b; c++) {
-        for (int64_t k = 0; k < nb; k++) {
-            lane_block *blk = &p[c * nb + k];
-            memset(blk, 0, sizeof *blk);
-            for (int i = 0; i < LANE_N && c * LANE_N + i < b; i++) {
-                const blk_q8_0 *a =
-                    (const blk_q8_0 *)((const char *)acts + (size_t)(c * LANE_N + i) * stride) + k;
-                for (int t = 0; t < QK / 4; t++)
-                    for (int u = 0; u < 4; u++)
-                        blk->q[t][4 * i + u] = (int8_t)(a->qs[4 * t + u] ^ LANE_FLIP);
-                blk->d[i] = qb_h2f(a->d);
-            }
-        }
-    }
+    for (int t = 0; t < QK / 4; t++)
+        for (int u = 0; u < 4; u++)
+            blk->q[t][4 * i + u] = (int8_t)(a->qs[4 * t + u] ^ LANE_FLIP);
+    blk->d[i] = qb_h2f(a->d);
 }
 
 /* The scales of the 8 blocks at wb as floats, in block order: one gather
@@ -646,5 +612,35 @@ int QB_SYM(qb_lane_gemm)(const void *w, size_t row_bytes, int rows, const void *
 }
 
 #endif /* QB_VNNI */
+
+/* ---- the pack, in the path's layout (lanes_block, lanes_put) ---- */
+
+size_t QB_SYM(qb_lane_bytes)(int b, int64_t n)
+{
+    if (b < LANES_MIN)
+        return 0;
+    return (size_t)((b + LANES_N - 1) / LANES_N) * (size_t)(n / QK) * sizeof(lanes_block);
+}
+
+/* The batch in groups of LANES_N activations, block after block;
+ * activations past the batch are zeros. */
+void QB_SYM(qb_lane_pack)(const void *acts, size_t stride, int b, int64_t n, void *packed)
+{
+    int64_t nb = n / QK;
+    if (b < LANES_MIN)
+        return;
+    lanes_block *p = packed;
+    for (int c = 0; c * LANES_N < b; c++) {
+        for (int64_t k = 0; k < nb; k++) {
+            lanes_block *blk = &p[c * nb + k];
+            memset(blk, 0, sizeof *blk);
+            for (int i = 0; i < LANES_N && c * LANES_N + i < b; i++)
+                lanes_put(
+                    blk, i,
+                    (const blk_q8_0 *)((const char *)acts + (size_t)(c * LANES_N + i) * stride) +
+                        k);
+        }
+    }
+}
 
 #endif /* QB_AVX2 */
