@@ -271,7 +271,7 @@ start_kb
 up "$(ep "$P3")"
 call "$A" generate "$NEW" --id knew >"$tmp/knew"
 last_ok "$tmp/knew" && knew=$(tokens_of <"$tmp/knew") || knew="failed: $(get error.message <"$tmp/knew")"
-check "after the restart the ring serves a new request with a single node's tokens" \
+check "after the restart the ring serves a new request with a single node's tokens ($(printf "%.80s" "$knew"))" \
     [ "$knew" = "$(cat "$tmp/kref")" -a "$(wc -w <"$tmp/kref")" = 40 ]
 stop_all
 
